@@ -1,0 +1,1 @@
+"""Analyses: pure functions of a loaded :class:`~holotrace.model.job.Job` returning pandas frames."""

@@ -1,0 +1,125 @@
+"""Parquet cache of decoded files.
+
+One folder per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), keyed by the
+file's absolute path, size, mtime and the decoder's format version. Nothing is
+ever written next to the traces unless the caller passes that folder as
+``cache_dir``. Entries are written to a temporary folder and renamed, so a
+crash never leaves a half-written entry behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from holotrace.ingest.decode import DecodedFile, Problem
+from holotrace.ingest.schema import FORMAT_VERSION
+from holotrace.model.classify import RULES_VERSION
+
+TABLES = ("events", "instants", "counters", "flows", "names")
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("HOLOTRACE_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "holotrace"
+
+
+def key_for(path: str | Path, all_args: bool = False) -> str:
+    p = Path(path).resolve()
+    st = p.stat()
+    text = f"{p}|{st.st_size}|{st.st_mtime_ns}|v{FORMAT_VERSION}.{RULES_VERSION}|{int(all_args)}"
+    return hashlib.sha1(text.encode()).hexdigest()[:24]
+
+
+def load(path: str | Path, cache_dir: Path, all_args: bool = False) -> Optional[DecodedFile]:
+    """The cached decode of ``path``, or None when absent or stale."""
+    try:
+        entry = cache_dir / key_for(path, all_args)
+    except OSError:
+        return None
+    info_file = entry / "info.json"
+    if not info_file.exists():
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        info = json.loads(info_file.read_text(encoding="utf-8"))
+        tables = {}
+        for t in TABLES:
+            f = entry / f"{t}.parquet"
+            if f.exists():
+                tab = pq.read_table(f, use_threads=True)
+                tables[t] = {name: _to_numpy(tab.column(name)) for name in tab.column_names}
+            else:
+                tables[t] = {}
+        raw_args = None
+        if all_args and (entry / "raw_args.json").exists():
+            raw_args = json.loads((entry / "raw_args.json").read_text(encoding="utf-8"))
+    except Exception:  # a damaged entry is a miss, never an error
+        return None
+    return DecodedFile(
+        path=str(path), meta=info["meta"], strings=info["strings"], events=tables["events"], instants=tables["instants"],
+        counters=tables["counters"], flows=tables["flows"], names=tables["names"], n_trace_events=info["n_trace_events"],
+        phase_counts=info["phase_counts"], ts_is_float=info["ts_is_float"],
+        problems=[Problem(**p) for p in info["problems"]], raw_args=raw_args, format=info["format"], bytes_read=info["bytes_read"],
+    )
+
+
+def _to_numpy(col) -> np.ndarray:
+    arr = col.to_numpy()
+    return arr if arr.flags.writeable else arr  # read-only views are fine: the model never writes
+
+
+def store(d: DecodedFile, cache_dir: Path, all_args: bool = False) -> Optional[Path]:
+    """Write ``d`` to the cache; returns the entry folder, or None when the cache is not writable."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        entry = cache_dir / key_for(d.path, all_args)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
+        for t in TABLES:
+            cols = getattr(d, t)
+            if cols:
+                pq.write_table(pa.table({k: pa.array(v) for k, v in cols.items()}), tmp / f"{t}.parquet", compression="lz4")
+        info = {
+            "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
+            "ts_is_float": d.ts_is_float, "problems": [p.__dict__ for p in d.problems], "format": d.format,
+            "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
+        }
+        (tmp / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")
+        if all_args and d.raw_args is not None:
+            (tmp / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
+        if entry.exists():
+            shutil.rmtree(entry, ignore_errors=True)
+        os.replace(tmp, entry)
+        return entry
+    except OSError:
+        shutil.rmtree(locals().get("tmp", ""), ignore_errors=True) if locals().get("tmp") else None
+        return None
+
+
+def clear(cache_dir: Optional[Path] = None) -> tuple[int, int]:
+    """Remove every cache entry. Returns (entries removed, bytes freed)."""
+    d = cache_dir or default_cache_dir()
+    if not d.exists():
+        return 0, 0
+    n = size = 0
+    for entry in d.iterdir():
+        if entry.is_dir():
+            size += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+            shutil.rmtree(entry, ignore_errors=True)
+            n += 1
+    return n, size

@@ -1,0 +1,804 @@
+"""Decode one Kineto trace file into columnar tables.
+
+The file is streamed: it is read (and gunzipped) in large chunks, each chunk
+is cut at an event boundary and decoded by msgspec into typed records that
+hold only the fields holotrace keeps; the records are turned into numpy
+columns and dropped before the next chunk. No Python dict is built per event,
+and the whole file is never held in memory at once.
+
+Interface: ``decode_file(path) -> DecodedFile``; nothing else in holotrace
+depends on how decoding is done.
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from holotrace.errors import TraceEventError, TraceFormatError, TraceNotFoundError, TraceReadError
+from holotrace.ingest.schema import ARG_SPECS, META_ARG_SPECS, event_columns
+
+CHUNK_BYTES = 16 * 1024 * 1024
+_MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
+_EXACT_TS_LIMIT_US = 2.0**42  # above this, float µs lose sub-ns precision: reparse exactly
+
+_EMPTY_RAW = msgspec.Raw(b"")
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _arg_fields(specs, lenient: bool):
+    fields = []
+    for s in specs:
+        if s.kind == "raw":
+            typ: Any = msgspec.Raw
+            default: Any = _EMPTY_RAW
+        elif lenient:
+            typ, default = Any, None
+        elif s.kind == "int":
+            typ, default = (Union[int, str] if s.column in ("stream", "device") else int), s.default
+        elif s.kind == "float":
+            typ, default = float, s.default
+        else:
+            typ, default = str, None
+        fields.append((s.column, typ, msgspec.field(name=s.raw_key, default=default)))
+    return fields
+
+
+def _event_type(lenient: bool, raw_args: bool):
+    args_t: Any
+    if raw_args:
+        args_t = msgspec.Raw
+    else:
+        args_t = msgspec.defstruct(
+            "LenientArgs" if lenient else "Args",
+            _arg_fields(ARG_SPECS + META_ARG_SPECS, lenient),
+            forbid_unknown_fields=False,
+        )
+    anyish = Any
+    fields = [
+        ("ph", anyish if lenient else str, ""),
+        ("cat", anyish if lenient else Optional[str], None),
+        ("name", Any, None),
+        ("pid", Any if lenient else Union[int, str, None], None),
+        ("tid", Any if lenient else Union[int, str, None], None),
+        ("ts", Any if lenient else Union[int, float, None], None),
+        ("dur", Any if lenient else Union[int, float, None], None),
+        ("id", Any, None),
+        ("bp", Any, None),
+        ("s", Any, None),
+        ("args", Optional[args_t], None),
+    ]
+    return msgspec.defstruct("Event" + ("Lenient" if lenient else "") + ("Raw" if raw_args else ""), fields)
+
+
+_EVENT = _event_type(False, False)
+_EVENT_LENIENT = _event_type(True, False)
+_EVENT_RAWARGS = _event_type(True, True)
+
+_ARGS_T = msgspec.defstruct("ArgsDefault", _arg_fields(ARG_SPECS + META_ARG_SPECS, False))
+_EMPTY_ARGS = _ARGS_T()
+
+
+def _exact_hook(text: str):
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # pragma: no cover - msgspec only hands valid numbers
+        return float(text)
+
+
+_DEC_FAST = msgspec.json.Decoder(list[_EVENT])
+_DEC_LENIENT = msgspec.json.Decoder(list[_EVENT_LENIENT])
+_DEC_EXACT = msgspec.json.Decoder(list[_EVENT_LENIENT], float_hook=_exact_hook)
+_DEC_RAWARGS = msgspec.json.Decoder(list[_EVENT_RAWARGS])
+_DEC_TOP_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Problem:
+    """Something found while decoding; becomes a validation finding."""
+
+    code: str
+    severity: str  # "error" | "warning" | "info"
+    message: str
+    count: int = 1
+    example: Optional[str] = None
+
+
+@dataclass
+class DecodedFile:
+    """Columnar content of one trace file, with a file-local string table."""
+
+    path: str
+    meta: dict
+    strings: list[str]
+    events: dict[str, np.ndarray]  # events with a duration (X and friends)
+    instants: dict[str, np.ndarray]  # ph i/I/n (memory events among them)
+    counters: dict[str, np.ndarray]  # ph C, one row per (event, series)
+    flows: dict[str, np.ndarray]  # ph s/t/f
+    names: dict[str, np.ndarray]  # ph M (process/thread names)
+    n_trace_events: int = 0
+    phase_counts: dict[str, int] = field(default_factory=dict)
+    ts_is_float: bool = False  # any event wrote a fractional/float ts (HTA rounds then)
+    problems: list[Problem] = field(default_factory=list)
+    raw_args: Optional[list] = None  # per event of ``events``, with all_args=True
+    format: str = "object"  # "object" | "array" (legacy 2021 bare array)
+    bytes_read: int = 0
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _open_stream(path: Path):
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise TraceNotFoundError("file does not exist", path=path) from None
+    except PermissionError:
+        raise TraceReadError("file is not readable (permission denied)", path=path, fix="check its permissions") from None
+    except IsADirectoryError:
+        raise TraceReadError("is a folder, not a trace file", path=path) from None
+    except OSError as e:
+        raise TraceReadError(f"cannot open: {e.strerror or e}", path=path) from None
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        return fh, True
+    return fh, False
+
+
+def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None) -> Iterator[bytes]:
+    """Yield the (decompressed) bytes of a file in chunks.
+
+    A gzip stream that ends early yields what could be decompressed and adds a
+    ``truncated_gzip`` problem instead of failing.
+    """
+    fh, gz = _open_stream(path)
+    with fh:
+        if not gz:
+            while True:
+                try:
+                    b = fh.read(chunk)
+                except OSError as e:
+                    raise TraceReadError(f"read failed: {e}", path=path) from None
+                if not b:
+                    return
+                yield b
+        d = zlib.decompressobj(wbits=47)
+        while True:
+            try:
+                b = fh.read(1 << 20)
+            except OSError as e:
+                raise TraceReadError(f"read failed: {e}", path=path) from None
+            if not b:
+                break
+            while b:
+                try:
+                    out = d.decompress(b, chunk)
+                except zlib.error as e:
+                    raise TraceReadError(f"damaged gzip data ({e})", path=path, fix="re-copy or re-compress the file") from None
+                if out:
+                    yield out
+                if d.eof:  # a further gzip member may follow
+                    b = d.unused_data
+                    if b:
+                        d = zlib.decompressobj(wbits=47)
+                else:
+                    b = d.unconsumed_tail
+        tail = d.flush()
+        if tail:
+            yield tail
+        if not d.eof:
+            if problems is None:
+                raise TraceReadError("gzip stream ends early (truncated file)", path=path)
+            problems.append(Problem("truncated_gzip", "error", "gzip stream ends early: the file was cut; only the part before the cut was read"))
+
+
+_WS = b" \t\r\n"
+
+
+def _find_split(buf: bytearray | bytes, end: int) -> int:
+    """Index of the last ``,`` in buf[:end] that separates two events (``} , {``), or -1."""
+    pos = end
+    while True:
+        c = buf.rfind(b",", 0, pos)
+        if c < 0:
+            return -1
+        j = c + 1
+        n = len(buf)
+        while j < n and buf[j] in _WS:
+            j += 1
+        if j < n and buf[j] == 0x7B:  # '{'
+            i = c - 1
+            while i >= 0 and buf[i] in _WS:
+                i -= 1
+            if i >= 0 and buf[i] == 0x7D:  # '}'
+                return c
+        pos = c
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _Strings:
+    """File-local string table: id = order of first appearance."""
+
+    def __init__(self) -> None:
+        self.index: dict = {}
+        self.table: list[str] = []
+
+    def ids(self, values: list) -> np.ndarray:
+        """Intern values (None -> -1); hashing is done by pandas in C."""
+        if not values:
+            return np.empty(0, dtype=np.int32)
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
+        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        index, table = self.index, self.table
+        remap = np.empty(len(uniques) + 1, dtype=np.int32)
+        remap[-1] = -1  # factorize's NA code -1 indexes the last slot
+        for j, v in enumerate(uniques.tolist()):
+            k = index.get(v)
+            if k is None:
+                k = len(table)
+                index[v] = k
+                table.append(v if isinstance(v, str) else _to_text(v))
+            remap[j] = k
+        return remap[codes]
+
+    def raw_ids(self, raws: list) -> np.ndarray:
+        # Raw values are interned by their bytes; the text is the raw JSON.
+        e = _EMPTY_RAW
+        return self.ids([None if r is e or not len(r) else bytes(r) for r in raws])
+
+
+def _to_text(v) -> str:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).decode("utf-8", errors="replace")
+    return str(v)
+
+
+def _int_column(values: list, default: int, name: str, path: str, problems: list) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    if name in ("pid", "tid", "stream", "device"):
+        # strings here are labels ("Spans", "0x0"): not numbers, by design
+        try:
+            return np.array([v if type(v) is int else (int(v) if isinstance(v, str) and v.isdigit() else default) for v in values], dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    out = np.empty(len(values), dtype=np.int64)
+    bad = 0
+    example = None
+    for i, v in enumerate(values):
+        if v is None:
+            out[i] = default
+            continue
+        if isinstance(v, bool):
+            out[i] = int(v)
+            continue
+        if isinstance(v, int):
+            if -(2**63) <= v < 2**63:
+                out[i] = v
+                continue
+            if v < 2**64:  # unsigned 64-bit
+                out[i] = v - 2**64
+                continue
+            raise TraceEventError(f"integer {v} in '{name}' does not fit in 64 bits", path=path, fix="the file is damaged or not written by the PyTorch profiler")
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            out[i] = int(v)
+            continue
+        if isinstance(v, str):
+            s = v.strip()
+            if s.lstrip("-").isdigit():
+                out[i] = int(s)
+                continue
+        out[i] = default
+        bad += 1
+        if example is None:
+            example = repr(v)
+    if bad and name not in ("stream", "device", "pid", "tid"):
+        problems.append(Problem("bad_arg_type", "warning", f"arg '{name}' has {bad} non-integer values (read as {default})", bad, example))
+    return out
+
+
+def _float_column(values: list) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
+
+
+def _time_ns(values: list, exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """µs values (int/float/Decimal/None) -> (ns int64, valid mask)."""
+    n = len(values)
+    if not exact:
+        try:
+            a = np.array(values)
+        except (TypeError, ValueError, OverflowError):
+            a = None
+        if a is not None and a.dtype.kind == "i":
+            return a.astype(np.int64) * 1000, np.ones(n, dtype=bool)
+        if a is not None and a.dtype.kind == "f":
+            valid = np.isfinite(a)
+            f = np.where(valid, a, 0.0)
+            whole = np.floor(f)
+            # whole µs and the fraction separately: the product f*1000 would round at ns scale
+            ns = whole.astype(np.int64) * 1000 + np.rint((f - whole) * 1000.0).astype(np.int64)
+            return ns, valid
+    out = np.zeros(n, dtype=np.int64)
+    valid = np.ones(n, dtype=bool)
+    for i, v in enumerate(values):
+        if v is None or isinstance(v, (str, bool)) or (isinstance(v, float) and not math.isfinite(v)):
+            valid[i] = False
+        elif isinstance(v, int):
+            out[i] = v * 1000
+        elif isinstance(v, Decimal):
+            if not v.is_finite():
+                valid[i] = False
+            else:
+                out[i] = int((v * 1000).to_integral_value())
+        else:
+            out[i] = int(round(float(v) * 1000.0))
+    return out, valid
+
+
+class _Builder:
+    """Accumulates per-chunk columns of every table of one file."""
+
+    def __init__(self, path: str, all_args: bool):
+        self.path = path
+        self.strings = _Strings()
+        self.parts: dict[str, dict[str, list]] = {k: {} for k in ("events", "instants", "counters", "flows", "names")}
+        self.problems: list[Problem] = []
+        self.phase_counts: dict[str, int] = {}
+        self.ts_is_float = False
+        self.all_args = all_args
+        self.raw_args: list = [] if all_args else None  # type: ignore[assignment]
+        self.n = 0  # events seen so far (position in traceEvents)
+        self.missing_time = 0
+        self.missing_time_example = None
+
+    def _add(self, table: str, cols: dict[str, np.ndarray]) -> None:
+        part = self.parts[table]
+        for k, v in cols.items():
+            part.setdefault(k, []).append(v)
+
+    def add_chunk(self, evs: list, exact: bool, raw_evs: Optional[list] = None) -> None:
+        base = self.n
+        self.n += len(evs)
+        if not evs:
+            return
+        phs = [e.ph for e in evs]
+        # phases
+        uniq, counts = np.unique(np.array(phs, dtype=object).astype(str), return_counts=True)
+        for p, c in zip(uniq.tolist(), counts.tolist()):
+            self.phase_counts[p] = self.phase_counts.get(p, 0) + int(c)
+        has_dur = [i for i, e in enumerate(evs) if e.dur is not None]
+        if len(has_dur) == len(evs):
+            dur_evs = evs
+            pos = np.arange(base, base + len(evs), dtype=np.int64)
+            others: list[int] = []
+        else:
+            dur_evs = [evs[i] for i in has_dur]
+            pos = base + np.array(has_dur, dtype=np.int64)
+            hd = set(has_dur)
+            others = [i for i in range(len(evs)) if i not in hd]
+        if dur_evs:
+            self._events(dur_evs, pos, exact, [raw_evs[i] for i in has_dur] if raw_evs is not None else None)
+        if others:
+            self._side(evs, others, base, exact, raw_evs)
+
+    def _common(self, evs: list, exact: bool) -> dict[str, np.ndarray]:
+        S = self.strings
+        ts_vals = [e.ts for e in evs]
+        if not self.ts_is_float:
+            for v in ts_vals:
+                if isinstance(v, (float, Decimal)):
+                    self.ts_is_float = True
+                    break
+        ts, ok = _time_ns(ts_vals, exact)
+        cols = {
+            "cat": S.ids([e.cat for e in evs]),
+            "name": S.ids([e.name for e in evs]),
+            "pid": _int_column([e.pid for e in evs], -1, "pid", self.path, self.problems),
+            "tid": _int_column([e.tid for e in evs], -1, "tid", self.path, self.problems),
+            "ts_ns": ts,
+        }
+        return cols, ok
+
+    def _events(self, evs: list, pos: np.ndarray, exact: bool, raw_evs) -> None:
+        cols, ts_ok = self._common(evs, exact)
+        dur, dur_ok = _time_ns([e.dur for e in evs], exact)
+        ok = ts_ok & dur_ok
+        bad_neg = dur < 0
+        bad_long = dur > _MAX_DUR_NS
+        if not ok.all():
+            nbad = int((~ok).sum())
+            i = int(np.argmin(ok))
+            self.problems.append(Problem("missing_time", "error", f"{nbad} events with a duration have a missing, NaN or non-numeric ts/dur; they were left out", nbad, f"event #{int(pos[i])}: name={_to_text(evs[i].name)!r} ts={evs[i].ts!r} dur={evs[i].dur!r}"))
+        if (bad_neg & ok).any():
+            nneg = int((bad_neg & ok).sum())
+            i = int(np.argmax(bad_neg & ok))
+            self.problems.append(Problem("negative_duration", "error", f"{nneg} events have a negative duration; they were left out", nneg, f"event #{int(pos[i])}: name={_to_text(evs[i].name)!r} dur={evs[i].dur!r}"))
+        if (bad_long & ok).any():
+            nlong = int((bad_long & ok).sum())
+            i = int(np.argmax(bad_long & ok))
+            self.problems.append(Problem("absurd_duration", "warning", f"{nlong} events last longer than 7 days", nlong, f"event #{int(pos[i])}: name={_to_text(evs[i].name)!r} dur={evs[i].dur!r}"))
+        keep = ok & ~bad_neg
+        cols["index"] = pos
+        cols["dur_ns"] = dur
+        S = self.strings
+        A = [e.args if e.args is not None else _EMPTY_ARGS for e in evs]
+        for spec in ARG_SPECS:
+            vals = list(map(attrgetter(spec.column), A))
+            if spec.kind == "int":
+                cols[spec.column] = _int_column(vals, spec.default, spec.column, self.path, self.problems)
+            elif spec.kind == "float":
+                cols[spec.column] = _float_column([spec.default if v is None else v for v in vals])
+            elif spec.kind == "str":
+                cols[spec.column] = S.ids(vals)
+            else:
+                cols[spec.column] = S.raw_ids(vals)
+        if not keep.all():
+            cols = {k: v[keep] for k, v in cols.items()}
+        self._add("events", cols)
+        if self.all_args:
+            src = raw_evs if raw_evs is not None else evs
+            keep_l = keep.tolist()
+            self.raw_args.extend(bytes(e.args).decode("utf-8", "replace") if isinstance(e.args, msgspec.Raw) and len(e.args) else None for e, k in zip(src, keep_l) if k)
+
+    def _side(self, evs: list, others: list[int], base: int, exact: bool, raw_evs) -> None:
+        groups: dict[str, list[int]] = {}
+        for i in others:
+            ph = evs[i].ph
+            key = "names" if ph == "M" else "flows" if ph in ("s", "t", "f") else "counters" if ph == "C" else "instants"
+            groups.setdefault(key, []).append(i)
+        S = self.strings
+        for key, idx in groups.items():
+            sub = [evs[i] for i in idx]
+            cols, _ = self._common(sub, exact)
+            cols["index"] = base + np.array(idx, dtype=np.int64)
+            cols["ph"] = S.ids([e.ph for e in sub])
+            A = [e.args if e.args is not None else _EMPTY_ARGS for e in sub]
+            if key == "names":
+                for col in ("m_name", "m_labels", "m_sort_index"):
+                    cols[col] = S.ids([_raw_text(getattr(a, col)) for a in A])
+                self._add("names", cols)
+            elif key == "flows":
+                cols["flow_id"] = S.ids([None if e.id is None else str(e.id) for e in sub])
+                cols["bp"] = S.ids([e.bp for e in sub])
+                self._add("flows", cols)
+            elif key == "instants":
+                cols["scope"] = S.ids([e.s for e in sub])
+                for col in ("mem_bytes", "mem_total_allocated", "mem_total_reserved", "mem_addr", "mem_device_type", "mem_device_id"):
+                    cols[col] = _int_column([_raw_int(getattr(a, col)) for a in A], -1, col, self.path, self.problems)
+                self._add("instants", cols)
+            else:  # counters: need the generic args
+                srcs = [raw_evs[i] for i in idx] if raw_evs is not None else None
+                series_rows = []
+                for j, e in enumerate(sub):
+                    raw = srcs[j].args if srcs is not None else None
+                    if raw is None or not isinstance(raw, msgspec.Raw) or not len(raw):
+                        continue
+                    try:
+                        d = msgspec.json.decode(raw)
+                    except msgspec.DecodeError:
+                        continue
+                    if isinstance(d, dict):
+                        for k, v in d.items():
+                            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                                series_rows.append((j, k, float(v)))
+                if series_rows:
+                    jj = np.array([r[0] for r in series_rows], dtype=np.int64)
+                    c2 = {k: v[jj] for k, v in cols.items()}
+                    c2["series"] = S.ids([r[1] for r in series_rows])
+                    c2["value"] = np.array([r[2] for r in series_rows], dtype=np.float64)
+                    self._add("counters", c2)
+
+    def finish(self) -> dict[str, dict[str, np.ndarray]]:
+        out = {}
+        for table, part in self.parts.items():
+            out[table] = {k: (np.concatenate(v) if len(v) > 1 else v[0]) for k, v in part.items()}
+        ev = out["events"]
+        if not ev:
+            for col, dt in event_columns():
+                ev[col] = np.empty(0, dtype=dt)
+        else:
+            out["events"] = {col: ev[col] for col, _ in event_columns()}
+        return out
+
+
+def _raw_text(r) -> Optional[str]:
+    if r is None or not len(r):
+        return None
+    try:
+        v = msgspec.json.decode(r)
+    except msgspec.DecodeError:
+        return bytes(r).decode("utf-8", "replace")
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def _raw_int(r):
+    if r is None or not len(r):
+        return None
+    try:
+        v = msgspec.json.decode(r)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(v, str):
+        try:
+            return int(v, 0)
+        except ValueError:
+            return None
+    return v if isinstance(v, int) else None
+
+
+# --------------------------------------------------------------------------- chunk decoding
+
+
+def _needs_exact(evs: list) -> bool:
+    for e in evs:
+        t = e.ts
+        if isinstance(t, float) and abs(t) >= _EXACT_TS_LIMIT_US:
+            return True
+    return False
+
+
+def _decode_events(data: bytes, path: str, all_args: bool) -> tuple[list, bool, Optional[list]]:
+    """Decode ``[ ... events ... ]`` bytes. Returns (records, exact, raw-args records)."""
+    try:
+        evs = _DEC_FAST.decode(data)
+    except msgspec.ValidationError:
+        evs = _DEC_LENIENT.decode(data)
+    exact = False
+    if _needs_exact(evs):
+        evs = _DEC_EXACT.decode(data)
+        exact = True
+    raw_evs = None
+    if all_args or any(e.ph == "C" for e in evs):
+        raw_evs = _DEC_RAWARGS.decode(data)
+    return evs, exact, raw_evs
+
+
+def _decode_events_fallback(data: bytes, path: str) -> list:
+    """Python's json accepts NaN/Infinity, which some writers emit."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TraceReadError(f"text is not valid UTF-8 (byte {e.start} of a chunk)", path=path, fix="the file is damaged or not a JSON trace") from None
+    return msgspec.convert(obj, type=list[_EVENT_LENIENT], strict=False)
+
+
+def _decode_piece(data: bytes, path: str, builder: _Builder) -> None:
+    try:
+        evs, exact, raw_evs = _decode_events(data, path, builder.all_args)
+    except msgspec.DecodeError:
+        evs = _decode_events_fallback(data, path)  # raises ValueError when really broken
+        exact, raw_evs = False, None
+        builder.problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
+    builder.add_chunk(evs, exact, raw_evs)
+
+
+def _json_error(path: str, e: Exception, offset: int = 0) -> TraceFormatError:
+    msg = str(e)
+    return TraceFormatError(f"not valid JSON ({msg})", path=path, fix="the file is damaged or not a JSON trace")
+
+
+def _split_header(buf: bytes, path: str) -> tuple[int, str]:
+    """Return (offset just after the '[' that opens the events, format)."""
+    i = 0
+    n = len(buf)
+    if buf[:3] == b"\xef\xbb\xbf":
+        i = 3
+    while i < n and buf[i] in _WS:
+        i += 1
+    if i >= n:
+        raise TraceFormatError("file is empty", path=path, fix="the profiler did not finish writing it; re-export the trace")
+    first = buf[i]
+    if first == 0x5B:  # '[': legacy bare array of events
+        return i + 1, "array"
+    if first != 0x7B:
+        raise TraceFormatError("not JSON (does not start with '{' or '[')", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+    m = re.compile(rb'"traceEvents"\s*:\s*\[').search(buf)
+    if not m:
+        return -1, "object"
+    return m.end(), "object"
+
+
+def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES) -> DecodedFile:
+    """Decode one trace file (plain or gzipped JSON) into columnar tables.
+
+    Raises a :class:`holotrace.errors.HolotraceError` subclass for files that
+    cannot be used at all. A file damaged in its tail is decoded up to the
+    damage and the loss is reported in ``problems``.
+    """
+    p = Path(path)
+    spath = str(p)
+    problems: list[Problem] = []
+    builder = _Builder(spath, all_args)
+    stream = iter_bytes(p, chunk_bytes, problems)
+    buf = bytearray()
+    header_end = -1
+    fmt = "object"
+    total = 0
+    meta: dict = {}
+    exhausted = False
+    # 1. find the start of the event array
+    for b in stream:
+        total += len(b)
+        buf += b
+        if len(buf) >= 16:
+            header_end, fmt = _split_header(bytes(buf), spath)
+            if header_end >= 0:
+                break
+    else:
+        exhausted = True
+        if total == 0:
+            raise TraceFormatError("file is empty (0 bytes)", path=spath, fix="the profiler did not finish writing it; re-export the trace")
+        header_end, fmt = _split_header(bytes(buf), spath)
+        if header_end < 0:
+            try:
+                top = msgspec.json.decode(bytes(buf))
+            except msgspec.DecodeError as e:
+                if problems:
+                    raise TraceReadError("gzip stream ends early (truncated file) and no events could be read", path=spath) from None
+                raise _json_error(spath, e) from None
+            if isinstance(top, dict):
+                raise TraceFormatError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=spath, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
+            raise TraceFormatError("JSON is not a trace object", path=spath)
+    header = bytes(buf[:header_end])
+    if fmt == "object":
+        head_text = header[: header.rfind(b'"traceEvents"')]
+        head_text = head_text.rstrip()
+        if head_text.endswith(b","):
+            head_text = head_text[:-1]
+        try:
+            meta = _decode_meta(head_text + b"}")
+        except msgspec.DecodeError as e:
+            raise _json_error(spath, e) from None
+    rest = bytearray(buf[header_end:])
+    del buf
+    # 2. stream whole events
+    if not exhausted:
+        for b in stream:
+            total += len(b)
+            rest += b
+            if len(rest) < chunk_bytes:
+                continue
+            cut = _find_split(rest, len(rest))
+            if cut < 0:
+                continue
+            piece = b"[" + bytes(rest[:cut]) + b"]"
+            try:
+                _decode_piece(piece, spath, builder)
+            except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
+                continue  # a cut inside an event: decode it with more data
+            del rest[: cut + 1]
+            del piece
+    # 3. the tail: last events and the metadata written after them
+    tail = bytes(rest)
+    del rest
+    tail_meta, ok = _decode_tail(tail, fmt, spath, builder)
+    if not ok:
+        problems.append(Problem("truncated_json", "error", f"the trace ends in the middle of the event list; {builder.n} events before the cut were read and the rest (and any metadata after the events) is lost"))
+    meta.update(tail_meta)
+    out = builder.finish()
+    problems = builder.problems + problems
+    for k in ("B", "E", "b", "e", "n"):
+        if builder.phase_counts.get(k):
+            problems.append(Problem("unsupported_phase", "info", f"{builder.phase_counts[k]} events of phase '{k}' (begin/end pairs are not reconstructed)", builder.phase_counts[k]))
+    return DecodedFile(
+        path=spath,
+        meta=meta,
+        strings=builder.strings.table,
+        events=out["events"],
+        instants=out["instants"],
+        counters=out["counters"],
+        flows=out["flows"],
+        names=out["names"],
+        n_trace_events=builder.n,
+        phase_counts=builder.phase_counts,
+        ts_is_float=builder.ts_is_float,
+        problems=_merge_problems(problems),
+        raw_args=builder.raw_args,
+        format=fmt,
+        bytes_read=total,
+    )
+
+
+def _merge_problems(problems: list[Problem]) -> list[Problem]:
+    merged: dict[tuple, Problem] = {}
+    for p in problems:
+        key = (p.code, p.message if p.code not in ("missing_time", "negative_duration", "absurd_duration", "bad_arg_type") else p.message.split(" ", 1)[1])
+        if key in merged:
+            merged[key].count += p.count
+        else:
+            merged[key] = Problem(p.code, p.severity, p.message, p.count, p.example)
+    for p in merged.values():
+        if p.code in ("missing_time", "negative_duration", "absurd_duration"):
+            p.message = f"{p.count} " + p.message.split(" ", 1)[1]
+    return list(merged.values())
+
+
+def _decode_meta(text: bytes) -> dict:
+    raw = _DEC_TOP_RAW.decode(text)
+    meta = {}
+    for k, v in raw.items():
+        if k == "traceEvents":
+            continue
+        try:
+            meta[k] = msgspec.json.decode(v)
+        except msgspec.DecodeError:
+            meta[k] = json.loads(bytes(v))
+    return meta
+
+
+def _decode_tail(tail: bytes, fmt: str, path: str, builder: _Builder) -> tuple[dict, bool]:
+    """Decode the last events plus trailing metadata. Returns (meta, complete)."""
+    if fmt == "object":
+        doc = b'{"traceEvents":[' + tail
+        try:
+            top = _DEC_TOP_RAW.decode(doc)
+        except msgspec.DecodeError:
+            top = None
+        if top is not None:
+            ev = top.get("traceEvents")
+            _decode_piece(bytes(ev) if ev is not None else b"[]", path, builder)
+            meta = {}
+            for k, v in top.items():
+                if k != "traceEvents":
+                    meta[k] = msgspec.json.decode(v)
+            return meta, True
+    else:
+        doc = b"[" + tail
+        try:
+            evs, exact, raw_evs = _decode_events(doc, path, builder.all_args)
+            builder.add_chunk(evs, exact, raw_evs)
+            return {}, True
+        except msgspec.DecodeError:
+            pass
+    # Damaged tail: keep the complete events before the damage.
+    try:
+        _decode_piece(b"[" + tail + b"]", path, builder)  # e.g. trailing ']' lost only
+        return {}, False
+    except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
+        pass
+    end = len(tail)
+    attempts = 0
+    while attempts < 64:
+        cut = _find_split(tail, end)
+        if cut < 0:
+            break
+        try:
+            _decode_piece(b"[" + tail[:cut] + b"]", path, builder)
+            return {}, False
+        except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
+            end = cut
+            attempts += 1
+    if builder.n == 0:
+        stripped = tail.strip()
+        if stripped in (b"]}", b"]", b"] }") or stripped.startswith(b"]"):
+            # an empty event list followed by broken metadata
+            raise TraceFormatError("trailing metadata after the (empty) event list is not valid JSON", path=path)
+        raise TraceFormatError("not valid JSON: the event list could not be read", path=path, fix="the file is damaged or truncated; re-export the trace")
+    return {}, False

@@ -1,0 +1,225 @@
+"""Find the trace files of a job and decide which rank each one is.
+
+Files are recognised by content (a JSON object with ``traceEvents``, or the
+legacy bare array of events), gzipped or plain, whatever their names. The rank
+comes from ``distributedInfo.rank`` (read as JSON), else from the file name
+(``rank-3``, ``rank_3``, ``worker3`` ...), else it is assigned in name order.
+Every doubt becomes a finding; ``strict=True`` turns the serious ones into a
+:class:`~holotrace.errors.JobConsistencyError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+import msgspec
+
+from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
+from holotrace.ingest.decode import _split_header, iter_bytes
+from holotrace.model.job import Finding
+
+SNIFF_BYTES = 4 * 1024 * 1024
+_NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+
+
+@dataclass
+class TraceFile:
+    path: str
+    rank: Optional[int]
+    rank_source: str  # "distributedInfo" | "file name" | "assigned"
+    header: dict = field(default_factory=dict)
+
+    @property
+    def dist(self) -> dict:
+        d = self.header.get("distributedInfo")
+        return d if isinstance(d, dict) else {}
+
+
+@dataclass
+class Discovery:
+    files: list[TraceFile]
+    skipped: list[tuple[str, str]]
+    findings: list[Finding]
+
+
+def sniff(path: Path) -> dict:
+    """Read a file's head: return its top-level metadata before ``traceEvents``.
+
+    Raises a HolotraceError subclass when the file is not a Kineto trace.
+    """
+    buf = bytearray()
+    problems: list = []
+    for b in iter_bytes(path, 1 << 20, problems):
+        buf += b
+        end, fmt = _split_header(bytes(buf), str(path)) if len(buf) >= 1 else (-1, "object")
+        if end >= 0 or len(buf) >= SNIFF_BYTES:
+            break
+    if not buf:
+        raise TraceFormatError("file is empty (0 bytes)", path=path, fix="the profiler did not finish writing it; re-export the trace")
+    end, fmt = _split_header(bytes(buf), str(path))
+    if fmt == "array":
+        rest = bytes(buf[end:]).lstrip()
+        if not rest.startswith(b"{") and not rest.startswith(b"]"):
+            raise TraceFormatError("JSON array that is not a list of trace events", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+        return {}
+    if end < 0:
+        raise TraceFormatError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=path, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
+    head = bytes(buf[:end])
+    head = head[: head.rfind(b'"traceEvents"')].rstrip()
+    if head.endswith(b","):
+        head = head[:-1]
+    try:
+        raw = msgspec.json.decode(head + b"}", type=dict[str, msgspec.Raw])
+    except msgspec.DecodeError as e:
+        raise TraceFormatError(f"not valid JSON before 'traceEvents' ({e})", path=path) from None
+    meta = {}
+    for k in ("distributedInfo", "schemaVersion", "deviceProperties"):
+        if k in raw:
+            try:
+                meta[k] = msgspec.json.decode(raw[k])
+            except msgspec.DecodeError:
+                pass
+    return meta
+
+
+def _rank_of(header: dict) -> Optional[int]:
+    d = header.get("distributedInfo")
+    if not isinstance(d, dict):
+        return None
+    r = d.get("rank")
+    if isinstance(r, bool):
+        return None
+    if isinstance(r, int) and r >= 0:
+        return r
+    if isinstance(r, str) and r.strip().isdigit():
+        return int(r)
+    return None
+
+
+def _candidates(path: Union[str, Path, Sequence[Union[str, Path]]]) -> tuple[list[Path], bool]:
+    """Files to look at, and whether they were named explicitly (errors raise then)."""
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise TraceNotFoundError("no trace files given")
+        out = []
+        for p in path:
+            q = Path(p)
+            if not q.exists():
+                raise TraceNotFoundError("file does not exist", path=q, fix="check the path")
+            out.append(q)
+        return out, True
+    p = Path(path)
+    if not p.exists():
+        raise TraceNotFoundError("path does not exist", path=p, fix="check the path")
+    if p.is_file():
+        return [p], True
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise TraceReadError("folder is not readable (permission denied)", path=p, fix="check its permissions")
+    files = sorted(q for q in p.iterdir() if q.is_file() and not q.name.startswith("."))
+    return files, False
+
+
+def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool = False) -> Discovery:
+    """Find a job's trace files and their ranks (see the module docstring)."""
+    candidates, explicit = _candidates(path)
+    skipped: list[tuple[str, str]] = []
+    findings: list[Finding] = []
+    found: list[TraceFile] = []
+    for f in candidates:
+        try:
+            header = sniff(f)
+        except HolotraceError as e:
+            if explicit:
+                raise
+            reason = e.problem
+            skipped.append((str(f), reason))
+            sev = "info" if isinstance(e, TraceFormatError) and "traceEvents" in reason or "not JSON" in reason or "array" in reason else "error"
+            if "empty" in reason:
+                sev = "error"
+            findings.append(Finding(sev, "skipped_file", f"not loaded: {reason}", file=str(f)))
+            continue
+        rank = _rank_of(header)
+        src = "distributedInfo"
+        if rank is None:
+            m = _NAME_RANK.search(f.name)
+            if m:
+                rank, src = int(m.group(1)), "file name"
+        found.append(TraceFile(str(f), rank, src, header))
+    if not found:
+        where = str(path) if not isinstance(path, (list, tuple)) else ", ".join(map(str, path))
+        extra = f" ({len(skipped)} other files skipped: {skipped[0][1]} ...)" if skipped else ""
+        raise TraceNotFoundError(f"no PyTorch profiler trace found{extra}", path=where, fix="point at the folder or file the profiler wrote (*.pt.trace.json[.gz])")
+    # ranks nobody stated: assign unused numbers in name order
+    unknown = [t for t in found if t.rank is None]
+    if unknown:
+        used = {t.rank for t in found if t.rank is not None}
+        nxt = 0
+        for t in unknown:
+            while nxt in used:
+                nxt += 1
+            t.rank, t.rank_source = nxt, "assigned"
+            used.add(nxt)
+        findings.append(Finding(
+            "warning", "rank_assigned",
+            f"{len(unknown)} file(s) state no rank (no distributedInfo.rank, no rank in the file name); assigned rank(s) "
+            f"{', '.join(f'{Path(t.path).name} -> {t.rank}' for t in unknown)}",
+            count=len(unknown)))
+    # duplicates: keep the first file of each rank (name order), skip the others loudly
+    by_rank: dict[int, list[TraceFile]] = {}
+    for t in found:
+        by_rank.setdefault(t.rank, []).append(t)  # type: ignore[arg-type]
+    files: list[TraceFile] = []
+    for r in sorted(by_rank):
+        group = by_rank[r]
+        files.append(group[0])
+        for dup in group[1:]:
+            skipped.append((dup.path, f"duplicate of rank {r} ({Path(group[0].path).name})"))
+            findings.append(Finding("error", "duplicate_rank",
+                                    f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
+                                    rank=r, file=dup.path, count=len(group)))
+    # one job? compare world size and backend
+    ws = {t.dist.get("world_size") for t in files if isinstance(t.dist.get("world_size"), int)}
+    be = {t.dist.get("backend") for t in files if isinstance(t.dist.get("backend"), str)}
+    if len(ws) > 1 or len(be) > 1:
+        detail = []
+        if len(ws) > 1:
+            detail.append("world_size " + " vs ".join(f"{w} ({', '.join(Path(t.path).name for t in files if t.dist.get('world_size') == w)})" for w in sorted(ws)))
+        if len(be) > 1:
+            detail.append("backend " + " vs ".join(f"{b!r} ({', '.join(Path(t.path).name for t in files if t.dist.get('backend') == b)})" for b in sorted(be)))
+        findings.append(Finding("error", "mixed_jobs", "files come from different jobs: " + "; ".join(detail), count=len(files)))
+    if len(ws) == 1:
+        world = ws.pop()
+        present = {t.rank for t in files}
+        missing = [r for r in range(world) if r not in present]
+        beyond = sorted(r for r in present if r is not None and r >= world)
+        if missing:
+            findings.append(Finding("error" if len(files) > 1 else "info", "missing_ranks",
+                                    f"world_size is {world} but {len(missing)} rank(s) have no trace: {_ranges(missing)}; cross-rank numbers cover only ranks {_ranges(sorted(present))}",
+                                    count=len(missing)))
+        if beyond:
+            findings.append(Finding("error", "rank_out_of_range", f"rank(s) {_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
+    if strict:
+        serious = [f for f in findings if f.severity == "error" and f.code in ("duplicate_rank", "mixed_jobs", "missing_ranks", "rank_out_of_range", "skipped_file")]
+        if serious:
+            raise JobConsistencyError(serious[0].message + (f" (+{len(serious) - 1} more problems)" if len(serious) > 1 else ""),
+                                      path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
+                                      fix="fix the set of files, or load without --strict to see every finding")
+    return Discovery(files, skipped, findings)
+
+
+def _ranges(nums: Iterable[int]) -> str:
+    """[0,1,2,5,7,8] -> '0-2, 5, 7-8'."""
+    nums = sorted(nums)
+    out = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)

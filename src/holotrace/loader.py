@@ -1,0 +1,122 @@
+"""``holotrace.load``: from a folder of trace files to a validated ``Job``."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from holotrace.errors import JobConsistencyError
+from holotrace.exec.pool import default_workers, run_map
+from holotrace.ingest import cache as cache_mod
+from holotrace.ingest.decode import DecodedFile, decode_file
+from holotrace.ingest.discover import discover
+from holotrace.ingest.schema import ARG_SPECS
+from holotrace.model.job import Job, RankTrace, derive_columns
+from holotrace.model.strings import StringTable
+from holotrace.model.validate import findings_from_problems, validate_job
+
+log = logging.getLogger("holotrace")
+
+_ID_COLUMNS = {
+    "events": ("cat", "name") + tuple(s.column for s in ARG_SPECS if s.kind in ("str", "raw")),
+    "instants": ("cat", "name", "ph", "scope"),
+    "counters": ("cat", "name", "ph", "series"),
+    "flows": ("cat", "name", "ph", "flow_id", "bp"),
+    "names": ("cat", "name", "ph", "m_name", "m_labels", "m_sort_index"),
+}
+
+PathLike = Union[str, Path]
+
+
+def _load_file(task: tuple) -> DecodedFile:
+    """Worker: one file to derived columns, through the cache."""
+    path, use_cache, cache_dir, all_args = task
+    if use_cache:
+        hit = cache_mod.load(path, cache_dir, all_args)
+        if hit is not None:
+            hit.meta["_holotrace_cached"] = True
+            return hit
+    gc_was = gc.isenabled()
+    gc.disable()  # no cycles are created while decoding; the collector only costs time
+    try:
+        d = decode_file(path, all_args=all_args)
+        d.events.update(derive_columns(d.events, d.strings))
+    finally:
+        if gc_was:
+            gc.enable()
+    if use_cache:
+        cache_mod.store(d, cache_dir, all_args)
+    return d
+
+
+def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
+         cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
+         progress: Optional[Callable[[int, int, str], None]] = None) -> Job:
+    """Load a job: a folder of per-rank trace files, one file, or a list of files.
+
+    Parameters
+    ----------
+    path: folder, file, or list of files (plain or gzipped Kineto JSON; names do not matter).
+    strict: raise :class:`~holotrace.errors.JobConsistencyError` on missing, duplicated or mixed ranks
+        and on damaged files, instead of reporting them as findings.
+    cache: reuse/write decoded tables in the Parquet cache (``cache_dir``, default the user's cache dir).
+    workers: processes used to decode files (default: cores, bounded by memory).
+    all_args: also keep every event's raw ``args`` text (``RankTrace.raw_args``).
+    progress: called as ``progress(done, total, file)`` after each file.
+
+    Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
+    """
+    found = discover(path, strict=strict)
+    cdir = Path(cache_dir) if cache_dir is not None else cache_mod.default_cache_dir()
+    files = found.files
+    sizes = [_size(f.path) for f in files]
+    n_workers = workers if workers is not None else default_workers(sizes)
+    tasks = [(f.path, cache, cdir, all_args) for f in files]
+    t0 = time.perf_counter()
+
+    def done(i: int, _r) -> None:
+        if progress:
+            progress(i + 1, len(files), files[i].path)
+
+    decoded = run_map(_load_file, tasks, n_workers, done)
+    strings = StringTable()
+    traces: dict[int, RankTrace] = {}
+    findings = list(found.findings)
+    for f, d in zip(files, decoded):
+        remap = strings.merge(d.strings)
+        tables = {}
+        for tname, id_cols in _ID_COLUMNS.items():
+            cols = dict(getattr(d, tname))
+            for col in id_cols:
+                if col in cols:
+                    v = cols[col]
+                    cols[col] = np.where(v >= 0, remap[np.clip(v, 0, None)], -1).astype(np.int32) if len(remap) else v
+            tables[tname] = cols
+        meta = dict(d.meta)
+        meta.pop("_holotrace_cached", None)
+        findings.extend(findings_from_problems(d.problems, f.rank, f.path))
+        traces[f.rank] = RankTrace(f.rank, f.path, meta, tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
+                                   strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
+                                   raw_args=d.raw_args, format=d.format)
+    job = Job(traces=traces, strings=strings, findings=findings, skipped=list(found.skipped), path=str(path))
+    job.findings.extend(validate_job(job))
+    log.info("loaded %d rank(s) in %.2f s", len(traces), time.perf_counter() - t0)
+    if strict:
+        serious = [x for x in job.findings if x.severity == "error"]
+        if serious:
+            raise JobConsistencyError(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
+    return job
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
