@@ -155,6 +155,7 @@ def run_child(python, script, child_args, log_path, timeout, env=None):
     if os.path.exists("/usr/bin/time"):
         cmd = ["/usr/bin/time", "-v", "-o", time_path, *cmd]
     peak = [0]
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
@@ -180,7 +181,9 @@ def run_child(python, script, child_args, log_path, timeout, env=None):
         done.set()
         sampler.join()
     out = {"status": status, "process_wall_s": time.perf_counter() - started,
-           "tree_peak_rss_mb": peak[0] / 2**20, "log": log_path, **_parse_time_v(time_path)}
+           "tree_peak_rss_mb": peak[0] / 2**20, "log": log_path, **_parse_time_v(time_path),
+           # other work on the machine skews timings: 1-minute load average before and after the run
+           "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0]}
     if status == "ok" and proc.returncode != 0:
         out["status"] = f"error: exit code {proc.returncode}"
     if os.path.exists(result_path):

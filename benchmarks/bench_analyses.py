@@ -151,6 +151,9 @@ def render(runs, skipped, json_mb, ranks):
     add("process wall time", ok(hta, "process_wall_s"), ok(holo, "process_wall_s"))
     rows.append(["peak RSS, process tree (MB)", ok(hta, "tree_peak_rss_mb"), ok(holo, "tree_peak_rss_mb"),
                  None, "", ""])
+    rows.append(["system load avg before / after",
+                 *(f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}" if r else None for r in (hta, holo)),
+                 None, "", ""])
     lines = [f"\n### analyses: {ranks} ranks, {json_mb:,.1f} MB JSON\n", h.markdown_table(headers, rows)]
     lines += [f"\n{tool}: {why}" for tool, why in skipped.items()]
     return "\n".join(lines)

@@ -120,6 +120,7 @@ ROWS = [  # label, getter, "higher is better"
     ("max RSS, largest child (MB)", lambda r: r.get("result", {}).get("children_max_rss_mb"), False),
     ("max RSS, /usr/bin/time (MB)", lambda r: r.get("time_v_max_rss_mb"), False),
     ("ranks loaded", lambda r: r.get("result", {}).get("ranks"), True),
+    ("system load avg before / after", lambda r: f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}", None),
     ("status", lambda r: r["status"], None),
 ]
 

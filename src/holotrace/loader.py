@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from holotrace.errors import JobConsistencyError
+from holotrace.errors import JobConsistencyError, TraceEventError, TraceFormatError
 from holotrace.exec.pool import default_workers, run_map
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_file
@@ -105,13 +105,18 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         traces[f.rank] = RankTrace(f.rank, f.path, meta, tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
                                    strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
                                    raw_args=d.raw_args, format=d.format)
+    if traces and all(t.n_events == 0 for t in traces.values()):
+        names = ", ".join(Path(t.file).name for t in traces.values())
+        raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=str(path) if not isinstance(path, (list, tuple)) else None,
+                               fix="pass a trace recorded while the profiler was active")
     job = Job(traces=traces, strings=strings, findings=findings, skipped=list(found.skipped), path=str(path))
     job.findings.extend(validate_job(job))
     log.info("loaded %d rank(s) in %.2f s", len(traces), time.perf_counter() - t0)
     if strict:
         serious = [x for x in job.findings if x.severity == "error"]
         if serious:
-            raise JobConsistencyError(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
+            cls = TraceEventError if serious[0].code in ("missing_time", "negative_duration") else JobConsistencyError
+            raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
     return job
 
 

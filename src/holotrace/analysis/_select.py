@@ -8,25 +8,16 @@ import numpy as np
 import pandas as pd
 
 from holotrace.errors import RankNotFoundError
+from holotrace.model.classify import GPU_ACTIVITY, KernelType, kernel_type_of_names
 
-__all__ = ["decode", "gpu_activity", "job_ranks", "GPU_ACTIVITY_KINDS"]
+__all__ = ["decode", "gpu_activity", "hta_kernel_types", "job_ranks", "KernelType"]
 
-
-def _kinds():
-    from holotrace.model.classify import Kind
-
-    return (int(Kind.KERNEL), int(Kind.MEMCPY), int(Kind.MEMSET))
-
-
-GPU_ACTIVITY_KINDS = None  # resolved lazily: the model may import analysis helpers
+_GPU_ACTIVITY_CODES = [int(k) for k in GPU_ACTIVITY]
 
 
 def gpu_activity(events: pd.DataFrame) -> np.ndarray:
     """Mask of GPU work: kernels, memcpy and memset (sync events and stream-carrying CPU ops excluded)."""
-    global GPU_ACTIVITY_KINDS
-    if GPU_ACTIVITY_KINDS is None:
-        GPU_ACTIVITY_KINDS = _kinds()
-    return np.isin(events["kind"].to_numpy(), GPU_ACTIVITY_KINDS)
+    return np.isin(events["kind"].to_numpy(), _GPU_ACTIVITY_CODES)
 
 
 def job_ranks(job, ranks: Optional[Sequence[int]] = None) -> list[int]:
@@ -42,12 +33,17 @@ def job_ranks(job, ranks: Optional[Sequence[int]] = None) -> list[int]:
     return [int(r) for r in ranks]
 
 
+
 def decode(job, ids: np.ndarray) -> np.ndarray:
-    """Decode string ids into an object array of str (``""`` for −1), one lookup per distinct id."""
-    ids = np.asarray(ids)
-    if ids.size == 0:
-        return np.empty(0, dtype=object)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    table = job.strings.table
-    values = np.array([table[i] if i >= 0 else "" for i in uniq.tolist()], dtype=object)
-    return values[inv]
+    """Decode string ids into an object array of str (``""`` for −1)."""
+    return job.strings.decode(np.asarray(ids))
+
+
+def hta_kernel_types(names) -> np.ndarray:
+    """HTA's kernel type code of each full kernel name (rule table in HTA mode), one rule pass per distinct name."""
+    codes, uniques = pd.factorize(pd.Series(np.asarray(names, dtype=object)), use_na_sentinel=True)
+    table = kernel_type_of_names([str(u) for u in uniques], hta_compat=True)
+    out = np.full(codes.shape[0], int(KernelType.OTHER), dtype=np.int8)
+    ok = codes >= 0
+    out[ok] = table[codes[ok]]
+    return out

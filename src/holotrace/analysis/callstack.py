@@ -142,6 +142,9 @@ def thread_device_is_gpu(
     return all_true(stream > 0) | all_true(pid_is_zero) | all_true(tid_is_zero)
 
 
+CONFLICT_PC_LAST = False
+
+
 def _endpoint_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort the open/close endpoints of events (see module docstring).
 
@@ -166,6 +169,17 @@ def _endpoint_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: 
     # class at one instant: 0 zero-length (no positive open here), 1 positive close,
     # 2 positive open, 3 zero-length (a positive open here)
     cls = np.where(z2, np.where(hp2, 3, 0), np.where(is_open, 2, 1))
+    if CONFLICT_PC_LAST and zero.any():
+        # does a positive-length event close at (thread, time) where a zero one sits?
+        pc_keys = pd.MultiIndex.from_arrays([thread[~zero], end[~zero]])
+        z_t = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
+        zc = np.zeros(m, dtype=bool)
+        zc[np.flatnonzero(zero)] = z_t.isin(pc_keys) & has_po[zero]
+        conf_keys = pd.MultiIndex.from_arrays([thread[zc], ts[zc]])
+        pc_conf = np.zeros(m, dtype=bool)
+        pc_conf[~zero] = pc_keys.isin(conf_keys)
+        pc2 = np.concatenate([np.zeros(m, dtype=bool), pc_conf])
+        cls = np.where(pc2, 4, cls)
     sub = np.where(z2 & ~is_open, 1, 0)  # zero-length: opens before closes
     d2 = np.concatenate([dur, dur]).astype(np.float64)
     i2 = np.concatenate([index, index]).astype(np.float64)

@@ -201,7 +201,12 @@ def idle_interval_stats(
 
 
 def _hta_rank(
-    df: pd.DataFrame, rank: int, streams: Optional[Sequence[int]], delay: float, with_stats: bool
+    df: pd.DataFrame,
+    rank: int,
+    streams: Optional[Sequence[int]],
+    delay: float,
+    with_stats: bool,
+    index_zero_quirk: bool,
 ) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     sel = (df["stream"].to_numpy() != -1) & np.isin(df["s_cat"].to_numpy(dtype=object), HTA_KERNEL_CATEGORIES)
     k = df[sel]
@@ -210,7 +215,8 @@ def _hta_rank(
     ic = k["index_correlation"].to_numpy()
     launch = pd.Series(df["ts"].to_numpy(dtype=np.float64), index=df["index"].to_numpy())
     launch = launch[~launch.index.duplicated(keep="first")]
-    launch_ts = np.where(ic > 0, launch.reindex(ic).to_numpy(), np.nan)
+    first_valid = 0 if index_zero_quirk else 1
+    launch_ts = np.where(ic >= first_valid, launch.reindex(ic).to_numpy(), np.nan)
     if streams is None or len(streams) == 0:
         streams = list(pd.unique(k["stream"].to_numpy()))
     ts = k["ts"].to_numpy(dtype=np.float64)
@@ -247,6 +253,8 @@ def hta_idle_time_breakdown(
     streams: Optional[Sequence[int]] = None,
     show_idle_interval_stats: bool = False,
     consecutive_kernel_delay: float = 30,
+    *,
+    index_zero_quirk: bool = False,
 ) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """HTA's ``get_idle_time_breakdown`` on HTA-shaped per-rank tables.
 
@@ -271,7 +279,7 @@ def hta_idle_time_breakdown(
     for rank in ranks:
         if rank not in frames:
             raise RankNotFoundError(f"rank {rank} is not in this job (ranks: {sorted(frames)})")
-        o, s = _hta_rank(frames[rank], rank, streams, consecutive_kernel_delay, show_idle_interval_stats)
+        o, s = _hta_rank(frames[rank], rank, streams, consecutive_kernel_delay, show_idle_interval_stats, index_zero_quirk)
         outs.append(o)
         if s is not None:
             stats.append(s)

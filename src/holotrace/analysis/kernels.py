@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._kernel_type import KernelType, kernel_type_of_names
-from holotrace.analysis._select import decode, gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, hta_kernel_types, decode, gpu_activity, job_ranks
 from holotrace.analysis.topk import top_k, top_k_hta
 
 __all__ = [
@@ -258,7 +257,7 @@ def hta_kernel_breakdown(
         df = frames[rank]
         g = df[df["stream"].to_numpy() != -1]
         names = g["s_name"].to_numpy(dtype=object)
-        ktype = kernel_type_of_names(names)
+        ktype = hta_kernel_types(names)
         ts = g["ts"].to_numpy(dtype=np.float64)
         dur = g["dur"].to_numpy(dtype=np.float64)
         times = type_times(ts, ts + dur, ktype, types, truncate=True)

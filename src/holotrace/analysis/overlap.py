@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._kernel_type import KernelType, kernel_type_of_names
-from holotrace.analysis._select import gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, hta_kernel_types, gpu_activity, job_ranks
 
 __all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap", "hta_comm_comp_overlap", "HTA_COLUMNS"]
 
@@ -81,7 +80,7 @@ def hta_comm_comp_overlap(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
         df = frames[rank]
         g = df[df["stream"].to_numpy() != -1]
         ts = g["ts"].to_numpy(dtype=np.float64)
-        t = overlap_times(ts, ts + g["dur"].to_numpy(dtype=np.float64), kernel_type_of_names(g["s_name"].to_numpy(dtype=object)))
+        t = overlap_times(ts, ts + g["dur"].to_numpy(dtype=np.float64), hta_kernel_types(g["s_name"].to_numpy(dtype=object)))
         ratio = t.overlap / t.comm if t.comm != 0 else np.nan
         rows.append((int(rank), float(np.round(100 * ratio, 2))))
     out = pd.DataFrame(rows, columns=HTA_COLUMNS)

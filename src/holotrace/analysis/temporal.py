@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._kernel_type import KernelType, kernel_type_of_names
-from holotrace.analysis._select import gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, hta_kernel_types, gpu_activity, job_ranks
 
 __all__ = ["TemporalTimes", "temporal_times", "breakdown", "hta_temporal_breakdown", "HTA_COLUMNS"]
 
@@ -140,7 +139,7 @@ def hta_temporal_breakdown(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
         g = df[df["stream"].to_numpy() != -1]
         ts = g["ts"].to_numpy(dtype=np.float64)
         dur = g["dur"].to_numpy(dtype=np.float64)
-        is_comp = kernel_type_of_names(g["s_name"].to_numpy(dtype=object)) == KernelType.COMPUTATION
+        is_comp = hta_kernel_types(g["s_name"].to_numpy(dtype=object)) == KernelType.COMPUTATION
         t = temporal_times(ts, ts + dur, is_comp)
         if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
             # HTA fails an assertion here: its rounding of ns traces leaves dur = -1 on

@@ -700,7 +700,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     del rest
     tail_meta, ok = _decode_tail(tail, fmt, spath, builder)
     if not ok:
-        problems.append(Problem("truncated_json", "error", f"the trace ends in the middle of the event list; {builder.n} events before the cut were read and the rest (and any metadata after the events) is lost"))
+        problems.append(Problem("truncated_json", "error", f"the event list is cut off or damaged after {builder.n} events: those were read, the rest (and any metadata after the events) is lost"))
     meta.update(tail_meta)
     out = builder.finish()
     problems = builder.problems + problems
@@ -761,6 +761,15 @@ def _decode_tail(tail: bytes, fmt: str, path: str, builder: _Builder) -> tuple[d
             top = _DEC_TOP_RAW.decode(doc)
         except msgspec.DecodeError:
             top = None
+            try:  # non-standard JSON (NaN/Infinity) that Python's json accepts
+                obj = json.loads(doc.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                obj = None
+            if isinstance(obj, dict):
+                evs = msgspec.convert(obj.get("traceEvents") or [], type=list[_EVENT_LENIENT], strict=False)
+                builder.problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
+                builder.add_chunk(evs, False, None)
+                return {k: v for k, v in obj.items() if k != "traceEvents"}, True
         if top is not None:
             ev = top.get("traceEvents")
             _decode_piece(bytes(ev) if ev is not None else b"[]", path, builder)

@@ -1,0 +1,212 @@
+"""Kernel launch statistics: CPU launch time, GPU time and launch delay per launch (spec 23 §1).
+
+Two entry points:
+
+* :func:`hta_launch_stats` — HTA's ``cuda_kernel_launch_stats`` on one rank's
+  HTA-style table (``hta_frame``), exactly (``hta_compat=True``) or with the
+  rule table's launch APIs and a strict launch ↔ GPU-activity pairing.
+* :func:`launch_stats` — the native view on ``RankTrace.events``: one row per
+  launch call paired with its GPU work through ``partner``, with names and
+  times, plus the outlier flags.
+
+Definitions (µs): ``cpu_duration`` = launch call duration, ``gpu_duration`` =
+GPU work duration, ``launch_delay`` = ``max(0, gpu.ts - (cpu.ts + cpu.dur))``.
+Flags: *short kernel* ``cpu_duration <= runtime_cutoff and gpu_duration <
+cpu_duration``; *runtime outlier* ``cpu_duration > runtime_cutoff``;
+*launch-delay outlier* ``launch_delay > launch_delay_cutoff``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "HTA_LAUNCH_NAMES",
+    "HTA_MEMORY_LAUNCH_NAMES",
+    "STATS_COLUMNS",
+    "add_flags",
+    "hta_launch_stats",
+    "launch_stats",
+    "launch_summary",
+]
+
+HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"})
+HTA_MEMORY_LAUNCH_NAMES = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
+STATS_COLUMNS = ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
+FLAG_COLUMNS = ["short_kernel", "runtime_outlier", "launch_delay_outlier"]
+_GPU_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "mtia_ccp_events"})
+
+
+def _is_memory_api(names: pd.Series) -> np.ndarray:
+    return names.str.contains("Memcpy", regex=False).to_numpy() | names.str.contains("Memset", regex=False).to_numpy()
+
+
+def add_flags(df: pd.DataFrame, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100) -> pd.DataFrame:
+    """Add the boolean outlier columns (see module docstring) to a copy of ``df``."""
+    out = df.copy()
+    cpu = out["cpu_duration"].to_numpy(dtype=np.float64)
+    gpu = out["gpu_duration"].to_numpy(dtype=np.float64)
+    delay = out["launch_delay"].to_numpy(dtype=np.float64)
+    out["short_kernel"] = (cpu <= runtime_cutoff) & (gpu < cpu)
+    out["runtime_outlier"] = cpu > runtime_cutoff
+    out["launch_delay_outlier"] = delay > launch_delay_cutoff
+    return out
+
+
+def hta_launch_stats(
+    frame: pd.DataFrame,
+    include_memory_events: bool = True,
+    *,
+    hta_compat: bool = False,
+) -> pd.DataFrame:
+    """Launch statistics of one rank's HTA-style table.
+
+    Args:
+        frame: columns ``stream, correlation, ts, dur, s_name, s_cat``.
+        include_memory_events: also pair memset/memcpy calls.
+        hta_compat: HTA's rule: launch names are exactly ``cudaLaunchKernel``,
+            ``cudaLaunchKernelExC`` and MTIA's ``runFunction - …`` (+
+            ``cudaMemsetAsync``/``cudaMemcpyAsync``); the CPU side is every
+            stream −1 row with such a correlation and the GPU side every
+            stream-bearing row. Otherwise: every launch API of the rule table
+            (driver API, HIP, graphs), the CPU side is the launch calls
+            themselves and the GPU side kernels/memcpy/memset.
+
+    Returns:
+        ``correlation, cpu_duration, gpu_duration, launch_delay`` (float64 µs),
+        one row per (launch, GPU work) pair, in CPU table order then GPU order.
+    """
+    from holotrace.model.classify import LAUNCH_APIS
+
+    names = frame["s_name"].astype(object).fillna("").astype(str)
+    stream = frame["stream"].to_numpy()
+    corr = frame["correlation"].to_numpy()
+    if hta_compat:
+        wanted = set(HTA_LAUNCH_NAMES) | (set(HTA_MEMORY_LAUNCH_NAMES) if include_memory_events else set())
+        is_launch = names.isin(wanted).to_numpy()
+        cset = np.unique(corr[is_launch])
+        cpu_mask = (stream == -1) & np.isin(corr, cset)
+        gpu_mask = (stream != -1) & np.isin(corr, cset)
+    else:
+        is_launch = names.isin(LAUNCH_APIS).to_numpy().copy()
+        if not include_memory_events:
+            is_launch &= ~_is_memory_api(names)
+        is_launch &= corr >= 0
+        cset = np.unique(corr[is_launch])
+        cats = frame["s_cat"].astype(object).fillna("").astype(str)
+        cpu_mask = is_launch
+        gpu_mask = (stream != -1) & cats.isin(_GPU_CATEGORIES).to_numpy() & np.isin(corr, cset)
+    cpu = pd.DataFrame({"correlation": corr[cpu_mask], "cpu_ts": frame["ts"].to_numpy()[cpu_mask],
+                        "cpu_duration": frame["dur"].to_numpy()[cpu_mask]})
+    gpu = pd.DataFrame({"correlation": corr[gpu_mask], "gpu_ts": frame["ts"].to_numpy()[gpu_mask],
+                        "gpu_duration": frame["dur"].to_numpy()[gpu_mask]})
+    j = cpu.merge(gpu, how="inner", on="correlation", sort=False)
+    delay = j["gpu_ts"].to_numpy(dtype=np.float64) - j["cpu_ts"].to_numpy(dtype=np.float64) - j["cpu_duration"].to_numpy(dtype=np.float64)
+    out = pd.DataFrame(
+        {
+            "correlation": j["correlation"].to_numpy(),
+            "cpu_duration": j["cpu_duration"].to_numpy(dtype=np.float64),
+            "gpu_duration": j["gpu_duration"].to_numpy(dtype=np.float64),
+            "launch_delay": np.clip(delay, 0, None),
+        }
+    )
+    return out
+
+
+def launch_stats(
+    job,
+    ranks: Optional[Sequence[int]] = None,
+    runtime_cutoff: float = 50,
+    launch_delay_cutoff: float = 100,
+    include_memory_events: bool = True,
+) -> dict[int, pd.DataFrame]:
+    """Native launch statistics, one frame per rank (all steps, ns precision).
+
+    Args:
+        job: a loaded :class:`~holotrace.model.job.Job`.
+        ranks: ranks to analyse (default: all).
+        runtime_cutoff, launch_delay_cutoff: µs thresholds of the flags.
+        include_memory_events: also memcpy/memset launches.
+
+    Returns:
+        ``{rank: frame}`` with columns ``correlation, launch, kernel, stream,
+        iteration, ts (µs from the job's start), cpu_duration, gpu_duration,
+        launch_delay`` and the three flags, in launch order.
+    """
+    from holotrace.analysis._select import gpu_activity, job_ranks
+
+    out: dict[int, pd.DataFrame] = {}
+    for r in job_ranks(job, ranks):
+        rt = job.rank(r)
+        ev = rt.events
+        is_launch = ev["is_launch"].to_numpy()
+        partner = ev["partner"].to_numpy()
+        gpu = gpu_activity(ev)
+        rows = np.flatnonzero(is_launch & (partner >= 0))
+        rows = rows[gpu[partner[rows]]]
+        names = job.strings.decode(ev["name"].to_numpy()[rows])
+        if not include_memory_events:
+            keep = ~_is_memory_api(pd.Series(names, dtype=object).astype(str))
+            rows, names = rows[keep], names[keep]
+        g = partner[rows]
+        ts = ev["ts_ns"].to_numpy()
+        dur = ev["dur_ns"].to_numpy()
+        end = ev["end_ns"].to_numpy()
+        origin = job.origin_ns - rt.clock_offset_ns
+        delay_ns = np.clip(ts[g] - end[rows], 0, None)
+        frame = pd.DataFrame(
+            {
+                "correlation": ev["correlation"].to_numpy()[rows],
+                "launch": names,
+                "kernel": job.strings.decode(ev["name"].to_numpy()[g]),
+                "stream": ev["stream"].to_numpy()[g],
+                "iteration": ev["iteration"].to_numpy()[rows],
+                "ts": (ts[rows] - origin) / 1e3,
+                "cpu_duration": dur[rows] / 1e3,
+                "gpu_duration": dur[g] / 1e3,
+                "launch_delay": delay_ns / 1e3,
+            }
+        )
+        out[r] = add_flags(frame, runtime_cutoff, launch_delay_cutoff)
+    return out
+
+
+def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """One row per rank: launch count, duration statistics and flag counts.
+
+    Args:
+        stats: output of :func:`launch_stats` (or any frames with the same columns).
+
+    Returns:
+        Columns ``rank, launches, cpu_mean_us, cpu_max_us, gpu_mean_us,
+        delay_median_us, delay_p95_us, delay_max_us, short_kernels,
+        runtime_outliers, launch_delay_outliers``.
+    """
+    rows = []
+    for r, df in stats.items():
+        n = len(df)
+        cpu = df["cpu_duration"].to_numpy(dtype=np.float64)
+        gpu = df["gpu_duration"].to_numpy(dtype=np.float64)
+        dl = df["launch_delay"].to_numpy(dtype=np.float64)
+        rows.append(
+            {
+                "rank": int(r),
+                "launches": n,
+                "cpu_mean_us": float(cpu.mean()) if n else np.nan,
+                "cpu_max_us": float(cpu.max()) if n else np.nan,
+                "gpu_mean_us": float(gpu.mean()) if n else np.nan,
+                "delay_median_us": float(np.median(dl)) if n else np.nan,
+                "delay_p95_us": float(np.percentile(dl, 95)) if n else np.nan,
+                "delay_max_us": float(dl.max()) if n else np.nan,
+                "short_kernels": int(df["short_kernel"].sum()) if n else 0,
+                "runtime_outliers": int(df["runtime_outlier"].sum()) if n else 0,
+                "launch_delay_outliers": int(df["launch_delay_outlier"].sum()) if n else 0,
+            }
+        )
+    return pd.DataFrame(rows, columns=[
+        "rank", "launches", "cpu_mean_us", "cpu_max_us", "gpu_mean_us", "delay_median_us", "delay_p95_us",
+        "delay_max_us", "short_kernels", "runtime_outliers", "launch_delay_outliers",
+    ])

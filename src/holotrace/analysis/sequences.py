@@ -1,0 +1,279 @@
+"""Frequent GPU kernel sequences under an operator (spec 23 §3).
+
+A *pattern* is the name of a root operator followed by the names of every
+GPU kernel launched beneath one instance of it (directly or through nested
+calls), in start-time order. Identical patterns are counted, with the summed
+kernel time and the summed root duration.
+
+Root selection:
+
+* ``"outermost"`` (holotrace): every event whose name matches and that has no
+  matching ancestor, and at least ``min_pattern_len`` kernels below it;
+* ``"hta"`` (compat): only the matching events at the single shallowest depth
+  among all matches (spec 23 §3.4 "min-depth rule").
+
+The call graph comes from :mod:`holotrace.analysis.callstack`, which also
+works on the traces where HTA's builder raises.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.callstack import CallGraph
+
+__all__ = [
+    "PATTERN_COLUMNS",
+    "SequenceResult",
+    "match_names",
+    "kernel_sequences",
+    "overlay_patterns",
+    "write_overlaid_trace",
+]
+
+PATTERN_COLUMNS = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
+
+
+@dataclass
+class SequenceResult:
+    """Patterns and where they occur.
+
+    Attributes:
+        patterns: ``pattern, count, GPU kernel duration (us), CPU op duration (us)``,
+            sorted by ``count`` descending then ``pattern`` ascending, ``RangeIndex``.
+        occurrences: per pattern string, the event ``index`` values (CPU events and
+            kernels) of every instance's subtree.
+        roots: per pattern string, the row positions of its root events.
+    """
+
+    patterns: pd.DataFrame
+    occurrences: dict[str, np.ndarray] = field(default_factory=dict)
+    roots: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def empty_patterns() -> pd.DataFrame:
+    """The pattern frame with no rows (columns and dtypes as a full one)."""
+    return pd.DataFrame(
+        {
+            "pattern": pd.Series([], dtype=object),
+            "count": pd.Series([], dtype=np.int64),
+            "GPU kernel duration (us)": pd.Series([], dtype=np.float64),
+            "CPU op duration (us)": pd.Series([], dtype=np.float64),
+        }
+    )
+
+
+def match_names(names: np.ndarray, operator: str, how: str = "substring") -> np.ndarray:
+    """Rows whose name matches ``operator``.
+
+    Args:
+        names: decoded names (object array; ``None``/NaN never match).
+        operator: the text to look for.
+        how: ``"substring"`` (HTA: the name contains ``operator``, case-sensitive),
+            ``"exact"`` or ``"regex"`` (``re.search``).
+
+    Returns:
+        bool per row.
+    """
+    s = pd.Series(names, dtype=object)
+    uniq, codes = np.unique(s.fillna("").astype(str).to_numpy(), return_inverse=True)
+    if how == "substring":
+        hit = np.array([operator in u for u in uniq], dtype=bool)
+    elif how == "exact":
+        hit = uniq == operator
+    elif how == "regex":
+        rx = re.compile(operator)
+        hit = np.array([rx.search(u) is not None for u in uniq], dtype=bool)
+    else:
+        raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
+    return hit[codes] if len(uniq) else np.zeros(len(s), dtype=bool)
+
+
+def kernel_sequences(
+    graph: CallGraph,
+    names: np.ndarray,
+    ts: np.ndarray,
+    dur: np.ndarray,
+    index: np.ndarray,
+    candidates: np.ndarray,
+    min_pattern_len: int = 3,
+    roots: str = "outermost",
+) -> SequenceResult:
+    """Count the kernel patterns below the matching operators of one rank.
+
+    Args:
+        graph: the rank's call graph (rows = the arrays below).
+        names: decoded full names per row.
+        ts, dur: start and duration per row (µs for outputs in µs).
+        index: event id per row (the ``index`` column).
+        candidates: rows whose name matches the operator.
+        min_pattern_len: least number of kernels below a root.
+        roots: ``"outermost"`` or ``"hta"`` (see module docstring).
+
+    Returns:
+        A :class:`SequenceResult` (empty frame when no root qualifies).
+    """
+    cand = np.flatnonzero(candidates)
+    if cand.size == 0:
+        return SequenceResult(empty_patterns())
+    enough = graph.num_kernels >= min_pattern_len
+    if roots == "hta":
+        d_min = graph.depth[cand].min()
+        root_rows = cand[(graph.depth[cand] == d_min) & enough[cand]]
+    elif roots == "outermost":
+        covered = graph.ancestors_matching(candidates)
+        root_rows = cand[~covered[cand] & enough[cand]]
+    else:
+        raise ValueError(f"unknown root rule {roots!r}; use outermost or hta")
+    if root_rows.size == 0:
+        return SequenceResult(empty_patterns())
+
+    label = graph.subtree_labels(root_rows)
+    # kernels of each root's subtree, in start-time order (ties: event id)
+    krows = np.flatnonzero(graph.is_kernel & (label >= 0))
+    krows = krows[np.lexsort((index[krows], ts[krows], label[krows]))]
+    kname = pd.Series(names[krows], dtype=object).fillna("").astype(str)
+    joined = kname.groupby(label[krows], sort=False).agg("|".join)
+    root_names = pd.Series(names[root_rows], dtype=object).fillna("").astype(str).to_numpy()
+    tails = joined.reindex(root_rows).to_numpy(dtype=object)
+    pattern = np.array(
+        [r if (t is None or (isinstance(t, float) and np.isnan(t))) else f"{r}|{t}" for r, t in zip(root_names, tails)],
+        dtype=object,
+    )
+    per_root = pd.DataFrame(
+        {
+            "pattern": pattern,
+            "gpu": graph.kernel_dur_sum[root_rows].astype(np.float64),
+            "cpu": np.nan_to_num(dur[root_rows].astype(np.float64)),
+            "root": root_rows,
+        }
+    )
+    agg = per_root.groupby("pattern", sort=True).agg(
+        count=("root", "size"), gpu=("gpu", "sum"), cpu=("cpu", "sum")
+    )
+    out = pd.DataFrame(
+        {
+            "pattern": agg.index.to_numpy(dtype=object),
+            "count": agg["count"].to_numpy(dtype=np.int64),
+            "GPU kernel duration (us)": agg["gpu"].to_numpy(dtype=np.float64),
+            "CPU op duration (us)": agg["cpu"].to_numpy(dtype=np.float64),
+        }
+    )
+    out = out.sort_values(["count", "pattern"], ascending=[False, True], kind="stable", ignore_index=True)
+
+    # occurrences: every row labelled with a root, grouped by the root's pattern
+    code_of_root = np.full(len(label), -1, dtype=np.int64)
+    pat_codes, pat_uniques = pd.factorize(per_root["pattern"], sort=False)
+    code_of_root[root_rows] = pat_codes
+    rows = np.flatnonzero(label >= 0)
+    row_codes = code_of_root[label[rows]]
+    order = np.argsort(row_codes, kind="stable")
+    rows, row_codes = rows[order], row_codes[order]
+    splits = np.flatnonzero(np.diff(row_codes)) + 1
+    occ: dict[str, np.ndarray] = {}
+    for chunk in np.split(np.arange(rows.size), splits):  # one chunk per pattern
+        if chunk.size:
+            occ[str(pat_uniques[row_codes[chunk[0]]])] = index[rows[chunk]]
+    root_map = {str(p): root_rows[pat_codes == i] for i, p in enumerate(pat_uniques)}
+    return SequenceResult(out, occ, root_map)
+
+
+def overlay_patterns(result: SequenceResult, top_k: int) -> dict[int, dict[str, int]]:
+    """For the ``top_k`` most frequent patterns, the patterns each event belongs to.
+
+    Returns:
+        ``{event index: {pattern: count, ...}}``.
+    """
+    top = result.patterns.head(max(int(top_k), 0))
+    if top.empty:
+        return {}
+    idx_parts = []
+    pat_parts = []
+    for i, p in enumerate(top["pattern"].tolist()):
+        ev = result.occurrences.get(p, np.zeros(0, dtype=np.int64))
+        idx_parts.append(ev)
+        pat_parts.append(np.full(ev.size, i, dtype=np.int64))
+    ev = np.concatenate(idx_parts)
+    pi = np.concatenate(pat_parts)
+    order = np.lexsort((pi, ev))
+    ev, pi = ev[order], pi[order]
+    names = top["pattern"].tolist()
+    counts = top["count"].astype(int).tolist()
+    out: dict[int, dict[str, int]] = {}
+    for e, p in zip(ev.tolist(), pi.tolist()):  # one entry per (event, pattern) written out
+        out.setdefault(e, {})[names[p]] = counts[p]
+    return out
+
+
+def _read_json(path: Path):
+    import msgspec
+
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return msgspec.json.decode(raw)
+
+
+def write_overlaid_trace(
+    src: str | Path,
+    output_dir: str | Path,
+    event_patterns: Mapping[int, Mapping[str, int]],
+    *,
+    compress_other_kernels: bool = True,
+    symbol_ids: Optional[Mapping[str, int]] = None,
+) -> Path:
+    """Write ``overlaid_<file name>`` into ``output_dir``; the input file is never touched.
+
+    Every event whose position in ``traceEvents`` is a key of ``event_patterns``
+    gets ``args["Patterns"]``. With ``compress_other_kernels`` every other
+    complete (``ph == "X"``) event loses its ``args`` and its name is replaced
+    by the decimal id from ``symbol_ids``; the ``PyTorch Profiler`` span event
+    then carries the id → name table so the names can be decoded.
+
+    The file is gzip-compressed when the source file name ends in ``.gz``
+    (HTA always gzips, whatever the name says).
+
+    Returns:
+        The path written.
+    """
+    src = Path(src)
+    out = Path(output_dir) / ("overlaid_" + src.name)
+    doc = _read_json(src)
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    ids = dict(symbol_ids or {})
+    spans = [
+        pos for pos, ev in enumerate(events)
+        if isinstance(ev, dict) and ev.get("pid") == "Spans" and "PyTorch Profiler" in str(ev.get("name", ""))
+    ] if compress_other_kernels else []
+    for pos, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            continue
+        pats = event_patterns.get(pos)
+        if pats is not None:
+            args = ev.get("args")
+            if not isinstance(args, dict):
+                args = {}
+            args = dict(args)
+            args["Patterns"] = dict(pats)
+            ev["args"] = args
+        elif compress_other_kernels and ev.get("ph") == "X":
+            ev["args"] = {}
+            name = ev.get("name")
+            if isinstance(name, str) and name in ids:
+                ev["name"] = str(ids[name])
+    for pos in spans:
+        events[pos]["args"] = {str(i): s for s, i in ids.items()}
+    import msgspec
+
+    data = msgspec.json.encode(doc)
+    if src.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6)
+    out.write_bytes(data)
+    return out

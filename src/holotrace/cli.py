@@ -1,0 +1,68 @@
+"""The ``holotrace`` command: parses arguments, calls the library, prints.
+
+Every subcommand lives in ``holotrace.commands.<name>`` and exposes
+``add_parser(subparsers)`` and ``run(args) -> int``. Errors the user can fix
+print one line and exit non-zero; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+from holotrace import __version__
+from holotrace.errors import HolotraceError
+
+COMMANDS = ("info", "doctor", "summary", "launches", "sequences", "annotations", "stragglers", "cache")
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE_OR_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="holotrace",
+        description="Find where distributed GPU training wastes time, from PyTorch Profiler (Kineto) trace files.",
+        epilog="Run 'holotrace COMMAND --help' for the options of a command. Exit codes: 0 ok, 1 findings/regressions "
+               "that a CI gate should catch, 2 bad input or usage, 3 internal error.",
+    )
+    p.add_argument("--version", action="version", version=f"holotrace {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"holotrace.commands.{name}")
+        except ImportError:
+            continue
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE_OR_INPUT
+    debug = getattr(args, "debug", False)
+    try:
+        return int(args.run(args) or 0)
+    except HolotraceError as e:
+        if debug:
+            raise
+        print(f"holotrace: error: {e}", file=sys.stderr)
+        return EXIT_USAGE_OR_INPUT
+    except KeyboardInterrupt:
+        print("holotrace: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # a bug: say so in one line, traceback with --debug
+        if debug:
+            raise
+        print(f"holotrace: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

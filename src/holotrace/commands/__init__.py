@@ -1,0 +1,1 @@
+"""One module per ``holotrace`` subcommand (``add_parser`` + ``run``)."""

@@ -1,0 +1,149 @@
+"""Output options and writer shared by every analysis command.
+
+A command builds a :class:`Report` — display sections (compact tables for
+people) and data frames (the full results, for programs) — and calls
+:func:`emit`:
+
+* ``--format table`` (default): titled text tables that fit 80 columns;
+* ``--format markdown``: the same sections as markdown;
+* ``--format json``: one JSON object ``{"meta": ..., "<key>": [rows], ...}`` of the data frames;
+* ``--format csv``: every data frame as CSV, each after a ``# <key>`` line;
+* ``--output DIR``: additionally write every data frame to ``DIR/<key>.<ext>``
+  in the formats of ``--output-format`` (``csv``, ``parquet``, ``json``; default csv).
+
+Usage in a command module::
+
+    from holotrace.commands._output import Report, Section, add_output_options, emit
+
+    def add_parser(sub):
+        p = sub.add_parser("launches", ...)
+        add_load_options(p)
+        add_output_options(p)
+        p.set_defaults(run=run)
+
+    def run(args):
+        job = load_job(args)
+        report = Report(title="...", sections=[Section("launch_stats", "Launch statistics", df)])
+        return emit(report, args)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, TextIO
+
+import pandas as pd
+
+from holotrace.render.tables import FORMATS, format_markdown, format_table, to_records, write_frames
+
+__all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width"]
+
+DISPLAY_FORMATS = ("table", "json", "csv", "markdown")
+
+
+@dataclass
+class Section:
+    """One titled table of a report.
+
+    Attributes:
+        key: machine name (file stem with ``--output``, JSON key).
+        title: the heading people read.
+        frame: the table shown (already trimmed/renamed for display).
+        notes: lines printed under the table (caveats that affect the numbers).
+        digits: decimals per column for display.
+        max_rows: show at most this many rows in table/markdown output.
+    """
+
+    key: str
+    title: str
+    frame: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    digits: dict[str, int] = field(default_factory=dict)
+    max_rows: Optional[int] = None
+
+
+@dataclass
+class Report:
+    """What a command prints: a title, lines under it, sections, and the full data.
+
+    ``data`` holds the complete result frames written by ``--output`` and
+    printed by ``--format json|csv``; when empty, the section frames are used.
+    """
+
+    title: str
+    sections: list[Section]
+    header: list[str] = field(default_factory=list)
+    data: dict[str, pd.DataFrame] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+    def frames(self) -> Mapping[str, pd.DataFrame]:
+        return self.data or {s.key: s.frame for s in self.sections}
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--format``, ``--output`` and ``--output-format`` to a command's parser."""
+    g = p.add_argument_group("output")
+    g.add_argument("--format", choices=DISPLAY_FORMATS, default="table",
+                   help="what to print: readable tables (default), markdown, or the full results as JSON or CSV")
+    g.add_argument("--output", metavar="DIR", help="also write every result table to DIR (one file per table)")
+    g.add_argument("--output-format", default="csv", metavar="LIST",
+                   help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
+    g.add_argument("--width", type=int, default=None, metavar="N",
+                   help="table width in characters (default: the terminal's, at most 80... or 80 when not a terminal)")
+
+
+def terminal_width(requested: Optional[int] = None) -> int:
+    """Width for text tables: ``requested``, else the terminal's (80 when not a terminal)."""
+    if requested:
+        return max(40, requested)
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+    return 80
+
+
+def _output_formats(spec: str) -> list[str]:
+    from holotrace.errors import HolotraceError
+
+    fmts = [f.strip().lower() for f in spec.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad or not fmts:
+        raise HolotraceError(f"unknown --output-format {spec!r}", fix=f"use a comma-separated list of {', '.join(FORMATS)}")
+    return fmts
+
+
+def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
+    """Print ``report`` in ``args.format`` and write files for ``args.output``; returns exit status 0."""
+    out = out or sys.stdout
+    fmt = getattr(args, "format", "table")
+    if getattr(args, "output", None):
+        paths = write_frames(report.frames(), args.output, _output_formats(getattr(args, "output_format", "csv")))
+        if fmt in ("table", "markdown"):
+            report.header.append(f"wrote {len(paths)} file(s) to {args.output}")
+    if fmt == "json":
+        doc = {"meta": report.meta, **{k: to_records(v) for k, v in report.frames().items()}}
+        out.write(json.dumps(doc, indent=1, default=str) + "\n")
+    elif fmt == "csv":
+        for i, (key, df) in enumerate(report.frames().items()):
+            if i:
+                out.write("\n")
+            out.write(f"# {key}\n")
+            df.to_csv(out, index=False)
+    elif fmt == "markdown":
+        parts = [f"## {report.title}", ""] + [f"{h}  " for h in report.header]
+        for s in report.sections:
+            shown = s.frame if s.max_rows is None else s.frame.head(s.max_rows)
+            parts += ["", format_markdown(shown, digits=s.digits, title=s.title)]
+            parts += [f"\n*{n}*" for n in s.notes]
+        out.write("\n".join(parts) + "\n")
+    else:
+        width = terminal_width(getattr(args, "width", None))
+        parts = [report.title, "=" * min(len(report.title), width)] + report.header
+        for s in report.sections:
+            parts += ["", format_table(s.frame, width=width, digits=s.digits, max_rows=s.max_rows, title=s.title)]
+            parts += [f"  note: {n}" for n in s.notes]
+        out.write("\n".join(parts) + "\n")
+    return 0

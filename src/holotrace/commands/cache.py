@@ -1,0 +1,28 @@
+"""``holotrace cache clear|dir``: manage the Parquet cache of decoded files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from holotrace.ingest import cache
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("cache", help="show or clear the cache of decoded traces",
+                       description="Decoded traces are cached as Parquet (keyed by path, size, mtime and format "
+                                   "version) so that a second load is fast. 'dir' prints the folder, 'clear' empties it.")
+    p.add_argument("action", choices=("clear", "dir"))
+    p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    d = Path(args.cache_dir) if args.cache_dir else cache.default_cache_dir()
+    if args.action == "dir":
+        print(d)
+        return 0
+    n, size = cache.clear(d)
+    print(f"removed {n} cached trace(s), {size / 1e6:.1f} MB, from {d}")
+    return 0

@@ -1,0 +1,47 @@
+"""``holotrace doctor PATH``: every finding, with its evidence."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from holotrace.commands._load import add_load_options, load_job
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("doctor", help="check a job: missing/duplicate ranks, damaged files, clock skew, ...",
+                       description="Validate a job and list every finding with its evidence: missing or duplicated "
+                                   "ranks, files from different jobs, damaged or truncated files, impossible durations, "
+                                   "overlapping kernels on one stream, unlinked launches, clock skew. Exits 1 when an "
+                                   "error was found (use it as a CI gate), 0 otherwise.")
+    add_load_options(p)
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    errors = [f for f in job.findings if f.severity == "error"]
+    if args.json:
+        print(json.dumps({"ok": not errors, "ranks": job.ranks, "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
+                          "findings": [f.as_dict() for f in job.findings]}, indent=2, default=str))
+        return 1 if errors else 0
+    print(f"{job.path}: {len(job.ranks)} rank(s) loaded")
+    order = {"error": 0, "warning": 1, "info": 2}
+    for f in sorted(job.findings, key=lambda f: (order.get(f.severity, 3), f.rank if f.rank is not None else -1)):
+        where = []
+        if f.rank is not None:
+            where.append(f"rank {f.rank}")
+        if f.file:
+            where.append(Path(f.file).name)
+        loc = f" ({', '.join(where)})" if where else ""
+        print(f"{f.severity.upper():7} {f.code}{loc}: {f.message}")
+        if f.example:
+            print(f"        example: {f.example}")
+    if not job.findings:
+        print("no findings: the job looks consistent")
+    print(f"{'FAIL' if errors else 'OK'}: {len(errors)} error(s), "
+          f"{sum(1 for f in job.findings if f.severity == 'warning')} warning(s), "
+          f"{sum(1 for f in job.findings if f.severity == 'info')} note(s)")
+    return 1 if errors else 0

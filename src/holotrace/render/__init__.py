@@ -1,0 +1,1 @@
+"""Rendering: terminal tables, markdown, table writers and (optional) plotly figures."""

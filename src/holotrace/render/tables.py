@@ -1,0 +1,184 @@
+"""Tables for people and for programs.
+
+* :func:`format_table` — a plain-text table that fits a terminal width
+  (80 columns by default): numbers right-aligned with sensible precision,
+  the widest text column shortened with an ellipsis when the table is too wide;
+* :func:`format_markdown` — a GitHub-flavoured markdown table;
+* :func:`to_records` — JSON-ready rows (NaN → ``null``, numpy scalars → Python);
+* :func:`write_frames` — one file per frame as CSV, Parquet or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["format_table", "format_markdown", "to_records", "write_frames", "shorten", "FORMATS"]
+
+FORMATS = ("csv", "parquet", "json")
+ELLIPSIS = "…"
+
+
+def shorten(text: str, width: int) -> str:
+    """Cut ``text`` to ``width`` characters, keeping its start and end around an ellipsis."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return ELLIPSIS
+    head = (width - 1) * 2 // 3
+    tail = width - 1 - head
+    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def _is_num(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
+    if pd.api.types.is_bool_dtype(s):
+        return ["yes" if v else "no" for v in s.tolist()]
+    if not _is_num(s):
+        return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in s.tolist()]
+    values = s.to_numpy(dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if digits is None:
+        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
+        digits = 0 if integral or pd.api.types.is_integer_dtype(s) else 2
+    out = []
+    for v in values.tolist():
+        if math.isnan(v):
+            out.append("-")
+        elif math.isinf(v):
+            out.append("inf" if v > 0 else "-inf")
+        else:
+            out.append(f"{v:,.{digits}f}")
+    return out
+
+
+def format_table(
+    df: pd.DataFrame,
+    *,
+    width: int = 80,
+    digits: Optional[Mapping[str, int]] = None,
+    max_rows: Optional[int] = None,
+    title: Optional[str] = None,
+) -> str:
+    """Render a frame as an aligned text table no wider than ``width`` when possible.
+
+    Args:
+        df: the table; column names are the headers.
+        width: target width in characters; the widest text columns are
+            shortened (middle ellipsis) until the table fits.
+        digits: decimals per numeric column (default: 0 for integral values, else 2).
+        max_rows: show at most this many rows, then a "… N more rows" line.
+        title: a line printed above the table.
+
+    Returns:
+        The table as text (no trailing newline). An empty frame renders as ``(none)``.
+    """
+    digits = dict(digits or {})
+    lines = [title] if title else []
+    if df.empty:
+        lines.append("  (none)")
+        return "\n".join(lines)
+    shown = df if max_rows is None or len(df) <= max_rows else df.head(max_rows)
+    cols = [str(c) for c in shown.columns]
+    cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
+    numeric = [_is_num(shown[c]) for c in shown.columns]
+    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
+    sep = 2
+    total = sum(widths) + sep * (len(widths) - 1)
+    text_cols = [i for i, n in enumerate(numeric) if not n]
+    while total > width and text_cols:
+        i = max(text_cols, key=lambda k: widths[k])
+        floor = max(len(cols[i]), 8)
+        if widths[i] <= floor:
+            text_cols.remove(i)
+            continue
+        cut = min(total - width, widths[i] - floor)
+        widths[i] -= cut
+        total -= cut
+    def fmt(values: Sequence[str]) -> str:
+        parts = []
+        for v, w, n in zip(values, widths, numeric):
+            v = shorten(v, w)
+            parts.append(v.rjust(w) if n else v.ljust(w))
+        return (" " * sep).join(parts).rstrip()
+    lines.append(fmt(cols))
+    lines.append((" " * sep).join("-" * w for w in widths))
+    for row in zip(*cells):
+        lines.append(fmt(row))
+    if len(shown) < len(df):
+        lines.append(f"… {len(df) - len(shown)} more rows")
+    return "\n".join(lines)
+
+
+def format_markdown(df: pd.DataFrame, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None) -> str:
+    """Render a frame as a markdown table (``|`` in cells escaped); ``title`` becomes a ``###`` heading."""
+    digits = dict(digits or {})
+    lines = [f"### {title}", ""] if title else []
+    if df.empty:
+        lines.append("(none)")
+        return "\n".join(lines)
+    cells = [_format_column(df[c], digits.get(str(c))) for c in df.columns]
+    numeric = [_is_num(df[c]) for c in df.columns]
+    esc = lambda v: str(v).replace("|", "\\|")  # noqa: E731
+    lines.append("| " + " | ".join(esc(c) for c in df.columns) + " |")
+    lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
+    for row in zip(*cells):
+        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _plain(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def to_records(df: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts: NaN/inf → ``None``, numpy scalars → Python scalars."""
+    cols = [str(c) for c in df.columns]
+    return [{c: _plain(v) for c, v in zip(cols, row)} for row in df.itertuples(index=False, name=None)]
+
+
+def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[str] = ("csv",)) -> list[Path]:
+    """Write every frame as ``<out_dir>/<key>.<format>``.
+
+    Args:
+        frames: file stem → frame.
+        out_dir: created if absent.
+        formats: any of ``csv``, ``parquet``, ``json`` (records, NaN → null).
+
+    Returns:
+        The paths written, in order.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    for key, df in frames.items():
+        for fmt in formats:
+            p = out / f"{key}.{fmt}"
+            if fmt == "csv":
+                df.to_csv(p, index=False)
+            elif fmt == "parquet":
+                df.reset_index(drop=True).to_parquet(p, index=False)
+            else:
+                p.write_text(json.dumps(to_records(df), indent=1) + "\n", encoding="utf-8")
+            written.append(p)
+    return written
