@@ -44,7 +44,8 @@ def ensure_job(work, ranks, size_mb, steps, seed=0, world_size=None, gzip_output
     if os.path.exists(summary_path):
         with open(summary_path) as f:
             summary = json.load(f)
-        if all(os.path.exists(x["path"]) for x in summary["files"]):
+        current = summary["generator"].get("version") == generate.VERSION
+        if current and all(os.path.exists(x["path"]) for x in summary["files"]):
             print(f"reusing generated job {folder}")
             return folder, summary
     shutil.rmtree(folder, ignore_errors=True)

@@ -3,7 +3,7 @@
 
 One subprocess per tool: it builds ``TraceAnalysis(trace_dir=...)`` (``from holotrace import
 TraceAnalysis`` or ``from hta.trace_analysis import TraceAnalysis``), then times each analysis
-below separately, catching errors per analysis.  The default job is 8 ranks of 50 MB of JSON with
+below separately, catching errors per analysis.  The default job is 8 ranks of 10 MB of JSON with
 a straggler (rank 3, GPU 30% slower), generated once and cached under ``--work``.
 
 Example::
@@ -162,7 +162,8 @@ def render(runs, skipped, json_mb, ranks):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=8, help="ranks of the generated job")
-    p.add_argument("--size-mb", type=float, default=50.0, help="JSON MB per rank")
+    p.add_argument("--size-mb", type=float, default=10.0,
+                   help="JSON MB per rank (HTA needs ~3 s per MB of a rank for get_aten_op_kernels_and_delay)")
     p.add_argument("--steps", type=int, default=10, help="profiler steps per rank")
     p.add_argument("--straggler-rank", type=int, default=3, help="slow rank in the generated job (-1: none)")
     p.add_argument("--seed", type=int, default=0)

@@ -87,7 +87,7 @@ def run_scenario(name, args, hta_python, holo_reason):
         cache = tempfile.mkdtemp(prefix="holotrace-cache-", dir=args.work)
         try:
             for phase in ("cold", "cached"):
-                print(f"holotrace ({phase} cache) ...", flush=True)
+                print(f"holotrace ({'cold cache' if phase == 'cold' else 'cached'}) ...", flush=True)
                 runs[f"holotrace_{phase}"] = h.run_child(
                     sys.executable, SCRIPT, ["holotrace", "--trace-dir", folder, "--cache-dir", cache],
                     os.path.join(logs, f"load-{name}-holotrace-{phase}.log"), args.timeout)

@@ -13,31 +13,26 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 
 from holotrace.errors import JobConsistencyError, TraceEventError, TraceFormatError
-from holotrace.exec.pool import default_workers, run_map
+from holotrace.exec.pool import cpu_count, default_workers, run_map
 from holotrace.ingest import cache as cache_mod
-from holotrace.ingest.decode import DecodedFile, decode_file
+from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
 from holotrace.ingest.discover import discover
-from holotrace.ingest.schema import ARG_SPECS
+from holotrace.ingest.schema import ID_COLUMNS
 from holotrace.model.job import Job, RankTrace, derive_columns
 from holotrace.model.strings import StringTable
 from holotrace.model.validate import findings_from_problems, validate_job
 
 log = logging.getLogger("holotrace")
 
-_ID_COLUMNS = {
-    "events": ("cat", "name") + tuple(s.column for s in ARG_SPECS if s.kind in ("str", "raw")),
-    "instants": ("cat", "name", "ph", "scope"),
-    "counters": ("cat", "name", "ph", "series"),
-    "flows": ("cat", "name", "ph", "flow_id", "bp"),
-    "names": ("cat", "name", "ph", "m_name", "m_labels", "m_sort_index"),
-}
+_ID_COLUMNS = ID_COLUMNS
 
 PathLike = Union[str, Path]
+PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one process
 
 
 def _load_file(task: tuple) -> DecodedFile:
     """Worker: one file to derived columns, through the cache."""
-    path, use_cache, cache_dir, all_args = task
+    path, use_cache, cache_dir, all_args, piece_workers = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args)
         if hit is not None:
@@ -46,8 +41,9 @@ def _load_file(task: tuple) -> DecodedFile:
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
-        d = decode_file(path, all_args=all_args)
-        d.events.update(derive_columns(d.events, d.strings))
+        d = decode_file(path, all_args=all_args, workers=piece_workers)
+        derived = derive_columns(d.events, d.strings)
+        d.events.update({k: (v if k == "end_ns" else compact_ints(v)) for k, v in derived.items()})
     finally:
         if gc_was:
             gc.enable()
@@ -78,7 +74,13 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     files = found.files
     sizes = [_size(f.path) for f in files]
     n_workers = workers if workers is not None else default_workers(sizes)
-    tasks = [(f.path, cache, cdir, all_args) for f in files]
+    cores = cpu_count()
+    # fewer (big) files than cores: decode each file's pieces in parallel instead
+    piece_workers = 1
+    if len(files) < cores and (workers is None or workers > 1):
+        piece_workers = min(cores, workers or cores)
+        n_workers = 1
+    tasks = [(f.path, cache, cdir, all_args, piece_workers if s > PIECE_PARALLEL_MIN_BYTES else 1) for f, s in zip(files, sizes)]
     t0 = time.perf_counter()
 
     def done(i: int, _r) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "CallGraph",
     "build_call_graph",
     "hta_call_graph",
+    "native_call_graph",
     "thread_device_is_gpu",
 ]
 
@@ -416,20 +417,65 @@ def hta_call_graph(frame: pd.DataFrame, *, hta_compat: bool = True, link_backwar
 
     backward = None
     if link_backward and n:
-        backward = _backward_parents(thread, gpu_group, names, stream)
+        backward = _backward_parents(thread, ~gpu_group, names, stream == -1)
     return build_call_graph(thread, ts, dur, index, is_node, launcher, backward_link=backward, hta_compat=hta_compat)
 
 
-def _backward_parents(thread: np.ndarray, gpu_group: np.ndarray, names: np.ndarray, stream: np.ndarray):
-    """HTA's main/backward stack pairing (spec 12 §1.2 steps 3-4), or None."""
+def native_call_graph(job, rank: int, *, link_backward: bool = True) -> CallGraph:
+    """The call graph of a rank's native events (``RankTrace.events``), cached on the job.
+
+    CPU events (ops, annotations, runtime/driver calls, Python functions) nest
+    per ``(pid, tid)`` by time (ns); GPU work (kernels, memcpy, memset) hangs
+    under its launch call (``partner``); the autograd thread is attached under
+    the main thread's ``## backward ##`` annotations as in HTA.
+    """
+    from holotrace.analysis._select import gpu_activity
+    from holotrace.model.classify import CPU_KINDS
+
+    key = ("holotrace.callgraph", int(rank), bool(link_backward))
+    memo = getattr(job, "_memo", None)
+    if memo is not None and key in memo:
+        return memo[key]
+    ev = job.rank(rank).events
+    n = len(ev)
+    kind = ev["kind"].to_numpy()
+    is_node = np.isin(kind, [int(k) for k in CPU_KINDS])
+    thread = (
+        pd.MultiIndex.from_arrays([ev["pid"].to_numpy(), ev["tid"].to_numpy()]).factorize()[0].astype(np.int64)
+        if n else np.zeros(0, dtype=np.int64)
+    )
+    partner = ev["partner"].to_numpy()
+    launcher = np.where(gpu_activity(ev) & (partner >= 0), partner, -1).astype(np.int64)
+    backward = None
+    if link_backward and n:
+        g = int(thread.max()) + 1
+        cpu_thread = np.bincount(thread, weights=is_node.astype(float), minlength=g) > 0
+        names = job.strings.decode(ev["name"].to_numpy())
+        backward = _backward_parents(thread, cpu_thread, names, is_node)
+    graph = build_call_graph(
+        thread, ev["ts_ns"].to_numpy(), ev["dur_ns"].to_numpy(), ev["index"].to_numpy(), is_node, launcher,
+        backward_link=backward,
+    )
+    if memo is not None:
+        memo[key] = graph
+    return graph
+
+
+def _backward_parents(thread: np.ndarray, cpu_thread: np.ndarray, names: np.ndarray, node_ok: np.ndarray):
+    """HTA's main/backward stack pairing (spec 12 §1.2 steps 3-4), or None.
+
+    Args:
+        thread: thread code per row; cpu_thread: per thread code, whether it has a stack;
+        names: decoded names per row; node_ok: rows that can be parents (call-stack nodes).
+    """
     s = pd.Series(names, dtype=object).fillna("")
     is_step = s.str.startswith("ProfilerStep#").to_numpy()
     is_autograd = s.str.contains("autograd::", regex=False).to_numpy()
     is_bwd_anno = s.str.startswith("## backward ##").to_numpy()
-    g = len(gpu_group)
+    g = len(cpu_thread)
     has_step = np.bincount(thread, weights=is_step.astype(float), minlength=g) > 0
     has_autograd = np.bincount(thread, weights=is_autograd.astype(float), minlength=g) > 0
-    cpu_groups = np.flatnonzero(~gpu_group)
+    cpu_groups = np.flatnonzero(cpu_thread)
     labels = []
     for grp in cpu_groups.tolist():  # one entry per thread, not per event
         if has_step[grp]:
@@ -445,7 +491,7 @@ def _backward_parents(thread: np.ndarray, gpu_group: np.ndarray, names: np.ndarr
     if parents.size == 0:
         parents = np.flatnonzero(in_main & is_step)
     # only nodes can be parents (HTA raises otherwise)
-    parents = parents[stream[parents] == -1]
+    parents = parents[node_ok[parents]]
     if parents.size == 0:
         return None
     return (bwd, parents, None)

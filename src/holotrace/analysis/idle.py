@@ -226,6 +226,8 @@ def _hta_rank(
     )
     stream_pos = {int(s): i for i, s in enumerate(streams)}
     gaps = gaps[np.isin(gaps["stream"].to_numpy(), list(stream_pos))]
+    if gaps.empty:
+        return pd.DataFrame(columns=HTA_COLUMNS), (pd.DataFrame(columns=HTA_STATS_COLUMNS) if with_stats else None)
     grp = gaps.groupby(["stream", "category"])["gap"]
     res = grp.sum().rename("idle_time").reset_index()
     res["idle_time_ratio"] = res["idle_time"] / res.groupby("stream")["idle_time"].transform("sum")
@@ -283,11 +285,13 @@ def hta_idle_time_breakdown(
         outs.append(o)
         if s is not None:
             stats.append(s)
+    outs = [o for o in outs if not o.empty]
     idle = pd.concat(outs, ignore_index=True) if outs else pd.DataFrame(columns=HTA_COLUMNS)
     idle = idle.astype({"rank": np.int64, "stream": np.int64, "idle_category": object,
                         "idle_time": np.float64, "idle_time_ratio": np.float64})
     if not show_idle_interval_stats:
         return idle, None
-    st = pd.concat(stats) if stats else pd.DataFrame(columns=HTA_STATS_COLUMNS, index=pd.Index([], name="idle_category", dtype=object))
+    st = pd.concat([x for x in stats if not x.empty]) if any(not x.empty for x in stats) else pd.DataFrame(
+        columns=HTA_STATS_COLUMNS, index=pd.Index([], name="idle_category", dtype=object))
     st = st.astype({"rank": np.int64, "stream": np.int64, **{c: np.float64 for c in HTA_STATS_COLUMNS[2:]}})
     return idle, st

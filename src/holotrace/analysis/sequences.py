@@ -277,3 +277,39 @@ def write_overlaid_trace(
         data = gzip.compress(data, compresslevel=6)
     out.write_bytes(data)
     return out
+
+
+def frequent_kernel_sequences(
+    job,
+    operator: str,
+    *,
+    rank: Optional[int] = None,
+    min_pattern_len: int = 3,
+    match: str = "substring",
+    roots: str = "outermost",
+) -> SequenceResult:
+    """Native frequent kernel sequences of one rank (every step, µs durations).
+
+    Args:
+        job: a loaded job.
+        operator: operator (or user annotation) name to look for.
+        rank: the rank (default: the lowest).
+        min_pattern_len: least number of GPU operations below a root.
+        match: ``substring`` (HTA), ``exact`` or ``regex``.
+        roots: ``outermost`` (default) or ``hta`` (shallowest-depth matches only).
+
+    Returns:
+        A :class:`SequenceResult`; durations in µs.
+    """
+    from holotrace.analysis._select import job_ranks
+    from holotrace.analysis.callstack import native_call_graph
+
+    r = job_ranks(job, None if rank is None else [rank])[0]
+    ev = job.rank(r).events
+    graph = native_call_graph(job, r)
+    names = job.strings.decode(ev["name"].to_numpy())
+    cand = match_names(names, operator, match)
+    return kernel_sequences(
+        graph, names, ev["ts_ns"].to_numpy() / 1e3, ev["dur_ns"].to_numpy() / 1e3, ev["index"].to_numpy(),
+        cand, min_pattern_len, roots,
+    )

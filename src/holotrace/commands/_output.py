@@ -33,6 +33,7 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, TextIO
 
@@ -54,6 +55,7 @@ class Section:
         title: the heading people read.
         frame: the table shown (already trimmed/renamed for display).
         notes: lines printed under the table (caveats that affect the numbers).
+        lines: free text printed instead of / after the table (wrapped to the width).
         digits: decimals per column for display.
         max_rows: show at most this many rows in table/markdown output.
     """
@@ -64,6 +66,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
     digits: dict[str, int] = field(default_factory=dict)
     max_rows: Optional[int] = None
+    lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -93,7 +96,7 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--output-format", default="csv", metavar="LIST",
                    help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
     g.add_argument("--width", type=int, default=None, metavar="N",
-                   help="table width in characters (default: the terminal's, at most 80... or 80 when not a terminal)")
+                   help="table width in characters (default: the terminal's width; 80 when not a terminal)")
 
 
 def terminal_width(requested: Optional[int] = None) -> int:
@@ -113,6 +116,11 @@ def _output_formats(spec: str) -> list[str]:
     if bad or not fmts:
         raise HolotraceError(f"unknown --output-format {spec!r}", fix=f"use a comma-separated list of {', '.join(FORMATS)}")
     return fmts
+
+
+def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
+    return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=rest or first,
+                         break_long_words=True, break_on_hyphens=False)
 
 
 def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
@@ -136,14 +144,23 @@ def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None)
         parts = [f"## {report.title}", ""] + [f"{h}  " for h in report.header]
         for s in report.sections:
             shown = s.frame if s.max_rows is None else s.frame.head(s.max_rows)
-            parts += ["", format_markdown(shown, digits=s.digits, title=s.title)]
+            if s.lines and shown.empty:
+                parts += ["", f"### {s.title}", ""] + [f"- {line}" for line in s.lines]
+            else:
+                parts += ["", format_markdown(shown, digits=s.digits, title=s.title)]
+                parts += [f"- {line}" for line in s.lines]
             parts += [f"\n*{n}*" for n in s.notes]
         out.write("\n".join(parts) + "\n")
     else:
         width = terminal_width(getattr(args, "width", None))
-        parts = [report.title, "=" * min(len(report.title), width)] + report.header
+        parts = [report.title, "=" * min(len(report.title), width)]
+        parts += [_wrap(h, width, "", "        ") for h in report.header]
         for s in report.sections:
-            parts += ["", format_table(s.frame, width=width, digits=s.digits, max_rows=s.max_rows, title=s.title)]
-            parts += [f"  note: {n}" for n in s.notes]
+            if s.lines and s.frame.empty:
+                parts += ["", s.title]
+            else:
+                parts += ["", format_table(s.frame, width=width, digits=s.digits, max_rows=s.max_rows, title=s.title)]
+            parts += [_wrap(line, width, "  ", "    ") for line in s.lines]
+            parts += [_wrap(f"note: {n}", width, "  ", "        ") for n in s.notes]
         out.write("\n".join(parts) + "\n")
     return 0

@@ -27,9 +27,13 @@ def available_memory_bytes() -> Optional[int]:
     return None
 
 
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def default_workers(sizes: Sequence[int]) -> int:
     """As many workers as cores, bounded by memory (a worker needs ~1.5x its largest file)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = cpu_count()
     n = min(cores, len(sizes)) or 1
     mem = available_memory_bytes()
     if mem and sizes:

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from operator import attrgetter
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.errors import TraceEventError, TraceFormatError, TraceNotFoundError, TraceReadError
-from holotrace.ingest.schema import ARG_SPECS, META_ARG_SPECS, event_columns
+from holotrace.ingest.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
 
 CHUNK_BYTES = 16 * 1024 * 1024
 _MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
@@ -92,6 +93,38 @@ _EVENT_RAWARGS = _event_type(True, True)
 
 _ARGS_T = msgspec.defstruct("ArgsDefault", _arg_fields(ARG_SPECS + META_ARG_SPECS, False))
 _EMPTY_ARGS = _ARGS_T()
+
+# Which args each category carries (lower-cased category); other categories get every arg.
+_CPU_OP_ARGS = ("external_id", "external_id_legacy", "ev_idx", "sequence", "fwd_thread_id", "input_dims", "input_type",
+                "input_strides", "collective_name", "in_msg_nelems", "out_msg_nelems", "in_msg_size",
+                "out_msg_size", "group_size", "msg_dtype", "in_split_size", "out_split_size", "process_group_name",
+                "process_group_desc", "process_group_ranks", "process_rank", "seq_num", "kernel_backend", "kernel_hash",
+                "stream")
+_LAUNCH_ARGS = ("correlation", "external_id", "external_id_legacy", "cbid", "stream", "device", "stream_id", "grid", "block")
+_KERNEL_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "grid", "block", "collective_name",
+                "in_msg_nelems", "out_msg_nelems", "in_msg_size", "out_msg_size", "group_size", "msg_dtype", "in_split_size",
+                "out_split_size", "process_group_name", "process_group_desc", "process_group_ranks", "process_rank", "seq_num",
+                "stream_id")
+_MEM_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "bytes", "memory_bw_gbps", "stream_id")
+_SYNC_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "wait_on_stream",
+              "wait_on_cuda_event_record_corr_id", "cuda_sync_kind")
+_ANNOT_ARGS = ("external_id", "external_id_legacy", "ev_idx", "device", "stream", "correlation")
+_PY_ARGS = ("python_id", "python_parent_id", "external_id")
+_SPEC = {s.column: s for s in ARG_SPECS}
+ARGS_BY_CATEGORY: dict[str, tuple] = {
+    cat: tuple(_SPEC[c] for c in cols)
+    for cats, cols in (
+        (("cpu_op", "operator"), _CPU_OP_ARGS),
+        (("user_annotation", "gpu_user_annotation"), _ANNOT_ARGS),
+        (("cuda_runtime", "runtime", "cuda_driver", "mtia_runtime"), _LAUNCH_ARGS),
+        (("kernel", "mtia_ccp_events"), _KERNEL_ARGS),
+        (("gpu_memcpy", "gpu_memset", "memcpy", "memset"), _MEM_ARGS),
+        (("cuda_sync",), _SYNC_ARGS),
+        (("python_function",), _PY_ARGS),
+        (("trace",), ()),
+    )
+    for cat in cats
+}
 
 
 def _exact_hook(text: str):
@@ -248,6 +281,8 @@ class _Strings:
         """Intern values (None -> -1); hashing is done by pandas in C."""
         if not values:
             return np.empty(0, dtype=np.int32)
+        if values.count(None) == len(values):
+            return np.full(len(values), -1, dtype=np.int32)
         arr = np.empty(len(values), dtype=object)
         arr[:] = values
         codes, uniques = pd.factorize(arr, use_na_sentinel=True)
@@ -276,6 +311,8 @@ def _to_text(v) -> str:
 
 
 def _int_column(values: list, default: int, name: str, path: str, problems: list) -> np.ndarray:
+    if values.count(default) == len(values):
+        return np.full(len(values), default, dtype=np.int64)
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -316,7 +353,7 @@ def _int_column(values: list, default: int, name: str, path: str, problems: list
         bad += 1
         if example is None:
             example = repr(v)
-    if bad and name not in ("stream", "device", "pid", "tid"):
+    if bad and name not in ("stream", "device", "pid", "tid", "id"):
         problems.append(Problem("bad_arg_type", "warning", f"arg '{name}' has {bad} non-integer values (read as {default})", bad, example))
     return out
 
@@ -328,8 +365,8 @@ def _float_column(values: list) -> np.ndarray:
         return np.array([float(v) if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
 
 
-def _time_ns(values: list, exact: bool) -> tuple[np.ndarray, np.ndarray]:
-    """µs values (int/float/Decimal/None) -> (ns int64, valid mask)."""
+def _time_ns(values: list, exact: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """µs values (int/float/Decimal/None) -> (ns int64, valid mask, any value written as a float)."""
     n = len(values)
     if not exact:
         try:
@@ -337,29 +374,32 @@ def _time_ns(values: list, exact: bool) -> tuple[np.ndarray, np.ndarray]:
         except (TypeError, ValueError, OverflowError):
             a = None
         if a is not None and a.dtype.kind == "i":
-            return a.astype(np.int64) * 1000, np.ones(n, dtype=bool)
+            return a.astype(np.int64) * 1000, np.ones(n, dtype=bool), False
         if a is not None and a.dtype.kind == "f":
             valid = np.isfinite(a)
             f = np.where(valid, a, 0.0)
             whole = np.floor(f)
             # whole µs and the fraction separately: the product f*1000 would round at ns scale
             ns = whole.astype(np.int64) * 1000 + np.rint((f - whole) * 1000.0).astype(np.int64)
-            return ns, valid
+            return ns, valid, True
     out = np.zeros(n, dtype=np.int64)
     valid = np.ones(n, dtype=bool)
+    is_float = False
     for i, v in enumerate(values):
         if v is None or isinstance(v, (str, bool)) or (isinstance(v, float) and not math.isfinite(v)):
             valid[i] = False
         elif isinstance(v, int):
             out[i] = v * 1000
         elif isinstance(v, Decimal):
+            is_float = True
             if not v.is_finite():
                 valid[i] = False
             else:
                 out[i] = int((v * 1000).to_integral_value())
         else:
+            is_float = True
             out[i] = int(round(float(v) * 1000.0))
-    return out, valid
+    return out, valid, is_float
 
 
 class _Builder:
@@ -381,17 +421,15 @@ class _Builder:
     def _add(self, table: str, cols: dict[str, np.ndarray]) -> None:
         part = self.parts[table]
         for k, v in cols.items():
-            part.setdefault(k, []).append(v)
+            part.setdefault(k, []).append(v if k in _WIDE_COLUMNS else compact_ints(v))
 
     def add_chunk(self, evs: list, exact: bool, raw_evs: Optional[list] = None) -> None:
         base = self.n
         self.n += len(evs)
         if not evs:
             return
-        phs = [e.ph for e in evs]
-        # phases
-        uniq, counts = np.unique(np.array(phs, dtype=object).astype(str), return_counts=True)
-        for p, c in zip(uniq.tolist(), counts.tolist()):
+        for p, c in Counter(e.ph for e in evs).items():
+            p = str(p)
             self.phase_counts[p] = self.phase_counts.get(p, 0) + int(c)
         has_dur = [i for i, e in enumerate(evs) if e.dur is not None]
         if len(has_dur) == len(evs):
@@ -410,13 +448,8 @@ class _Builder:
 
     def _common(self, evs: list, exact: bool) -> dict[str, np.ndarray]:
         S = self.strings
-        ts_vals = [e.ts for e in evs]
-        if not self.ts_is_float:
-            for v in ts_vals:
-                if isinstance(v, (float, Decimal)):
-                    self.ts_is_float = True
-                    break
-        ts, ok = _time_ns(ts_vals, exact)
+        ts, ok, is_float = _time_ns([e.ts for e in evs], exact)
+        self.ts_is_float = self.ts_is_float or is_float
         cols = {
             "cat": S.ids([e.cat for e in evs]),
             "name": S.ids([e.name for e in evs]),
@@ -428,7 +461,7 @@ class _Builder:
 
     def _events(self, evs: list, pos: np.ndarray, exact: bool, raw_evs) -> None:
         cols, ts_ok = self._common(evs, exact)
-        dur, dur_ok = _time_ns([e.dur for e in evs], exact)
+        dur, dur_ok, _ = _time_ns([e.dur for e in evs], exact)
         ok = ts_ok & dur_ok
         bad_neg = dur < 0
         bad_long = dur > _MAX_DUR_NS
@@ -447,18 +480,7 @@ class _Builder:
         keep = ok & ~bad_neg
         cols["index"] = pos
         cols["dur_ns"] = dur
-        S = self.strings
-        A = [e.args if e.args is not None else _EMPTY_ARGS for e in evs]
-        for spec in ARG_SPECS:
-            vals = list(map(attrgetter(spec.column), A))
-            if spec.kind == "int":
-                cols[spec.column] = _int_column(vals, spec.default, spec.column, self.path, self.problems)
-            elif spec.kind == "float":
-                cols[spec.column] = _float_column([spec.default if v is None else v for v in vals])
-            elif spec.kind == "str":
-                cols[spec.column] = S.ids(vals)
-            else:
-                cols[spec.column] = S.raw_ids(vals)
+        cols.update(self._args(evs, cols["cat"]))
         if not keep.all():
             cols = {k: v[keep] for k, v in cols.items()}
         self._add("events", cols)
@@ -466,6 +488,45 @@ class _Builder:
             src = raw_evs if raw_evs is not None else evs
             keep_l = keep.tolist()
             self.raw_args.extend(bytes(e.args).decode("utf-8", "replace") if isinstance(e.args, msgspec.Raw) and len(e.args) else None for e, k in zip(src, keep_l) if k)
+
+    def _args(self, evs: list, cat_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """Arg columns, extracting per category only the args that category carries (others: defaults)."""
+        n = len(evs)
+        S = self.strings
+        out: dict[str, np.ndarray] = {}
+        for spec in ARG_SPECS:
+            if spec.kind == "int":
+                out[spec.column] = np.full(n, spec.default, dtype=np.int64)
+            elif spec.kind == "float":
+                out[spec.column] = np.full(n, spec.default, dtype=np.float64)
+            else:
+                out[spec.column] = np.full(n, -1, dtype=np.int32)
+        uniq, inv = np.unique(cat_ids, return_inverse=True)
+        for gi, cid in enumerate(uniq.tolist()):
+            cat = S.table[cid].lower() if cid >= 0 else ""
+            specs = ARGS_BY_CATEGORY.get(cat, ARG_SPECS)
+            if len(uniq) == 1:
+                rows = None
+                A = [e.args if e.args is not None else _EMPTY_ARGS for e in evs]
+            else:
+                rows = np.flatnonzero(inv == gi)
+                A = [evs[i].args for i in rows.tolist()]
+                A = [a if a is not None else _EMPTY_ARGS for a in A]
+            for spec in specs:
+                vals = list(map(attrgetter(spec.column), A))
+                if spec.kind == "int":
+                    col = _int_column(vals, spec.default, spec.column, self.path, self.problems)
+                elif spec.kind == "float":
+                    col = _float_column([spec.default if v is None else v for v in vals])
+                elif spec.kind == "str":
+                    col = S.ids(vals)
+                else:
+                    col = S.raw_ids(vals)
+                if rows is None:
+                    out[spec.column] = col
+                else:
+                    out[spec.column][rows] = col
+        return out
 
     def _side(self, evs: list, others: list[int], base: int, exact: bool, raw_evs) -> None:
         groups: dict[str, list[int]] = {}
@@ -485,7 +546,7 @@ class _Builder:
                     cols[col] = S.ids([_raw_text(getattr(a, col)) for a in A])
                 self._add("names", cols)
             elif key == "flows":
-                cols["flow_id"] = S.ids([None if e.id is None else str(e.id) for e in sub])
+                cols["flow_id"] = _int_column([e.id for e in sub], -1, "id", self.path, self.problems)
                 cols["bp"] = S.ids([e.bp for e in sub])
                 self._add("flows", cols)
             elif key == "instants":
@@ -515,10 +576,42 @@ class _Builder:
                     c2["value"] = np.array([r[2] for r in series_rows], dtype=np.float64)
                     self._add("counters", c2)
 
+    def state(self) -> dict:
+        """Everything decoded so far, picklable (sent from a worker to the parent)."""
+        return {"parts": self.parts, "strings": self.strings.table, "problems": self.problems, "phase_counts": self.phase_counts,
+                "ts_is_float": self.ts_is_float, "n": self.n, "raw_args": self.raw_args}
+
+    def absorb(self, st: dict) -> None:
+        """Append a piece decoded elsewhere (its ids and positions are local to the piece)."""
+        remap = self.strings.ids(list(st["strings"])) if st["strings"] else np.empty(0, dtype=np.int32)
+        for table, part in st["parts"].items():
+            ids = ID_COLUMNS.get(table, ())
+            for col, chunks in part.items():
+                for arr in chunks:
+                    if col in ids and len(remap):
+                        arr = np.where(arr >= 0, remap[np.clip(arr, 0, None)], -1).astype(np.int32)
+                    elif col == "index":
+                        arr = arr + self.n
+                    self.parts[table].setdefault(col, []).append(arr)
+        self.problems.extend(st["problems"])
+        for k, v in st["phase_counts"].items():
+            self.phase_counts[k] = self.phase_counts.get(k, 0) + v
+        self.ts_is_float = self.ts_is_float or st["ts_is_float"]
+        self.n += st["n"]
+        if self.all_args and st["raw_args"]:
+            self.raw_args.extend(st["raw_args"])
+
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
+        """Concatenate each column, freeing the pieces as it goes; store ints compactly."""
         out = {}
         for table, part in self.parts.items():
-            out[table] = {k: (np.concatenate(v) if len(v) > 1 else v[0]) for k, v in part.items()}
+            cols = {}
+            for k in list(part):
+                chunks = part.pop(k)
+                arr = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+                del chunks
+                cols[k] = compact_ints(arr) if k not in _WIDE_COLUMNS else arr
+            out[table] = cols
         ev = out["events"]
         if not ev:
             for col, dt in event_columns():
@@ -526,6 +619,21 @@ class _Builder:
         else:
             out["events"] = {col: ev[col] for col, _ in event_columns()}
         return out
+
+
+_WIDE_COLUMNS = frozenset({"index", "ts_ns", "dur_ns", "value"})
+
+
+def compact_ints(a: np.ndarray) -> np.ndarray:
+    """The smallest signed integer dtype that holds ``a`` (storage only; views widen again)."""
+    if a.dtype.kind != "i" or a.dtype.itemsize == 1 or len(a) == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(dt) if np.dtype(dt).itemsize < a.dtype.itemsize else a
+    return a
 
 
 def _raw_text(r) -> Optional[str]:
@@ -557,9 +665,17 @@ def _raw_int(r):
 
 
 def _needs_exact(evs: list) -> bool:
-    for e in evs:
+    """Epoch-based float µs (>= 2**42) lose ns digits as doubles; a sample decides (a file uses one clock)."""
+    for e in evs[:200] + evs[-200:]:
         t = e.ts
         if isinstance(t, float) and abs(t) >= _EXACT_TS_LIMIT_US:
+            return True
+    return False
+
+
+def _has_counters(evs: list) -> bool:
+    for e in evs:
+        if e.ph == "C":
             return True
     return False
 
@@ -575,7 +691,7 @@ def _decode_events(data: bytes, path: str, all_args: bool) -> tuple[list, bool, 
         evs = _DEC_EXACT.decode(data)
         exact = True
     raw_evs = None
-    if all_args or any(e.ph == "C" for e in evs):
+    if all_args or _has_counters(evs):
         raw_evs = _DEC_RAWARGS.decode(data)
     return evs, exact, raw_evs
 
@@ -597,6 +713,17 @@ def _decode_piece(data: bytes, path: str, builder: _Builder) -> None:
         exact, raw_evs = False, None
         builder.problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
     builder.add_chunk(evs, exact, raw_evs)
+
+
+def decode_piece_state(data: bytes, path: str, all_args: bool) -> dict:
+    """Worker entry point: decode one ``[...]`` piece of events on its own."""
+    b = _Builder(path, all_args)
+    gc.disable()
+    try:
+        _decode_piece(data, path, b)
+    finally:
+        gc.enable()
+    return b.state()
 
 
 def _json_error(path: str, e: Exception, offset: int = 0) -> TraceFormatError:
@@ -625,7 +752,15 @@ def _split_header(buf: bytes, path: str) -> tuple[int, str]:
     return m.end(), "object"
 
 
-def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES) -> DecodedFile:
+def _piece_pool(workers: int):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES, workers: int = 1) -> DecodedFile:
     """Decode one trace file (plain or gzipped JSON) into columnar tables.
 
     Raises a :class:`holotrace.errors.HolotraceError` subclass for files that
@@ -676,25 +811,47 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
             meta = _decode_meta(head_text + b"}")
         except msgspec.DecodeError as e:
             raise _json_error(spath, e) from None
-    rest = bytearray(buf[header_end:])
+    rest = bytearray(b"[") + buf[header_end:]
     del buf
-    # 2. stream whole events
-    if not exhausted:
-        for b in stream:
-            total += len(b)
-            rest += b
-            if len(rest) < chunk_bytes:
-                continue
-            cut = _find_split(rest, len(rest))
-            if cut < 0:
-                continue
-            piece = b"[" + bytes(rest[:cut]) + b"]"
-            try:
-                _decode_piece(piece, spath, builder)
-            except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
-                continue  # a cut inside an event: decode it with more data
-            del rest[: cut + 1]
-            del piece
+    # 2. stream whole events, cut at event boundaries
+    pool = _piece_pool(workers) if workers > 1 and not exhausted else None
+    pending: list = []
+    try:
+        if not exhausted:
+            for b in stream:
+                total += len(b)
+                rest += b
+                if len(rest) < chunk_bytes:
+                    continue
+                cut = _find_split(rest, len(rest))
+                if cut < 0:
+                    continue
+                rest[cut] = 0x5D  # ']' closes this piece ...
+                piece = bytes(rest[: cut + 1])
+                if pool is None:
+                    try:
+                        _decode_piece(piece, spath, builder)
+                    except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
+                        rest[cut] = 0x2C  # a cut inside an event: try again with more data
+                        continue
+                else:
+                    pending.append(pool.submit(decode_piece_state, piece, spath, all_args))
+                    while len(pending) > workers:
+                        builder.absorb(pending.pop(0).result())
+                rest[cut] = 0x5B  # ... and '[' opens the next one
+                del rest[:cut]
+                del piece
+            while pending:
+                builder.absorb(pending.pop(0).result())
+    except (msgspec.DecodeError, ValueError, msgspec.ValidationError):
+        # a piece cut inside an event in parallel mode: start over, one piece at a time
+        for f in pending:
+            f.cancel()
+        return decode_file(path, all_args=all_args, chunk_bytes=chunk_bytes, workers=1)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    rest = rest[1:]
     # 3. the tail: last events and the metadata written after them
     tail = bytes(rest)
     del rest

@@ -105,3 +105,12 @@ def event_columns() -> list[tuple[str, str]]:
     for s in ARG_SPECS:
         cols.append((s.column, {"int": "int64", "float": "float64", "str": "int32", "raw": "int32"}[s.kind]))
     return cols
+
+# Columns holding ids into a string table, per table (remapped when tables are merged).
+ID_COLUMNS: dict[str, tuple[str, ...]] = {
+    "events": ("cat", "name") + STR_ARGS,
+    "instants": ("cat", "name", "ph", "scope"),
+    "counters": ("cat", "name", "ph", "series"),
+    "flows": ("cat", "name", "ph", "bp"),
+    "names": ("cat", "name", "ph", "m_name", "m_labels", "m_sort_index"),
+}

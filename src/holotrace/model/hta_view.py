@@ -58,8 +58,8 @@ def _unaligned(job, rank: int) -> pd.DataFrame:
         "index": c["index"][idx],
         "cat": c["cat"][idx].astype(np.int64),
         "name": c["name"][idx].astype(np.int64),
-        "pid": c["pid"][idx],
-        "tid": c["tid"][idx],
+        "pid": c["pid"][idx].astype(np.int64),
+        "tid": c["tid"][idx].astype(np.int64),
         "ts": ts.astype(np.int64),
         "dur": dur,
     })
@@ -68,7 +68,7 @@ def _unaligned(job, rank: int) -> pd.DataFrame:
         if col in _TEXT_DEFAULTS:
             df[col] = s.decode(v, empty=_TEXT_DEFAULTS[col])
         else:
-            df[col] = v
+            df[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
     name = df["name"].to_numpy()
     stream = df["stream"].to_numpy()
     corr = df["correlation"].to_numpy()

@@ -11,6 +11,18 @@ import pandas as pd
 from holotrace.errors import RankNotFoundError
 from holotrace.model import classify, link
 from holotrace.model.strings import StringTable
+from holotrace.ingest.schema import STR_ARGS as _STR_ID_COLUMNS
+
+
+def _widen(name: str, a: np.ndarray) -> np.ndarray:
+    """Columns are stored in the smallest integer type; views give the documented dtypes."""
+    if a.dtype.kind != "i":
+        return a
+    if name in ("cat", "name") or name in _STR_ID_COLUMNS:
+        return a.astype(np.int32, copy=False)
+    if name in ("kind", "kernel_type", "kernel_type_hta"):
+        return a.astype(np.int8, copy=False)
+    return a.astype(np.int64, copy=False)
 
 
 @dataclass
@@ -90,7 +102,7 @@ class RankTrace:
             kind = c["kind"]
             on_stack = (kind == classify.Kind.CPU_OP) | (kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER) | (kind == classify.Kind.PYTHON)
             depth, parent = link.call_stacks(c["pid"], c["tid"], c["ts_ns"], c["end_ns"], on_stack)
-            cols = dict(c)
+            cols = {k: _widen(k, v) for k, v in c.items()}
             cols["depth"] = depth
             cols["parent"] = parent
             self._events = pd.DataFrame(cols, copy=False)

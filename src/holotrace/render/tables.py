@@ -18,7 +18,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["format_table", "format_markdown", "to_records", "write_frames", "shorten", "FORMATS"]
+__all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "FORMATS"]
 
 FORMATS = ("csv", "parquet", "json")
 ELLIPSIS = "…"
@@ -35,6 +35,26 @@ def shorten(text: str, width: int) -> str:
     head = (width - 1) * 2 // 3
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def kernel_label(name: str) -> str:
+    """A display label for a kernel name: without a leading ``void `` and the trailing parameter list
+    (memcpy/memset names, whose parentheses say the direction, are kept whole).
+
+    Display only; analyses always key kernels by their full name.
+    """
+    label = name[5:] if name.startswith("void ") else name
+    if label.endswith(")") and not label.startswith(("Memcpy", "Memset")):
+        depth = 0
+        for i in range(len(label) - 1, -1, -1):
+            c = label[i]
+            depth += c == ")"
+            depth -= c == "("
+            if depth == 0:
+                if i > 0:
+                    label = label[:i]
+                break
+    return label.strip() or name
 
 
 def _is_num(s: pd.Series) -> bool:

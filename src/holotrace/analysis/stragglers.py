@@ -1,0 +1,326 @@
+"""Straggler detection (spec 26 §2) and a per-step view of who waits for whom in collectives.
+
+Two views:
+
+* :func:`hta_potential_stragglers` — HTA's method: among the long
+  communication kernels, pick the ``(stream, kernel)`` whose duration varies
+  most across ranks; per step, the ranks that start its last instance latest
+  are the candidates. By default communication kernels are recognised through
+  the shared rule table (every NCCL/RCCL/HCCL family, ``ncclDevKernel_*``
+  included), stream 0 counts, step 0 counts, a trace without ``ProfilerStep``
+  annotations is one step, and degenerate inputs (one rank, no collective)
+  give ``[]`` instead of an exception. ``hta_compat=True`` restores HTA's
+  ``ncclKernel*``/``stream > 0``/``iteration > 0`` selection.
+* :func:`collective_waits` / :func:`straggler_report` — holotrace's view:
+  the k-th instance of a collective kernel in a step is the same collective on
+  every rank; all ranks leave it together, so a rank's extra time in it over
+  the fastest rank is time spent waiting for the others, and the fastest rank
+  (the last to arrive) is the one they waited for. Durations are compared,
+  not start times, so clock skew between hosts does not matter.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Callable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "hta_profiler_step_numbers",
+    "hta_straggler_scores",
+    "hta_potential_stragglers",
+    "SymbolTableView",
+    "collective_waits",
+    "straggler_report",
+    "straggler_summary",
+]
+
+log = logging.getLogger(__name__)
+
+_STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+
+
+class SymbolTableView:
+    """The two lookups HTA's pluggable straggler scorers use (``get_sym_table``, ``get_sym_id_map``)."""
+
+    def __init__(self, strings: Sequence[str]):
+        self.sym_table = list(strings)
+        self.sym_index = {s: i for i, s in enumerate(self.sym_table)}
+
+    def get_sym_table(self) -> list[str]:
+        return self.sym_table
+
+    def get_sym_id_map(self) -> dict[str, int]:
+        return self.sym_index
+
+
+def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame]) -> list[int]:
+    """Sorted distinct ``ProfilerStep#N`` numbers over the tables (HTA's ``get_profiler_steps``)."""
+    found: set[int] = set()
+    for df in frames.values():
+        for n in pd.unique(df["s_name"].astype(object).fillna("").to_numpy()):
+            if n.startswith("ProfilerStep"):
+                m = _STEP.match(n)
+                if m:
+                    found.add(int(m.group(1)))
+    return sorted(found)
+
+
+def _comm_mask(names: np.ndarray, hta_compat: bool) -> np.ndarray:
+    from holotrace.model.classify import is_communication_kernel_names
+
+    uniq, codes = np.unique(pd.Series(names, dtype=object).fillna("").astype(str).to_numpy(), return_inverse=True)
+    if hta_compat:
+        hit = np.array([u.startswith("ncclKernel") for u in uniq], dtype=bool)
+    else:
+        hit = is_communication_kernel_names(list(uniq)) if len(uniq) else np.zeros(0, dtype=bool)
+    return hit[codes] if len(uniq) else np.zeros(len(names), dtype=bool)
+
+
+def hta_straggler_scores(
+    df: pd.DataFrame, num_candidates: int = 2, *, hta_compat: bool = False
+) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's default scorer (late start of the dominant communication kernel).
+
+    Args:
+        df: every rank's table stacked with a ``rank`` column, restricted to the
+            selected steps (``iteration``), with ``ts, dur, stream, s_name``.
+        num_candidates: k.
+        hta_compat: HTA's kernel selection (see module docstring).
+
+    Returns:
+        ``(scores, metric)``: per-rank score (how many steps the rank was among
+        the k latest starters; index = rank, ascending) and the metric rows
+        (``rank, stream, iteration, ts, dur, normalized_start_time, duration``).
+        Both empty when no communication kernel qualifies or fewer than two
+        ranks have one.
+    """
+    k = max(int(num_candidates), 1)
+    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
+    it = df["iteration"].to_numpy()
+    iters = np.unique(it[it != -1])
+    if iters.size == 0 or df.empty:
+        return empty
+    df = df[np.isin(it, iters)]
+    t_min = df["ts"].min()
+    mean_iter = ((df["ts"] + df["dur"]).max() - t_min) / float(iters.size)
+    min_duration = mean_iter * 0.01
+    stream = df["stream"].to_numpy()
+    ok_stream = stream > 0 if hta_compat else stream >= 0
+    ok_iter = df["iteration"].to_numpy() > (0 if hta_compat else -1)
+    comm = _comm_mask(df["s_name"].to_numpy(dtype=object), hta_compat)
+    long = df[ok_stream & ok_iter & (df["dur"].to_numpy() >= min_duration) & comm]
+    if long.empty:
+        return empty
+    keys = ["rank", "stream", "iteration", "name"]
+    last = long.groupby(keys, as_index=False, sort=True).tail(1)
+    last = last.sort_values(keys, kind="stable")
+    last = last.assign(
+        normalized_start_time=(last["ts"] - t_min) / mean_iter,
+        duration=last["dur"] / mean_iter,
+    )
+    spread = last.groupby(["stream", "iteration", "name"], sort=True)["duration"].std()
+    avg = spread.groupby(level=["stream", "name"], sort=True).mean()
+    if avg.isna().all():
+        return empty
+    stream_pick, name_pick = avg.idxmax()
+    metric = last[(last["stream"] == stream_pick) & (last["name"] == name_pick)].reset_index(drop=True)
+    metric = metric[["rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration"]]
+    nst = metric["normalized_start_time"].to_numpy()
+    flags = np.zeros(len(metric), dtype=np.int64)
+    if metric["iteration"].nunique() <= 1:
+        vals = np.sort(nst)[::-1]
+        threshold = vals[min(k, vals.size) - 1]
+        flags = (nst >= threshold).astype(np.int64)
+        scores = pd.Series(flags, index=metric["rank"].to_numpy())
+    else:
+        for itv in np.unique(metric["iteration"].to_numpy()):  # one pass per step
+            if itv < 0:
+                continue
+            sel = metric["iteration"].to_numpy() == itv
+            vals = np.sort(nst[sel])[::-1]
+            threshold = vals[min(k, vals.size) - 1]
+            flags[sel] = (nst[sel] >= threshold).astype(np.int64)
+        scores = pd.Series(flags).groupby(metric["rank"].to_numpy()).sum()
+    scores.index.name = "rank"
+    return scores.astype(np.int64), metric
+
+
+def hta_potential_stragglers(
+    frames: Mapping[int, pd.DataFrame],
+    profiler_steps: Optional[Sequence[int]] = None,
+    num_candidates: int = 2,
+    *,
+    hta_compat: bool = False,
+    scorer: Optional[Callable[..., pd.Series]] = None,
+    symbol_table: Optional[SymbolTableView] = None,
+) -> list[int]:
+    """HTA's ``get_potential_stragglers`` on HTA-style tables.
+
+    Args:
+        frames: ``{rank: table}``.
+        profiler_steps: steps to use (unknown ones dropped); ``None``: all.
+        num_candidates: how many ranks to return (at least 1).
+        hta_compat: HTA's kernel selection and ranking (zero-score ranks may be returned).
+        scorer: an HTA-style ``straggler_identification_impl(df, symbol_table, k, visualize)``.
+        symbol_table: passed to ``scorer`` (decodes the ``name`` ids).
+
+    Returns:
+        Rank numbers, most likely straggler first; ``[]`` (with a warning) when
+        the traces cannot tell (no communication kernel, a single rank).
+
+    Raises:
+        ValueError: ``profiler_steps`` names no available step (as HTA).
+    """
+    k = max(int(num_candidates), 1)
+    available = hta_profiler_step_numbers(frames)
+    if profiler_steps is None:
+        selected = available
+    else:
+        selected = [s for s in profiler_steps if s in available]
+    whole_trace = False
+    if not selected:
+        if profiler_steps is None and not available and not hta_compat:
+            whole_trace = True  # no ProfilerStep annotations: the whole trace is one step
+        else:
+            raise ValueError(
+                f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}"
+            )
+    ranks = sorted(frames)
+    parts = []
+    for r in ranks:
+        f = frames[r]
+        if not whole_trace:
+            f = f[np.isin(f["iteration"].to_numpy(), selected)]
+        else:
+            f = f.assign(iteration=np.zeros(len(f), dtype=np.int64))
+        parts.append(f.assign(rank=np.int64(r)))
+    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if scorer is not None:
+        scores = scorer(df, symbol_table, k, False)
+    else:
+        scores, _ = hta_straggler_scores(df, k, hta_compat=hta_compat)
+    if len(scores) == 0:
+        log.warning(
+            "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"
+        )
+        return []
+    order = scores.sort_values(ascending=False, kind="stable")
+    if not hta_compat:
+        order = order[order > 0]
+    return [int(r) for r in order.index[:k]]
+
+
+# --------------------------------------------------------------------------- native view
+def collective_waits(job, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+    """Every communication kernel instance matched across ranks, with each rank's waiting time.
+
+    The k-th occurrence of a communication kernel name within a step on one rank
+    is matched with the k-th occurrence on every other rank. Kernels outside any
+    ``ProfilerStep`` belong to step -1.
+
+    Returns:
+        One row per (instance, rank) where at least two ranks have the instance:
+        ``step, collective, occurrence, rank, start_us, dur_us, wait_us,
+        last_arrival`` — ``wait_us`` = the rank's duration minus the shortest
+        duration of the instance; ``last_arrival`` = the rank with the shortest
+        duration (latest start breaks ties), whom the others waited for.
+    """
+    from holotrace.analysis._select import job_ranks
+    from holotrace.model.classify import Kind, KernelType
+
+    parts = []
+    for r in job_ranks(job, ranks):
+        rt = job.rank(r)
+        ev = rt.events
+        sel = (ev["kind"].to_numpy() == int(Kind.KERNEL)) & (ev["kernel_type"].to_numpy() == int(KernelType.COMMUNICATION))
+        if not sel.any():
+            continue
+        d = pd.DataFrame(
+            {
+                "step": ev["iteration"].to_numpy()[sel],
+                "name": ev["name"].to_numpy()[sel],
+                "rank": np.int64(r),
+                "start_us": (ev["ts_ns"].to_numpy()[sel] + rt.clock_offset_ns - job.origin_ns) / 1e3,
+                "dur_us": ev["dur_ns"].to_numpy()[sel] / 1e3,
+            }
+        ).sort_values(["step", "name", "start_us"], kind="stable")
+        d["occurrence"] = d.groupby(["step", "name"], sort=False).cumcount().to_numpy()
+        parts.append(d)
+    cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]
+    if not parts:
+        return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
+    d = pd.concat(parts, ignore_index=True)
+    key = ["step", "name", "occurrence"]
+    g = d.groupby(key, sort=False)
+    d["n_ranks"] = g["rank"].transform("size")
+    d = d[d["n_ranks"] >= 2].copy()
+    if d.empty:
+        return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
+    g = d.groupby(key, sort=False)
+    d["wait_us"] = d["dur_us"] - g["dur_us"].transform("min")
+    # last arrival: shortest duration; ties -> latest start, then lowest rank
+    srt = d.sort_values(key + ["dur_us", "start_us", "rank"], ascending=[True, True, True, True, False, True], kind="stable")
+    last = srt.groupby(key, sort=False).head(1).set_index(key)["rank"]
+    d["last_arrival"] = last.reindex(pd.MultiIndex.from_frame(d[key])).to_numpy()
+    d["collective"] = job.strings.decode(d["name"].to_numpy())
+    out = d[cols].sort_values(["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True)
+    out["step"] = out["step"].astype(np.int64)
+    out["occurrence"] = out["occurrence"].astype(np.int64)
+    out["rank"] = out["rank"].astype(np.int64)
+    out["last_arrival"] = out["last_arrival"].astype(np.int64)
+    return out
+
+
+def straggler_report(job, ranks: Optional[Sequence[int]] = None, waits: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """Per step and rank: time spent waiting in collectives, and time the others waited for it.
+
+    Returns:
+        ``step, rank, collectives, wait_us, waited_for_us, straggler,
+        worst_collective, worst_collective_wait_us`` — ``waited_for_us`` sums,
+        over the collectives the rank arrived at last, the others' waiting time;
+        ``straggler`` marks the rank(s) with the largest positive
+        ``waited_for_us`` of the step; ``worst_collective`` is the collective in
+        which the others waited longest for this rank (empty when none).
+    """
+    w = collective_waits(job, ranks) if waits is None else waits
+    cols = ["step", "rank", "collectives", "wait_us", "waited_for_us", "straggler", "worst_collective", "worst_collective_wait_us"]
+    if w.empty:
+        return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
+    inst = ["step", "collective", "occurrence"]
+    per_rank = w.groupby(["step", "rank"], sort=True).agg(collectives=("dur_us", "size"), wait_us=("wait_us", "sum")).reset_index()
+    caused = w.groupby(inst + ["last_arrival"], sort=False)["wait_us"].sum().reset_index()
+    caused = caused.rename(columns={"last_arrival": "rank", "wait_us": "caused_us"})
+    blame = caused.groupby(["step", "rank"], sort=True)["caused_us"].sum().rename("waited_for_us")
+    worst = caused.sort_values(["step", "rank", "caused_us"], ascending=[True, True, False], kind="stable").groupby(["step", "rank"]).head(1)
+    worst = worst.set_index(["step", "rank"])
+    out = per_rank.set_index(["step", "rank"])
+    out["waited_for_us"] = blame.reindex(out.index).fillna(0.0)
+    out["worst_collective"] = worst["collective"].reindex(out.index).fillna("")
+    out["worst_collective_wait_us"] = worst["caused_us"].reindex(out.index).fillna(0.0)
+    out = out.reset_index()
+    top = out.groupby("step")["waited_for_us"].transform("max")
+    out["straggler"] = (out["waited_for_us"] >= top) & (out["waited_for_us"] > 0)
+    out["collectives"] = out["collectives"].astype(np.int64)
+    return out[cols]
+
+
+def straggler_summary(job, report: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """One row per rank over all steps: how often it was the straggler and how long others waited for it.
+
+    Returns:
+        ``rank, steps_as_straggler, waited_for_us, wait_us`` sorted by
+        ``waited_for_us`` descending (ties: rank).
+    """
+    rep = straggler_report(job) if report is None else report
+    cols = ["rank", "steps_as_straggler", "waited_for_us", "wait_us"]
+    if rep.empty:
+        return pd.DataFrame({c: pd.Series([], dtype=np.float64) for c in cols})
+    s = rep.groupby("rank", sort=True).agg(
+        steps_as_straggler=("straggler", "sum"), waited_for_us=("waited_for_us", "sum"), wait_us=("wait_us", "sum")
+    ).reset_index()
+    s["steps_as_straggler"] = s["steps_as_straggler"].astype(np.int64)
+    return s.sort_values(["waited_for_us", "rank"], ascending=[False, True], kind="stable", ignore_index=True)[cols]

@@ -1,0 +1,272 @@
+"""``holotrace summary PATH``: where did the GPU time go, on one screen.
+
+Sections: GPU time per rank (temporal breakdown), idle time by cause,
+communication hidden behind compute, time by kernel type, the top kernels,
+the slowest rank, and the findings that affect these numbers. ``--output
+DIR`` writes every full result table (per-step, per-stream and per-kernel
+detail included).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis import idle, kernels, overlap, steps, temporal
+from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.render.tables import kernel_label
+
+__all__ = ["add_parser", "run", "build_report", "AFFECTING_CODES"]
+
+#: finding codes that change what the summary's numbers mean (shown under the tables)
+AFFECTING_CODES = frozenset({
+    "missing_ranks", "duplicate_rank", "mixed_jobs", "clock_skew", "no_events", "unknown_category", "no_category",
+    "overlapping_kernels", "gpu_without_launch", "no_profiler_steps", "steps_missing_on_ranks",
+    "negative_duration", "bad_duration", "truncated_file", "damaged_file",
+})
+_TYPE_ABBREV = {int(kernels.KernelType.COMPUTATION): "comp", int(kernels.KernelType.COMMUNICATION): "comm",
+                int(kernels.KernelType.MEMORY): "mem"}
+MAX_RANK_ROWS = 16
+MAX_FINDINGS = 8
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "summary",
+        help="where the GPU time went: per-rank breakdown, idle causes, overlap, top kernels, slowest rank",
+        description="One screen that answers 'where did the time go': per-rank GPU time (idle / compute / "
+                    "non-compute over the kernel span), idle time by cause (host wait, kernel launch gaps, other), "
+                    "communication hidden behind compute, time by kernel type, the top kernels, the slowest rank, "
+                    "and the findings that affect these numbers. Times are microseconds (us) or milliseconds (ms) "
+                    "as the column names say.",
+    )
+    add_load_options(p)
+    add_output_options(p)
+    p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels to show (default 10)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    return emit(build_report(job, top=getattr(args, "top", 10)), args)
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def build_report(job, *, top: int = 10) -> Report:
+    """Compute every analysis of the summary and lay out the report (pure; ``job`` is not modified)."""
+    tb = temporal.breakdown(job)
+    tb_steps = temporal.breakdown(job, per_step=True)
+    types = kernels.type_breakdown(job)
+    types_by_rank = kernels.type_breakdown(job, by_rank=True)
+    kstats = kernels.kernel_stats(job)
+    dist = kernels.rank_distribution(job, top=top)
+    idle_df = idle.idle_breakdown(job)
+    idle_stats = idle.idle_interval_stats(job)
+    ov = overlap.comm_comp_overlap(job)
+    st = steps.step_times(job)
+    step_list = steps.profiler_steps(job)
+    findings = _findings_frame(job)
+
+    sections = [
+        _temporal_section(tb),
+        _idle_section(idle_df),
+        _overlap_section(ov),
+        _types_section(types),
+        _top_kernels_section(job, top, tb),
+        _slowest_section(job, tb, st, dist),
+        _findings_section(findings),
+    ]
+    header = [
+        f"job     {job.path}",
+        f"ranks   {_ranks_text(job.ranks)}" + (f"  (world size {job.world_size})" if job.world_size else ""),
+        f"steps   {_steps_text(step_list)}",
+    ]
+    warn = job.cross_rank_warning
+    if warn:
+        header.append(f"WARNING cross-rank numbers are incomplete: {warn}")
+    data = {
+        "temporal": tb, "temporal_by_step": tb_steps, "kernel_types": types, "kernel_types_by_rank": types_by_rank,
+        "kernel_stats": kstats, "kernel_rank_distribution": dist, "idle": idle_df,
+        "idle_interval_stats": idle_stats, "overlap": ov, "steps": st, "findings": findings,
+    }
+    meta = {"path": job.path, "ranks": list(job.ranks), "steps": step_list, "world_size": job.world_size}
+    return Report(title="holotrace summary: where did the GPU time go?", sections=sections, header=header,
+                  data=data, meta=meta)
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if not ranks:
+        return "none"
+    if ranks == list(range(ranks[0], ranks[-1] + 1)) and len(ranks) > 2:
+        return f"{ranks[0]}-{ranks[-1]} ({len(ranks)})"
+    return ", ".join(map(str, ranks)) + f" ({len(ranks)})"
+
+
+def _steps_text(step_list: list[int]) -> str:
+    if not step_list:
+        return "none (no ProfilerStep#N: the whole trace is one step)"
+    if len(step_list) > 6:
+        return f"{step_list[0]} … {step_list[-1]} ({len(step_list)} steps)"
+    return ", ".join(map(str, step_list))
+
+
+def _temporal_section(tb: pd.DataFrame) -> Section:
+    shown = pd.DataFrame({
+        "rank": tb["rank"],
+        "span ms": tb["span_us"] / 1000.0,
+        "busy ms": tb["busy_us"] / 1000.0,
+        "idle %": tb["idle_pctg"],
+        "compute %": tb["compute_pctg"],
+        "non-compute %": tb["non_compute_pctg"],
+    })
+    notes = []
+    empty = tb.loc[tb["gpu_events"] == 0, "rank"].tolist()
+    if empty:
+        notes.append(f"rank(s) {_short_list(empty)} have no GPU activity (CPU-only): shown as 0 with no percentages")
+    notes.append("span = first to last GPU activity; compute wins when it overlaps communication or memory work")
+    if len(tb) > MAX_RANK_ROWS:
+        shown = shown.sort_values("idle %", ascending=False, kind="stable")
+        notes.insert(0, f"showing the {MAX_RANK_ROWS} ranks with the most idle time of {len(tb)}")
+    return Section("temporal", "GPU time per rank", shown, notes,
+                   digits={"span ms": 2, "busy ms": 2, "idle %": 1, "compute %": 1, "non-compute %": 1},
+                   max_rows=MAX_RANK_ROWS)
+
+
+def _idle_section(idle_df: pd.DataFrame) -> Section:
+    if idle_df.empty:
+        return Section("idle_causes", "Idle time by cause (gaps between GPU operations on each stream)",
+                       pd.DataFrame(), ["no GPU operations, so no idle gaps"])
+    per = idle_df.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum").reindex(
+        columns=list(idle.CATEGORIES), fill_value=0.0).fillna(0.0)
+    total = per.sum(axis=1)
+    safe = total.where(total > 0, 1.0)
+    shown = pd.DataFrame({
+        "rank": per.index.to_numpy(),
+        "stream idle ms": (total / 1000.0).to_numpy(),
+        "host wait %": (100 * per["host_wait"] / safe).where(total > 0, 0.0).to_numpy(),
+        "kernel wait %": (100 * per["kernel_wait"] / safe).where(total > 0, 0.0).to_numpy(),
+        "other %": (100 * per["other"] / safe).where(total > 0, 0.0).to_numpy(),
+    })
+    notes = ["summed over streams (concurrent streams each count); host wait = the CPU launched late, "
+             "kernel wait = gap under 30 us between launches"]
+    return Section("idle_causes", "Idle time by cause (gaps between GPU operations on each stream)", shown, notes,
+                   digits={"stream idle ms": 2, "host wait %": 1, "kernel wait %": 1, "other %": 1},
+                   max_rows=MAX_RANK_ROWS)
+
+
+def _overlap_section(ov: pd.DataFrame) -> Section:
+    title = "Communication hidden behind compute"
+    if ov.empty or not ov["has_communication"].any():
+        return Section("overlap", title, pd.DataFrame(), ["no communication kernels in any rank"])
+    shown = pd.DataFrame({
+        "rank": ov["rank"],
+        "comm ms": ov["comm_us"] / 1000.0,
+        "overlapped ms": ov["overlap_us"] / 1000.0,
+        "hidden %": ov["overlap_pctg"],
+    })
+    notes = ["hidden % = communication time during which a compute kernel also ran"]
+    none = ov.loc[~ov["has_communication"], "rank"].tolist()
+    if none:
+        notes.append(f"rank(s) {_short_list(none)} have no communication kernels (shown as 0)")
+    return Section("overlap", title, shown, notes, digits={"comm ms": 2, "overlapped ms": 2, "hidden %": 1},
+                   max_rows=MAX_RANK_ROWS)
+
+
+def _types_section(types: pd.DataFrame) -> Section:
+    shown = pd.DataFrame({"kernel type": types["kernel_type"].str.replace(" overlapping ", " + ", regex=False),
+                          "time ms": types["time_us"] / 1000.0, "%": types["pctg"]})
+    return Section("kernel_types", "GPU time by kernel type (all ranks)", shown,
+                   ["A + B = both types running at the same time"], digits={"time ms": 2, "%": 1})
+
+
+def _top_kernels_section(job, top: int, tb: pd.DataFrame) -> Section:
+    from holotrace.analysis._select import decode, gpu_activity
+
+    parts = []
+    for rank in job.ranks:
+        ev = job.rank(rank).events
+        g = ev[gpu_activity(ev)]
+        parts.append(pd.DataFrame({"name_id": g["name"].to_numpy(), "ktype": g["kernel_type"].to_numpy(),
+                                   "dur": g["dur_ns"].to_numpy()}))
+    allg = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["name_id", "ktype", "dur"])
+    title = f"Top {top} kernels (all ranks)"
+    if allg.empty:
+        return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
+    agg = allg.groupby("name_id").agg(ktype=("ktype", "first"), count=("dur", "size"), total=("dur", "sum"))
+    agg["name"] = decode(job, agg.index.to_numpy())
+    agg = agg.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable").head(top)
+    busy = float(tb["busy_us"].sum()) * 1000.0
+    shown = pd.DataFrame({
+        "kernel": [kernel_label(n) for n in agg["name"].to_numpy()],
+        "type": [_TYPE_ABBREV.get(int(k), "other") for k in agg["ktype"].to_numpy()],
+        "count": agg["count"].to_numpy(np.int64),
+        "total ms": agg["total"].to_numpy() / 1e6,
+        "mean us": agg["total"].to_numpy() / agg["count"].to_numpy() / 1e3,
+        "% busy": 100.0 * agg["total"].to_numpy() / busy if busy > 0 else np.nan,
+    })
+    return Section("top_kernels", title, shown,
+                   ["% busy = share of the summed GPU busy time (kernel durations, overlaps counted twice)"],
+                   digits={"total ms": 2, "mean us": 1, "% busy": 1})
+
+
+def _slowest_section(job, tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:
+    title = "Slowest rank"
+    if len(tb) < 2:
+        return Section("slowest_rank", title, pd.DataFrame(), ["one rank: nothing to compare"])
+    rows = []
+
+    def add(what: str, series: pd.Series, unit_scale: float, unit: str) -> None:
+        s = series.dropna()
+        if s.empty:
+            return
+        r = s.idxmax()
+        rows.append((what + f" ({unit})", int(r), float(s.loc[r]) * unit_scale, float(s.median()) * unit_scale))
+
+    by_rank = tb.set_index("rank")
+    if not st.empty:
+        add("mean step time", st.groupby("rank")["dur_us"].mean(), 1e-3, "ms")
+    add("GPU span", by_rank["span_us"], 1e-3, "ms")
+    add("GPU busy", by_rank["busy_us"], 1e-3, "ms")
+    add("GPU idle", by_rank["idle_us"], 1e-3, "ms")
+    shown = pd.DataFrame(rows, columns=["metric", "worst rank", "worst", "median"])
+    notes = []
+    if not dist.empty:
+        worst = dist.loc[dist["sum_vs_median"].idxmax()]
+        if worst["sum_vs_median"] > 1.1:
+            notes.append(f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
+                         f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}")
+    return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2})
+
+
+def _findings_frame(job) -> pd.DataFrame:
+    rows = [f.as_dict() for f in job.findings]
+    cols = ["severity", "code", "rank", "file", "count", "message", "example"]
+    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def _findings_section(findings: pd.DataFrame) -> Section:
+    title = "Findings that affect these numbers"
+    rel = findings[findings["code"].isin(AFFECTING_CODES) | (findings["severity"] == "error")]
+    order = {"error": 0, "warning": 1, "info": 2}
+    rel = rel.assign(_o=rel["severity"].map(order).fillna(3)).sort_values("_o", kind="stable")
+    lines = []
+    for sev, rank, msg in zip(rel["severity"], rel["rank"], rel["message"]):
+        where = "" if rank is None or (isinstance(rank, float) and np.isnan(rank)) else f" rank {int(rank)}:"
+        lines.append(f"{str(sev).upper()}{where} {msg}")
+    notes = []
+    if len(lines) > MAX_FINDINGS:
+        notes.append(f"{len(lines) - MAX_FINDINGS} more; run 'holotrace doctor PATH' for all findings with evidence")
+    if not lines:
+        lines = ["none"]
+    return Section("findings", title, pd.DataFrame(), notes, lines=lines[:MAX_FINDINGS])
+
+
+def _short_list(values: list, n: int = 8) -> str:
+    text = ", ".join(map(str, values[:n]))
+    return text + (f" … ({len(values)} in all)" if len(values) > n else "")
