@@ -100,7 +100,6 @@ def _elementwise(functor, arrays=3):
     )
 
 
-_G = 132  # SMs
 K = {
     "cast": Kernel(_elementwise("at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}", 2),
                    6, (4096, 1, 1), (128, 1, 1), 16, 0),
@@ -490,7 +489,7 @@ class RankTrace:
                                              ("aten::sum", ["bias_grad"])])
         self.bwd_node("ToCopyBackward0", seq, [("aten::to", ["cast"])], accumulate=2)
 
-    def collective(self, th, kind, nelems, dtype, elem_bytes, transfer_us, gpu_ready):
+    def collective(self, th, kind, nelems, dtype, transfer_us, gpu_ready):
         """record_param_comms > nccl:<op> > launch on the comm stream, synchronised across ranks."""
         name, key, coll = {
             "allreduce": ("nccl:all_reduce", "allreduce", "allreduce"),
@@ -577,7 +576,7 @@ class RankTrace:
 
         # Gather a per-rank buffer (e.g. for a contrastive loss or metrics): old-style NCCL kernel name.
         gather_us = 0.03 * self.step_us
-        self.collective(th, "allgather", int(gather_us * BUS_BYTES_PER_US), "Char", 1, gather_us, self.gpu[COMPUTE])
+        self.collective(th, "allgather", int(gather_us * BUS_BYTES_PER_US), "Char", gather_us, self.gpu[COMPUTE])
 
         # Backward: the main thread waits while the autograd thread runs the graph.
         bwd = self.annotation(th, "## backward ##", gpu_stream=COMPUTE)
@@ -608,7 +607,7 @@ class RankTrace:
             self.bwd_node("NativeLayerNormBackward0", b["ln1"],
                           [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])], accumulate=2)
             # DDP reducer: one gradient bucket per block, all-reduced as soon as it is ready.
-            self.collective(ag, "allreduce", BLOCK_PARAMS, "Float", 4, bucket_us, self.gpu[COMPUTE])
+            self.collective(ag, "allreduce", BLOCK_PARAMS, "Float", bucket_us, self.gpu[COMPUTE])
         self.begin(ag, "autograd::engine::evaluate_function: EmbeddingBackward0",
                    f', "Sequence number": {seq_embed}, "Fwd thread id": 1', pre_us=8.0)
         self.begin(ag, "EmbeddingBackward0", f', "Sequence number": {seq_embed}, "Fwd thread id": 1')
@@ -635,7 +634,7 @@ class RankTrace:
         self.begin(th, "aten::item")
         self.begin(th, "aten::_local_scalar_dense")
         self.memory(th, "cudaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)", 4, 0.5)
-        corr, _ = self.runtime(th, "cudaStreamSynchronize", 2.0)
+        self.runtime(th, "cudaStreamSynchronize", 2.0)
         th.t = max(th.t, self.gpu[COMPUTE] + 4_000)
         self.end(th); self.end(th)
         self.end_annotation(th, step_ext, post_us=50.0)

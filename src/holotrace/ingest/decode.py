@@ -82,7 +82,7 @@ def _event_type(lenient: bool, raw_args: bool):
         ("id", Any, None),
         ("bp", Any, None),
         ("s", Any, None),
-        ("args", Optional[args_t], None),
+        ("args", msgspec.Raw, _EMPTY_RAW) if raw_args else ("args", Optional[args_t], None),
     ]
     return msgspec.defstruct("Event" + ("Lenient" if lenient else "") + ("Raw" if raw_args else ""), fields)
 
@@ -90,6 +90,8 @@ def _event_type(lenient: bool, raw_args: bool):
 _EVENT = _event_type(False, False)
 _EVENT_LENIENT = _event_type(True, False)
 _EVENT_RAWARGS = _event_type(True, True)
+_ARGS_PY = msgspec.defstruct("ArgsPy", [(name, Any, msgspec.field(name=f.name, default=None)) for name, _, f in _arg_fields(ARG_SPECS + META_ARG_SPECS, True)])
+_EVENT_PY = msgspec.defstruct("EventPy", [(f, Any, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s")] + [("args", Optional[_ARGS_PY], None)])
 
 _ARGS_T = msgspec.defstruct("ArgsDefault", _arg_fields(ARG_SPECS + META_ARG_SPECS, False))
 _EMPTY_ARGS = _ARGS_T()
@@ -301,7 +303,10 @@ class _Strings:
     def raw_ids(self, raws: list) -> np.ndarray:
         # Raw values are interned by their bytes; the text is the raw JSON.
         e = _EMPTY_RAW
-        return self.ids([None if r is e or not len(r) else bytes(r) for r in raws])
+        try:
+            return self.ids([None if r is e or not len(r) else bytes(r) for r in raws])
+        except TypeError:  # values from Python's json (the NaN fallback) are objects, not Raw
+            return self.ids([None if r is None or r is e else (bytes(r) if isinstance(r, msgspec.Raw) else json.dumps(r, separators=(",", ":")).encode()) for r in raws])
 
 
 def _to_text(v) -> str:
@@ -702,7 +707,7 @@ def _decode_events_fallback(data: bytes, path: str) -> list:
         obj = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise TraceReadError(f"text is not valid UTF-8 (byte {e.start} of a chunk)", path=path, fix="the file is damaged or not a JSON trace") from None
-    return msgspec.convert(obj, type=list[_EVENT_LENIENT], strict=False)
+    return msgspec.convert(obj, type=list[_EVENT_PY], strict=False)
 
 
 def _decode_piece(data: bytes, path: str, builder: _Builder) -> None:
@@ -923,7 +928,7 @@ def _decode_tail(tail: bytes, fmt: str, path: str, builder: _Builder) -> tuple[d
             except (ValueError, UnicodeDecodeError):
                 obj = None
             if isinstance(obj, dict):
-                evs = msgspec.convert(obj.get("traceEvents") or [], type=list[_EVENT_LENIENT], strict=False)
+                evs = msgspec.convert(obj.get("traceEvents") or [], type=list[_EVENT_PY], strict=False)
                 builder.problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
                 builder.add_chunk(evs, False, None)
                 return {k: v for k, v in obj.items() if k != "traceEvents"}, True
