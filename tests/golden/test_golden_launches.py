@@ -27,6 +27,9 @@ JOBS = [j for j in golden_jobs() if (j[2] / "meta.json").exists()]
 # touching events, which desynchronises its stack for the rest of the thread);
 # holotrace nests them consistently, so the kernel-sequence counts differ.
 SEQUENCE_KNOWN_DIFF = {"hta_negative_queue_length"}
+# Jobs whose operators launch nothing on their own thread: CPU-only, and MTIA
+# inference, where launches run on separate runtime threads.
+NO_KERNELS_UNDER_OPS = {"hta_cpu_only_full", "hta_mtia_inference"}
 
 
 def _meta(golden: Path) -> dict:
@@ -163,8 +166,7 @@ def test_frequent_cuda_kernel_sequences(job, tmp_path):
             if len(res):
                 assert res["count"].ge(1).all()
                 assert res["pattern"].str.contains(p["operator_name"], regex=False).all()
-        launches = ta.get_cuda_kernel_launch_stats(ranks=[p["rank"]])[p["rank"]]
-        if len(launches):  # a job with launched kernels has patterns under the tried operator
+        if name not in NO_KERNELS_UNDER_OPS:  # the tried operator launches kernels: patterns exist
             assert len(ta.get_frequent_cuda_kernel_sequences(**{**args, "min_pattern_len": 1})) > 0
 
 

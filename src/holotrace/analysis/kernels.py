@@ -222,7 +222,8 @@ def rank_distribution(
     stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(["count", "sum", "max", "min", "mean", "std"]).reset_index()
     stats["std"] = stats["std"].fillna(0.0)
     ktype = sel.groupby("name_id")["ktype"].first()
-    stats["kernel_type"] = [KernelType(int(k)).name for k in ktype.reindex(stats["name_id"]).to_numpy()]
+    type_names = np.array([t.name for t in sorted(KernelType)], dtype=object)
+    stats["kernel_type"] = type_names[ktype.reindex(stats["name_id"]).to_numpy().astype(np.int64)]
     stats = stats.merge(chosen[["name_id", "name"]].reset_index().rename(columns={"index": "pos"}), on="name_id")
     med = stats.groupby("name_id")["sum"].transform("median")
     stats["sum_vs_median"] = np.where(med > 0, stats["sum"] / med.where(med > 0, 1.0), np.nan)

@@ -21,6 +21,7 @@ Nothing here mutates the loaded job; every call returns new frames.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -36,7 +37,7 @@ from holotrace.errors import HolotraceError, RankNotFoundError
 
 __all__ = ["TraceAnalysis", "PlottingUnavailableError", "DEFAULT_TRACE_DIR"]
 
-DEFAULT_TRACE_DIR = "/tmp/trace"  # HTA's default, kept for signature compatibility
+DEFAULT_TRACE_DIR = str(Path(tempfile.gettempdir()) / "trace")  # HTA's default folder, for signature compatibility
 
 
 class PlottingUnavailableError(HolotraceError, ImportError):

@@ -1,0 +1,128 @@
+"""``holotrace launches PATH``: how long launching GPU work takes, and how long it waits to start.
+
+Per rank: launch calls, CPU launch time, GPU time and launch delay (time from
+the end of the launch call to the start of the GPU work), with the three sets
+HTA plots: short kernels (the GPU work is shorter than its launch call),
+runtime outliers (launch calls longer than ``--runtime-cutoff``) and
+launch-delay outliers (delay above ``--launch-delay-cutoff``). Every step of
+the trace is analysed (nothing is dropped).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis import launches as _launches
+from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.render.tables import kernel_label
+
+__all__ = ["add_parser", "run", "build_report", "summary_lines"]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "launches",
+        help="kernel launch statistics: launch time, GPU time, launch delay and their outliers",
+        description="Pair every CPU launch call (cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel, memcpy/memset, "
+                    "graph launches, MTIA runFunction) with the GPU work it queued. Shows per rank the launch "
+                    "count, launch-call and GPU durations, the launch delay (end of the call to the start on the "
+                    "GPU), the number of short kernels (GPU time below the launch call's), runtime outliers and "
+                    "launch-delay outliers, and the worst individual launches. Times in microseconds (us).",
+    )
+    add_load_options(p)
+    add_output_options(p)
+    p.add_argument("--runtime-cutoff", type=float, default=50, metavar="US",
+                   help="launch calls longer than this are runtime outliers (default 50 us)")
+    p.add_argument("--launch-delay-cutoff", type=float, default=100, metavar="US",
+                   help="launches whose GPU work starts later than this after the call are delay outliers (default 100 us)")
+    p.add_argument("--no-memory", action="store_true", help="leave out memcpy/memset launches")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="number of worst launches to list (default 10)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    report = build_report(job, runtime_cutoff=args.runtime_cutoff, launch_delay_cutoff=args.launch_delay_cutoff,
+                          include_memory_events=not args.no_memory, top=args.top)
+    return emit(report, args)
+
+
+def _all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    parts = [d.assign(rank=np.int64(r)) for r, d in stats.items()]
+    if not parts:
+        return pd.DataFrame()
+    df = pd.concat(parts, ignore_index=True)
+    return df[["rank"] + [c for c in df.columns if c != "rank"]]
+
+
+def _worst(df: pd.DataFrame, col: str, mask: np.ndarray, top: int) -> pd.DataFrame:
+    sel = df[mask].sort_values([col, "rank", "ts"], ascending=[False, True, True], kind="stable").head(top)
+    return pd.DataFrame({
+        "rank": sel["rank"].to_numpy(),
+        "step": sel["iteration"].to_numpy(),
+        "at ms": sel["ts"].to_numpy() / 1e3,
+        "launch": sel["launch"].to_numpy(),
+        "kernel": [kernel_label(str(k)) for k in sel["kernel"]],
+        "cpu us": sel["cpu_duration"].to_numpy(),
+        "gpu us": sel["gpu_duration"].to_numpy(),
+        "delay us": sel["launch_delay"].to_numpy(),
+    })
+
+
+def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100,
+                 include_memory_events: bool = True, top: int = 10) -> Report:
+    """Compute launch statistics of every rank and lay out the report (pure)."""
+    stats = _launches.launch_stats(job, None, runtime_cutoff, launch_delay_cutoff, include_memory_events)
+    summary = _launches.launch_summary(stats)
+    allrows = _all_launches(stats)
+    digits = {"cpu mean us": 1, "cpu max us": 1, "gpu mean us": 1, "delay median us": 1, "delay p95 us": 1,
+              "delay max us": 1, "at ms": 3, "cpu us": 1, "gpu us": 1, "delay us": 1}
+    shown = summary.rename(columns={
+        "cpu_mean_us": "cpu mean us", "cpu_max_us": "cpu max us", "gpu_mean_us": "gpu mean us",
+        "delay_median_us": "delay median us", "delay_p95_us": "delay p95 us", "delay_max_us": "delay max us",
+        "short_kernels": "short", "runtime_outliers": f"cpu>{runtime_cutoff:g}us",
+        "launch_delay_outliers": f"delay>{launch_delay_cutoff:g}us",
+    })
+    sections = [Section("launch_summary", "Kernel launches per rank", shown,
+                        ["short = GPU work shorter than its launch call (launch-bound); "
+                         "delay = end of the launch call to the start on the GPU (queueing)"], digits=digits)]
+    data = {"launch_summary": summary, "launches": allrows}
+    if allrows.empty:
+        sections[0].notes.append("no launch call paired with GPU work (CPU-only trace, or no correlation ids)")
+    else:
+        worst = _worst(allrows, "launch_delay", allrows["launch_delay_outlier"].to_numpy(), top)
+        sections.append(Section("worst_launch_delays", f"Worst launch delays (> {launch_delay_cutoff:g} us)", worst,
+                                digits=digits, lines=[] if len(worst) else ["none"]))
+        slow = _worst(allrows, "cpu_duration", allrows["runtime_outlier"].to_numpy(), top)
+        sections.append(Section("slowest_launch_calls", f"Slowest launch calls (> {runtime_cutoff:g} us)", slow,
+                                digits=digits, lines=[] if len(slow) else ["none"]))
+        data["worst_launch_delays"] = worst
+        data["slowest_launch_calls"] = slow
+    header = [f"job     {job.path}", f"ranks   {len(job.ranks)}"]
+    meta = {"path": job.path, "ranks": list(job.ranks), "runtime_cutoff_us": runtime_cutoff,
+            "launch_delay_cutoff_us": launch_delay_cutoff, "include_memory_events": include_memory_events}
+    return Report(title="holotrace launches: launch time and launch delay", sections=sections, header=header,
+                  data=data, meta=meta)
+
+
+def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> list[str]:
+    """Lines for ``holotrace summary``: launch-delay overview and the worst outliers."""
+    stats = _launches.launch_stats(job, None, 50, launch_delay_cutoff, True)
+    allrows = _all_launches(stats)
+    if allrows.empty:
+        return ["launch delay: no launch call paired with GPU work"]
+    d = allrows["launch_delay"].to_numpy()
+    n_out = int(allrows["launch_delay_outlier"].sum())
+    lines = [f"launch delay: median {np.median(d):.1f} us, p95 {np.percentile(d, 95):.1f} us over {len(d)} launches; "
+             f"{n_out} above {launch_delay_cutoff:g} us"]
+    worst = allrows[allrows["launch_delay_outlier"]].sort_values(["launch_delay", "rank"], ascending=[False, True],
+                                                                 kind="stable").head(top)
+    for row in worst.itertuples(index=False):
+        step = f" step {row.iteration}" if row.iteration >= 0 else ""
+        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {kernel_label(str(row.kernel))[:60]} "
+                     f"started {row.launch_delay:.1f} us after its {row.launch}")
+    return lines
