@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union

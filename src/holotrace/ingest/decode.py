@@ -13,7 +13,6 @@ depends on how decoding is done.
 from __future__ import annotations
 
 import gc
-import gzip
 import json
 import math
 import re
