@@ -54,3 +54,7 @@ class RankNotFoundError(AnalysisError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message otherwise
         return self.args[0] if self.args else ""
+
+
+class PlottingUnavailableError(HolotraceError, ImportError):
+    """``visualize=True`` was asked for but plotly (the ``plot`` extra) is not installed."""

@@ -210,7 +210,8 @@ def test_potential_stragglers(job):
     if status == "ok":
         gold = _csv(golden / "potential_stragglers.csv")["rank"].astype(int).tolist()
         assert ta.get_potential_stragglers(hta_compat=True) == gold
-        assert ta.get_potential_stragglers() == gold
+        # by default ties are ordered by the later start (HTA: by rank), so compare as sets
+        assert sorted(ta.get_potential_stragglers()) == sorted(gold)
     else:
         got = ta.get_potential_stragglers()  # HTA raised; holotrace answers (possibly nobody)
         assert isinstance(got, list)

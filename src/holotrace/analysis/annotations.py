@@ -348,7 +348,6 @@ def kernel_time_by_annotation(job, *, gpu: bool = True, ranks: Optional[Sequence
         sorted by rank then time descending.
     """
     from holotrace.analysis._select import gpu_activity, job_ranks
-    from holotrace.analysis.callstack import build_call_graph
 
     cpu_kind, gpu_kind = _kind_codes()
     parts = []

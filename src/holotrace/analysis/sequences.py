@@ -294,7 +294,7 @@ def _write_overlaid_trace(src: Path, output_dir: Path, event_patterns, compress_
 
     data = msgspec.json.encode(doc)
     if src.name.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=6)
+        data = gzip.compress(data, compresslevel=1)
     out.write_bytes(data)
     return out
 
@@ -329,7 +329,9 @@ def frequent_kernel_sequences(
     graph = native_call_graph(job, r)
     names = job.strings.decode(ev["name"].to_numpy())
     cand = match_names(names, operator, match)
-    return kernel_sequences(
+    res = kernel_sequences(
         graph, names, ev["ts_ns"].to_numpy() / 1e3, ev["dur_ns"].to_numpy() / 1e3, ev["index"].to_numpy(),
         cand, min_pattern_len, roots,
     )
+    res.patterns["GPU kernel duration (us)"] = res.patterns["GPU kernel duration (us)"] / 1e3  # the graph sums ns
+    return res

@@ -8,20 +8,18 @@ already been dropped unless ``include_last_profiler_step``).
 
 from __future__ import annotations
 
-import re
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
+from holotrace.model.classify import HTA_STEP_NUMBER
 from holotrace.analysis._select import gpu_activity, job_ranks
 
 __all__ = ["profiler_steps", "step_times", "hta_profiler_steps"]
 
-# TODO(model): HTA's get_profiler_steps rule (start-anchored, no end anchor); the model's
-# classify.PROFILER_STEP is end-anchored and its HTA_PROFILER_STEP is the last-step filter rule.
-_HTA_STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+_HTA_STEP = HTA_STEP_NUMBER  # HTA's get_profiler_steps rule, from the one rule table
 
 
 def profiler_steps(job, *, ranks: Optional[Sequence[int]] = None) -> list[int]:

@@ -170,7 +170,11 @@ def hta_potential_stragglers(
 
     Returns:
         Rank numbers, most likely straggler first; ``[]`` (with a warning) when
-        the traces cannot tell (no communication kernel, a single rank).
+        the traces cannot tell (no communication kernel, a single rank). By
+        default only ranks with a positive score are returned and ties on the
+        score go to the rank that started the metric kernel later on average
+        (then the lower rank); ``hta_compat`` keeps HTA's order (ties by rank,
+        zero scores included).
 
     Raises:
         ValueError: ``profiler_steps`` names no available step (as HTA).
@@ -199,19 +203,25 @@ def hta_potential_stragglers(
             f = f.assign(iteration=np.zeros(len(f), dtype=np.int64))
         parts.append(f.assign(rank=np.int64(r)))
     df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    metric = None
     if scorer is not None:
         scores = scorer(df, symbol_table, k, False)
     else:
-        scores, _ = hta_straggler_scores(df, k, hta_compat=hta_compat)
+        scores, metric = hta_straggler_scores(df, k, hta_compat=hta_compat)
     if len(scores) == 0:
         log.warning(
             "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"
         )
         return []
-    order = scores.sort_values(ascending=False, kind="stable")
-    if not hta_compat:
-        order = order[order > 0]
-    return [int(r) for r in order.index[:k]]
+    if hta_compat:
+        order = scores.sort_values(ascending=False, kind="stable")
+        return [int(r) for r in order.index[:k]]
+    # ties on the score: the later average start of the metric kernel first, then the lower rank
+    ranked = pd.DataFrame({"rank": scores.index.to_numpy(), "score": scores.to_numpy()})
+    late = metric.groupby("rank")["normalized_start_time"].mean() if metric is not None and len(metric) else None
+    ranked["late"] = ranked["rank"].map(late).fillna(-np.inf).to_numpy() if late is not None else 0.0
+    ranked = ranked[ranked["score"] > 0].sort_values(["score", "late", "rank"], ascending=[False, False, True], kind="stable")
+    return [int(r) for r in ranked["rank"].head(k)]
 
 
 # --------------------------------------------------------------------------- native view

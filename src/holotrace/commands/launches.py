@@ -18,7 +18,7 @@ import pandas as pd
 from holotrace.analysis import launches as _launches
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
-from holotrace.render.tables import kernel_label
+from holotrace.analysis.annotations import shorten_names
 
 __all__ = ["add_parser", "run", "build_report", "summary_lines"]
 
@@ -66,11 +66,15 @@ def _worst(df: pd.DataFrame, col: str, mask: np.ndarray, top: int) -> pd.DataFra
         "step": sel["iteration"].to_numpy(),
         "at ms": sel["ts"].to_numpy() / 1e3,
         "launch": sel["launch"].to_numpy(),
-        "kernel": [kernel_label(str(k)) for k in sel["kernel"]],
+        "kernel": shorten_names(sel["kernel"].astype(str).to_numpy()),
         "cpu us": sel["cpu_duration"].to_numpy(),
         "gpu us": sel["gpu_duration"].to_numpy(),
         "delay us": sel["launch_delay"].to_numpy(),
     })
+
+
+_DELAY_SHOWN = ["rank", "step", "at ms", "kernel", "cpu us", "delay us"]
+_SLOW_SHOWN = ["rank", "step", "at ms", "launch", "kernel", "cpu us"]
 
 
 def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100,
@@ -81,25 +85,26 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
     allrows = _all_launches(stats)
     digits = {"cpu mean us": 1, "cpu max us": 1, "gpu mean us": 1, "delay median us": 1, "delay p95 us": 1,
               "delay max us": 1, "at ms": 3, "cpu us": 1, "gpu us": 1, "delay us": 1}
-    shown = summary.rename(columns={
-        "cpu_mean_us": "cpu mean us", "cpu_max_us": "cpu max us", "gpu_mean_us": "gpu mean us",
-        "delay_median_us": "delay median us", "delay_p95_us": "delay p95 us", "delay_max_us": "delay max us",
-        "short_kernels": "short", "runtime_outliers": f"cpu>{runtime_cutoff:g}us",
-        "launch_delay_outliers": f"delay>{launch_delay_cutoff:g}us",
+    shown = pd.DataFrame({
+        "rank": summary["rank"], "launches": summary["launches"], "cpu avg": summary["cpu_mean_us"],
+        "gpu avg": summary["gpu_mean_us"], "delay p50": summary["delay_median_us"], "delay max": summary["delay_max_us"],
+        "short": summary["short_kernels"], "slow": summary["runtime_outliers"], "late": summary["launch_delay_outliers"],
     })
-    sections = [Section("launch_summary", "Kernel launches per rank", shown,
-                        ["short = GPU work shorter than its launch call (launch-bound); "
-                         "delay = end of the launch call to the start on the GPU (queueing)"], digits=digits)]
+    digits.update({"cpu avg": 1, "gpu avg": 1, "delay p50": 1, "delay max": 1})
+    sections = [Section("launch_summary", "Kernel launches per rank (us)", shown,
+                        [f"short = GPU work shorter than its launch call (launch-bound); slow = launch call over "
+                         f"{runtime_cutoff:g} us; late = GPU work started over {launch_delay_cutoff:g} us after the "
+                         f"call ended (queued behind other work)"], digits=digits)]
     data = {"launch_summary": summary, "launches": allrows}
     if allrows.empty:
         sections[0].notes.append("no launch call paired with GPU work (CPU-only trace, or no correlation ids)")
     else:
         worst = _worst(allrows, "launch_delay", allrows["launch_delay_outlier"].to_numpy(), top)
-        sections.append(Section("worst_launch_delays", f"Worst launch delays (> {launch_delay_cutoff:g} us)", worst,
-                                digits=digits, lines=[] if len(worst) else ["none"]))
+        sections.append(Section("worst_launch_delays", f"Worst launch delays (> {launch_delay_cutoff:g} us)",
+                                worst[_DELAY_SHOWN], digits=digits, lines=[] if len(worst) else ["none"]))
         slow = _worst(allrows, "cpu_duration", allrows["runtime_outlier"].to_numpy(), top)
-        sections.append(Section("slowest_launch_calls", f"Slowest launch calls (> {runtime_cutoff:g} us)", slow,
-                                digits=digits, lines=[] if len(slow) else ["none"]))
+        sections.append(Section("slowest_launch_calls", f"Slowest launch calls (> {runtime_cutoff:g} us)",
+                                slow[_SLOW_SHOWN], digits=digits, lines=[] if len(slow) else ["none"]))
         data["worst_launch_delays"] = worst
         data["slowest_launch_calls"] = slow
     header = [f"job     {job.path}", f"ranks   {len(job.ranks)}"]
@@ -107,6 +112,10 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
             "launch_delay_cutoff_us": launch_delay_cutoff, "include_memory_events": include_memory_events}
     return Report(title="holotrace launches: launch time and launch delay", sections=sections, header=header,
                   data=data, meta=meta)
+
+
+def _short(name) -> str:
+    return str(shorten_names([str(name)])[0])
 
 
 def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> list[str]:
@@ -123,6 +132,6 @@ def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> lis
                                                                  kind="stable").head(top)
     for row in worst.itertuples(index=False):
         step = f" step {row.iteration}" if row.iteration >= 0 else ""
-        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {kernel_label(str(row.kernel))[:60]} "
+        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {_short(row.kernel)[:60]} "
                      f"started {row.launch_delay:.1f} us after its {row.launch}")
     return lines

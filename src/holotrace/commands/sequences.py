@@ -19,7 +19,7 @@ from holotrace.analysis import sequences as _seq
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
-from holotrace.render.tables import kernel_label
+from holotrace.analysis.annotations import shorten_names
 
 __all__ = ["add_parser", "run", "build_report"]
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _label(pattern: str) -> str:
     parts = pattern.split("|")
-    return " > ".join([parts[0]] + [kernel_label(p) for p in parts[1:]])
+    return " > ".join([parts[0]] + list(shorten_names(parts[1:])))
 
 
 def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int = 5, match: str = "substring",

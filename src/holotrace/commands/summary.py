@@ -10,7 +10,6 @@ detail included).
 from __future__ import annotations
 
 import argparse
-from typing import Optional
 
 import numpy as np
 import pandas as pd

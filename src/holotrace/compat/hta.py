@@ -33,15 +33,11 @@ from holotrace.analysis.overlap import hta_comm_comp_overlap
 from holotrace.analysis.steps import hta_profiler_steps
 from holotrace.analysis.temporal import hta_temporal_breakdown
 from holotrace.compat.hta_launches import LaunchAndAnnotationMethods
-from holotrace.errors import HolotraceError, RankNotFoundError
+from holotrace.errors import PlottingUnavailableError, RankNotFoundError
 
 __all__ = ["TraceAnalysis", "PlottingUnavailableError", "DEFAULT_TRACE_DIR"]
 
 DEFAULT_TRACE_DIR = str(Path(tempfile.gettempdir()) / "trace")  # HTA's default folder, for signature compatibility
-
-
-class PlottingUnavailableError(HolotraceError, ImportError):
-    """``visualize=True`` was asked for but plotly (the ``plot`` extra) is not installed."""
 
 
 def _plotly():

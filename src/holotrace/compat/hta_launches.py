@@ -25,7 +25,6 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-import numpy as np
 import pandas as pd
 
 from holotrace.analysis import annotations as _anno

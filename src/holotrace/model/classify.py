@@ -114,6 +114,15 @@ SYNC_APIS = frozenset({
 
 PROFILER_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 HTA_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")  # HTA's last-step filter rule
+HTA_STEP_NUMBER = re.compile(r"ProfilerStep\s*#\s*(\d+)")  # HTA's iteration / get_profiler_steps rule (re.match)
+
+
+def hta_profiler_step_number(name: str) -> int:
+    """HTA's step number of a name starting with ``ProfilerStep`` (iterations, get_profiler_steps), else -1."""
+    if not name.startswith("ProfilerStep"):
+        return -1
+    m = HTA_STEP_NUMBER.match(name)
+    return int(m.group(1)) if m else -1
 
 
 def kind_of_category(cat: Optional[str], name: str = "") -> Kind:
@@ -139,14 +148,12 @@ def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:
 
 def kernel_type_of_names(names: Iterable[str], *, hta_compat: bool = False) -> np.ndarray:
     """Vectorised :func:`kernel_type_of_name` over distinct strings (int8 codes)."""
-    cache: dict[str, int] = {}
-    out = []
-    for n in names:
-        v = cache.get(n)
-        if v is None:
-            v = cache[n] = int(kernel_type_of_name(n, hta_compat=hta_compat))
-        out.append(v)
-    return np.array(out, dtype=np.int8)
+    arr = np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object)
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int8)
+    uniq, inv = np.unique(arr.astype(str), return_inverse=True)
+    types = np.array([int(kernel_type_of_name(n, hta_compat=hta_compat)) for n in uniq.tolist()], dtype=np.int8)
+    return types[inv.reshape(-1)]
 
 
 def is_communication_kernel_names(names: Iterable[str]) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.model import link
-from holotrace.model.classify import HTA_PROFILER_STEP
+from holotrace.model.classify import HTA_PROFILER_STEP, hta_profiler_step_number
 
 # HTA's default arg columns, in HTA's order: (column, default for absent values)
 ARG_COLUMNS = (
@@ -84,7 +84,7 @@ def _unaligned(job, rank: int) -> pd.DataFrame:
     df["index_correlation"] = icorr.astype(np.int64)
     df["_is_gpu"] = is_gpu
     # iteration (HTA 10.1): rows starting with ProfilerStep, numbered by ProfilerStep\s*#\s*(\d+)
-    step_num = s.lookup(name, np.array([_hta_step(x) for x in s.table], dtype=np.int64), -1)
+    step_num = s.lookup(name, np.array([hta_profiler_step_number(x) for x in s.table], dtype=np.int64), -1)
     is_step = s.mask(name, lambda x: x.startswith("ProfilerStep")) & (step_num >= 0)
     sr = np.flatnonzero(is_step)
     ts_a = df["ts"].to_numpy()
@@ -120,15 +120,6 @@ def _iteration_of(contain, by_time, pos_by_index, src, ok):
     vals = np.where(by_time[p], contain[p], -1).astype(np.float64)
     out[good] = vals
     return out
-
-
-def _hta_step(name: str) -> int:
-    import re
-
-    if not name.startswith("ProfilerStep"):
-        return -1
-    m = re.match(r"ProfilerStep\s*#\s*(\d+)", name)
-    return int(m.group(1)) if m else -1
 
 
 def hta_min_ts(job) -> int:

@@ -1,0 +1,121 @@
+"""``holotrace stragglers PATH``: which rank holds the others back in collectives, per step, with evidence.
+
+Every communication kernel instance is matched across ranks (the k-th
+occurrence of a collective kernel in a step). All ranks leave a collective
+together, so a rank's extra time in it over the fastest rank is time spent
+waiting; the fastest rank arrived last and is the one the others waited
+for. Durations are compared, not start times, so host clock skew does not
+matter. The HTA method's candidates (late start of the dominant collective,
+fixed to know every NCCL/RCCL kernel family) are listed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from holotrace.analysis import stragglers as _strag
+from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.analysis.annotations import shorten_names
+
+__all__ = ["add_parser", "run", "build_report", "summary_lines", "hta_candidates"]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "stragglers",
+        help="which rank the others wait for in collectives, per step, with the evidence",
+        description="Per step and rank: time spent waiting inside collectives for other ranks, and time the other "
+                    "ranks waited for this one (it arrived last). The rank others wait for most in a step is its "
+                    "straggler; the collective with the longest wait is shown as evidence. Needs at least two ranks "
+                    "with communication kernels. Times in milliseconds (ms).",
+    )
+    add_load_options(p)
+    add_output_options(p)
+    p.add_argument("--candidates", type=int, default=2, metavar="K",
+                   help="number of candidates from HTA's late-start method (default 2)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    return emit(build_report(job, candidates=args.candidates), args)
+
+
+def hta_candidates(job, k: int = 2) -> list[int]:
+    """HTA's late-start candidates over every step (rule-table communication kernels; [] when undecidable)."""
+    from holotrace.model.hta_view import hta_frame
+
+    frames = {r: hta_frame(job, r, True) for r in job.ranks}
+    try:
+        return _strag.hta_potential_stragglers(frames, None, k)
+    except ValueError:
+        return []
+
+
+def build_report(job, *, candidates: int = 2) -> Report:
+    """Collective waits per step and rank, the stragglers, and HTA's candidates (pure)."""
+    waits = _strag.collective_waits(job)
+    rep = _strag.straggler_report(job, waits=waits)
+    summ = _strag.straggler_summary(job, report=rep)
+    header = [f"job     {job.path}", f"ranks   {len(job.ranks)}"]
+    sections = []
+    if len(job.ranks) < 2:
+        lines = ["one rank: nobody to wait for"]
+    elif rep.empty:
+        lines = ["no communication kernel occurs on two or more ranks"]
+    else:
+        lines = []
+    overall = pd.DataFrame({
+        "rank": summ["rank"].to_numpy() if len(summ) else [],
+        "steps as straggler": summ["steps_as_straggler"].to_numpy() if len(summ) else [],
+        "others waited ms": summ["waited_for_us"].to_numpy() / 1e3 if len(summ) else [],
+        "it waited ms": summ["wait_us"].to_numpy() / 1e3 if len(summ) else [],
+    })
+    sections.append(Section("straggler_summary", "Who the others wait for (all steps)", overall, max_rows=16,
+                            digits={"others waited ms": 3, "it waited ms": 3}, lines=lines,
+                            notes=["others waited = time other ranks spent in collectives this rank arrived at last"]
+                            if not rep.empty else []))
+    if not rep.empty:
+        st = rep[rep["straggler"]]
+        per_step = pd.DataFrame({
+            "step": st["step"].to_numpy(),
+            "straggler": st["rank"].to_numpy(),
+            "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
+            "worst collective": shorten_names(st["worst_collective"].astype(str).to_numpy()),
+            "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
+        })
+        sections.append(Section("stragglers_by_step", "Straggler per step (evidence: the collective waited on most)",
+                                per_step, max_rows=20, digits={"others waited ms": 3, "its wait ms": 3},
+                                notes=["step -1 = collectives outside any ProfilerStep"]))
+    cand = hta_candidates(job, candidates) if len(job.ranks) >= 2 else []
+    header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
+    meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
+    data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
+    return Report(title="holotrace stragglers: who waits for whom in collectives", sections=sections, header=header,
+                  data=data, meta=meta)
+
+
+def summary_lines(job) -> list[str]:
+    """The straggler line(s) for ``holotrace summary``."""
+    if len(job.ranks) < 2:
+        return ["stragglers: one rank, nothing to compare"]
+    rep = _strag.straggler_report(job)
+    if rep.empty:
+        return ["stragglers: no communication kernel occurs on two or more ranks"]
+    summ = _strag.straggler_summary(job, report=rep)
+    top = summ.iloc[0]
+    if top["waited_for_us"] <= 0:
+        return ["stragglers: none (collectives take the same time on every rank)"]
+    steps = rep["step"].nunique()
+    st = rep[(rep["rank"] == top["rank"]) & rep["straggler"]]
+    worst = st.sort_values("worst_collective_wait_us", ascending=False).head(1)
+    ev = ""
+    if len(worst):
+        w = worst.iloc[0]
+        ev = f"; worst: {shorten_names([str(w['worst_collective'])])[0][:50]} in step {int(w['step'])}, " \
+             f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
+    return [f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
+            f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})"]

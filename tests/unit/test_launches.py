@@ -1,0 +1,106 @@
+"""Kernel launch statistics on a hand-built trace (every value worked out by hand)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import holotrace
+from holotrace import TraceAnalysis
+from holotrace.analysis import launches
+from holotrace.commands.launches import summary_lines
+from tracebuilder import TraceBuilder
+
+
+def _trace() -> TraceBuilder:
+    """Launches (CPU [ts, end) → GPU [ts, end), µs):
+
+    k_plain   [10, 15)  → [16, 26)    cpu 5,  gpu 10, delay 1
+    k_short   [20, 30)  → [31, 33)    cpu 10, gpu 2,  delay 1   short kernel
+    k_late    [40, 45)  → [300, 320)  cpu 5,  gpu 20, delay 255 launch-delay outlier
+    k_slow    [50, 110) → [400, 405)  cpu 60, gpu 5,  delay 290 runtime + delay outlier
+    memcpy    [120,125) → [500, 510)  cudaMemcpyAsync, delay 375
+    k_driver  [130,135) → [136, 146)  cuLaunchKernel (driver API), delay 1
+    """
+    tb = TraceBuilder(rank=0)
+    tb.launch_kernel("k_plain", 10, 5, 16, 10)
+    tb.launch_kernel("k_short", 20, 10, 31, 2)
+    tb.launch_kernel("k_late", 40, 5, 300, 20)
+    tb.launch_kernel("k_slow", 50, 60, 400, 5)
+    tb.launch_kernel("Memcpy HtoD (Pageable -> Device)", 120, 5, 500, 10, cat="gpu_memcpy", launch_name="cudaMemcpyAsync")
+    tb.launch_kernel("k_driver", 130, 5, 136, 10, launch_name="cuLaunchKernel")
+    return tb
+
+
+@pytest.fixture
+def loaded(tmp_path):
+    job = holotrace.load(_trace().write(tmp_path / "t.json"), cache=False)
+    return job, TraceAnalysis(job=job)
+
+
+def test_hta_compat_pairs_htas_launch_names(loaded):
+    _, ta = loaded
+    df = ta.get_cuda_kernel_launch_stats(hta_compat=True)[0]
+    assert list(df.columns[:4]) == ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
+    # cuLaunchKernel is unknown to HTA
+    assert df[["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
+        [5, 10, 1], [10, 2, 1], [5, 20, 255], [60, 5, 290], [5, 10, 375],
+    ]
+    assert df["cpu_duration"].dtype == np.float64
+
+
+def test_outlier_sets(loaded):
+    _, ta = loaded
+    df = ta.get_cuda_kernel_launch_stats()[0]
+    assert len(df) == 6  # the driver-API launch is paired by default
+    by = dict(zip(df["gpu_duration"], zip(df["short_kernel"], df["runtime_outlier"], df["launch_delay_outlier"])))
+    assert by[2.0] == (True, False, False)  # k_short
+    assert by[20.0] == (False, False, True)  # k_late
+    assert by[5.0] == (False, True, True)  # k_slow: 60 us call, 290 us delay
+    assert df["short_kernel"].sum() == 1 and df["runtime_outlier"].sum() == 1 and df["launch_delay_outlier"].sum() == 3
+    # cutoffs are parameters
+    df2 = ta.get_cuda_kernel_launch_stats(runtime_cutoff=4, launch_delay_cutoff=300)[0]
+    assert df2["runtime_outlier"].sum() == 6 and df2["launch_delay_outlier"].sum() == 1
+    assert df2["short_kernel"].sum() == 0  # nothing has cpu <= 4
+
+
+def test_memory_events_switch(loaded):
+    _, ta = loaded
+    assert len(ta.get_cuda_kernel_launch_stats(include_memory_events=False, hta_compat=True)[0]) == 4
+    assert len(ta.get_cuda_kernel_launch_stats(include_memory_events=False)[0]) == 5
+
+
+def test_unknown_rank_raises(loaded):
+    _, ta = loaded
+    with pytest.raises(ValueError, match="rank 3"):
+        ta.get_cuda_kernel_launch_stats(ranks=[3])
+
+
+def test_native_launch_stats_and_summary(loaded):
+    job, _ = loaded
+    stats = launches.launch_stats(job)
+    df = stats[0]
+    assert df["launch"].tolist() == ["cudaLaunchKernel"] * 4 + ["cudaMemcpyAsync", "cuLaunchKernel"]
+    assert df["kernel"].tolist()[:4] == ["k_plain", "k_short", "k_late", "k_slow"]
+    assert df["launch_delay"].tolist() == [1.0, 1.0, 255.0, 290.0, 375.0, 1.0]
+    assert df["ts"].tolist() == [0.0, 10.0, 30.0, 40.0, 110.0, 120.0]  # µs from the job's first event (10 µs)
+    s = launches.launch_summary(stats).iloc[0]
+    assert s["launches"] == 6 and s["launch_delay_outliers"] == 3 and s["runtime_outliers"] == 1
+    assert s["short_kernels"] == 1 and s["delay_max_us"] == 375.0 and s["delay_median_us"] == pytest.approx(128.0)
+
+
+def test_summary_lines_name_the_worst_delay(loaded):
+    job, _ = loaded
+    lines = summary_lines(job)
+    assert lines[0].startswith("launch delay: median 128.0 us") and "3 above 100 us" in lines[0]
+    assert "375.0 us after its cudaMemcpyAsync" in lines[1]
+    assert "k_slow" in lines[2] and "290.0 us" in lines[2]
+
+
+def test_cpu_only_trace_is_empty_not_an_error(tmp_path):
+    tb = TraceBuilder(rank=0)
+    tb.cpu_op("aten::add", 0, 10)
+    job = holotrace.load(tb.write(tmp_path / "cpu.json"), cache=False)
+    df = TraceAnalysis(job=job).get_cuda_kernel_launch_stats()[0]
+    assert df.empty and list(df.columns[:4]) == ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
+    assert summary_lines(job) == ["launch delay: no launch call paired with GPU work"]
