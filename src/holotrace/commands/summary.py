@@ -18,6 +18,8 @@ from holotrace.analysis import idle, kernels, overlap, steps, temporal
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.render.tables import kernel_label
+from holotrace.commands.launches import summary_lines as launch_lines
+from holotrace.commands.stragglers import summary_lines as straggler_lines
 
 __all__ = ["add_parser", "run", "build_report", "AFFECTING_CODES"]
 
@@ -79,6 +81,8 @@ def build_report(job, *, top: int = 10) -> Report:
         _types_section(types),
         _top_kernels_section(job, top, tb),
         _slowest_section(job, tb, st, dist),
+        Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(job)),
+        Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(job)),
         _findings_section(findings),
     ]
     header = [
