@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import golden_jobs
 
 import holotrace
 from holotrace.compat.hta import TraceAnalysis
-from conftest import golden_jobs
 
 JOBS = [j for j in golden_jobs() if (j[2] / "meta.json").exists()]
 
@@ -73,7 +73,7 @@ def _assert_frames(mine: pd.DataFrame, gold: pd.DataFrame, text_cols: list[str],
 
 # ---------------------------------------------------------------------------- launch statistics
 def test_cuda_kernel_launch_stats(job):
-    name, ta, golden, meta = job
+    _name, ta, golden, meta = job
     f = golden / "cuda_kernel_launch_stats.csv"
     if not f.exists():
         pytest.skip("no reference output")
@@ -93,7 +93,7 @@ def test_cuda_kernel_launch_stats(job):
 
 
 def test_launch_stats_default_covers_more_launch_apis(job):
-    name, ta, golden, meta = job
+    _name, ta, _golden, meta = job
     ranks = _ranks(ta, meta)
     compat = ta.get_cuda_kernel_launch_stats(ranks=ranks, hta_compat=True)
     fixed = ta.get_cuda_kernel_launch_stats(ranks=ranks)
@@ -126,7 +126,7 @@ def test_aten_op_kernels_and_delay(job):
 
 
 def test_aten_op_frames_do_not_carry_over_ranks(job):
-    name, ta, golden, meta = job
+    _name, ta, _golden, _meta = job
     if len(ta.job.ranks) < 2:
         pytest.skip("single-rank job")
     ranks = ta.job.ranks
@@ -144,8 +144,8 @@ def test_frequent_cuda_kernel_sequences(job, tmp_path):
     status = meta["status"].get("frequent_cuda_kernel_sequences")
     if "operator_name" not in p:
         pytest.skip("no operator was tried for this job")
-    args = dict(operator_name=p["operator_name"], output_dir=str(tmp_path), min_pattern_len=p["min_pattern_len"],
-                rank=p["rank"], top_k=p["top_k"])
+    args = {"operator_name": p["operator_name"], "output_dir": str(tmp_path), "min_pattern_len": p["min_pattern_len"],
+                "rank": p["rank"], "top_k": p["top_k"]}
     if status in ("ok", "empty"):
         mine = ta.get_frequent_cuda_kernel_sequences(**args, hta_compat=True)
         gold = _csv(golden / "frequent_cuda_kernel_sequences.csv")
@@ -153,7 +153,9 @@ def test_frequent_cuda_kernel_sequences(job, tmp_path):
             assert mine.empty
             return
         if name in SEQUENCE_KNOWN_DIFF:
-            assert set(mine["pattern"]) <= set(gold["pattern"]) | set(mine["pattern"])
+            # same pattern; HTA's mis-nesting hides instances (docs/compatibility.md), holotrace counts them all
+            assert mine["pattern"].tolist() == gold["pattern"].tolist()
+            assert (mine["count"].to_numpy() > gold["count"].to_numpy()).all()
             return
         _assert_frames(mine, gold, ["pattern"], ["count", "GPU kernel duration (us)", "CPU op duration (us)"])
         written = list(tmp_path.iterdir())
@@ -173,7 +175,7 @@ def test_frequent_cuda_kernel_sequences(job, tmp_path):
 # ---------------------------------------------------------------------------- user annotations
 @pytest.mark.parametrize("which", ["gpu", "cpu"])
 def test_gpu_user_annotation_breakdown(job, which):
-    name, ta, golden, meta = job
+    _name, ta, golden, meta = job
     status = meta["status"].get(f"gpu_user_annotation_breakdown_{which}")
     mine = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=(which == "gpu"))
     if status == "none":
@@ -187,7 +189,7 @@ def test_gpu_user_annotation_breakdown(job, which):
 
 
 def test_gpu_kernels_with_user_annotations(job):
-    name, ta, golden, meta = job
+    _name, ta, _golden, meta = job
     has = meta["status"].get("gpu_user_annotation_breakdown_gpu") == "ok"
     for r in ta.job.ranks:
         df = ta.get_gpu_kernels_with_user_annotations(r)
@@ -205,7 +207,7 @@ def test_gpu_kernels_with_user_annotations(job):
 
 # ---------------------------------------------------------------------------- stragglers
 def test_potential_stragglers(job):
-    name, ta, golden, meta = job
+    _name, ta, golden, meta = job
     status = meta["status"].get("potential_stragglers")
     if status == "ok":
         gold = _csv(golden / "potential_stragglers.csv")["rank"].astype(int).tolist()
@@ -218,3 +220,55 @@ def test_potential_stragglers(job):
         assert set(got) <= set(ta.job.ranks)
         if len(ta.job.ranks) == 1:
             assert got == []
+
+
+# ---------------------------------------------------------------------------- worked examples of the spec
+def _job_or_skip(name: str) -> TraceAnalysis:
+    for job, traces, _ in golden_jobs():
+        if job == name:
+            return TraceAnalysis(job=holotrace.load(traces, cache=False))
+    pytest.skip(f"{name} is neither bundled under tests/data nor in ../shared")
+
+
+def test_trace_filter_worked_examples(tmp_path):
+    ta = _job_or_skip("hta_trace_filter_2rank")
+    st = ta.get_cuda_kernel_launch_stats(ranks=[0, 1], hta_compat=True)
+    assert [len(st[0]), len(st[1])] == [602, 577]
+    assert [int(st[0][c].sum()) for c in ("short_kernel", "runtime_outlier", "launch_delay_outlier")] == [140, 0, 469]
+    assert [int(st[1][c].sum()) for c in ("short_kernel", "runtime_outlier", "launch_delay_outlier")] == [140, 0, 442]
+    assert len(ta.get_cuda_kernel_launch_stats(include_memory_events=False, hta_compat=True)[0]) == 577
+    a0 = ta.get_aten_op_kernels_and_delay(ranks=[0], hta_compat=True)[0]
+    assert (len(a0), int(a0["occurrence_count"].sum())) == (179, 487)
+    a01 = ta.get_aten_op_kernels_and_delay(ranks=[0, 1], hta_compat=True)[1]
+    assert (len(a01), int(a01["occurrence_count"].sum())) == (187, 968)
+    assert a0["occurrence_count"].value_counts().to_dict() == {4: 68, 1: 47, 2: 36, 3: 25, 8: 2, 5: 1}
+    cat = ta.get_frequent_cuda_kernel_sequences("aten::cat", str(tmp_path), min_pattern_len=1, hta_compat=True)
+    assert cat[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [[2, 393.0, 72.0], [1, 99.0, 36.0]]
+    step = ta.get_frequent_cuda_kernel_sequences("ProfilerStep", str(tmp_path), min_pattern_len=3, hta_compat=True)
+    assert step[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [[1, 302241.0, 607312.0]]
+    assert step["pattern"].iloc[0].startswith("ProfilerStep#551|void fbgemm_gpu::permute_2D_lengths_kernel<int>")
+    assert ta.get_potential_stragglers(num_candidates=1, hta_compat=True) == [1]
+    assert ta.get_potential_stragglers(num_candidates=5) == [1, 0]  # HTA: IndexError
+    with pytest.raises(ValueError):
+        ta.get_potential_stragglers(profiler_steps=[1, 2])
+    assert ta.get_potential_stragglers(profiler_steps=[551, 999], num_candidates=0, hta_compat=True) == [1]
+    assert ta.get_gpu_kernels_with_user_annotations(0) is None
+
+
+def test_ns_resolution_worked_example():
+    ta = _job_or_skip("hta_ns_resolution")
+    c = ta.get_gpu_kernels_with_user_annotations(0, hta_compat=True)
+    assert c.shape == (4876, 34)
+    assert c["s_user_annotation"].value_counts().to_dict() == {
+        "": 3315, "DistributedDataParallel.forward": 1517, "Optimizer.step#SGD.step": 27, "## backward ##": 17}
+    f = ta.get_gpu_kernels_with_user_annotations(0)
+    # the zero-duration Memcpy DtoD (correlation 135139) is attributed, as HTA's own unit test expects
+    assert f.loc[f["correlation"] == 135139, "s_user_annotation"].tolist() == ["DistributedDataParallel.forward"]
+    assert (f["s_user_annotation"] == "DistributedDataParallel.forward").sum() == 1840
+    cpu = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, num_kernels=5, allowlist_patterns=["Optimizer"])
+    assert cpu["name"].tolist() == ["## backward ##", "## forward ##", "DistributedDataParallel.forward",
+                                    "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad",
+                                    "ProfilerStep#103", "ProfilerStep#104", "others"]
+    assert cpu.iloc[-1][["sum (us)", "max (us)", "min (us)", "mean (us)"]].tolist() == [111575.0, 72076.0, 148.0, 22315.0]
+    assert len(ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, num_kernels=5,
+                                                    allowlist_patterns=["Optim.*"])) == 6

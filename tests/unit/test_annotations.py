@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
+from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import annotations as anno
-from tracebuilder import TraceBuilder
 
 BREAKDOWN = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
+from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis.aten_ops import enclosing_interval
-from tracebuilder import TraceBuilder
 
 COLUMNS = ["aten_op_name", "kernel_sequence", "occurrence_count", "avg_aten_op_launch_delay", "avg_runtime_delay"]
 

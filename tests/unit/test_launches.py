@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import launches
 from holotrace.commands.launches import summary_lines
-from tracebuilder import TraceBuilder
 
 
 def _trace() -> TraceBuilder:

@@ -7,14 +7,13 @@ import hashlib
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
+from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import sequences
 from holotrace.analysis.callstack import build_call_graph
-from tracebuilder import TraceBuilder
 
 COLUMNS = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
 
@@ -162,3 +161,52 @@ def test_call_graph_kernel_counts():
     assert g.kernel_dur_sum.tolist() == [10.0, 7.0, 7.0, 3.0, 3.0]
     assert g.depth.tolist() == [0, 1, 2, 1, 2]
     assert g.subtree_labels(np.array([1])).tolist() == [-1, 1, 1, -1, -1]
+
+
+def test_backward_thread_is_attached_under_the_backward_annotation(tmp_path):
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#1", 0, 1000)
+    tb.cpu_op("aten::linear", 10, 100)
+    tb.launch_kernel("fwd_k", 20, 5, 200, 10)
+    tb.annotation("## backward ##", 300, 500)
+    # the autograd engine runs on another thread
+    tb.cpu_op("autograd::engine::evaluate_function: AddmmBackward0", 320, 100, tid=2)
+    tb.launch_kernel("bwd_k1", 330, 5, 450, 10, tid=2)
+    tb.launch_kernel("bwd_k2", 340, 5, 470, 10, tid=2)
+    _, ta = _load(tb, tmp_path)
+    df = ta.get_frequent_cuda_kernel_sequences("ProfilerStep", str(tmp_path), min_pattern_len=1)
+    assert df.values.tolist() == [["ProfilerStep#1|fwd_k|bwd_k1|bwd_k2", 1, 30.0, 1000.0]]
+    g = ta._hta_call_graph(0, False)
+    f = ta._frame(0)
+    depth = dict(zip(f["s_name"], g.depth))
+    # ProfilerStep 0 > ## backward ## 1 > evaluate_function 2 > launch 3 > kernel 4
+    assert depth["autograd::engine::evaluate_function: AddmmBackward0"] == 2 and depth["bwd_k1"] == 4
+
+
+def test_amd_stream_zero_kernels_are_linked_by_default(tmp_path):
+    tb = TraceBuilder(rank=0)
+    for t0 in (0, 100):
+        tb.cpu_op("blk", t0, 50)
+        tb.launch_kernel("Cijk_a", t0 + 1, 2, t0 + 60, 5, stream=0, launch_name="hipLaunchKernel")
+    _, ta = _load(tb, tmp_path)
+    assert ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path), 1).values.tolist() == [["blk|Cijk_a", 2, 10.0, 100.0]]
+    assert ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path), 1, hta_compat=True).empty  # HTA links stream > 0 only
+
+
+def test_htas_backward_link_corner_detaches_a_step_only_in_compat():
+    """HTA: once the backward thread's root has no children left, the next backward parent (a top-level
+    ProfilerStep) is moved under itself and drops out of the graph (its kernels are no longer counted)."""
+    # main thread 0: P1 [0,100) ⊃ launch [10,20) → kernel; P2 [100,200) ⊃ launch [110,120) → kernel
+    # backward thread 1: op [30,60) ⊃ launch [31,35) → kernel (inside P1 only)
+    ts = np.array([0, 10, 50, 100, 110, 150, 30, 31, 70], dtype=float)
+    dur = np.array([100, 10, 5, 100, 10, 5, 30, 4, 5], dtype=float)
+    thread = np.array([0, 0, 9, 0, 0, 9, 1, 1, 9])
+    node = np.array([True, True, False, True, True, False, True, True, False])
+    launcher = np.array([-1, -1, 1, -1, -1, 4, -1, -1, 7])
+    link = (1, np.array([0, 3]), None)
+    fixed = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link)
+    assert fixed.num_kernels[[0, 3, 6]].tolist() == [2, 1, 1]
+    assert fixed.depth[[6, 7, 8]].tolist() == [1, 2, 3]  # backward op under P1
+    compat = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link, hta_compat=True)
+    assert compat.num_kernels[[0, 3, 4, 5]].tolist() == [2, 0, 0, 0]
+    assert compat.depth[[3, 4, 5]].tolist() == [0, 1, 2]

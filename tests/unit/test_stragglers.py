@@ -6,12 +6,12 @@ import logging
 
 import numpy as np
 import pytest
+from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import stragglers
 from holotrace.commands.stragglers import summary_lines
-from tracebuilder import TraceBuilder
 
 DEV = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 OLD = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"

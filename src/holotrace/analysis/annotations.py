@@ -21,7 +21,7 @@ keeps HTA's behaviour.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,13 +30,13 @@ from holotrace.analysis.topk import top_k_hta
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
-    "assign_annotations",
-    "shorten_names",
-    "hta_gpu_kernels_with_user_annotations",
-    "hta_user_annotation_breakdown",
     "allowlisted_names",
     "annotation_time",
+    "assign_annotations",
+    "hta_gpu_kernels_with_user_annotations",
+    "hta_user_annotation_breakdown",
     "kernel_time_by_annotation",
+    "shorten_names",
 ]
 
 BREAKDOWN_COLUMNS = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
@@ -242,7 +242,7 @@ def hta_gpu_kernels_with_user_annotations(
     return out.reset_index(drop=True)
 
 
-def allowlisted_names(strings: Sequence[str], patterns: Optional[Iterable[str]], *, regex: bool = False) -> Optional[list[str]]:
+def allowlisted_names(strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False) -> list[str] | None:
     """Strings containing any of ``patterns`` (literal substrings, as HTA; ``regex=True``: ``re.search``)."""
     if patterns is None:
         return None
@@ -259,7 +259,7 @@ def hta_user_annotation_breakdown(
     *,
     duration_ratio: float = 0.8,
     num_kernels: int = 1000,
-    allowlist: Optional[Sequence[str]] = None,
+    allowlist: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """HTA's ``get_gpu_user_annotation_breakdown`` over every rank's table.
 
@@ -302,7 +302,7 @@ def _kind_codes():
     return int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION)
 
 
-def annotation_time(job, *, gpu: bool = True, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+def annotation_time(job, *, gpu: bool = True, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     """Time per user annotation per rank (all steps; µs).
 
     Args:
@@ -335,7 +335,7 @@ def annotation_time(job, *, gpu: bool = True, ranks: Optional[Sequence[int]] = N
     return out.sort_values(["rank", "sum_us", "name"], ascending=[True, False, True], kind="stable", ignore_index=True)[cols]
 
 
-def kernel_time_by_annotation(job, *, gpu: bool = True, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+def kernel_time_by_annotation(job, *, gpu: bool = True, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     """GPU work (kernels, memcpy, memset) attributed to its innermost user annotation (µs).
 
     ``gpu=True``: by overlap with ``gpu_user_annotation`` ranges on the same

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ATEN_COLUMNS", "empty_aten_frame", "enclosing_interval", "aten_launch_records", "aggregate_aten_records"]
+__all__ = ["ATEN_COLUMNS", "aggregate_aten_records", "aten_launch_records", "empty_aten_frame", "enclosing_interval"]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def aten_launch_records(
     frame: pd.DataFrame,
     *,
     same_thread: bool = True,
-    launch_names: Optional[Iterable[str]] = None,
+    launch_names: Iterable[str] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """One record per kernel launch inside an ``aten::`` operator, in table order.
 
@@ -176,7 +176,7 @@ def aten_launch_records(
     return rec, skipped
 
 
-def aggregate_aten_records(records: pd.DataFrame, sort_by: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def aggregate_aten_records(records: pd.DataFrame, sort_by: Sequence[str] | None = None) -> pd.DataFrame:
     """Group records into operator instances, then into ``(op, kernel sequence)`` rows.
 
     Args:

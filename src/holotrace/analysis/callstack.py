@@ -36,7 +36,6 @@ of the subtree, and can label every row with the root of a set of subtrees.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -143,9 +142,6 @@ def thread_device_is_gpu(
     return all_true(stream > 0) | all_true(pid_is_zero) | all_true(tid_is_zero)
 
 
-CONFLICT_PC_LAST = False
-
-
 def _endpoint_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort the open/close endpoints of events (see module docstring).
 
@@ -170,17 +166,6 @@ def _endpoint_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: 
     # class at one instant: 0 zero-length (no positive open here), 1 positive close,
     # 2 positive open, 3 zero-length (a positive open here)
     cls = np.where(z2, np.where(hp2, 3, 0), np.where(is_open, 2, 1))
-    if CONFLICT_PC_LAST and zero.any():
-        # does a positive-length event close at (thread, time) where a zero one sits?
-        pc_keys = pd.MultiIndex.from_arrays([thread[~zero], end[~zero]])
-        z_t = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
-        zc = np.zeros(m, dtype=bool)
-        zc[np.flatnonzero(zero)] = z_t.isin(pc_keys) & has_po[zero]
-        conf_keys = pd.MultiIndex.from_arrays([thread[zc], ts[zc]])
-        pc_conf = np.zeros(m, dtype=bool)
-        pc_conf[~zero] = pc_keys.isin(conf_keys)
-        pc2 = np.concatenate([np.zeros(m, dtype=bool), pc_conf])
-        cls = np.where(pc2, 4, cls)
     sub = np.where(z2 & ~is_open, 1, 0)  # zero-length: opens before closes
     d2 = np.concatenate([dur, dur]).astype(np.float64)
     i2 = np.concatenate([index, index]).astype(np.float64)
@@ -222,13 +207,13 @@ def _finish(
     in_graph: np.ndarray,
     is_kernel: np.ndarray,
     dur: np.ndarray,
-    detached: Optional[np.ndarray] = None,
-    stale_depth: Optional[np.ndarray] = None,
+    detached: np.ndarray | None = None,
+    stale_depth: np.ndarray | None = None,
 ) -> CallGraph:
     """Depths, subtree kernel counts and durations from a parent array."""
     depth = np.full(n, -1, dtype=np.int64)
     nodes = np.flatnonzero(in_graph)
-    # depth by pointer jumping (the graph is a forest)
+    # depth: walk every node up one level per pass (passes = height of the forest)
     d = np.zeros(n, dtype=np.int64)
     anc = parent.copy()
     alive = nodes[anc[nodes] >= 0]
@@ -236,9 +221,6 @@ def _finish(
         d[alive] += 1
         anc[alive] = parent[anc[alive]]
         alive = alive[anc[alive] >= 0]
-        if alive.size and (d[alive] > n).any():  # a cycle: leave it to the caller
-            break
-    # pointer jumping above adds one per step; fine for forests of modest depth
     depth[nodes] = d[nodes]
     if detached is not None and detached.any():
         depth[detached] = stale_depth[detached]
@@ -256,10 +238,9 @@ def _finish(
         np.add.at(num, p[ok], num[chunk[ok]])
         np.add.at(ksum, p[ok], ksum[chunk[ok]])
     if detached is not None and detached.any():
-        # HTA never visits a detached subtree: its CPU rows keep the initial zeros
-        cpu_det = detached & ~is_kernel
-        num[cpu_det] = 0
-        ksum[cpu_det] = 0.0
+        # HTA never visits a detached subtree: its rows (kernels included) keep the initial zeros
+        num[detached] = 0
+        ksum[detached] = 0.0
     return CallGraph(parent, depth, in_graph, is_kernel, num, ksum, order)
 
 
@@ -271,7 +252,7 @@ def build_call_graph(
     is_node: np.ndarray,
     launcher: np.ndarray,
     *,
-    backward_link: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]] = None,
+    backward_link: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     hta_compat: bool = False,
 ) -> CallGraph:
     """Build a call graph over one rank's rows.
@@ -283,9 +264,9 @@ def build_call_graph(
         is_node: rows that are CPU events on a CPU thread (nested by time).
         launcher: per row, the row position of the CPU launch call it hangs under
             (GPU work), else -1. Only launchers that are nodes are used.
-        backward_link: optional ``(bwd_nodes_thread_code, main_parent_rows, _)``
-            — see :func:`hta_call_graph`; re-parents the first-layer events of
-            the thread ``bwd_thread`` under the rows ``main_parent_rows`` in order.
+        backward_link: optional ``(backward thread code, main-thread parent rows, None)``
+            (see :func:`_backward_parents`): re-parents the first-layer events of the
+            backward thread under those rows, in order, as HTA does.
         hta_compat: reproduce HTA's detached-subtree corner of the backward link.
 
     Returns:
@@ -324,7 +305,7 @@ def _link_backward(
     bwd_thread: int,
     main_parents: np.ndarray,
     hta_compat: bool,
-) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Re-parent first-layer events of the backward thread (modifies ``parent`` in place).
 
     HTA walks the backward parents ``P`` in row order; for each it moves the

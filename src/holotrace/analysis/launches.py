@@ -18,7 +18,7 @@ cpu_duration``; *runtime outlier* ``cpu_duration > runtime_cutoff``;
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -118,7 +118,7 @@ def hta_launch_stats(
 
 def launch_stats(
     job,
-    ranks: Optional[Sequence[int]] = None,
+    ranks: Sequence[int] | None = None,
     runtime_cutoff: float = 50,
     launch_delay_cutoff: float = 100,
     include_memory_events: bool = True,

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,8 @@ from holotrace.analysis.callstack import CallGraph
 __all__ = [
     "PATTERN_COLUMNS",
     "SequenceResult",
-    "match_names",
     "kernel_sequences",
+    "match_names",
     "overlay_patterns",
     "write_overlaid_trace",
 ]
@@ -243,7 +243,7 @@ def write_overlaid_trace(
     event_patterns: Mapping[int, Mapping[str, int]],
     *,
     compress_other_kernels: bool = True,
-    symbol_ids: Optional[Mapping[str, int]] = None,
+    symbol_ids: Mapping[str, int] | None = None,
 ) -> Path:
     """Write ``overlaid_<file name>`` into ``output_dir``; the input file is never touched.
 
@@ -303,7 +303,7 @@ def frequent_kernel_sequences(
     job,
     operator: str,
     *,
-    rank: Optional[int] = None,
+    rank: int | None = None,
     min_pattern_len: int = 3,
     match: str = "substring",
     roots: str = "outermost",

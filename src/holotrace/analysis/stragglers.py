@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
-    "hta_profiler_step_numbers",
-    "hta_straggler_scores",
-    "hta_potential_stragglers",
     "SymbolTableView",
     "collective_waits",
+    "hta_potential_stragglers",
+    "hta_profiler_step_numbers",
+    "hta_straggler_scores",
     "straggler_report",
     "straggler_summary",
 ]
@@ -151,12 +151,12 @@ def hta_straggler_scores(
 
 def hta_potential_stragglers(
     frames: Mapping[int, pd.DataFrame],
-    profiler_steps: Optional[Sequence[int]] = None,
+    profiler_steps: Sequence[int] | None = None,
     num_candidates: int = 2,
     *,
     hta_compat: bool = False,
-    scorer: Optional[Callable[..., pd.Series]] = None,
-    symbol_table: Optional[SymbolTableView] = None,
+    scorer: Callable[..., pd.Series] | None = None,
+    symbol_table: SymbolTableView | None = None,
 ) -> list[int]:
     """HTA's ``get_potential_stragglers`` on HTA-style tables.
 
@@ -225,7 +225,7 @@ def hta_potential_stragglers(
 
 
 # --------------------------------------------------------------------------- native view
-def collective_waits(job, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+def collective_waits(job, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     """Every communication kernel instance matched across ranks, with each rank's waiting time.
 
     The k-th occurrence of a communication kernel name within a step on one rank
@@ -240,7 +240,7 @@ def collective_waits(job, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame
         duration (latest start breaks ties), whom the others waited for.
     """
     from holotrace.analysis._select import job_ranks
-    from holotrace.model.classify import Kind, KernelType
+    from holotrace.model.classify import KernelType, Kind
 
     parts = []
     for r in job_ranks(job, ranks):
@@ -285,7 +285,7 @@ def collective_waits(job, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame
     return out
 
 
-def straggler_report(job, ranks: Optional[Sequence[int]] = None, waits: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+def straggler_report(job, ranks: Sequence[int] | None = None, waits: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per step and rank: time spent waiting in collectives, and time the others waited for it.
 
     Returns:
@@ -318,7 +318,7 @@ def straggler_report(job, ranks: Optional[Sequence[int]] = None, waits: Optional
     return out[cols]
 
 
-def straggler_summary(job, report: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+def straggler_summary(job, report: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per rank over all steps: how often it was the straggler and how long others waited for it.
 
     Returns:

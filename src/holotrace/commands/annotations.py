@@ -21,7 +21,7 @@ from holotrace.analysis import annotations as _anno
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 
-__all__ = ["add_parser", "run", "build_report"]
+__all__ = ["add_parser", "build_report", "run"]
 
 
 def add_parser(sub) -> None:

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import launches as _launches
+from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
-from holotrace.analysis.annotations import shorten_names
 
-__all__ = ["add_parser", "run", "build_report", "summary_lines"]
+__all__ = ["add_parser", "build_report", "run", "summary_lines"]
 
 
 def add_parser(sub) -> None:
@@ -92,9 +92,9 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
     })
     digits.update({"cpu avg": 1, "gpu avg": 1, "delay p50": 1, "delay max": 1})
     sections = [Section("launch_summary", "Kernel launches per rank (us)", shown,
-                        [f"short = GPU work shorter than its launch call (launch-bound); slow = launch call over "
-                         f"{runtime_cutoff:g} us; late = GPU work started over {launch_delay_cutoff:g} us after the "
-                         f"call ended (queued behind other work)"], digits=digits)]
+                        [(f"short = GPU work shorter than its launch call (launch-bound); slow = launch call over "
+                          f"{runtime_cutoff:g} us; late = GPU work started over {launch_delay_cutoff:g} us after the "
+                          f"call ended (queued behind other work)")], digits=digits)]
     data = {"launch_summary": summary, "launches": allrows}
     if allrows.empty:
         sections[0].notes.append("no launch call paired with GPU work (CPU-only trace, or no correlation ids)")
@@ -126,8 +126,8 @@ def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> lis
         return ["launch delay: no launch call paired with GPU work"]
     d = allrows["launch_delay"].to_numpy()
     n_out = int(allrows["launch_delay_outlier"].sum())
-    lines = [f"launch delay: median {np.median(d):.1f} us, p95 {np.percentile(d, 95):.1f} us over {len(d)} launches; "
-             f"{n_out} above {launch_delay_cutoff:g} us"]
+    lines = [(f"launch delay: median {np.median(d):.1f} us, p95 {np.percentile(d, 95):.1f} us over {len(d)} launches; "
+              f"{n_out} above {launch_delay_cutoff:g} us")]
     worst = allrows[allrows["launch_delay_outlier"]].sort_values(["launch_delay", "rank"], ascending=[False, True],
                                                                  kind="stable").head(top)
     for row in worst.itertuples(index=False):

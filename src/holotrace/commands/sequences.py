@@ -16,12 +16,12 @@ from pathlib import Path
 import pandas as pd
 
 from holotrace.analysis import sequences as _seq
+from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
-from holotrace.analysis.annotations import shorten_names
 
-__all__ = ["add_parser", "run", "build_report"]
+__all__ = ["add_parser", "build_report", "run"]
 
 
 def add_parser(sub) -> None:
@@ -67,8 +67,8 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
     r = job.ranks[0] if rank is None else int(rank)
     res = _seq.frequent_kernel_sequences(job, op, rank=r, min_pattern_len=min_pattern_len, match=match, roots=roots)
     pats = res.patterns
-    header = [f"job     {job.path}", f"rank    {r}", f"op      {op!r} ({match} match, {roots} instances, "
-                                                           f"at least {min_pattern_len} kernels)"]
+    header = [f"job     {job.path}", f"rank    {r}",
+              f"op      {op!r} ({match} match, {roots} instances, at least {min_pattern_len} kernels)"]
     shown = pd.DataFrame({
         "count": pats["count"].to_numpy(),
         "GPU ms": pats["GPU kernel duration (us)"].to_numpy() / 1e3,
@@ -78,8 +78,7 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
     })
     lines = []
     if pats.empty:
-        lines.append(f"no instance of {op!r} launches {min_pattern_len} or more kernels on rank {r} "
-                     "(try --min-len 1, or --match regex)")
+        lines.append(f"no instance of {op!r} launches {min_pattern_len} or more kernels on rank {r} (try --min-len 1, or --match regex)")
     if overlay_dir and not pats.empty:
         d = Path(overlay_dir)
         d.mkdir(parents=True, exist_ok=True)
@@ -88,8 +87,8 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
                                          compress_other_kernels=False)
         header.append(f"overlay {path}")
     section = Section("sequences", f"Most frequent kernel sequences under {op}", shown,
-                      ["sequence = operator > kernels in start order (kernel names shortened for display; "
-                       "--format csv/json has the full names)"], digits={"GPU ms": 3, "CPU ms": 3},
+                      [("sequence = operator > kernels in start order (kernel names shortened for display; "
+                        "--format csv/json has the full names)")], digits={"GPU ms": 3, "CPU ms": 3},
                       max_rows=top, lines=lines)
     meta = {"path": job.path, "rank": r, "op": op, "match": match, "roots": roots, "min_pattern_len": min_pattern_len}
     return Report(title="holotrace sequences: kernel sequences under an operator", sections=[section],

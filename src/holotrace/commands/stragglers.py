@@ -16,11 +16,11 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
+from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
-from holotrace.analysis.annotations import shorten_names
 
-__all__ = ["add_parser", "run", "build_report", "summary_lines", "hta_candidates"]
+__all__ = ["add_parser", "build_report", "hta_candidates", "run", "summary_lines"]
 
 
 def add_parser(sub) -> None:
@@ -117,5 +117,6 @@ def summary_lines(job) -> list[str]:
         w = worst.iloc[0]
         ev = f"; worst: {shorten_names([str(w['worst_collective'])])[0][:50]} in step {int(w['step'])}, " \
              f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
-    return [f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
-            f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})"]
+    line = (f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
+            f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})")
+    return [line]

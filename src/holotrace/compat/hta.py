@@ -81,7 +81,15 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
         cache: bool = True,
         workers: Optional[int] = None,
         strict: bool = False,
+        hta_compat: bool = False,
     ):
+        """HTA's constructor; the keyword-only arguments are holotrace's.
+
+        ``hta_compat=True`` makes the launch, kernel-sequence, user-annotation and straggler methods
+        reproduce HTA's known bugs too (see docs/compatibility.md); each of those methods also takes
+        ``hta_compat`` per call. The breakdown methods always return HTA's numbers.
+        """
+        self.hta_compat = bool(hta_compat)
         if job is None:
             job = _load(trace_files, trace_dir, cache=cache, workers=workers, strict=strict)
         self.job = job

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 import pandas as pd
 
@@ -49,7 +49,7 @@ class LaunchAndAnnotationMethods:
     """Mixin with HTA's launch/annotation/straggler methods."""
 
     # ------------------------------------------------------------------ helpers
-    def _compat(self, hta_compat: Optional[bool]) -> bool:
+    def _compat(self, hta_compat: bool | None) -> bool:
         if hta_compat is not None:
             return bool(hta_compat)
         return bool(getattr(self, "hta_compat", False))
@@ -68,13 +68,13 @@ class LaunchAndAnnotationMethods:
     # ------------------------------------------------------------------ launches
     def get_cuda_kernel_launch_stats(
         self,
-        ranks: Optional[List[int]] = None,
+        ranks: list[int] | None = None,
         runtime_cutoff: int = 50,
         launch_delay_cutoff: int = 100,
         include_memory_events: bool = True,
         visualize: bool = False,
-        hta_compat: Optional[bool] = None,
-    ) -> Dict[int, pd.DataFrame]:
+        hta_compat: bool | None = None,
+    ) -> dict[int, pd.DataFrame]:
         """CPU launch duration, GPU duration and launch delay (µs) of every launch, per rank.
 
         Columns ``correlation, cpu_duration, gpu_duration, launch_delay`` (HTA's),
@@ -89,7 +89,7 @@ class LaunchAndAnnotationMethods:
         launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing.
         """
         compat = self._compat(hta_compat)
-        out: Dict[int, pd.DataFrame] = {}
+        out: dict[int, pd.DataFrame] = {}
         for r in self._ranks_arg(ranks):
             stats = _launch.hta_launch_stats(self._frame(r), include_memory_events, hta_compat=compat)
             out[r] = _launch.add_flags(stats, runtime_cutoff, launch_delay_cutoff)
@@ -99,11 +99,11 @@ class LaunchAndAnnotationMethods:
 
     def get_aten_op_kernels_and_delay(
         self,
-        ranks: Optional[List[int]] = None,
-        sort_by: Optional[List[str]] = None,
+        ranks: list[int] | None = None,
+        sort_by: list[str] | None = None,
         visualize: bool = False,
-        hta_compat: Optional[bool] = None,
-    ) -> Dict[int, pd.DataFrame]:
+        hta_compat: bool | None = None,
+    ) -> dict[int, pd.DataFrame]:
         """Per ATen operator and kernel sequence: occurrences and mean delays (µs), per rank.
 
         ``avg_aten_op_launch_delay`` = operator start → first launch call;
@@ -117,7 +117,7 @@ class LaunchAndAnnotationMethods:
         """
         compat = self._compat(hta_compat)
         chosen = self._ranks_arg(ranks)
-        out: Dict[int, pd.DataFrame] = {}
+        out: dict[int, pd.DataFrame] = {}
         carried: list[pd.DataFrame] = []
         for r in chosen:
             rec, skipped = _aten.aten_launch_records(
@@ -145,7 +145,7 @@ class LaunchAndAnnotationMethods:
         top_k: int = 5,
         visualize: bool = False,
         compress_other_kernels: bool = True,
-        hta_compat: Optional[bool] = None,
+        hta_compat: bool | None = None,
     ) -> pd.DataFrame:
         """The most frequent GPU kernel sequences launched under operators named like ``operator_name``.
 
@@ -200,8 +200,8 @@ class LaunchAndAnnotationMethods:
         rank: int,
         expand_names: bool = True,
         shorten_names: bool = True,
-        hta_compat: Optional[bool] = None,
-    ) -> Optional[pd.DataFrame]:
+        hta_compat: bool | None = None,
+    ) -> pd.DataFrame | None:
         """Every GPU operation of ``rank`` with the innermost GPU user annotation it runs under.
 
         Output: the rank table's GPU rows (kernels, memcpy/memset, stream syncs,
@@ -227,10 +227,10 @@ class LaunchAndAnnotationMethods:
         visualize: bool = False,
         duration_ratio: float = 0.8,
         num_kernels: int = 1000,
-        allowlist_patterns: Optional[List[str]] = None,
-        image_renderer: Optional[str] = None,
+        allowlist_patterns: list[str] | None = None,
+        image_renderer: str | None = None,
         regex: bool = False,
-    ) -> Optional[pd.DataFrame]:
+    ) -> pd.DataFrame | None:
         """Time per user annotation per rank, top-k with ``others`` (HTA's aggregation, quirks kept).
 
         ``use_gpu_annotation``: GPU-timeline ranges (``gpu_user_annotation``);
@@ -254,12 +254,12 @@ class LaunchAndAnnotationMethods:
     # ------------------------------------------------------------------ stragglers
     def get_potential_stragglers(
         self,
-        profiler_steps: Optional[List[int]] = None,
+        profiler_steps: list[int] | None = None,
         num_candidates: int = 2,
         visualize: bool = False,
-        straggler_identification_impl: Optional[Callable[..., pd.Series]] = None,
-        hta_compat: Optional[bool] = None,
-    ) -> List[int]:
+        straggler_identification_impl: Callable[..., pd.Series] | None = None,
+        hta_compat: bool | None = None,
+    ) -> list[int]:
         """Ranks most likely to hold the others back, most likely first (HTA's late-start method).
 
         Fixed by default: communication kernels are recognised by the shared
@@ -288,7 +288,7 @@ class LaunchAndAnnotationMethods:
 
 
 # ---------------------------------------------------------------------- helpers
-def _writable_dir_problem(path) -> Optional[str]:
+def _writable_dir_problem(path) -> str | None:
     """Why ``path`` cannot take the overlay file, or None."""
     try:
         p = Path(path)
@@ -303,7 +303,7 @@ def _writable_dir_problem(path) -> Optional[str]:
     return None
 
 
-def _launch_figures(stats: Dict[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list:
+def _launch_figures(stats: dict[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list:
     import plotly.express as px
 
     figs = []
@@ -317,7 +317,7 @@ def _launch_figures(stats: Dict[int, pd.DataFrame], runtime_cutoff, launch_delay
     return figs
 
 
-def _aten_figures(out: Dict[int, pd.DataFrame]) -> list:
+def _aten_figures(out: dict[int, pd.DataFrame]) -> list:
     import plotly.graph_objects as go
 
     figs = []
@@ -342,7 +342,7 @@ def _annotation_figures(out: pd.DataFrame) -> list:
     return [px.pie(part, values="sum (us)", names="name", title=f"Rank {r}") for r, part in out.groupby("rank")]
 
 
-def _straggler_figures(ranks: List[int]) -> list:
+def _straggler_figures(ranks: list[int]) -> list:
     import plotly.express as px
 
     return [px.bar(x=[str(r) for r in ranks], y=list(range(len(ranks), 0, -1)), title="Potential stragglers")]
