@@ -68,6 +68,7 @@ def _event_type(lenient: bool, raw_args: bool):
             "LenientArgs" if lenient else "Args",
             _arg_fields(ARG_SPECS + META_ARG_SPECS, lenient),
             forbid_unknown_fields=False,
+            gc=False,
         )
     anyish = Any
     fields = [
@@ -83,7 +84,8 @@ def _event_type(lenient: bool, raw_args: bool):
         ("s", Any, None),
         ("args", msgspec.Raw, _EMPTY_RAW) if raw_args else ("args", Optional[args_t], None),
     ]
-    return msgspec.defstruct("Event" + ("Lenient" if lenient else "") + ("Raw" if raw_args else ""), fields)
+    # gc=False: records hold no cycles; untracked objects are cheaper to create and to free
+    return msgspec.defstruct("Event" + ("Lenient" if lenient else "") + ("Raw" if raw_args else ""), fields, gc=False)
 
 
 _EVENT = _event_type(False, False)
@@ -92,7 +94,7 @@ _EVENT_RAWARGS = _event_type(True, True)
 _ARGS_PY = msgspec.defstruct("ArgsPy", [(name, Any, msgspec.field(name=f.name, default=None)) for name, _, f in _arg_fields(ARG_SPECS + META_ARG_SPECS, True)])
 _EVENT_PY = msgspec.defstruct("EventPy", [(f, Any, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s")] + [("args", Optional[_ARGS_PY], None)])
 
-_ARGS_T = msgspec.defstruct("ArgsDefault", _arg_fields(ARG_SPECS + META_ARG_SPECS, False))
+_ARGS_T = msgspec.defstruct("ArgsDefault", _arg_fields(ARG_SPECS + META_ARG_SPECS, False), gc=False)
 _EMPTY_ARGS = _ARGS_T()
 
 # Which args each category carries (lower-cased category); other categories get every arg.
@@ -275,29 +277,28 @@ class _Strings:
     """File-local string table: id = order of first appearance."""
 
     def __init__(self) -> None:
-        self.index: dict = {}
+        self.index: dict = {None: -1}  # None (absent) interns to -1
         self.table: list[str] = []
 
     def ids(self, values: list) -> np.ndarray:
-        """Intern values (None -> -1); hashing is done by pandas in C."""
-        if not values:
+        """Intern values (None -> -1) with one dict lookup each; new strings take the next id."""
+        n = len(values)
+        if not n:
             return np.empty(0, dtype=np.int32)
-        if values.count(None) == len(values):
-            return np.full(len(values), -1, dtype=np.int32)
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = values
-        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        if values.count(None) == n:
+            return np.full(n, -1, dtype=np.int32)
         index, table = self.index, self.table
-        remap = np.empty(len(uniques) + 1, dtype=np.int32)
-        remap[-1] = -1  # factorize's NA code -1 indexes the last slot
-        for j, v in enumerate(uniques.tolist()):
-            k = index.get(v)
-            if k is None:
-                k = len(table)
-                index[v] = k
+        get = index.get
+        out = np.fromiter([get(v, -2) for v in values], dtype=np.int32, count=n)
+        for k in np.flatnonzero(out == -2).tolist():  # values not seen before
+            v = values[k]
+            x = get(v)
+            if x is None:
+                x = len(table)
+                index[v] = x
                 table.append(v if isinstance(v, str) else _to_text(v))
-            remap[j] = k
-        return remap[codes]
+            out[k] = x
+        return out
 
     def raw_ids(self, raws: list) -> np.ndarray:
         # Raw values are interned by their bytes; the text is the raw JSON.
@@ -509,28 +510,46 @@ class _Builder:
         for gi, cid in enumerate(uniq.tolist()):
             cat = S.table[cid].lower() if cid >= 0 else ""
             specs = ARGS_BY_CATEGORY.get(cat, ARG_SPECS)
+            if not specs:
+                continue
             if len(uniq) == 1:
                 rows = None
-                A = [e.args if e.args is not None else _EMPTY_ARGS for e in evs]
+                A = [e.args for e in evs]
             else:
                 rows = np.flatnonzero(inv == gi)
                 A = [evs[i].args for i in rows.tolist()]
+            if None in A:
                 A = [a if a is not None else _EMPTY_ARGS for a in A]
-            for spec in specs:
-                vals = list(map(attrgetter(spec.column), A))
-                if spec.kind == "int":
-                    col = _int_column(vals, spec.default, spec.column, self.path, self.problems)
-                elif spec.kind == "float":
-                    col = _float_column([spec.default if v is None else v for v in vals])
-                elif spec.kind == "str":
-                    col = S.ids(vals)
-                else:
-                    col = S.raw_ids(vals)
+            for column, col in self._extract(specs, A):
                 if rows is None:
-                    out[spec.column] = col
+                    out[column] = col
                 else:
-                    out[spec.column][rows] = col
+                    out[column][rows] = col
         return out
+
+    def _extract(self, specs: tuple, A: list):
+        """(column, array) for each spec: one generated pass over the records, integers converted at once."""
+        ints, lists = _extractor(specs)(A)
+        int_specs = [sp for sp in specs if sp.kind == "int"]
+        other_specs = [sp for sp in specs if sp.kind != "int"]
+        n = len(A)
+        if int_specs:
+            k = len(int_specs)
+            try:
+                m = np.fromiter(ints, dtype=np.int64, count=n * k).reshape(n, k)
+                for j, sp in enumerate(int_specs):
+                    yield sp.column, np.ascontiguousarray(m[:, j])
+            except (TypeError, ValueError, OverflowError):  # strings, floats or huge ints somewhere: column by column
+                for j, sp in enumerate(int_specs):
+                    yield sp.column, _int_column(ints[j::k], sp.default, sp.column, self.path, self.problems)
+        S = self.strings
+        for sp, vals in zip(other_specs, lists):
+            if sp.kind == "float":
+                yield sp.column, _float_column([sp.default if v is None else v for v in vals])
+            elif sp.kind == "str":
+                yield sp.column, S.ids(vals)
+            else:
+                yield sp.column, S.raw_ids(vals)
 
     def _side(self, evs: list, others: list[int], base: int, exact: bool, raw_evs) -> None:
         groups: dict[str, list[int]] = {}
@@ -638,6 +657,35 @@ def compact_ints(a: np.ndarray) -> np.ndarray:
         if info.min <= lo and hi <= info.max:
             return a.astype(dt) if np.dtype(dt).itemsize < a.dtype.itemsize else a
     return a
+
+
+_EXTRACTORS: dict = {}
+
+
+def _extractor(specs: tuple):
+    """A generated function: one loop over arg records gathering every spec's value.
+
+    Integer args go into one flat list (converted by a single ``np.fromiter``), the others into a
+    list each. Generated once per category's spec list.
+    """
+    key = tuple(sp.column for sp in specs)
+    f = _EXTRACTORS.get(key)
+    if f is None:
+        ints = [sp.column for sp in specs if sp.kind == "int"]
+        others = [sp.column for sp in specs if sp.kind != "int"]
+        lines = ["def extract(A):", "    I = []", "    ext = I.extend"]
+        lines += [f"    c{k} = []\n    p{k} = c{k}.append" for k in range(len(others))]
+        lines.append("    for a in A:")
+        if ints:
+            lines.append("        ext((" + ", ".join(f"a.{c}" for c in ints) + ",))")
+        lines += [f"        p{k}(a.{c})" for k, c in enumerate(others)]
+        if not ints and not others:
+            lines.append("        pass")
+        lines.append("    return I, [" + ", ".join(f"c{k}" for k in range(len(others))) + "]")
+        ns: dict = {}
+        exec("\n".join(lines), ns)  # the code is built from this module's own column names only
+        f = _EXTRACTORS[key] = ns["extract"]
+    return f
 
 
 def _raw_text(r) -> Optional[str]:
