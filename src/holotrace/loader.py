@@ -31,7 +31,7 @@ PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one proc
 
 def _load_file(task: tuple) -> DecodedFile:
     """Worker: one file to derived columns, through the cache."""
-    path, use_cache, cache_dir, all_args, piece_workers = task
+    path, use_cache, cache_dir, all_args, piece_workers, in_parent = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args)
         if hit is not None:
@@ -47,7 +47,10 @@ def _load_file(task: tuple) -> DecodedFile:
         if gc_was:
             gc.enable()
     if use_cache:
-        cache_mod.store(d, cache_dir, all_args)
+        if in_parent:
+            cache_mod.store_in_background(d, cache_dir, all_args)
+        else:
+            cache_mod.store(d, cache_dir, all_args)
     return d
 
 
@@ -79,7 +82,9 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     if len(files) < cores and (workers is None or workers > 1):
         piece_workers = min(cores, workers or cores)
         n_workers = 1
-    tasks = [(f.path, cache, cdir, all_args, piece_workers if s > PIECE_PARALLEL_MIN_BYTES else 1) for f, s in zip(files, sizes)]
+    in_parent = n_workers <= 1 or len(files) <= 1
+    tasks = [(f.path, cache, cdir, all_args, piece_workers if s > PIECE_PARALLEL_MIN_BYTES else 1, in_parent)
+             for f, s in zip(files, sizes)]
     t0 = time.perf_counter()
 
     def done(i: int, _r) -> None:
@@ -91,11 +96,12 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     traces: dict[int, RankTrace] = {}
     findings = list(found.findings)
     for f, d in zip(files, decoded):
+        first = len(strings) == 0
         remap = strings.merge(d.strings)
         tables = {}
         for tname, id_cols in _ID_COLUMNS.items():
             cols = dict(getattr(d, tname))
-            for col in id_cols:
+            for col in id_cols if not first else ():  # the first file's ids are the job's ids
                 if col in cols:
                     v = cols[col]
                     cols[col] = np.where(v >= 0, remap[np.clip(v, 0, None)], -1).astype(np.int32) if len(remap) else v

@@ -127,13 +127,14 @@ def test_cache_reload_is_identical(tmp_path, monkeypatch):
     tb.launch_kernel("gemm", 10, 5, 20, 30.5)
     f = tb.write(tmp_path / "t.json.gz")
     cdir = tmp_path / "cache"
+    from holotrace.ingest import cache
+
     a = holotrace.load(f, cache_dir=cdir)
+    cache.flush()  # the entry is written on a background thread
     assert len(list(cdir.iterdir())) == 1
     b = holotrace.load(f, cache_dir=cdir)
     for col in ("ts_ns", "dur_ns", "name", "kind", "partner", "iteration"):
         assert a.rank(0).columns[col].tolist() == b.rank(0).columns[col].tolist()
     assert a.strings.decode(a.rank(0).columns["name"]).tolist() == b.strings.decode(b.rank(0).columns["name"]).tolist()
-    from holotrace.ingest import cache
-
     n, _ = cache.clear(cdir)
     assert n == 1 and not list(cdir.iterdir())
