@@ -91,7 +91,15 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         if progress:
             progress(i + 1, len(files), files[i].path)
 
-    decoded = run_map(_load_file, tasks, n_workers, done)
+    # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
+    decoded: list = [cache_mod.load(f.path, cdir, all_args) if cache else None for f in files]
+    misses = [i for i, d in enumerate(decoded) if d is None]
+    for i, d in enumerate(decoded):
+        if d is not None:
+            done(i, d)
+    for i, d in zip(misses, run_map(_load_file, [tasks[i] for i in misses], n_workers if len(misses) > 1 else 1,
+                                    lambda k, r: done(misses[k], r))):
+        decoded[i] = d
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
     findings = list(found.findings)
