@@ -31,8 +31,8 @@ generated independently, so ranks are generated in parallel processes.
 
 Example::
 
-    python benchmarks/generate.py --out /tmp/job --ranks 8 --target-mb 60
-    python benchmarks/generate.py --out /tmp/one --ranks 1 --world-size 8 --target-mb 500 --gzip
+    python benchmarks/generate.py --out jobs/job --ranks 8 --target-mb 60
+    python benchmarks/generate.py --out jobs/one --ranks 1 --world-size 8 --target-mb 500 --gzip
 
 Sizes are in MB of 10**6 bytes of uncompressed JSON per rank (approximate: the
 number of transformer blocks is chosen to reach the target for the given number
@@ -688,7 +688,7 @@ class RankTrace:
             f',\n  {{\n    "name": "Record Window End", "ph": "i", "s": "g",\n'
             f'    "pid": "", "tid": "", "ts": {ts(end)}\n  }}\n'
             "  ],\n"
-            f'  "traceName": "/tmp/holotrace_generated_rank{self.rank}.pt.trace.json",\n'
+            f'  "traceName": "holotrace_generated_rank{self.rank}.pt.trace.json",\n'
             '  "displayTimeUnit": "ms",\n'
             f'  "baseTimeNanoseconds": {self.base_ns}\n'
             "}\n"
