@@ -23,7 +23,6 @@ from holotrace.model.validate import findings_from_problems, validate_job
 
 log = logging.getLogger("holotrace")
 
-_ID_COLUMNS = ID_COLUMNS
 
 PathLike = Union[str, Path]
 PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one process
@@ -107,7 +106,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         first = len(strings) == 0
         remap = strings.merge(d.strings)
         tables = {}
-        for tname, id_cols in _ID_COLUMNS.items():
+        for tname, id_cols in ID_COLUMNS.items():
             cols = dict(getattr(d, tname))
             for col in id_cols if not first else ():  # the first file's ids are the job's ids
                 if col in cols:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import holotrace
 from holotrace.ingest.decode import decode_file
 from holotrace.ingest.schema import ID_COLUMNS
-from conftest import SHARED, shared_or_skip
+from conftest import shared_or_skip
 from tracebuilder import TraceBuilder
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from holotrace import TraceAnalysis
 from holotrace.analysis import steps, temporal

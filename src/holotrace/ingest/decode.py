@@ -20,13 +20,11 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
 
 import msgspec
 import numpy as np
-import pandas as pd
 
 from holotrace.errors import TraceEventError, TraceFormatError, TraceNotFoundError, TraceReadError
 from holotrace.ingest.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
@@ -779,7 +777,7 @@ def decode_piece_state(data: bytes, path: str, all_args: bool) -> dict:
     return b.state()
 
 
-def _json_error(path: str, e: Exception, offset: int = 0) -> TraceFormatError:
+def _json_error(path: str, e: Exception) -> TraceFormatError:
     msg = str(e)
     return TraceFormatError(f"not valid JSON ({msg})", path=path, fix="the file is damaged or not a JSON trace")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Iterable, Optional
+from typing import Iterable
 
 import numpy as np
 
@@ -125,16 +125,6 @@ def hta_profiler_step_number(name: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def kind_of_category(cat: Optional[str], name: str = "") -> Kind:
-    """Kind of one event from its category (and name, for MTIA device events)."""
-    if cat is None:
-        return Kind.OTHER
-    k = CATEGORY_KINDS.get(cat.lower(), Kind.OTHER)
-    if k is Kind.KERNEL and cat == "mtia_ccp_events" and name.startswith("dma"):
-        return Kind.MEMCPY
-    return k
-
-
 def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:
     """Kernel type of one GPU activity name (full, unshortened)."""
     if _COMM.match(name) or (not hta_compat and _COMM_EXTRA.match(name)):
@@ -159,10 +149,6 @@ def kernel_type_of_names(names: Iterable[str], *, hta_compat: bool = False) -> n
 def is_communication_kernel_names(names: Iterable[str]) -> np.ndarray:
     """Every communication kernel family: nccl*/ncclKernel*/ncclDevKernel*, rccl*, hccl*, hip collectives."""
     return kernel_type_of_names(names) == KernelType.COMMUNICATION
-
-
-def is_launch_names(names: Iterable[str]) -> np.ndarray:
-    return np.array([n in LAUNCH_APIS for n in names], dtype=bool)
 
 
 def profiler_step_number(name: str) -> int:

@@ -183,8 +183,3 @@ def _filter_last_step(df: pd.DataFrame, step_ids: list[int], min_ts: int, includ
     kept_corr = np.unique(kept_cpu["correlation"].to_numpy())
     kept_gpu = gpu[np.isin(gpu["correlation"].to_numpy(), kept_corr)]
     return pd.concat([kept_gpu, kept_cpu], ignore_index=True)
-
-
-def hta_symbol_names(job) -> list[str]:
-    """The string table that ``name``/``cat`` ids of ``hta_frame`` index into."""
-    return job.strings.table

@@ -200,9 +200,6 @@ class Job:
                 return di["world_size"]
         return None
 
-    def findings_for(self, severity: Optional[str] = None) -> list[Finding]:
-        return [f for f in self.findings if severity is None or f.severity == severity]
-
     @property
     def cross_rank_warning(self) -> Optional[str]:
         """A sentence to print beside any cross-rank number, when ranks are missing or duplicated."""

@@ -6,7 +6,6 @@ whole job) returning ``Finding`` objects; ``validate_job`` runs them all.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
@@ -104,7 +103,3 @@ def validate_job(job: Job) -> list[Finding]:
         out.extend(check_rank(job, t))
     out.extend(check_job(job))
     return out
-
-
-def short(path: str) -> str:
-    return Path(path).name
