@@ -63,7 +63,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     path: folder, file, or list of files (plain or gzipped Kineto JSON; names do not matter).
     strict: raise :class:`~holotrace.errors.JobConsistencyError` on missing, duplicated or mixed ranks
         and on damaged files, instead of reporting them as findings.
-    cache: reuse/write decoded tables in the Parquet cache (``cache_dir``, default the user's cache dir).
+    cache: reuse/write decoded tables in the on-disk cache (``cache_dir``, default the user's cache dir).
     workers: processes used to decode files (default: cores, bounded by memory).
     all_args: also keep every event's raw ``args`` text (``RankTrace.raw_args``).
     progress: called as ``progress(done, total, file)`` after each file.

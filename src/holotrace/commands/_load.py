@@ -17,7 +17,7 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="folder of per-rank trace files, or one trace file (.json or .json.gz)")
     g = p.add_argument_group("loading")
     g.add_argument("--strict", action="store_true", help="fail on missing/duplicated/mixed ranks or damaged files instead of reporting them")
-    g.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the Parquet cache")
+    g.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
     g.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")
     g.add_argument("--workers", type=int, metavar="N", help="processes decoding files (default: cores, bounded by memory)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")

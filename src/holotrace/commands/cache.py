@@ -1,4 +1,4 @@
-"""``holotrace cache clear|dir``: manage the Parquet cache of decoded files."""
+"""``holotrace cache clear|dir``: manage the cache of decoded files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from holotrace.ingest import cache
 
 def add_parser(sub) -> None:
     p = sub.add_parser("cache", help="show or clear the cache of decoded traces",
-                       description="Decoded traces are cached as Parquet (keyed by path, size, mtime and format "
+                       description="Decoded traces are cached as Arrow IPC files (keyed by path, size, mtime and format "
                                    "version) so that a second load is fast. 'dir' prints the folder, 'clear' empties it.")
     p.add_argument("action", choices=("clear", "dir"))
     p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")

@@ -1,4 +1,4 @@
-"""Parquet cache of decoded files.
+"""On-disk cache of decoded files (Arrow IPC files, lz4-compressed).
 
 One folder per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), keyed by the
@@ -6,6 +6,12 @@ file's absolute path, size, mtime and the decoder's format version. Nothing is
 ever written next to the traces unless the caller passes that folder as
 ``cache_dir``. Entries are written to a temporary folder and renamed, so a
 crash never leaves a half-written entry behind.
+
+Why Arrow IPC and not Parquet: a cached rank must come back many times faster
+than it decodes. For a 509 MB JSON rank (1.2 M events, 55 columns) reading the
+events table took 0.19-0.33 s from lz4 Parquet and 0.08-0.13 s from lz4 Arrow
+IPC, whose buffers become numpy arrays without a copy, at a smaller size on
+disk (36 MB vs 39 MB). Parquet stays the format of holotrace's *outputs*.
 """
 
 from __future__ import annotations
@@ -53,14 +59,15 @@ def load(path: str | Path, cache_dir: Path, all_args: bool = False) -> Optional[
     if not info_file.exists():
         return None
     try:
-        import pyarrow.parquet as pq
+        import pyarrow as pa
 
         info = json.loads(info_file.read_text(encoding="utf-8"))
         tables = {}
         for t in TABLES:
-            f = entry / f"{t}.parquet"
+            f = entry / f"{t}.arrow"
             if f.exists():
-                tab = pq.read_table(f, use_threads=True, memory_map=True)
+                with pa.OSFile(str(f), "rb") as fh:
+                    tab = pa.ipc.open_file(fh).read_all()
                 tables[t] = {name: _to_numpy(tab.column(name)) for name in tab.column_names}
             else:
                 tables[t] = {}
@@ -112,7 +119,6 @@ def store(d: DecodedFile, cache_dir: Path, all_args: bool = False) -> Optional[P
     """Write ``d`` to the cache; returns the entry folder, or None when the cache is not writable."""
     try:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         cache_dir.mkdir(parents=True, exist_ok=True)
         entry = cache_dir / key_for(d.path, all_args)
@@ -121,9 +127,9 @@ def store(d: DecodedFile, cache_dir: Path, all_args: bool = False) -> Optional[P
             cols = getattr(d, t)
             if cols:
                 table = pa.table({k: pa.array(v) for k, v in cols.items()})
-                # one row group, no dictionary pages: measured 2.5x faster to write than the defaults, as fast to read
-                pq.write_table(table, tmp / f"{t}.parquet", compression="lz4", use_dictionary=False,
-                               row_group_size=max(table.num_rows, 1))
+                options = pa.ipc.IpcWriteOptions(compression="lz4")
+                with pa.OSFile(str(tmp / f"{t}.arrow"), "wb") as fh, pa.ipc.new_file(fh, table.schema, options=options) as w:
+                    w.write_table(table)
         info = {
             "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
             "ts_is_float": d.ts_is_float, "problems": [p.__dict__ for p in d.problems], "format": d.format,

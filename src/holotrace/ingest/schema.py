@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 3  # bump whenever decoded columns change: invalidates caches
+FORMAT_VERSION = 4  # bump whenever decoded columns change: invalidates caches
 
 
 @dataclass(frozen=True)

@@ -204,5 +204,6 @@ def kinds(cat_ids: np.ndarray, name_ids: np.ndarray, table: list[str]) -> np.nda
 
 def unknown_categories(cat_ids: np.ndarray, table: list[str]) -> dict[str, int]:
     """Categories no rule knows, with their event counts (reported, never dropped)."""
-    ids, counts = np.unique(cat_ids[cat_ids >= 0], return_counts=True)
-    return {table[i]: int(c) for i, c in zip(ids.tolist(), counts.tolist()) if table[i].lower() not in CATEGORY_KINDS}
+    counts = np.bincount(cat_ids[cat_ids >= 0], minlength=len(table))  # ids are dense: a count per string
+    ids = np.flatnonzero(counts)
+    return {table[i]: int(counts[i]) for i in ids.tolist() if table[i].lower() not in CATEGORY_KINDS}
