@@ -10,7 +10,7 @@ import pandas as pd
 from holotrace.errors import RankNotFoundError
 from holotrace.model.classify import GPU_ACTIVITY, KernelType, kernel_type_of_names
 
-__all__ = ["decode", "gpu_activity", "hta_kernel_types", "job_ranks", "KernelType"]
+__all__ = ["decode", "gpu_activity", "hta_kernel_types", "hta_stream_rows", "job_ranks", "name_codes", "KernelType"]
 
 _GPU_ACTIVITY_CODES = [int(k) for k in GPU_ACTIVITY]
 
@@ -40,10 +40,40 @@ def decode(job, ids: np.ndarray) -> np.ndarray:
 
 
 def hta_kernel_types(names) -> np.ndarray:
-    """HTA's kernel type code of each full kernel name (rule table in HTA mode), one rule pass per distinct name."""
-    codes, uniques = pd.factorize(pd.Series(np.asarray(names, dtype=object)), use_na_sentinel=True)
+    """HTA's kernel type code of each full kernel name (rule table in HTA mode), one rule pass per distinct name.
+
+    ``names`` may be any array of str, or a :class:`pandas.Categorical` (then only its categories are classified).
+    """
+    if isinstance(names, pd.Categorical):
+        codes, uniques = names.codes, names.categories
+    else:
+        codes, uniques = pd.factorize(pd.Series(np.asarray(names, dtype=object)), use_na_sentinel=True)
     table = kernel_type_of_names([str(u) for u in uniques], hta_compat=True)
     out = np.full(codes.shape[0], int(KernelType.OTHER), dtype=np.int8)
     ok = codes >= 0
     out[ok] = table[codes[ok]]
     return out
+
+
+def hta_stream_rows(df: pd.DataFrame) -> np.ndarray:
+    """Positions of the rows of an HTA table that carry a stream (GPU activity and the like)."""
+    return np.flatnonzero(df["stream"].to_numpy() != -1)
+
+
+def name_codes(df: pd.DataFrame, rows: np.ndarray) -> pd.Categorical:
+    """The decoded names (``s_name``) of ``rows`` of an HTA table, as a Categorical of the distinct names.
+
+    When the table has integer name ids (``name``, as HTA's and holotrace's tables do), the rows are
+    grouped by id and only one string per distinct name is read, so no Python string is made per row.
+    """
+    ids = df["name"].to_numpy() if "name" in df.columns else None
+    if ids is not None and ids.dtype.kind in "iu":
+        codes, _ = pd.factorize(ids[rows])
+        _, first = np.unique(codes, return_index=True)
+        text = np.asarray(df["s_name"].array.take(rows[first]), dtype=object) if len(first) else np.empty(0, dtype=object)
+        # ids and names are 1:1 in a loaded table; re-factorize the few names to stay exact otherwise
+        again, names = pd.factorize(pd.Series(text, dtype=object))
+        codes = again[codes] if len(codes) else codes.astype(np.int64)
+    else:
+        codes, names = pd.factorize(pd.Series(np.asarray(df["s_name"].to_numpy()[rows], dtype=object), dtype=object))
+    return pd.Categorical.from_codes(codes, categories=pd.Index(np.asarray(names, dtype=object), dtype=object))

@@ -208,21 +208,23 @@ def _hta_rank(
     with_stats: bool,
     index_zero_quirk: bool,
 ) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
-    sel = (df["stream"].to_numpy() != -1) & np.isin(df["s_cat"].to_numpy(dtype=object), HTA_KERNEL_CATEGORIES)
-    k = df[sel]
+    stream_all = df["stream"].to_numpy()
+    rows = np.flatnonzero((stream_all != -1) & df["s_cat"].isin(HTA_KERNEL_CATEGORIES).to_numpy())
     # launch start: ts of the row whose `index` is the kernel's index_correlation
     # (spec 21 quirk: index_correlation 0 is "no partner in the table" -> FIX: no launch)
-    ic = k["index_correlation"].to_numpy()
-    launch = pd.Series(df["ts"].to_numpy(dtype=np.float64), index=df["index"].to_numpy())
+    ic = df["index_correlation"].to_numpy()[rows]
+    ts_all = df["ts"].to_numpy(dtype=np.float64)
+    launch = pd.Series(ts_all, index=df["index"].to_numpy())
     launch = launch[~launch.index.duplicated(keep="first")]
     first_valid = 0 if index_zero_quirk else 1
     launch_ts = np.where(ic >= first_valid, launch.reindex(ic).to_numpy(), np.nan)
+    stream = stream_all[rows]
     if streams is None or len(streams) == 0:
-        streams = list(pd.unique(k["stream"].to_numpy()))
-    ts = k["ts"].to_numpy(dtype=np.float64)
+        streams = list(pd.unique(stream))
+    ts = ts_all[rows]
     gaps = classify_gaps(
-        k["stream"].to_numpy(), ts, ts + k["dur"].to_numpy(dtype=np.float64), launch_ts,
-        k["index"].to_numpy(), delay, hta=True,
+        stream, ts, ts + df["dur"].to_numpy(dtype=np.float64)[rows], launch_ts,
+        df["index"].to_numpy()[rows], delay, hta=True,
     )
     stream_pos = {int(s): i for i, s in enumerate(streams)}
     gaps = gaps[np.isin(gaps["stream"].to_numpy(), list(stream_pos))]

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._select import KernelType, hta_kernel_types, decode, gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, decode, gpu_activity, hta_kernel_types, hta_stream_rows, job_ranks, name_codes
 from holotrace.analysis.topk import top_k, top_k_hta
 
 __all__ = [
@@ -256,11 +256,11 @@ def hta_kernel_breakdown(
     kernel_parts = []
     for rank in sorted(frames):
         df = frames[rank]
-        g = df[df["stream"].to_numpy() != -1]
-        names = g["s_name"].to_numpy(dtype=object)
+        rows = hta_stream_rows(df)
+        names = name_codes(df, rows)
         ktype = hta_kernel_types(names)
-        ts = g["ts"].to_numpy(dtype=np.float64)
-        dur = g["dur"].to_numpy(dtype=np.float64)
+        ts = df["ts"].to_numpy(dtype=np.float64)[rows]
+        dur = df["dur"].to_numpy(dtype=np.float64)[rows]
         times = type_times(ts, ts + dur, ktype, types, truncate=True)
         type_rows += [(label, int(v)) for label, v in times.items()]
         for t in types:

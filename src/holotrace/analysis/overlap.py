@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._select import KernelType, hta_kernel_types, gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, gpu_activity, hta_kernel_types, hta_stream_rows, job_ranks, name_codes
 
 __all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap", "hta_comm_comp_overlap", "HTA_COLUMNS"]
 
@@ -78,9 +78,10 @@ def hta_comm_comp_overlap(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for rank in sorted(frames):
         df = frames[rank]
-        g = df[df["stream"].to_numpy() != -1]
-        ts = g["ts"].to_numpy(dtype=np.float64)
-        t = overlap_times(ts, ts + g["dur"].to_numpy(dtype=np.float64), hta_kernel_types(g["s_name"].to_numpy(dtype=object)))
+        sel = hta_stream_rows(df)
+        ts = df["ts"].to_numpy(dtype=np.float64)[sel]
+        dur = df["dur"].to_numpy(dtype=np.float64)[sel]
+        t = overlap_times(ts, ts + dur, hta_kernel_types(name_codes(df, sel)))
         ratio = t.overlap / t.comm if t.comm != 0 else np.nan
         rows.append((int(rank), float(np.round(100 * ratio, 2))))
     out = pd.DataFrame(rows, columns=HTA_COLUMNS)

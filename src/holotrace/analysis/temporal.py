@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._select import KernelType, hta_kernel_types, gpu_activity, job_ranks
+from holotrace.analysis._select import KernelType, gpu_activity, hta_kernel_types, hta_stream_rows, job_ranks, name_codes
 
 __all__ = ["TemporalTimes", "temporal_times", "breakdown", "hta_temporal_breakdown", "HTA_COLUMNS"]
 
@@ -136,10 +136,10 @@ def hta_temporal_breakdown(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for rank in sorted(frames):
         df = frames[rank]
-        g = df[df["stream"].to_numpy() != -1]
-        ts = g["ts"].to_numpy(dtype=np.float64)
-        dur = g["dur"].to_numpy(dtype=np.float64)
-        is_comp = hta_kernel_types(g["s_name"].to_numpy(dtype=object)) == KernelType.COMPUTATION
+        sel = hta_stream_rows(df)
+        ts = df["ts"].to_numpy(dtype=np.float64)[sel]
+        dur = df["dur"].to_numpy(dtype=np.float64)[sel]
+        is_comp = hta_kernel_types(name_codes(df, sel)) == KernelType.COMPUTATION
         t = temporal_times(ts, ts + dur, is_comp)
         if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
             # HTA fails an assertion here: its rounding of ns traces leaves dur = -1 on

@@ -48,7 +48,7 @@ def hta_candidates(job, k: int = 2) -> list[int]:
     """HTA's late-start candidates over every step (rule-table communication kernels; [] when undecidable)."""
     from holotrace.model.hta_view import hta_frame
 
-    frames = {r: hta_frame(job, r, True) for r in job.ranks}
+    frames = {r: hta_frame(job, r, True, lean=True) for r in job.ranks}
     try:
         return _strag.hta_potential_stragglers(frames, None, k)
     except ValueError:

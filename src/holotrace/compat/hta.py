@@ -95,19 +95,24 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
         self.job = job
         self.include_last_profiler_step = bool(include_last_profiler_step)
         self.figures: list = []
-        self._frame_cache: dict[int, pd.DataFrame] = {}
+        self._frame_cache: dict[tuple[int, bool], pd.DataFrame] = {}
 
     # ------------------------------------------------------------------ shared state (read-only)
-    def _frame(self, rank: int) -> pd.DataFrame:
-        """HTA's loaded table of one rank (cached; callers must not modify it)."""
+    def _frame(self, rank: int, full: bool = False) -> pd.DataFrame:
+        """HTA's loaded table of one rank (cached; callers must not modify it).
+
+        Without ``full``, only the columns the analyses read (``hta_frame(lean=True)``); ``full``
+        gives every column of HTA's table, for methods that return table rows.
+        """
         from holotrace.model.hta_view import hta_frame
 
         rank = int(rank)
-        if rank not in self._frame_cache:
+        key = (rank, bool(full))
+        if key not in self._frame_cache:
             if rank not in self.job.traces:
                 raise RankNotFoundError(f"rank {rank} is not in this job (ranks: {self.job.ranks})")
-            self._frame_cache[rank] = hta_frame(self.job, rank, self.include_last_profiler_step)
-        return self._frame_cache[rank]
+            self._frame_cache[key] = hta_frame(self.job, rank, self.include_last_profiler_step, lean=not full)
+        return self._frame_cache[key]
 
     def _frames(self) -> dict[int, pd.DataFrame]:
         """``{rank: HTA table}`` for every loaded rank, ascending."""

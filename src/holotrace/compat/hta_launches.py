@@ -213,7 +213,7 @@ class LaunchAndAnnotationMethods:
         pandas 3 never attributes them; ``hta_compat=True`` keeps that).
         """
         compat = self._compat(hta_compat)
-        frame = self._frame(rank)
+        frame = self._frame(rank, full=True)  # the result carries every column of the table
         if self.job.strings.id("gpu_user_annotation") < 0:
             log.warning("Trace for rank %s does not contain any GPU user annotations", rank)
             return None

@@ -36,8 +36,17 @@ _TEXT_DEFAULTS = {"input_dims": "-1", "input_type": "-1", "input_strides": "-1",
                   "out_split_size": "[]", "collective_name": "", "msg_dtype": ""}
 
 
-def _unaligned(job, rank: int) -> pd.DataFrame:
-    """One rank's rows with HTA's µs times (not yet aligned), HTA's links, in file order."""
+# the arg columns the links need; with the columns above, the "lean" table the analyses read
+_LINK_ARGS = ("stream", "correlation")
+_LEAN_COLUMNS = ("index", "cat", "name", "pid", "tid", "ts", "dur", *_LINK_ARGS, "index_correlation", "iteration")
+
+
+def _unaligned(job, rank: int) -> dict[str, np.ndarray]:
+    """One rank's rows with HTA's µs times (not yet aligned), HTA's links, in file order.
+
+    Plain numpy columns (text args as string ids): the DataFrame is built once, in
+    :func:`hta_frame`, after the rows are chosen, so no text column is ever filtered.
+    """
     t = job.rank(rank)
     c = t.columns
     s = job.strings
@@ -54,7 +63,7 @@ def _unaligned(job, rank: int) -> pd.DataFrame:
     else:
         ts = ts_ns // 1000
         dur = dur_ns / 1000.0
-    df = pd.DataFrame({
+    cols: dict[str, np.ndarray] = {
         "index": c["index"][idx],
         "cat": c["cat"][idx].astype(np.int64),
         "name": c["name"][idx].astype(np.int64),
@@ -62,47 +71,52 @@ def _unaligned(job, rank: int) -> pd.DataFrame:
         "tid": c["tid"][idx].astype(np.int64),
         "ts": ts.astype(np.int64),
         "dur": dur,
-    })
-    for col in ARG_COLUMNS:
-        v = c[col][idx]
-        if col in _TEXT_DEFAULTS:
-            df[col] = s.decode(v, empty=_TEXT_DEFAULTS[col])
-        else:
-            df[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
-    name = df["name"].to_numpy()
-    stream = df["stream"].to_numpy()
-    corr = df["correlation"].to_numpy()
+    }
+    for col in _LINK_ARGS:  # the other arg columns are read by hta_frame when asked for
+        cols[col] = c[col][idx].astype(np.int64)
+    cols["_rows"] = idx
+    name = cols["name"]
+    stream = cols["stream"]
+    corr = cols["correlation"]
     sync_ids = [i for i in (s.id("Event Sync"), s.id("Context Sync")) if i >= 0]
     is_gpu = ((stream >= 0) & (corr >= 0)) | np.isin(name, sync_ids)
     # index_correlation: -1 no correlation, 0 partner absent, else the partner's index
     icorr = np.minimum(corr, 0)
     has = corr != -1
     partner = link.correlate(corr, has & ~is_gpu, has & is_gpu)
-    index_arr = df["index"].to_numpy()
+    index_arr = cols["index"]
     linked = partner >= 0
     icorr = np.where(linked, index_arr[np.clip(partner, 0, None)], icorr)
-    df["index_correlation"] = icorr.astype(np.int64)
-    df["_is_gpu"] = is_gpu
+    cols["index_correlation"] = icorr.astype(np.int64)
+    cols["_is_gpu"] = is_gpu
     # iteration (HTA 10.1): rows starting with ProfilerStep, numbered by ProfilerStep\s*#\s*(\d+)
-    step_num = s.lookup(name, np.array([hta_profiler_step_number(x) for x in s.table], dtype=np.int64), -1)
+    step_num = s.lookup(name, _step_numbers(job), -1)
     is_step = s.mask(name, lambda x: x.startswith("ProfilerStep")) & (step_num >= 0)
     sr = np.flatnonzero(is_step)
-    ts_a = df["ts"].to_numpy()
-    end_a = ts_a + df["dur"].to_numpy()
-    contain = link.containing_step(ts_a, ts_a[sr], end_a[sr], step_num[sr]) if len(sr) else np.full(len(df), -1)
+    ts_a = cols["ts"]
+    end_a = ts_a + cols["dur"]
+    contain = link.containing_step(ts_a, ts_a[sr], end_a[sr], step_num[sr]) if len(sr) else np.full(len(idx), -1)
     cpu_op_id = s.id("cpu_op")
-    by_time = (stream < 0) | ((stream == 0) & (df["cat"].to_numpy() == cpu_op_id))
-    it = np.full(len(df), np.nan)
+    by_time = (stream < 0) | ((stream == 0) & (cols["cat"] == cpu_op_id))
+    it = np.full(len(idx), np.nan)
     it[by_time] = contain[by_time]
     launched = stream > 0
-    pos_by_index = pd.Series(np.arange(len(df)), index=index_arr)
+    pos_by_index = pd.Series(np.arange(len(idx)), index=index_arr)
     src = np.where(launched & (icorr > 0), icorr, -1)
     ok = src > 0
     it[launched] = -1
     if ok.any():
         it[ok] = _iteration_of(contain, by_time, pos_by_index, src, ok)
-    df["iteration"] = it if np.isnan(it).any() else it.astype(np.int64)
-    return df
+    cols["iteration"] = it if np.isnan(it).any() else it.astype(np.int64)
+    return cols
+
+
+def _step_numbers(job) -> np.ndarray:
+    """``ProfilerStep#N`` number of every string of the job (-1 for other strings), memoized."""
+    key = ("hta_step_numbers", len(job.strings))
+    if key not in job._memo:
+        job._memo[key] = np.array([hta_profiler_step_number(x) for x in job.strings.table], dtype=np.int64)
+    return job._memo[key]
 
 
 def _as_double_us(ns: np.ndarray) -> np.ndarray:
@@ -126,12 +140,12 @@ def hta_min_ts(job) -> int:
     """HTA's alignment offset: the earliest (rounded µs) start over all ranks."""
     key = ("hta_min_ts",)
     if key not in job._memo:
-        starts = [int(_unaligned_cached(job, r)["ts"].min()) for r in job.ranks if len(_unaligned_cached(job, r))]
+        starts = [int(cols["ts"].min()) for cols in (_unaligned_cached(job, r) for r in job.ranks) if len(cols["ts"])]
         job._memo[key] = min(starts) if starts else 0
     return job._memo[key]
 
 
-def _unaligned_cached(job, rank: int) -> pd.DataFrame:
+def _unaligned_cached(job, rank: int) -> dict[str, np.ndarray]:
     key = ("hta_unaligned", rank)
     if key not in job._memo:
         job._memo[key] = _unaligned(job, rank)
@@ -143,43 +157,92 @@ def hta_step_symbols(job) -> list[int]:
     return job.strings.matching(HTA_PROFILER_STEP).tolist()
 
 
-def hta_frame(job, rank: int, include_last_profiler_step: bool = False) -> pd.DataFrame:
-    """HTA's loaded table for one rank (see the module docstring). Read-only: do not modify."""
-    key = ("hta_frame", int(rank), bool(include_last_profiler_step))
+def hta_frame(job, rank: int, include_last_profiler_step: bool = False, lean: bool = False) -> pd.DataFrame:
+    """HTA's loaded table for one rank (see the module docstring). Read-only: do not modify.
+
+    ``lean=True`` keeps only the columns holotrace's analyses read (``index, cat, name, pid, tid,
+    ts, dur, stream, correlation, index_correlation, iteration, end, s_name, s_cat``): decoding
+    HTA's other arg columns, the text ones above all, is most of the cost of building the table.
+    """
+    key = ("hta_frame", int(rank), bool(include_last_profiler_step), bool(lean))
     if key in job._memo:
         return job._memo[key].copy(deep=False)
     base = _unaligned_cached(job, int(rank))
     min_ts = hta_min_ts(job)
-    df = base.copy()
     steps = hta_step_symbols(job)
-    if len(steps) >= 2 and len(df):
-        df = _filter_last_step(df, steps, min_ts, include_last_profiler_step)
-    df["ts"] = df["ts"] - min_ts
-    df["end"] = df["ts"] + df["dur"]
-    df["s_name"] = job.strings.decode(df["name"].to_numpy())
-    df["s_cat"] = job.strings.decode(df["cat"].to_numpy())
-    df = df.drop(columns=["_is_gpu"])
-    df.index = df["index"].to_numpy()
+    rows = None
+    if len(steps) >= 2 and len(base["ts"]):
+        rows = _rows_after_last_step_filter(base, steps, min_ts, include_last_profiler_step)
+
+    def pick(v: np.ndarray) -> np.ndarray:
+        return v.copy() if rows is None else v[rows]  # the frame never shares memory with the memo
+
+    data = {col: pick(base[col]) for col in _LEAN_COLUMNS[:7]}
+    if lean:
+        data.update({col: pick(base[col]) for col in _LINK_ARGS})
+    else:
+        c = job.rank(int(rank)).columns
+        src = base["_rows"] if rows is None else base["_rows"][rows]
+        for col in ARG_COLUMNS:
+            if col in _LINK_ARGS:
+                data[col] = pick(base[col])
+            elif col in _TEXT_DEFAULTS:
+                data[col] = text_column(job.strings, c[col][src], _TEXT_DEFAULTS[col])
+            else:
+                v = c[col][src]
+                data[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
+    data["index_correlation"] = pick(base["index_correlation"])
+    data["iteration"] = pick(base["iteration"])
+    data["ts"] = data["ts"] - min_ts
+    data["end"] = data["ts"] + data["dur"]
+    data["s_name"] = text_column(job.strings, data["name"])
+    data["s_cat"] = text_column(job.strings, data["cat"])
+    df = pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
     job._memo[key] = df
     return df.copy(deep=False)
 
 
-def _filter_last_step(df: pd.DataFrame, step_ids: list[int], min_ts: int, include_last: bool) -> pd.DataFrame:
-    """HTA 11.4: drop the last ProfilerStep and what it launched; GPU rows first."""
-    is_gpu = df["_is_gpu"].to_numpy()
-    cpu = df[~is_gpu]
-    if cpu.empty:
-        return df
-    gpu = df[is_gpu]
-    steps = cpu[np.isin(cpu["name"].to_numpy(), step_ids)]
+def _rows_after_last_step_filter(cols: dict, step_ids: list[int], min_ts: int, include_last: bool) -> np.ndarray:
+    """HTA 11.4: drop the last ProfilerStep and what it launched. Kept row positions, GPU rows first."""
+    is_gpu = cols["_is_gpu"]
+    cpu = ~is_gpu
+    if not cpu.any():
+        return np.arange(len(is_gpu))
+    ts, dur = cols["ts"], cols["dur"]
+    steps = cpu & np.isin(cols["name"], step_ids)
     if include_last:
         # HTA compares aligned ts with the unaligned end: every CPU row passes
-        cpu_ts_aligned = cpu["ts"].to_numpy() - min_ts
-        last_end = (steps["ts"] + steps["dur"]).max() if len(steps) else (cpu["ts"] + cpu["dur"]).max()
-        kept_cpu = cpu[cpu_ts_aligned <= last_end]
+        last_end = (ts[steps] + dur[steps]).max() if steps.any() else (ts[cpu] + dur[cpu]).max()
+        kept_cpu = cpu & (ts - min_ts <= last_end)
     else:
-        last_start = steps["ts"].max() if len(steps) else cpu["ts"].min()
-        kept_cpu = cpu[cpu["ts"].to_numpy() < last_start]
-    kept_corr = np.unique(kept_cpu["correlation"].to_numpy())
-    kept_gpu = gpu[np.isin(gpu["correlation"].to_numpy(), kept_corr)]
-    return pd.concat([kept_gpu, kept_cpu], ignore_index=True)
+        last_start = ts[steps].max() if steps.any() else ts[cpu].min()
+        kept_cpu = cpu & (ts < last_start)
+    kept_corr = np.unique(cols["correlation"][kept_cpu])
+    kept_gpu = is_gpu & np.isin(cols["correlation"], kept_corr)
+    return np.concatenate([np.flatnonzero(kept_gpu), np.flatnonzero(kept_cpu)])
+
+
+def text_column(strings, ids: np.ndarray, empty: str = ""):
+    """Decode string ids (-1 → ``empty``) into the array pandas uses for text by default.
+
+    With pandas' pyarrow-backed ``str`` dtype, the values are gathered by pyarrow from the
+    job's table without creating a Python string per row; otherwise an object array.
+    """
+    ids = np.asarray(ids)
+    dtype = _default_text_dtype()
+    if dtype is None:
+        return strings.decode(ids, empty=empty)
+    import pyarrow as pa
+
+    table = strings.arrow(empty)
+    pos = ids.astype(np.int64)  # widen first: small id dtypes cannot hold the table's length
+    pos[pos < 0] = len(table) - 1
+    return pd.arrays.ArrowStringArray(table.take(pa.array(pos)), dtype=dtype)
+
+
+def _default_text_dtype():
+    """pandas' default text dtype when it is the pyarrow-backed ``str``, else None (object arrays)."""
+    dtype = pd.Series([""]).dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        return dtype
+    return None

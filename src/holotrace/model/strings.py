@@ -17,6 +17,20 @@ class StringTable:
         for s in strings:
             self.add(s)
 
+    def arrow(self, missing: str = ""):
+        """The table as one pyarrow ``large_string`` array with ``missing`` appended (id -1 → last entry).
+
+        Built once per table length and ``missing`` value.
+        """
+        cache = self.__dict__.setdefault("_arrow", {})
+        hit = cache.get(missing)
+        if hit is None or hit[0] != len(self.table):
+            import pyarrow as pa
+
+            hit = (len(self.table), pa.array([*self.table, missing], type=pa.large_string()))
+            cache[missing] = hit
+        return hit[1]
+
     def __len__(self) -> int:
         return len(self.table)
 
@@ -41,7 +55,7 @@ class StringTable:
 
     def decode(self, ids: np.ndarray, empty: str = "") -> np.ndarray:
         """Vectorised id -> str (object array); -1 -> ``empty``."""
-        arr = np.asarray(ids)
+        arr = np.asarray(ids).astype(np.intp, copy=False)  # small id dtypes would wrap the fill value
         lut = np.empty(len(self.table) + 1, dtype=object)
         lut[:-1] = self.table
         lut[-1] = empty
@@ -58,7 +72,7 @@ class StringTable:
         lut = np.zeros(len(self.table) + 1, dtype=bool)
         for i, s in enumerate(self.table):
             lut[i] = bool(predicate(s))
-        arr = np.asarray(ids)
+        arr = np.asarray(ids).astype(np.intp, copy=False)  # small id dtypes would wrap the fill value
         return lut[np.where(arr >= 0, arr, len(self.table))]
 
     def lookup(self, ids: np.ndarray, values: np.ndarray, missing) -> np.ndarray:
@@ -66,5 +80,5 @@ class StringTable:
         lut = np.empty(len(self.table) + 1, dtype=values.dtype)
         lut[:-1] = values
         lut[-1] = missing
-        arr = np.asarray(ids)
+        arr = np.asarray(ids).astype(np.intp, copy=False)  # small id dtypes would wrap the fill value
         return lut[np.where(arr >= 0, arr, len(self.table))]
