@@ -76,6 +76,12 @@ def classify_gaps(
         (NaN for the first operation of a stream), ``category`` (0 host_wait,
         1 kernel_wait, 2 other; the first operation is ``other``).
     """
+    s, gap, cat = _gap_arrays(stream, ts, end, launch_ts, tie, consecutive_kernel_delay, hta)
+    return pd.DataFrame({"stream": s, "gap": gap, "category": cat})
+
+
+def _gap_arrays(stream, ts, end, launch_ts, tie, consecutive_kernel_delay: float, hta: bool):
+    """:func:`classify_gaps` as plain arrays ``(stream, gap, category)``."""
     order = np.lexsort((tie, ts, stream))
     s = np.asarray(stream)[order]
     t = np.asarray(ts, dtype=np.float64)[order]
@@ -95,7 +101,7 @@ def classify_gaps(
         host = lt > prev_end
         kernel = ~host & (gap < consecutive_kernel_delay)
     cat = np.where(host, HOST_WAIT, np.where(kernel, KERNEL_WAIT, OTHER)).astype(np.int8)
-    return pd.DataFrame({"stream": s, "gap": gap, "category": cat})
+    return s, gap, cat
 
 
 # --------------------------------------------------------------------------- native
@@ -214,34 +220,45 @@ def _hta_rank(
     # (spec 21 quirk: index_correlation 0 is "no partner in the table" -> FIX: no launch)
     ic = df["index_correlation"].to_numpy()[rows]
     ts_all = df["ts"].to_numpy(dtype=np.float64)
-    launch = pd.Series(ts_all, index=df["index"].to_numpy())
-    launch = launch[~launch.index.duplicated(keep="first")]
     first_valid = 0 if index_zero_quirk else 1
-    launch_ts = np.where(ic >= first_valid, launch.reindex(ic).to_numpy(), np.nan)
+    launch_ts = _ts_of_index(df["index"].to_numpy(), ts_all, ic, first_valid)
     stream = stream_all[rows]
     if streams is None or len(streams) == 0:
         streams = list(pd.unique(stream))
     ts = ts_all[rows]
-    gaps = classify_gaps(
+    s_sorted, gap, cat = _gap_arrays(
         stream, ts, ts + df["dur"].to_numpy(dtype=np.float64)[rows], launch_ts,
         df["index"].to_numpy()[rows], delay, hta=True,
     )
     stream_pos = {int(s): i for i, s in enumerate(streams)}
-    gaps = gaps[np.isin(gaps["stream"].to_numpy(), list(stream_pos))]
-    if gaps.empty:
+    wanted = np.array(list(stream_pos), dtype=np.int64)
+    sel = np.isin(s_sorted, wanted)
+    s_sorted, gap, cat = s_sorted[sel], gap[sel], cat[sel]
+    if not len(s_sorted):
         return pd.DataFrame(columns=HTA_COLUMNS), (pd.DataFrame(columns=HTA_STATS_COLUMNS) if with_stats else None)
-    grp = gaps.groupby(["stream", "category"])["gap"]
-    res = grp.sum().rename("idle_time").reset_index()
-    res["idle_time_ratio"] = res["idle_time"] / res.groupby("stream")["idle_time"].transform("sum")
-    res["pos"] = res["stream"].map(stream_pos)
-    res = res.sort_values(["pos", "category"], kind="stable", ignore_index=True)
-    res["idle_category"] = np.asarray(CATEGORIES, dtype=object)[res["category"].to_numpy()]
-    res["rank"] = np.int64(rank)
-    res["stream"] = res["stream"].astype(np.int64)
-    out = res[HTA_COLUMNS].round(2)
+    # one group per (stream in the asked order, category), as HTA's groupby sum: NaN gaps add 0
+    by_value = np.argsort(wanted, kind="stable")
+    order_of = np.array(list(stream_pos.values()), dtype=np.int64)  # a stream's place in ``streams``
+    pos = order_of[by_value[np.searchsorted(wanted[by_value], s_sorted)]]
+    keys, inv = np.unique(pos.astype(np.int64) * 3 + cat, return_inverse=True)
+    idle_time = np.bincount(inv, weights=np.nan_to_num(gap, nan=0.0), minlength=len(keys))
+    key_pos = keys // 3
+    per_stream = np.bincount(key_pos, weights=idle_time)[key_pos]
+    stream_at = np.empty(len(streams), dtype=np.int64)
+    stream_at[order_of] = wanted
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = idle_time / per_stream
+    out = pd.DataFrame({
+        "rank": np.full(len(keys), rank, dtype=np.int64),
+        "stream": stream_at[key_pos],
+        "idle_category": np.asarray(CATEGORIES, dtype=object)[keys % 3],
+        "idle_time": np.round(idle_time, 2),
+        "idle_time_ratio": np.round(ratio, 2),
+    })
     stats = None
     if with_stats:
-        st = grp.describe().reset_index()
+        gaps = pd.DataFrame({"stream": s_sorted, "gap": gap, "category": cat})
+        st = gaps.groupby(["stream", "category"])["gap"].describe().reset_index()
         st["pos"] = st["stream"].map(stream_pos)
         st = st.sort_values(["pos", "category"], kind="stable", ignore_index=True)
         idx = pd.Index(np.asarray(CATEGORIES, dtype=object)[st["category"].to_numpy()], name="idle_category")
@@ -249,6 +266,24 @@ def _hta_rank(
         st["stream"] = st["stream"].astype(np.int64)
         stats = st[HTA_STATS_COLUMNS].round(2).set_index(idx)
     return out, stats
+
+
+def _ts_of_index(index: np.ndarray, ts: np.ndarray, wanted: np.ndarray, first_valid: int) -> np.ndarray:
+    """``ts`` of the row whose ``index`` is each of ``wanted`` (the first such row); NaN below ``first_valid`` or absent."""
+    out = np.full(len(wanted), np.nan)
+    ok = wanted >= first_valid
+    if not len(index):
+        return out
+    lo, hi = int(index.min()), int(index.max())
+    if lo >= 0 and hi < 4 * len(index) + 1024 and np.bincount(index).max() <= 1:
+        lut = np.full(hi + 1, np.nan)  # dense and unique (holotrace's tables): a lookup array
+        lut[index] = ts
+        inside = ok & (wanted <= hi)
+        out[inside] = lut[wanted[inside]]
+        return out
+    launch = pd.Series(ts, index=index)
+    launch = launch[~launch.index.duplicated(keep="first")]
+    return np.where(ok, launch.reindex(wanted).to_numpy(), np.nan)
 
 
 def hta_idle_time_breakdown(
