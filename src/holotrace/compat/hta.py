@@ -116,6 +116,12 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
 
     def _frames(self) -> dict[int, pd.DataFrame]:
         """``{rank: HTA table}`` for every loaded rank, ascending."""
+        missing = [r for r in self.job.ranks if (int(r), False) not in self._frame_cache]
+        if len(missing) > 1:
+            from holotrace.model.hta_view import hta_frames
+
+            for r, df in hta_frames(self.job, missing, self.include_last_profiler_step, lean=True).items():
+                self._frame_cache[(r, False)] = df
         return {r: self._frame(r) for r in self.job.ranks}
 
     def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:

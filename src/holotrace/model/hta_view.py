@@ -101,7 +101,7 @@ def _unaligned(job, rank: int) -> dict[str, np.ndarray]:
     it = np.full(len(idx), np.nan)
     it[by_time] = contain[by_time]
     launched = stream > 0
-    pos_by_index = pd.Series(np.arange(len(idx)), index=index_arr)
+    pos_by_index = _position_lookup(index_arr)
     src = np.where(launched & (icorr > 0), icorr, -1)
     ok = src > 0
     it[launched] = -1
@@ -127,13 +127,22 @@ def _as_double_us(ns: np.ndarray) -> np.ndarray:
 
 def _iteration_of(contain, by_time, pos_by_index, src, ok):
     """Iteration of the partner row (whose own iteration came from time containment)."""
-    pos = pos_by_index.reindex(src[ok]).to_numpy()
-    good = ~np.isnan(pos)
-    out = np.full(int(ok.sum()), -1.0)
-    p = pos[good].astype(np.int64)
-    vals = np.where(by_time[p], contain[p], -1).astype(np.float64)
-    out[good] = vals
+    wanted = src[ok]
+    inside = wanted < len(pos_by_index)
+    pos = np.full(len(wanted), -1, dtype=np.int64)
+    pos[inside] = pos_by_index[wanted[inside]]
+    good = pos >= 0
+    out = np.full(len(wanted), -1.0)
+    p = pos[good]
+    out[good] = np.where(by_time[p], contain[p], -1).astype(np.float64)
     return out
+
+
+def _position_lookup(index: np.ndarray) -> np.ndarray:
+    """Array mapping an event index to its row position (-1 where absent); event indexes are unique and >= 0."""
+    lut = np.full(int(index.max()) + 1 if len(index) else 0, -1, dtype=np.int64)
+    lut[index] = np.arange(len(index))
+    return lut
 
 
 def hta_min_ts(job) -> int:
@@ -202,6 +211,22 @@ def hta_frame(job, rank: int, include_last_profiler_step: bool = False, lean: bo
     return df.copy(deep=False)
 
 
+def hta_frames(job, ranks, include_last_profiler_step: bool = False, lean: bool = False) -> dict[int, pd.DataFrame]:
+    """:func:`hta_frame` of several ranks, built on threads (numpy and pyarrow release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from holotrace.exec.pool import cpu_count
+
+    ranks = [int(r) for r in ranks]
+    todo = [r for r in ranks if ("hta_frame", r, bool(include_last_profiler_step), bool(lean)) not in job._memo]
+    workers = min(cpu_count(), len(todo))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as ex:
+            list(ex.map(lambda r: _unaligned_cached(job, r), job.ranks))  # every rank: hta_min_ts needs them all
+            list(ex.map(lambda r: hta_frame(job, r, include_last_profiler_step, lean), todo))
+    return {r: hta_frame(job, r, include_last_profiler_step, lean) for r in ranks}
+
+
 def _rows_after_last_step_filter(cols: dict, step_ids: list[int], min_ts: int, include_last: bool) -> np.ndarray:
     """HTA 11.4: drop the last ProfilerStep and what it launched. Kept row positions, GPU rows first."""
     is_gpu = cols["_is_gpu"]
@@ -217,9 +242,21 @@ def _rows_after_last_step_filter(cols: dict, step_ids: list[int], min_ts: int, i
     else:
         last_start = ts[steps].max() if steps.any() else ts[cpu].min()
         kept_cpu = cpu & (ts < last_start)
-    kept_corr = np.unique(cols["correlation"][kept_cpu])
-    kept_gpu = is_gpu & np.isin(cols["correlation"], kept_corr)
+    kept_gpu = is_gpu & _isin(cols["correlation"], cols["correlation"][kept_cpu])
     return np.concatenate([np.flatnonzero(kept_gpu), np.flatnonzero(kept_cpu)])
+
+
+def _isin(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``np.isin`` for integer ids, through a flag array when their range is small (no sort)."""
+    if not len(values) or not len(members):
+        return np.zeros(len(values), dtype=bool)
+    lo = min(int(values.min()), int(members.min()))
+    hi = max(int(values.max()), int(members.max()))
+    if hi - lo > 8 * (len(values) + len(members)) + 1024:
+        return np.isin(values, members)
+    flag = np.zeros(hi - lo + 1, dtype=bool)
+    flag[members - lo] = True
+    return flag[values - lo]
 
 
 def text_column(strings, ids: np.ndarray, empty: str = ""):
