@@ -69,7 +69,8 @@ def name_codes(df: pd.DataFrame, rows: np.ndarray) -> pd.Categorical:
     ids = df["name"].to_numpy() if "name" in df.columns else None
     if ids is not None and ids.dtype.kind in "iu":
         codes, _ = pd.factorize(ids[rows])
-        _, first = np.unique(codes, return_index=True)
+        # factorize numbers values in order of first appearance: a row is a first one where its code is new
+        first = np.flatnonzero(codes > np.maximum.accumulate(np.r_[-1, codes[:-1]])) if len(codes) else codes
         text = np.asarray(df["s_name"].array.take(rows[first]), dtype=object) if len(first) else np.empty(0, dtype=object)
         # ids and names are 1:1 in a loaded table; re-factorize the few names to stay exact otherwise
         again, names = pd.factorize(pd.Series(text, dtype=object))

@@ -57,16 +57,86 @@ class SymbolTableView:
         return self.sym_index
 
 
-def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame]) -> list[int]:
-    """Sorted distinct ``ProfilerStep#N`` numbers over the tables (HTA's ``get_profiler_steps``)."""
+def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame], id_names: Sequence[str] | None = None) -> list[int]:
+    """Sorted distinct ``ProfilerStep#N`` numbers over the tables (HTA's ``get_profiler_steps``).
+
+    With ``id_names`` (the strings the ``name`` ids index), only the ids of step names are looked for.
+    """
+    from holotrace.analysis._select import name_codes
+
     found: set[int] = set()
+    if id_names is not None:
+        numbers = {}
+        for i, n in enumerate(id_names):
+            m = _STEP.match(n) if n.startswith("ProfilerStep") else None
+            if m:
+                numbers[i] = int(m.group(1))
+        ids = np.array(list(numbers), dtype=np.int64)
+        for df in frames.values():
+            names = df["name"].to_numpy()
+            found.update(numbers[int(i)] for i in pd.unique(names[np.isin(names, ids)]))
+        return sorted(found)
     for df in frames.values():
-        for n in pd.unique(df["s_name"].astype(object).fillna("").to_numpy()):
-            if n.startswith("ProfilerStep"):
+        for n in name_codes(df, np.arange(len(df))).categories:
+            if isinstance(n, str) and n.startswith("ProfilerStep"):
                 m = _STEP.match(n)
                 if m:
                     found.add(int(m.group(1)))
     return sorted(found)
+
+
+def _default_scores(frames, ranks, selected, k: int, hta_compat: bool, id_names) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's default scorer over ``frames`` without stacking them: each rank is cut to its long rows first.
+
+    Same result as :func:`hta_straggler_scores` on the stacked, step-filtered tables.
+    """
+    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
+    cut = {}
+    present: set = set()
+    for r in ranks:
+        f = frames[r]
+        it = f["iteration"].to_numpy()
+        keep = np.isin(it, selected) if selected is not None else np.ones(len(it), dtype=bool)
+        it = it if selected is not None else np.zeros(len(it), dtype=np.int64)
+        ts, dur = f["ts"].to_numpy(), f["dur"].to_numpy()
+        cut[r] = (f, np.flatnonzero(keep), it)
+        present.update(pd.unique(it[keep]).tolist())
+    iters = sorted(x for x in present if x != -1)
+    if not iters:
+        return empty
+    t_min, max_end = None, None
+    for r in ranks:
+        f, rows, it = cut[r]
+        if -1 in present:  # only the whole-trace case can hold rows outside every step
+            rows = rows[it[rows] != -1]
+        cut[r] = (f, rows, it)
+        if len(rows):
+            ts = f["ts"].to_numpy()[rows]
+            end = ts + f["dur"].to_numpy()[rows]
+            t_min = ts.min() if t_min is None else min(t_min, ts.min())
+            max_end = end.max() if max_end is None else max(max_end, end.max())
+    if t_min is None:
+        return empty
+    mean_iter = (max_end - t_min) / float(len(iters))
+    parts = []
+    for r in ranks:
+        f, rows, it = cut[r]
+        rows = rows[_long_rows(f["stream"].to_numpy()[rows], it[rows], f["dur"].to_numpy()[rows], mean_iter * 0.01, hta_compat)]
+        if not len(rows):
+            continue
+        ids = f["name"].to_numpy()[rows]
+        if id_names is not None:  # classify each distinct name once
+            codes, uniq = pd.factorize(ids)
+            names = np.array([id_names[int(i)] if i >= 0 else "" for i in uniq], dtype=object)
+            rows = rows[_comm_mask(names, hta_compat)[codes]]
+        else:
+            rows = rows[_comm_mask(f["s_name"].to_numpy(dtype=object)[rows], hta_compat)]
+        parts.append(pd.DataFrame({"rank": np.int64(r), "stream": f["stream"].to_numpy()[rows], "iteration": it[rows],
+                                   "name": f["name"].to_numpy()[rows], "ts": f["ts"].to_numpy()[rows],
+                                   "dur": f["dur"].to_numpy()[rows]}))
+    if not parts:
+        return empty
+    return _scores_of_long_kernels(pd.concat(parts, ignore_index=True), t_min, mean_iter, k)
 
 
 def _comm_mask(names: np.ndarray, hta_compat: bool) -> np.ndarray:
@@ -81,7 +151,7 @@ def _comm_mask(names: np.ndarray, hta_compat: bool) -> np.ndarray:
 
 
 def hta_straggler_scores(
-    df: pd.DataFrame, num_candidates: int = 2, *, hta_compat: bool = False
+    df: pd.DataFrame, num_candidates: int = 2, *, hta_compat: bool = False, id_names: Sequence[str] | None = None
 ) -> tuple[pd.Series, pd.DataFrame]:
     """HTA's default scorer (late start of the dominant communication kernel).
 
@@ -90,6 +160,7 @@ def hta_straggler_scores(
             selected steps (``iteration``), with ``ts, dur, stream, s_name``.
         num_candidates: k.
         hta_compat: HTA's kernel selection (see module docstring).
+        id_names: the strings the ``name`` ids index, used when ``df`` has no ``s_name`` column.
 
     Returns:
         ``(scores, metric)``: per-rank score (how many steps the rank was among
@@ -107,12 +178,25 @@ def hta_straggler_scores(
     df = df[np.isin(it, iters)]
     t_min = df["ts"].min()
     mean_iter = ((df["ts"] + df["dur"]).max() - t_min) / float(iters.size)
-    min_duration = mean_iter * 0.01
-    stream = df["stream"].to_numpy()
+    rows = _long_rows(df["stream"].to_numpy(), df["iteration"].to_numpy(), df["dur"].to_numpy(), mean_iter * 0.01, hta_compat)
+    if "s_name" in df.columns:
+        names = df["s_name"].to_numpy(dtype=object)[rows] if len(rows) else np.empty(0, dtype=object)
+    else:  # ids only: ``id_names`` decodes them
+        names = np.array([id_names[int(i)] if i >= 0 else "" for i in df["name"].to_numpy()[rows]], dtype=object)
+    long = df.iloc[rows[_comm_mask(names, hta_compat)]]
+    return _scores_of_long_kernels(long, t_min, mean_iter, k)
+
+
+def _long_rows(stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_duration: float, hta_compat: bool) -> np.ndarray:
+    """Positions of the rows long enough, on a kernel stream and in a step, for HTA's scorer."""
     ok_stream = stream > 0 if hta_compat else stream >= 0
-    ok_iter = df["iteration"].to_numpy() > (0 if hta_compat else -1)
-    comm = _comm_mask(df["s_name"].to_numpy(dtype=object), hta_compat)
-    long = df[ok_stream & ok_iter & (df["dur"].to_numpy() >= min_duration) & comm]
+    ok_iter = iteration > (0 if hta_compat else -1)
+    return np.flatnonzero(ok_stream & ok_iter & (dur >= min_duration))
+
+
+def _scores_of_long_kernels(long: pd.DataFrame, t_min, mean_iter, k: int) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's scoring on the long communication kernels (``rank, stream, iteration, name, ts, dur``)."""
+    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
     if long.empty:
         return empty
     keys = ["rank", "stream", "iteration", "name"]
@@ -157,6 +241,7 @@ def hta_potential_stragglers(
     hta_compat: bool = False,
     scorer: Callable[..., pd.Series] | None = None,
     symbol_table: SymbolTableView | None = None,
+    id_names: Sequence[str] | None = None,
 ) -> list[int]:
     """HTA's ``get_potential_stragglers`` on HTA-style tables.
 
@@ -167,6 +252,7 @@ def hta_potential_stragglers(
         hta_compat: HTA's kernel selection and ranking (zero-score ranks may be returned).
         scorer: an HTA-style ``straggler_identification_impl(df, symbol_table, k, visualize)``.
         symbol_table: passed to ``scorer`` (decodes the ``name`` ids).
+        id_names: the strings the ``name`` ids index, when known (saves decoding ``s_name``).
 
     Returns:
         Rank numbers, most likely straggler first; ``[]`` (with a warning) when
@@ -180,7 +266,7 @@ def hta_potential_stragglers(
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
     k = max(int(num_candidates), 1)
-    available = hta_profiler_step_numbers(frames)
+    available = hta_profiler_step_numbers(frames, id_names)
     if profiler_steps is None:
         selected = available
     else:
@@ -194,20 +280,20 @@ def hta_potential_stragglers(
                 f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}"
             )
     ranks = sorted(frames)
-    parts = []
-    for r in ranks:
-        f = frames[r]
-        if not whole_trace:
-            f = f[np.isin(f["iteration"].to_numpy(), selected)]
-        else:
-            f = f.assign(iteration=np.zeros(len(f), dtype=np.int64))
-        parts.append(f.assign(rank=np.int64(r)))
-    df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     metric = None
     if scorer is not None:
+        parts = []
+        for r in ranks:
+            f = frames[r]
+            if not whole_trace:
+                f = f[np.isin(f["iteration"].to_numpy(), selected)]
+            else:
+                f = f.assign(iteration=np.zeros(len(f), dtype=np.int64))
+            parts.append(f.assign(rank=np.int64(r)))
+        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         scores = scorer(df, symbol_table, k, False)
     else:
-        scores, metric = hta_straggler_scores(df, k, hta_compat=hta_compat)
+        scores, metric = _default_scores(frames, ranks, None if whole_trace else selected, k, hta_compat, id_names)
     if len(scores) == 0:
         log.warning(
             "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"

@@ -280,7 +280,7 @@ class LaunchAndAnnotationMethods:
         symtab = _strag.SymbolTableView(self.job.strings.table) if straggler_identification_impl else None
         out = _strag.hta_potential_stragglers(
             self._frames(), profiler_steps, num_candidates, hta_compat=compat,
-            scorer=straggler_identification_impl, symbol_table=symtab,
+            scorer=straggler_identification_impl, symbol_table=symtab, id_names=self.job.strings.table,
         )
         if visualize:
             self._figures("get_potential_stragglers", lambda p: _straggler_figures(out))
