@@ -81,38 +81,56 @@ def hta_launch_stats(
     """
     from holotrace.model.classify import LAUNCH_APIS
 
-    names = frame["s_name"].astype(object).fillna("").astype(str)
+    from holotrace.analysis._select import name_mask
+
     stream = frame["stream"].to_numpy()
     corr = frame["correlation"].to_numpy()
     if hta_compat:
         wanted = set(HTA_LAUNCH_NAMES) | (set(HTA_MEMORY_LAUNCH_NAMES) if include_memory_events else set())
-        is_launch = names.isin(wanted).to_numpy()
+        is_launch = name_mask(frame, wanted)
         cset = np.unique(corr[is_launch])
         cpu_mask = (stream == -1) & np.isin(corr, cset)
         gpu_mask = (stream != -1) & np.isin(corr, cset)
     else:
-        is_launch = names.isin(LAUNCH_APIS).to_numpy().copy()
-        if not include_memory_events:
-            is_launch &= ~_is_memory_api(names)
+        apis = frozenset(LAUNCH_APIS)
+        if include_memory_events:
+            is_launch = name_mask(frame, apis)
+        else:
+            is_launch = name_mask(frame, lambda n: n in apis and "Memcpy" not in n and "Memset" not in n)
         is_launch &= corr >= 0
         cset = np.unique(corr[is_launch])
-        cats = frame["s_cat"].astype(object).fillna("").astype(str)
         cpu_mask = is_launch
-        gpu_mask = (stream != -1) & cats.isin(_GPU_CATEGORIES).to_numpy() & np.isin(corr, cset)
-    cpu = pd.DataFrame({"correlation": corr[cpu_mask], "cpu_ts": frame["ts"].to_numpy()[cpu_mask],
-                        "cpu_duration": frame["dur"].to_numpy()[cpu_mask]})
-    gpu = pd.DataFrame({"correlation": corr[gpu_mask], "gpu_ts": frame["ts"].to_numpy()[gpu_mask],
-                        "gpu_duration": frame["dur"].to_numpy()[gpu_mask]})
-    j = cpu.merge(gpu, how="inner", on="correlation", sort=False)
-    delay = j["gpu_ts"].to_numpy(dtype=np.float64) - j["cpu_ts"].to_numpy(dtype=np.float64) - j["cpu_duration"].to_numpy(dtype=np.float64)
+        gpu_mask = (stream != -1) & name_mask(frame, _GPU_CATEGORIES, "s_cat") & np.isin(corr, cset)
+    ts, dur = frame["ts"].to_numpy(), frame["dur"].to_numpy(dtype=np.float64)
+    cpu = {"correlation": corr[cpu_mask], "cpu_ts": ts[cpu_mask], "cpu_duration": dur[cpu_mask]}
+    gpu = {"correlation": corr[gpu_mask], "gpu_ts": ts[gpu_mask], "gpu_duration": dur[gpu_mask]}
+    j = _inner_join_on_correlation(cpu, gpu)
+    delay = j["gpu_ts"] - j["cpu_ts"].astype(np.float64) - j["cpu_duration"]
     out = pd.DataFrame(
         {
-            "correlation": j["correlation"].to_numpy(),
-            "cpu_duration": j["cpu_duration"].to_numpy(dtype=np.float64),
-            "gpu_duration": j["gpu_duration"].to_numpy(dtype=np.float64),
+            "correlation": j["correlation"],
+            "cpu_duration": j["cpu_duration"],
+            "gpu_duration": j["gpu_duration"],
             "launch_delay": np.clip(delay, 0, None),
         }
     )
+    return out
+
+
+def _inner_join_on_correlation(cpu: dict, gpu: dict) -> dict:
+    """Inner join of two column dicts on ``correlation``, as ``DataFrame.merge(how="inner", sort=False)``:
+    CPU rows in order, each followed by its GPU matches in their order."""
+    order = np.argsort(gpu["correlation"], kind="stable")
+    g_corr = gpu["correlation"][order]
+    lo = np.searchsorted(g_corr, cpu["correlation"], side="left")
+    hi = np.searchsorted(g_corr, cpu["correlation"], side="right")
+    n = hi - lo
+    left = np.repeat(np.arange(len(n)), n)
+    # positions lo..hi-1 of every CPU row, in order
+    starts = np.repeat(lo - np.r_[0, np.cumsum(n)[:-1]], n) if len(n) else np.empty(0, dtype=np.int64)
+    right = order[starts + np.arange(len(left))] if len(left) else np.empty(0, dtype=np.int64)
+    out = {k: v[left] for k, v in cpu.items()}
+    out.update({k: v[right] for k, v in gpu.items() if k != "correlation"})
     return out
 
 
