@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis._select import name_codes, name_mask
 from holotrace.analysis.topk import top_k_hta
 
 __all__ = [
@@ -276,8 +277,10 @@ def hta_user_annotation_breakdown(
     parts = []
     for rank in sorted(frames):
         f = frames[rank]
-        sel = f["s_cat"].astype(object).fillna("").to_numpy() == category
-        names = f["s_name"].astype(object).fillna("").to_numpy()[sel]
+        sel = np.flatnonzero(name_mask(f, {category}, "s_cat"))
+        names = name_codes(f, sel)  # grouped by name id: no Python string per row
+        if (np.asarray(names.codes) < 0).any():  # a missing name counts as "" (as HTA's fillna)
+            names = f["s_name"].astype(object).fillna("").to_numpy()[sel]
         durs = f["dur"].to_numpy(dtype=np.float64)[sel]
         agg = top_k_hta(names, durs, num_kernels=num_kernels, duration_ratio=duration_ratio, allowlist=allowlist)
         agg["rank"] = np.int64(rank)
