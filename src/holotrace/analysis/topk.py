@@ -24,11 +24,38 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["OTHERS", "name_stats", "top_k", "top_k_hta"]
+__all__ = ["OTHERS", "group_stats", "name_stats", "top_k", "top_k_hta"]
 
 OTHERS = "others"
 
 _STATS = ["sum", "max", "min", "mean", "std"]
+
+
+def group_stats(codes, durations) -> tuple[np.ndarray, ...]:
+    """Per-group statistics of durations, groups given by integer ``codes`` (negative: no group).
+
+    Returns ``(code, count, sum, max, min, mean, std)`` arrays, one entry per group in ascending code
+    order; ``std`` is the sample deviation, 0 for a single instance. One sort, then per-group
+    reductions (measured 5x faster than a pandas groupby with five aggregations).
+    """
+    codes = np.asarray(codes)
+    named = codes >= 0  # a missing name is no group (as pandas' groupby drops NaN keys)
+    codes = codes[named]
+    dur = np.asarray(durations, dtype=np.float64)[named]
+    order = np.argsort(codes, kind="stable")
+    c, d = codes[order], dur[order]
+    if not len(c):
+        e = np.empty(0)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), e, e, e, e, e
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    count = np.diff(np.r_[starts, len(c)]).astype(np.int64)
+    total = np.add.reduceat(d, starts)
+    high, low = np.maximum.reduceat(d, starts), np.minimum.reduceat(d, starts)
+    mean = total / count
+    dev = d - np.repeat(mean, count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.where(count > 1, np.sqrt(np.add.reduceat(dev * dev, starts) / (count - 1)), 0.0)
+    return c[starts], count, total, high, low, mean, std
 
 
 def name_stats(names, durations) -> pd.DataFrame:
@@ -49,25 +76,8 @@ def name_stats(names, durations) -> pd.DataFrame:
     else:
         codes, categories = pd.factorize(pd.Series(np.asarray(names, dtype=object), dtype=object))
         categories = np.asarray(categories, dtype=object)
-    codes = np.asarray(codes)
-    named = codes >= 0  # a missing name is no group (as pandas' groupby drops NaN keys)
-    codes = codes[named]
-    dur = np.asarray(durations, dtype=np.float64)[named]
-    # one sort, then per-group reductions (measured 5x faster than a pandas groupby with five aggregations)
-    order = np.argsort(codes, kind="stable")
-    c, d = codes[order], dur[order]
-    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else np.empty(0, dtype=np.intp)
-    count = np.diff(np.r_[starts, len(c)]).astype(np.int64)
-    if len(c):
-        total = np.add.reduceat(d, starts)
-        high, low = np.maximum.reduceat(d, starts), np.minimum.reduceat(d, starts)
-        mean = total / count
-        dev = d - np.repeat(mean, count)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            std = np.where(count > 1, np.sqrt(np.add.reduceat(dev * dev, starts) / (count - 1)), 0.0)
-    else:
-        total = high = low = mean = std = np.empty(0)
-    group_names = categories[c[starts]] if len(c) else np.empty(0, dtype=object)
+    group_codes, count, total, high, low, mean, std = group_stats(codes, durations)
+    group_names = categories[group_codes] if len(group_codes) else np.empty(0, dtype=object)
     # by sum descending, ties by name ascending
     name_rank = np.empty(len(group_names), dtype=np.int64)
     name_rank[np.argsort(group_names, kind="stable")] = np.arange(len(group_names))

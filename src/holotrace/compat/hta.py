@@ -124,6 +124,13 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
                 self._frame_cache[(r, False)] = df
         return {r: self._frame(r) for r in self.job.ranks}
 
+    def _columns(self) -> dict[int, dict]:
+        """``{rank: the lean table's columns as numpy arrays}`` (see ``hta_view.hta_columns``)."""
+        from holotrace.model.hta_view import hta_columns
+
+        self._frames()
+        return {r: hta_columns(self.job, r, self.include_last_profiler_step, lean=True) for r in self.job.ranks}
+
     def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:
         """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""
         chosen = [0] if not ranks else [int(r) for r in ranks]

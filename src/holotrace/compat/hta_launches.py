@@ -245,7 +245,8 @@ class LaunchAndAnnotationMethods:
             return None
         allow = _anno.allowlisted_names(self.job.strings.table, allowlist_patterns, regex=regex)
         out = _anno.hta_user_annotation_breakdown(
-            self._frames(), category, duration_ratio=duration_ratio, num_kernels=num_kernels, allowlist=allow
+            self._frames(), category, duration_ratio=duration_ratio, num_kernels=num_kernels, allowlist=allow,
+            strings=self.job.strings, columns=self._columns(),
         )
         if visualize:
             self._figures("get_gpu_user_annotation_breakdown", lambda p: _annotation_figures(out), renderer=image_renderer or "")
