@@ -28,6 +28,7 @@ __all__ = [
     "HTA_MEMORY_LAUNCH_NAMES",
     "STATS_COLUMNS",
     "add_flags",
+    "flag_columns",
     "hta_launch_stats",
     "launch_stats",
     "launch_summary",
@@ -44,16 +45,18 @@ def _is_memory_api(names: pd.Series) -> np.ndarray:
     return names.str.contains("Memcpy", regex=False).to_numpy() | names.str.contains("Memset", regex=False).to_numpy()
 
 
+def flag_columns(cpu, gpu, delay, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100) -> dict[str, np.ndarray]:
+    """The boolean outlier columns (see module docstring) from the three duration columns."""
+    cpu, gpu, delay = (np.asarray(x, dtype=np.float64) for x in (cpu, gpu, delay))
+    return {"short_kernel": (cpu <= runtime_cutoff) & (gpu < cpu), "runtime_outlier": cpu > runtime_cutoff,
+            "launch_delay_outlier": delay > launch_delay_cutoff}
+
+
 def add_flags(df: pd.DataFrame, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100) -> pd.DataFrame:
-    """Add the boolean outlier columns (see module docstring) to a copy of ``df``."""
-    out = df.copy()
-    cpu = out["cpu_duration"].to_numpy(dtype=np.float64)
-    gpu = out["gpu_duration"].to_numpy(dtype=np.float64)
-    delay = out["launch_delay"].to_numpy(dtype=np.float64)
-    out["short_kernel"] = (cpu <= runtime_cutoff) & (gpu < cpu)
-    out["runtime_outlier"] = cpu > runtime_cutoff
-    out["launch_delay_outlier"] = delay > launch_delay_cutoff
-    return out
+    """A copy of ``df`` with the boolean outlier columns (see module docstring) added."""
+    cols = {c: df[c].to_numpy() for c in df.columns}
+    cols.update(flag_columns(df["cpu_duration"], df["gpu_duration"], df["launch_delay"], runtime_cutoff, launch_delay_cutoff))
+    return pd.DataFrame(cols, index=df.index)
 
 
 def hta_launch_stats(
@@ -61,6 +64,9 @@ def hta_launch_stats(
     include_memory_events: bool = True,
     *,
     hta_compat: bool = False,
+    strings=None,
+    columns=None,
+    flags: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """Launch statistics of one rank's HTA-style table.
 
@@ -74,47 +80,57 @@ def hta_launch_stats(
             stream-bearing row. Otherwise: every launch API of the rule table
             (driver API, HIP, graphs), the CPU side is the launch calls
             themselves and the GPU side kernels/memcpy/memset.
+        strings: the string table the ``name``/``cat`` ids index, when known (names are then matched by id).
+        columns: the same table as a dict of numpy columns (``hta_view.hta_columns``), read faster.
+        flags: ``(runtime_cutoff, launch_delay_cutoff)``: also add the three flag columns (as :func:`add_flags`).
 
     Returns:
         ``correlation, cpu_duration, gpu_duration, launch_delay`` (float64 µs),
         one row per (launch, GPU work) pair, in CPU table order then GPU order.
     """
-    from holotrace.model.classify import LAUNCH_APIS
-
     from holotrace.analysis._select import name_mask
+    from holotrace.model.classify import LAUNCH_APIS
+    from holotrace.model.link import isin_ids
 
-    stream = frame["stream"].to_numpy()
-    corr = frame["correlation"].to_numpy()
+    t = frame if columns is None else columns
+    stream = np.asarray(t["stream"])
+    corr = np.asarray(t["correlation"])
+
+    def names_in(test, column: str = "s_name") -> np.ndarray:
+        if strings is None:
+            return name_mask(frame, test, column)
+        ids = np.array([i for i in map(strings.id, test) if i >= 0], dtype=np.int64)
+        return isin_ids(np.asarray(t["name" if column == "s_name" else "cat"]), ids)
+
     if hta_compat:
         wanted = set(HTA_LAUNCH_NAMES) | (set(HTA_MEMORY_LAUNCH_NAMES) if include_memory_events else set())
-        is_launch = name_mask(frame, wanted)
-        cset = np.unique(corr[is_launch])
-        cpu_mask = (stream == -1) & np.isin(corr, cset)
-        gpu_mask = (stream != -1) & np.isin(corr, cset)
+        is_launch = names_in(wanted)
+        cset = corr[is_launch]
+        cpu_mask = (stream == -1) & isin_ids(corr, cset)
+        gpu_mask = (stream != -1) & isin_ids(corr, cset)
     else:
         apis = frozenset(LAUNCH_APIS)
-        if include_memory_events:
-            is_launch = name_mask(frame, apis)
-        else:
-            is_launch = name_mask(frame, lambda n: n in apis and "Memcpy" not in n and "Memset" not in n)
+        if not include_memory_events:
+            apis = frozenset(n for n in apis if "Memcpy" not in n and "Memset" not in n)
+        is_launch = names_in(apis)
         is_launch &= corr >= 0
-        cset = np.unique(corr[is_launch])
+        cset = corr[is_launch]
         cpu_mask = is_launch
-        gpu_mask = (stream != -1) & name_mask(frame, _GPU_CATEGORIES, "s_cat") & np.isin(corr, cset)
-    ts, dur = frame["ts"].to_numpy(), frame["dur"].to_numpy(dtype=np.float64)
+        gpu_mask = (stream != -1) & names_in(_GPU_CATEGORIES, "s_cat") & isin_ids(corr, cset)
+    ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"], dtype=np.float64)
     cpu = {"correlation": corr[cpu_mask], "cpu_ts": ts[cpu_mask], "cpu_duration": dur[cpu_mask]}
     gpu = {"correlation": corr[gpu_mask], "gpu_ts": ts[gpu_mask], "gpu_duration": dur[gpu_mask]}
     j = _inner_join_on_correlation(cpu, gpu)
     delay = j["gpu_ts"] - j["cpu_ts"].astype(np.float64) - j["cpu_duration"]
-    out = pd.DataFrame(
-        {
-            "correlation": j["correlation"],
-            "cpu_duration": j["cpu_duration"],
-            "gpu_duration": j["gpu_duration"],
-            "launch_delay": np.clip(delay, 0, None),
-        }
-    )
-    return out
+    out = {
+        "correlation": j["correlation"],
+        "cpu_duration": j["cpu_duration"],
+        "gpu_duration": j["gpu_duration"],
+        "launch_delay": np.clip(delay, 0, None),
+    }
+    if flags is not None:
+        out.update(flag_columns(out["cpu_duration"], out["gpu_duration"], out["launch_delay"], *flags))
+    return pd.DataFrame(out, copy=False)
 
 
 def _inner_join_on_correlation(cpu: dict, gpu: dict) -> dict:

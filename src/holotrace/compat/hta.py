@@ -124,12 +124,18 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
                 self._frame_cache[(r, False)] = df
         return {r: self._frame(r) for r in self.job.ranks}
 
-    def _columns(self) -> dict[int, dict]:
-        """``{rank: the lean table's columns as numpy arrays}`` (see ``hta_view.hta_columns``)."""
+    def _columns(self, ranks: Optional[Sequence[int]] = None) -> dict[int, dict]:
+        """``{rank: the lean table's columns as numpy arrays}`` (see ``hta_view.hta_columns``); default every rank."""
         from holotrace.model.hta_view import hta_columns
 
-        self._frames()
-        return {r: hta_columns(self.job, r, self.include_last_profiler_step, lean=True) for r in self.job.ranks}
+        if ranks is None:
+            self._frames()
+            ranks = self.job.ranks
+        out = {}
+        for r in ranks:
+            self._frame(r)  # checks the rank and builds its table
+            out[int(r)] = hta_columns(self.job, int(r), self.include_last_profiler_step, lean=True)
+        return out
 
     def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:
         """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""

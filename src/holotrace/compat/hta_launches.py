@@ -90,9 +90,12 @@ class LaunchAndAnnotationMethods:
         """
         compat = self._compat(hta_compat)
         out: dict[int, pd.DataFrame] = {}
-        for r in self._ranks_arg(ranks):
-            stats = _launch.hta_launch_stats(self._frame(r), include_memory_events, hta_compat=compat)
-            out[r] = _launch.add_flags(stats, runtime_cutoff, launch_delay_cutoff)
+        chosen = self._ranks_arg(ranks)
+        columns = self._columns(chosen)
+        for r in chosen:
+            out[r] = _launch.hta_launch_stats(self._frame(r), include_memory_events, hta_compat=compat,
+                                              strings=self.job.strings, columns=columns[r],
+                                              flags=(runtime_cutoff, launch_delay_cutoff))
         if visualize:
             self._figures("get_cuda_kernel_launch_stats", lambda p: _launch_figures(out, runtime_cutoff, launch_delay_cutoff))
         return out

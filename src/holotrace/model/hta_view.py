@@ -255,21 +255,8 @@ def _rows_after_last_step_filter(cols: dict, step_ids: list[int], min_ts: int, i
     else:
         last_start = ts[steps].max() if steps.any() else ts[cpu].min()
         kept_cpu = cpu & (ts < last_start)
-    kept_gpu = is_gpu & _isin(cols["correlation"], cols["correlation"][kept_cpu])
+    kept_gpu = is_gpu & link.isin_ids(cols["correlation"], cols["correlation"][kept_cpu])
     return np.concatenate([np.flatnonzero(kept_gpu), np.flatnonzero(kept_cpu)])
-
-
-def _isin(values: np.ndarray, members: np.ndarray) -> np.ndarray:
-    """``np.isin`` for integer ids, through a flag array when their range is small (no sort)."""
-    if not len(values) or not len(members):
-        return np.zeros(len(values), dtype=bool)
-    lo = min(int(values.min()), int(members.min()))
-    hi = max(int(values.max()), int(members.max()))
-    if hi - lo > 8 * (len(values) + len(members)) + 1024:
-        return np.isin(values, members)
-    flag = np.zeros(hi - lo + 1, dtype=bool)
-    flag[members - lo] = True
-    return flag[values - lo]
 
 
 def text_column(strings, ids: np.ndarray, empty: str = ""):
