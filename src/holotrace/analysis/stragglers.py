@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from holotrace.model.link import isin_ids
+
 __all__ = [
     "SymbolTableView",
     "collective_waits",
@@ -73,8 +75,8 @@ def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame], id_names: Sequ
                 numbers[i] = int(m.group(1))
         ids = np.array(list(numbers), dtype=np.int64)
         for df in frames.values():
-            names = df["name"].to_numpy()
-            found.update(numbers[int(i)] for i in pd.unique(names[np.isin(names, ids)]))
+            names = np.asarray(df["name"])
+            found.update(numbers[int(i)] for i in _values_present(names[isin_ids(names, ids)], ids.tolist()))
         return sorted(found)
     for df in frames.values():
         for n in name_codes(df, np.arange(len(df))).categories:
@@ -85,58 +87,69 @@ def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame], id_names: Sequ
     return sorted(found)
 
 
-def _default_scores(frames, ranks, selected, k: int, hta_compat: bool, id_names) -> tuple[pd.Series, pd.DataFrame]:
-    """HTA's default scorer over ``frames`` without stacking them: each rank is cut to its long rows first.
+def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's default scorer without stacking the tables: each rank is cut to its long rows first.
 
-    Same result as :func:`hta_straggler_scores` on the stacked, step-filtered tables.
+    ``tables``: ``{rank: table}``, DataFrames or dicts of numpy columns. Same result as
+    :func:`hta_straggler_scores` on the stacked, step-filtered tables.
     """
     empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
     cut = {}
     present: set = set()
+    t_min = max_end = None
     for r in ranks:
-        f = frames[r]
-        it = f["iteration"].to_numpy()
-        keep = np.isin(it, selected) if selected is not None else np.ones(len(it), dtype=bool)
-        it = it if selected is not None else np.zeros(len(it), dtype=np.int64)
-        ts, dur = f["ts"].to_numpy(), f["dur"].to_numpy()
-        cut[r] = (f, np.flatnonzero(keep), it)
-        present.update(pd.unique(it[keep]).tolist())
-    iters = sorted(x for x in present if x != -1)
-    if not iters:
-        return empty
-    t_min, max_end = None, None
-    for r in ranks:
-        f, rows, it = cut[r]
-        if -1 in present:  # only the whole-trace case can hold rows outside every step
-            rows = rows[it[rows] != -1]
-        cut[r] = (f, rows, it)
-        if len(rows):
-            ts = f["ts"].to_numpy()[rows]
-            end = ts + f["dur"].to_numpy()[rows]
-            t_min = ts.min() if t_min is None else min(t_min, ts.min())
-            max_end = end.max() if max_end is None else max(max_end, end.max())
-    if t_min is None:
+        t = tables[r]
+        it = np.asarray(t["iteration"])
+        if selected is None:  # the whole trace is one step
+            it = np.zeros(len(it), dtype=np.int64)
+            keep = None
+            present.add(0)
+        else:
+            if it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
+                keep = isin_ids(it, np.asarray(selected, dtype=np.int64))
+                present.update(_values_present(it[keep], selected))
+            else:
+                keep = np.isin(it, selected)
+                present.update(pd.unique(it[keep]).tolist())
+        ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"])
+        tsk, endk = (ts, ts + dur) if keep is None else (ts[keep], ts[keep] + dur[keep])
+        if len(tsk):
+            t_min = tsk.min() if t_min is None else min(t_min, tsk.min())
+            max_end = endk.max() if max_end is None else max(max_end, endk.max())
+        cut[r] = (t, keep, it, ts, dur)
+    iters = [x for x in present if x != -1]
+    if not iters or t_min is None:
         return empty
     mean_iter = (max_end - t_min) / float(len(iters))
-    parts = []
+    picked = []
     for r in ranks:
-        f, rows, it = cut[r]
-        rows = rows[_long_rows(f["stream"].to_numpy()[rows], it[rows], f["dur"].to_numpy()[rows], mean_iter * 0.01, hta_compat)]
-        if not len(rows):
-            continue
-        ids = f["name"].to_numpy()[rows]
-        if id_names is not None:  # classify each distinct name once
-            codes, uniq = pd.factorize(ids)
-            names = np.array([id_names[int(i)] if i >= 0 else "" for i in uniq], dtype=object)
-            rows = rows[_comm_mask(names, hta_compat)[codes]]
-        else:
-            rows = rows[_comm_mask(f["s_name"].to_numpy(dtype=object)[rows], hta_compat)]
-        parts.append(pd.DataFrame({"rank": np.int64(r), "stream": f["stream"].to_numpy()[rows], "iteration": it[rows],
-                                   "name": f["name"].to_numpy()[rows], "ts": f["ts"].to_numpy()[rows],
-                                   "dur": f["dur"].to_numpy()[rows]}))
-    if not parts:
+        t, keep, it, ts, dur = cut[r]
+        stream = np.asarray(t["stream"])
+        long = _long_rows(stream, it, dur, mean_iter * 0.01, hta_compat)
+        if keep is not None:
+            long = long[keep[long]]
+        picked.append((r, long, stream, it, ts, dur, np.asarray(t["name"])))
+    # classify each distinct name of the long rows once, over every rank
+    ids = np.concatenate([p[6][p[1]] for p in picked]) if picked else np.empty(0, dtype=np.int64)
+    if not len(ids):
         return empty
-    return _scores_of_long_kernels(pd.concat(parts, ignore_index=True), t_min, mean_iter, k)
+    codes, uniq = pd.factorize(ids)
+    if id_names is not None:
+        names = np.array([id_names[int(i)] if i >= 0 else "" for i in uniq], dtype=object)
+    else:
+        first = np.flatnonzero(codes > np.maximum.accumulate(np.r_[-1, codes[:-1]]))
+        texts = np.concatenate([np.asarray(tables[r]["s_name"].to_numpy(dtype=object))[long] for r, long, *_ in picked])
+        names = texts[first]
+    comm = _comm_mask(names, hta_compat)[codes]
+    cols: dict[str, list] = {c: [] for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
+    at = 0
+    for r, long, stream, it, ts, dur, name in picked:
+        rows = long[comm[at:at + len(long)]]
+        at += len(long)
+        for c, v in (("rank", np.full(len(rows), r, dtype=np.int64)), ("stream", stream[rows]), ("iteration", it[rows]),
+                     ("name", name[rows]), ("ts", ts[rows]), ("dur", dur[rows])):
+            cols[c].append(v)
+    return _scores_of_long_kernels({c: np.concatenate(v) for c, v in cols.items()}, t_min, mean_iter, k)
 
 
 def _comm_mask(names: np.ndarray, hta_compat: bool) -> np.ndarray:
@@ -194,41 +207,84 @@ def _long_rows(stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_d
     return np.flatnonzero(ok_stream & ok_iter & (dur >= min_duration))
 
 
-def _scores_of_long_kernels(long: pd.DataFrame, t_min, mean_iter, k: int) -> tuple[pd.Series, pd.DataFrame]:
-    """HTA's scoring on the long communication kernels (``rank, stream, iteration, name, ts, dur``)."""
+def _values_present(values: np.ndarray, candidates) -> list:
+    """Which of a few integer ``candidates`` occur in ``values`` (every value is one of them)."""
+    if not len(values) or not len(candidates):
+        return []
+    lo = min(candidates)
+    seen = np.zeros(max(candidates) - lo + 1, dtype=bool)
+    seen[values - lo] = True
+    return [c for c in candidates if seen[c - lo]]
+
+
+def _key_changes(order: np.ndarray, *keys: np.ndarray) -> np.ndarray:
+    """Positions in ``order`` where any of ``keys`` (read in that order) differs from the previous row; 0 first."""
+    if not len(order):
+        return np.empty(0, dtype=np.intp)
+    diff = np.zeros(len(order) - 1, dtype=bool)
+    for k in keys:
+        v = k[order]
+        diff |= v[1:] != v[:-1]
+    return np.r_[0, np.flatnonzero(diff) + 1]
+
+
+def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's scoring on the long communication kernels (``rank, stream, iteration, name, ts, dur``; a frame or a dict)."""
     empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
-    if long.empty:
+    cols = {c: np.asarray(long[c]) for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
+    if not len(cols["rank"]):
         return empty
-    keys = ["rank", "stream", "iteration", "name"]
-    last = long.groupby(keys, as_index=False, sort=True).tail(1)
-    last = last.sort_values(keys, kind="stable")
-    last = last.assign(
-        normalized_start_time=(last["ts"] - t_min) / mean_iter,
-        duration=last["dur"] / mean_iter,
-    )
-    spread = last.groupby(["stream", "iteration", "name"], sort=True)["duration"].std()
-    avg = spread.groupby(level=["stream", "name"], sort=True).mean()
-    if avg.isna().all():
+    r, st, it, nm = cols["rank"], cols["stream"], cols["iteration"], cols["name"]
+    # the last instance of each (rank, stream, step, kernel), in key order (HTA: groupby(...).tail(1), sorted)
+    order = np.lexsort((np.arange(len(r)), nm, it, st, r))
+    changes = _key_changes(order, r, st, it, nm)
+    last = order[np.r_[changes[1:] - 1, len(order) - 1]]
+    last_cols = {c: v[last] for c, v in cols.items()}
+    last_cols["normalized_start_time"] = (last_cols["ts"] - t_min) / mean_iter
+    last_cols["duration"] = last_cols["dur"] / mean_iter
+    lr, ls, li, ln, ld = (last_cols[c] for c in ("rank", "stream", "iteration", "name", "duration"))
+    # spread of the duration across ranks per (stream, step, kernel); then its mean over steps per (stream, kernel)
+    g = np.lexsort((lr, ln, li, ls))
+    gstart = _key_changes(g, ls, li, ln)
+    count = np.diff(np.r_[gstart, len(g)])
+    d = ld[g]
+    mean = np.add.reduceat(d, gstart) / count
+    dev = d - np.repeat(mean, count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.where(count > 1, np.sqrt(np.add.reduceat(dev * dev, gstart) / (count - 1)), np.nan)
+    gs, gi, gn = ls[g[gstart]], li[g[gstart]], ln[g[gstart]]
+    h = np.lexsort((gi, gn, gs))  # groups of (stream, kernel), sorted
+    hstart = _key_changes(h, gs, gn)
+    valid = ~np.isnan(spread[h])
+    n_valid = np.add.reduceat(valid.astype(np.int64), hstart)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        avg = np.add.reduceat(np.where(valid, spread[h], 0.0), hstart) / n_valid  # NaN where no step had a spread
+    if np.isnan(avg).all():
         return empty
-    stream_pick, name_pick = avg.idxmax()
-    metric = last[(last["stream"] == stream_pick) & (last["name"] == name_pick)].reset_index(drop=True)
-    metric = metric[["rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration"]]
+    best = int(np.nanargmax(avg))  # first maximum in (stream, kernel) order, as idxmax
+    stream_pick, name_pick = gs[h[hstart[best]]], gn[h[hstart[best]]]
+    chosen = (ls == stream_pick) & (ln == name_pick)
+    metric = pd.DataFrame({c: last_cols[c][chosen] for c in
+                           ("rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration")})
     nst = metric["normalized_start_time"].to_numpy()
+    m_rank, m_iter = metric["rank"].to_numpy(), metric["iteration"].to_numpy()
     flags = np.zeros(len(metric), dtype=np.int64)
-    if metric["iteration"].nunique() <= 1:
+    steps = np.unique(m_iter)
+    if len(steps) <= 1:
         vals = np.sort(nst)[::-1]
         threshold = vals[min(k, vals.size) - 1]
         flags = (nst >= threshold).astype(np.int64)
-        scores = pd.Series(flags, index=metric["rank"].to_numpy())
+        scores = pd.Series(flags, index=m_rank)
     else:
-        for itv in np.unique(metric["iteration"].to_numpy()):  # one pass per step
+        for itv in steps:  # one pass per step
             if itv < 0:
                 continue
-            sel = metric["iteration"].to_numpy() == itv
+            sel = m_iter == itv
             vals = np.sort(nst[sel])[::-1]
             threshold = vals[min(k, vals.size) - 1]
             flags[sel] = (nst[sel] >= threshold).astype(np.int64)
-        scores = pd.Series(flags).groupby(metric["rank"].to_numpy()).sum()
+        ranks, inv = np.unique(m_rank, return_inverse=True)
+        scores = pd.Series(np.bincount(inv, weights=flags, minlength=len(ranks)).astype(np.int64), index=ranks)
     scores.index.name = "rank"
     return scores.astype(np.int64), metric
 
@@ -242,6 +298,7 @@ def hta_potential_stragglers(
     scorer: Callable[..., pd.Series] | None = None,
     symbol_table: SymbolTableView | None = None,
     id_names: Sequence[str] | None = None,
+    columns: Mapping[int, Mapping[str, np.ndarray]] | None = None,
 ) -> list[int]:
     """HTA's ``get_potential_stragglers`` on HTA-style tables.
 
@@ -253,6 +310,7 @@ def hta_potential_stragglers(
         scorer: an HTA-style ``straggler_identification_impl(df, symbol_table, k, visualize)``.
         symbol_table: passed to ``scorer`` (decodes the ``name`` ids).
         id_names: the strings the ``name`` ids index, when known (saves decoding ``s_name``).
+        columns: the same tables as dicts of numpy columns (``hta_view.hta_columns``), read faster.
 
     Returns:
         Rank numbers, most likely straggler first; ``[]`` (with a warning) when
@@ -266,7 +324,7 @@ def hta_potential_stragglers(
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
     k = max(int(num_candidates), 1)
-    available = hta_profiler_step_numbers(frames, id_names)
+    available = hta_profiler_step_numbers(columns or frames, id_names)
     if profiler_steps is None:
         selected = available
     else:
@@ -293,7 +351,7 @@ def hta_potential_stragglers(
         df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         scores = scorer(df, symbol_table, k, False)
     else:
-        scores, metric = _default_scores(frames, ranks, None if whole_trace else selected, k, hta_compat, id_names)
+        scores, metric = _default_scores(columns or frames, ranks, None if whole_trace else selected, k, hta_compat, id_names)
     if len(scores) == 0:
         log.warning(
             "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"

@@ -285,6 +285,7 @@ class LaunchAndAnnotationMethods:
         out = _strag.hta_potential_stragglers(
             self._frames(), profiler_steps, num_candidates, hta_compat=compat,
             scorer=straggler_identification_impl, symbol_table=symtab, id_names=self.job.strings.table,
+            columns=self._columns(),
         )
         if visualize:
             self._figures("get_potential_stragglers", lambda p: _straggler_figures(out))
