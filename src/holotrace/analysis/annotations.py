@@ -75,6 +75,30 @@ def shorten_names(names: Iterable[str]) -> np.ndarray:
     return short[codes] if len(uniq) else np.array([], dtype=object)
 
 
+def _text_of(frame: pd.DataFrame, rows: np.ndarray, id_column: str, text_column: str, shorten: bool):
+    """The decoded (and optionally shortened) text of ``rows`` (-1: ""), as pandas' default text array.
+
+    Each distinct name is decoded and shortened once; the column is gathered by pyarrow.
+    """
+    from holotrace.analysis._select import name_codes
+
+    valid = rows >= 0
+    cat = name_codes(frame, rows[valid], id_column, text_column)
+    distinct = ["" if pd.isna(x) else str(x) for x in cat.categories]
+    if shorten:
+        distinct = [_shorten_one(x) for x in distinct]
+    codes = np.full(len(rows), len(distinct), dtype=np.int64)  # the appended "" for -1 rows and missing names
+    got = np.asarray(cat.codes, dtype=np.int64)
+    codes[valid] = np.where(got >= 0, got, len(distinct))
+    values = np.array([*distinct, ""], dtype=object)
+    dtype = pd.Series([""]).dtype
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()).take(pa.array(codes)), dtype=dtype)
+    return pd.array(values[codes], dtype="str")
+
+
 # --------------------------------------------------------------------------- attribution
 def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: int) -> np.ndarray:
     """min(values[lo:hi]) per query (``empty`` where lo >= hi)."""
@@ -182,9 +206,9 @@ def assign_annotations(
 def _track_codes(*pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
     """Common integer codes for (pid, tid) pairs of several row sets."""
     sizes = [len(p[0]) for p in pairs]
-    pid = np.concatenate([np.asarray(p[0], dtype=object) for p in pairs]) if pairs else np.array([], dtype=object)
-    tid = np.concatenate([np.asarray(p[1], dtype=object) for p in pairs]) if pairs else np.array([], dtype=object)
-    codes = pd.MultiIndex.from_arrays([pd.Index(pid, dtype=object), pd.Index(tid, dtype=object)]).factorize()[0] if len(pid) else np.zeros(0, dtype=np.int64)
+    pid = np.concatenate([np.asarray(p[0]) for p in pairs]) if pairs else np.array([], dtype=np.int64)
+    tid = np.concatenate([np.asarray(p[1]) for p in pairs]) if pairs else np.array([], dtype=np.int64)
+    codes = pd.MultiIndex.from_arrays([pd.Index(pid), pd.Index(tid)]).factorize()[0] if len(pid) else np.zeros(0, dtype=np.int64)
     return np.split(codes.astype(np.int64), np.cumsum(sizes)[:-1])
 
 
@@ -211,19 +235,16 @@ def hta_gpu_kernels_with_user_annotations(
         ``user_annotation`` (the annotation's name id, or -1) and the decoded
         columns. ``RangeIndex``.
     """
-    s_name = frame["s_name"].astype(object).fillna("").to_numpy()
-    s_cat = frame["s_cat"].astype(object).fillna("").to_numpy()
     stream = frame["stream"].to_numpy()
     corr = frame["correlation"].to_numpy()
-    gpu = ((stream >= 0) & (corr >= 0)) | np.isin(s_name, _SYNC_NAMES)
-    anno = s_cat == "gpu_user_annotation"
+    # names are tested once per distinct id; strings are made only for the rows returned
+    gpu = ((stream >= 0) & (corr >= 0)) | name_mask(frame, frozenset(_SYNC_NAMES))
+    anno = name_mask(frame, {"gpu_user_annotation"}, "s_cat")
     base = frame.drop(columns=[c for c in ("s_name", "s_cat", "s_user_annotation", "user_annotation") if c in frame.columns])
     out = base[gpu].copy()
     out["end"] = out["ts"] + out["dur"]
-    k_track, a_track = _track_codes(
-        (frame["pid"].to_numpy()[gpu], frame["tid"].to_numpy()[gpu]),
-        (frame["pid"].to_numpy()[anno], frame["tid"].to_numpy()[anno]),
-    )
+    pid, tid = frame["pid"].to_numpy(), frame["tid"].to_numpy()
+    k_track, a_track = _track_codes((pid[gpu], tid[gpu]), (pid[anno], tid[anno]))
     pos = assign_annotations(
         k_track, frame["ts"].to_numpy()[gpu], frame["dur"].to_numpy()[gpu],
         a_track, frame["ts"].to_numpy()[anno], frame["dur"].to_numpy()[anno],
@@ -232,14 +253,11 @@ def hta_gpu_kernels_with_user_annotations(
     a_name_ids = frame["name"].to_numpy()[anno].astype(np.int64)
     out["user_annotation"] = np.where(pos >= 0, a_name_ids[np.clip(pos, 0, None)], -1).astype(np.int64)
     if expand_names:
-        names = s_name[gpu]
-        cats = s_cat[gpu]
-        a_names = np.where(pos >= 0, s_name[anno][np.clip(pos, 0, None)] if anno.any() else "", "")
-        if shorten:
-            names, cats, a_names = shorten_names(names), shorten_names(cats), shorten_names(a_names)
-        out["s_name"] = pd.array(names, dtype="str") if len(names) else pd.array([], dtype="str")
-        out["s_cat"] = pd.array(cats, dtype="str") if len(cats) else pd.array([], dtype="str")
-        out["s_user_annotation"] = pd.array(a_names, dtype="str") if len(a_names) else pd.array([], dtype="str")
+        anno_rows = np.flatnonzero(anno)
+        a_rows = np.where(pos >= 0, anno_rows[np.clip(pos, 0, None)] if len(anno_rows) else -1, -1)
+        out["s_name"] = _text_of(frame, np.flatnonzero(gpu), "name", "s_name", shorten)
+        out["s_cat"] = _text_of(frame, np.flatnonzero(gpu), "cat", "s_cat", shorten)
+        out["s_user_annotation"] = _text_of(frame, a_rows, "name", "s_name", shorten)
     return out.reset_index(drop=True)
 
 

@@ -186,6 +186,9 @@ def hta_frame(job, rank: int, include_last_profiler_step: bool = False, lean: bo
     def pick(v: np.ndarray) -> np.ndarray:
         return v.copy() if rows is None else v[rows]  # the frame never shares memory with the memo
 
+    lean_data = job._memo.get(("hta_columns", int(rank), bool(include_last_profiler_step), True))
+    if not lean and lean_data is not None:
+        return _full_from_lean(job, int(rank), key, base, rows, lean_data)
     data = {col: pick(base[col]) for col in _LEAN_COLUMNS[:7]}
     if lean:
         data.update({col: pick(base[col]) for col in _LINK_ARGS})
@@ -209,6 +212,27 @@ def hta_frame(job, rank: int, include_last_profiler_step: bool = False, lean: bo
     df = pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
     job._memo[key] = df
     job._memo[("hta_columns", *key[1:])] = data  # the same arrays (pandas keeps them without a copy)
+    return df.copy(deep=False)
+
+
+def _full_from_lean(job, rank: int, key: tuple, base: dict, rows, lean_data: dict) -> pd.DataFrame:
+    """The full table from an already built lean one: only HTA's other arg columns are added."""
+    c = job.rank(rank).columns
+    src = base["_rows"] if rows is None else base["_rows"][rows]
+    data = {col: lean_data[col] for col in _LEAN_COLUMNS[:7]}
+    for col in ARG_COLUMNS:
+        if col in _LINK_ARGS:
+            data[col] = lean_data[col]
+        elif col in _TEXT_DEFAULTS:
+            data[col] = text_column(job.strings, c[col][src], _TEXT_DEFAULTS[col])
+        else:
+            v = c[col][src]
+            data[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
+    for col in ("index_correlation", "iteration", "end", "s_name", "s_cat"):
+        data[col] = lean_data[col]
+    df = pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
+    job._memo[key] = df
+    job._memo[("hta_columns", *key[1:])] = data
     return df.copy(deep=False)
 
 
