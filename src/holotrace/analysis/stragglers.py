@@ -361,11 +361,18 @@ def hta_potential_stragglers(
         order = scores.sort_values(ascending=False, kind="stable")
         return [int(r) for r in order.index[:k]]
     # ties on the score: the later average start of the metric kernel first, then the lower rank
-    ranked = pd.DataFrame({"rank": scores.index.to_numpy(), "score": scores.to_numpy()})
-    late = metric.groupby("rank")["normalized_start_time"].mean() if metric is not None and len(metric) else None
-    ranked["late"] = ranked["rank"].map(late).fillna(-np.inf).to_numpy() if late is not None else 0.0
-    ranked = ranked[ranked["score"] > 0].sort_values(["score", "late", "rank"], ascending=[False, False, True], kind="stable")
-    return [int(r) for r in ranked["rank"].head(k)]
+    rank, score = scores.index.to_numpy(), scores.to_numpy()
+    late = np.zeros(len(rank))
+    if metric is not None and len(metric):  # mean normalized start of the metric kernel per rank
+        m_rank = metric["rank"].to_numpy()
+        seen, inv = np.unique(m_rank, return_inverse=True)
+        means = np.bincount(inv, weights=metric["normalized_start_time"].to_numpy()) / np.bincount(inv)
+        at = np.searchsorted(seen, rank)
+        found = (at < len(seen)) & (seen[np.minimum(at, len(seen) - 1)] == rank)
+        late = np.where(found, means[np.minimum(at, len(seen) - 1)], -np.inf)
+    keep = np.flatnonzero(score > 0)
+    order = keep[np.lexsort((rank[keep], -late[keep], -score[keep]))]
+    return [int(r) for r in rank[order][:k]]
 
 
 # --------------------------------------------------------------------------- native view
