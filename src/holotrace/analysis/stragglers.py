@@ -93,7 +93,6 @@ def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names)
     ``tables``: ``{rank: table}``, DataFrames or dicts of numpy columns. Same result as
     :func:`hta_straggler_scores` on the stacked, step-filtered tables.
     """
-    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
     cut = {}
     present: set = set()
     t_min = max_end = None
@@ -105,21 +104,27 @@ def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names)
             keep = None
             present.add(0)
         else:
-            if it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
+            lo, hi = min(selected), max(selected)
+            if it.dtype.kind in "iu" and hi - lo + 1 == len(set(selected)):  # a run of steps: two comparisons
+                keep = (it >= lo) & (it <= hi)
+                seen = np.bincount(it[keep] - lo, minlength=hi - lo + 1)
+                present.update(lo + int(i) for i in np.flatnonzero(seen))
+            elif it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
                 keep = isin_ids(it, np.asarray(selected, dtype=np.int64))
                 present.update(_values_present(it[keep], selected))
             else:
                 keep = np.isin(it, selected)
                 present.update(pd.unique(it[keep]).tolist())
         ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"])
-        tsk, endk = (ts, ts + dur) if keep is None else (ts[keep], ts[keep] + dur[keep])
-        if len(tsk):
-            t_min = tsk.min() if t_min is None else min(t_min, tsk.min())
-            max_end = endk.max() if max_end is None else max(max_end, endk.max())
+        if len(ts) and (keep is None or keep.any()):
+            start = ts.min(initial=np.iinfo(np.int64).max, where=True if keep is None else keep)
+            end = (ts + dur).max(initial=-np.inf, where=True if keep is None else keep)
+            t_min = start if t_min is None else min(t_min, start)
+            max_end = end if max_end is None else max(max_end, end)
         cut[r] = (t, keep, it, ts, dur)
     iters = [x for x in present if x != -1]
     if not iters or t_min is None:
-        return empty
+        return _empty()
     mean_iter = (max_end - t_min) / float(len(iters))
     picked = []
     for r in ranks:
@@ -132,7 +137,7 @@ def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names)
     # classify each distinct name of the long rows once, over every rank
     ids = np.concatenate([p[6][p[1]] for p in picked]) if picked else np.empty(0, dtype=np.int64)
     if not len(ids):
-        return empty
+        return _empty()
     codes, uniq = pd.factorize(ids)
     if id_names is not None:
         names = np.array([id_names[int(i)] if i >= 0 else "" for i in uniq], dtype=object)
@@ -183,11 +188,10 @@ def hta_straggler_scores(
         ranks have one.
     """
     k = max(int(num_candidates), 1)
-    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
     it = df["iteration"].to_numpy()
     iters = np.unique(it[it != -1])
     if iters.size == 0 or df.empty:
-        return empty
+        return _empty()
     df = df[np.isin(it, iters)]
     t_min = df["ts"].min()
     mean_iter = ((df["ts"] + df["dur"]).max() - t_min) / float(iters.size)
@@ -217,6 +221,11 @@ def _values_present(values: np.ndarray, candidates) -> list:
     return [c for c in candidates if seen[c - lo]]
 
 
+def _empty() -> tuple[pd.Series, pd.DataFrame]:
+    """No scores, no metric rows."""
+    return pd.Series([], dtype=np.int64), pd.DataFrame()
+
+
 def _key_changes(order: np.ndarray, *keys: np.ndarray) -> np.ndarray:
     """Positions in ``order`` where any of ``keys`` (read in that order) differs from the previous row; 0 first."""
     if not len(order):
@@ -230,10 +239,9 @@ def _key_changes(order: np.ndarray, *keys: np.ndarray) -> np.ndarray:
 
 def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, pd.DataFrame]:
     """HTA's scoring on the long communication kernels (``rank, stream, iteration, name, ts, dur``; a frame or a dict)."""
-    empty = (pd.Series([], dtype=np.int64), pd.DataFrame())
     cols = {c: np.asarray(long[c]) for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
     if not len(cols["rank"]):
-        return empty
+        return _empty()
     r, st, it, nm = cols["rank"], cols["stream"], cols["iteration"], cols["name"]
     # the last instance of each (rank, stream, step, kernel), in key order (HTA: groupby(...).tail(1), sorted)
     order = np.lexsort((np.arange(len(r)), nm, it, st, r))
@@ -260,14 +268,14 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = np.add.reduceat(np.where(valid, spread[h], 0.0), hstart) / n_valid  # NaN where no step had a spread
     if np.isnan(avg).all():
-        return empty
+        return _empty()
     best = int(np.nanargmax(avg))  # first maximum in (stream, kernel) order, as idxmax
     stream_pick, name_pick = gs[h[hstart[best]]], gn[h[hstart[best]]]
     chosen = (ls == stream_pick) & (ln == name_pick)
     metric = pd.DataFrame({c: last_cols[c][chosen] for c in
                            ("rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration")})
-    nst = metric["normalized_start_time"].to_numpy()
-    m_rank, m_iter = metric["rank"].to_numpy(), metric["iteration"].to_numpy()
+    nst = last_cols["normalized_start_time"][chosen]
+    m_rank, m_iter = last_cols["rank"][chosen], last_cols["iteration"][chosen]
     flags = np.zeros(len(metric), dtype=np.int64)
     steps = np.unique(m_iter)
     if len(steps) <= 1:
