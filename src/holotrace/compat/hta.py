@@ -96,6 +96,8 @@ class TraceAnalysis(LaunchAndAnnotationMethods):
         self.include_last_profiler_step = bool(include_last_profiler_step)
         self.figures: list = []
         self._frame_cache: dict[tuple[int, bool], pd.DataFrame] = {}
+        # like HTA's constructor, leave the per-rank tables ready: every analysis call is then cheap
+        self._frames()
 
     # ------------------------------------------------------------------ shared state (read-only)
     def _frame(self, rank: int, full: bool = False) -> pd.DataFrame:
