@@ -334,16 +334,20 @@ def _breakdown_by_id(tables: Mapping, strings, category: str, num_kernels: int) 
             return None
         per_rank.append((rank, part))
     cols = {k: np.concatenate([p[k] for _, p in per_rank]) if per_rank else np.empty(0) for k in
-            ("name", "sum", "max", "min", "std", "mean")}
-    rank = np.concatenate([np.full(len(p["name"]), r, dtype=np.int64) for r, p in per_rank]) if per_rank else np.empty(0, np.int64)
-    names = cols["name"].astype(object)
-    order = np.lexsort((np.argsort(np.argsort(names, kind="stable"), kind="stable"), rank)) if len(names) else np.empty(0, np.intp)
+            ("id", "sum", "max", "min", "std", "mean")}
+    rank = np.concatenate([np.full(len(p["id"]), r, dtype=np.int64) for r, p in per_rank]) if per_rank else np.empty(0, np.int64)
+    # sort by (rank, name): names ranked once per distinct id
+    uniq, inv = np.unique(cols["id"].astype(np.int64), return_inverse=True)
+    text = np.array([strings.table[int(i)] for i in uniq], dtype=object)
+    by_text = np.empty(len(uniq), dtype=np.int64)
+    by_text[np.argsort(text, kind="stable")] = np.arange(len(uniq))
+    order = np.lexsort((by_text[inv], rank))
     return pd.DataFrame({
-        "name": pd.Series(names[order], dtype=object),
+        "name": pd.Series(text[inv[order]], dtype=object),
         "sum (us)": cols["sum"][order].astype(np.float64), "max (us)": cols["max"][order].astype(np.float64),
         "min (us)": cols["min"][order].astype(np.float64), "stddev": cols["std"][order].astype(np.float64),
         "mean (us)": cols["mean"][order].astype(np.float64), "rank": rank[order],
-    })[BREAKDOWN_COLUMNS]
+    }, copy=False)
 
 
 def _annotation_stats_by_id(f: pd.DataFrame, strings, category: str, num_kernels: int) -> dict | None:
@@ -361,8 +365,7 @@ def _annotation_stats_by_id(f: pd.DataFrame, strings, category: str, num_kernels
     codes, count, total, high, low, mean, std = group_stats(ids, np.asarray(f["dur"], dtype=np.float64)[rows])
     if len(codes) > num_kernels:
         return None
-    return {"name": np.array([strings.table[int(i)] for i in codes], dtype=object),
-            "sum": total, "max": high, "min": low, "mean": mean, "std": std}
+    return {"id": codes, "sum": total, "max": high, "min": low, "mean": mean, "std": std}
 
 
 # --------------------------------------------------------------------------- native views
