@@ -99,15 +99,17 @@ def hta_launch_stats(
     def names_in(test, column: str = "s_name") -> np.ndarray:
         if strings is None:
             return name_mask(frame, test, column)
-        ids = np.array([i for i in map(strings.id, test) if i >= 0], dtype=np.int64)
-        return isin_ids(np.asarray(t["name" if column == "s_name" else "cat"]), ids)
+        # a flag per string of the job (and a last False one for id -1): one gather over the rows
+        flag = np.zeros(len(strings) + 1, dtype=bool)
+        flag[[i for i in map(strings.id, test) if i >= 0]] = True
+        return flag[np.asarray(t["name" if column == "s_name" else "cat"])]
 
     if hta_compat:
         wanted = set(HTA_LAUNCH_NAMES) | (set(HTA_MEMORY_LAUNCH_NAMES) if include_memory_events else set())
         is_launch = names_in(wanted)
         cset = corr[is_launch]
         cpu_mask = (stream == -1) & isin_ids(corr, cset)
-        gpu_mask = (stream != -1) & isin_ids(corr, cset)
+        gpu_mask = stream != -1  # the inner join keeps those with a CPU row of the set
     else:
         apis = frozenset(LAUNCH_APIS)
         if not include_memory_events:
@@ -116,10 +118,12 @@ def hta_launch_stats(
         is_launch &= corr >= 0
         cset = corr[is_launch]
         cpu_mask = is_launch
-        gpu_mask = (stream != -1) & names_in(_GPU_CATEGORIES, "s_cat") & isin_ids(corr, cset)
+        # GPU rows whose correlation has no launch drop out in the inner join below
+        gpu_mask = (stream != -1) & names_in(_GPU_CATEGORIES, "s_cat")
     ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"], dtype=np.float64)
-    cpu = {"correlation": corr[cpu_mask], "cpu_ts": ts[cpu_mask], "cpu_duration": dur[cpu_mask]}
-    gpu = {"correlation": corr[gpu_mask], "gpu_ts": ts[gpu_mask], "gpu_duration": dur[gpu_mask]}
+    c_rows, g_rows = np.flatnonzero(cpu_mask), np.flatnonzero(gpu_mask)  # positions: cheaper to gather than masks
+    cpu = {"correlation": corr.take(c_rows), "cpu_ts": ts.take(c_rows), "cpu_duration": dur.take(c_rows)}
+    gpu = {"correlation": corr.take(g_rows), "gpu_ts": ts.take(g_rows), "gpu_duration": dur.take(g_rows)}
     j = _inner_join_on_correlation(cpu, gpu)
     delay = j["gpu_ts"] - j["cpu_ts"].astype(np.float64) - j["cpu_duration"]
     out = {
@@ -136,6 +140,13 @@ def hta_launch_stats(
 def _inner_join_on_correlation(cpu: dict, gpu: dict) -> dict:
     """Inner join of two column dicts on ``correlation``, as ``DataFrame.merge(how="inner", sort=False)``:
     CPU rows in order, each followed by its GPU matches in their order."""
+    keys = pd.Index(gpu["correlation"])
+    if keys.is_unique:  # one GPU row per correlation (the usual case): a hash lookup
+        right = keys.get_indexer(cpu["correlation"])
+        left = np.flatnonzero(right >= 0)
+        out = {k: v[left] for k, v in cpu.items()}
+        out.update({k: v[right[left]] for k, v in gpu.items() if k != "correlation"})
+        return out
     order = np.argsort(gpu["correlation"], kind="stable")
     g_corr = gpu["correlation"][order]
     lo = np.searchsorted(g_corr, cpu["correlation"], side="left")
