@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis._select import name_codes, name_mask
+from holotrace.model.hta_view import default_text_dtype
 from holotrace.analysis.topk import group_stats, top_k_hta
 
 __all__ = [
@@ -91,8 +92,8 @@ def _text_of(frame: pd.DataFrame, rows: np.ndarray, id_column: str, text_column:
     got = np.asarray(cat.codes, dtype=np.int64)
     codes[valid] = np.where(got >= 0, got, len(distinct))
     values = np.array([*distinct, ""], dtype=object)
-    dtype = pd.Series([""]).dtype
-    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+    dtype = default_text_dtype()
+    if dtype is not None:
         import pyarrow as pa
 
         return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()).take(pa.array(codes)), dtype=dtype)

@@ -290,7 +290,7 @@ def text_column(strings, ids: np.ndarray, empty: str = ""):
     job's table without creating a Python string per row; otherwise an object array.
     """
     ids = np.asarray(ids)
-    dtype = _default_text_dtype()
+    dtype = default_text_dtype()
     if dtype is None:
         return strings.decode(ids, empty=empty)
     import pyarrow as pa
@@ -301,7 +301,7 @@ def text_column(strings, ids: np.ndarray, empty: str = ""):
     return pd.arrays.ArrowStringArray(table.take(pa.array(pos)), dtype=dtype)
 
 
-def _default_text_dtype():
+def default_text_dtype():
     """pandas' default text dtype when it is the pyarrow-backed ``str``, else None (object arrays)."""
     dtype = pd.Series([""]).dtype
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
