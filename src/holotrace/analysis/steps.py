@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.model.classify import HTA_STEP_NUMBER
-from holotrace.analysis._select import gpu_activity, job_ranks
+from holotrace.analysis._select import gpu_activity, job_ranks, name_codes
+from holotrace.model.classify import hta_profiler_step_number
+from holotrace.model.link import isin_ids
 
 __all__ = ["profiler_steps", "step_times", "hta_profiler_steps"]
 
-_HTA_STEP = HTA_STEP_NUMBER  # HTA's get_profiler_steps rule, from the one rule table
 
 
 def profiler_steps(job, *, ranks: Optional[Sequence[int]] = None) -> list[int]:
@@ -69,14 +69,24 @@ def step_times(job, *, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
                        "gpu_events": np.int64, "gpu_busy_us": np.float64, "gpu_span_us": np.float64})
 
 
-def hta_profiler_steps(frames: Mapping[int, pd.DataFrame]) -> list[int]:
-    """HTA's ``get_profiler_steps``: sorted distinct step numbers of rows named ``ProfilerStep…``."""
+def hta_profiler_steps(frames: Mapping[int, pd.DataFrame], id_names: Optional[Sequence[str]] = None) -> list[int]:
+    """HTA's ``get_profiler_steps``: sorted distinct step numbers of rows named ``ProfilerStep…``.
+
+    ``frames`` are HTA tables (or dicts of their columns, with ``id_names``). With ``id_names``, the
+    strings the ``name`` ids index, only the ids of step names are looked for in each table; otherwise
+    each distinct name is decoded once.
+    """
     found: set[int] = set()
+    if id_names is not None:
+        numbers = {i: k for i, k in enumerate(map(hta_profiler_step_number, id_names)) if k >= 0}
+        ids = np.array(list(numbers), dtype=np.int64)
+        for df in frames.values():
+            names = np.asarray(df["name"])
+            found.update(numbers[int(i)] for i in pd.unique(names[isin_ids(names, ids)]))
+        return sorted(found)
     for df in frames.values():
-        names = pd.unique(df["s_name"].to_numpy(dtype=object))
-        for n in names:
-            if isinstance(n, str) and n.startswith("ProfilerStep"):
-                m = _HTA_STEP.match(n)
-                if m:
-                    found.add(int(m.group(1)))
+        for n in name_codes(df, np.arange(len(df))).categories:
+            k = hta_profiler_step_number(n) if isinstance(n, str) else -1
+            if k >= 0:
+                found.add(k)
     return sorted(found)

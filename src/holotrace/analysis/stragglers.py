@@ -22,12 +22,13 @@ Two views:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.steps import hta_profiler_steps as hta_profiler_step_numbers
+from holotrace.analysis.topk import group_stats
 from holotrace.model.link import isin_ids
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 
 
 class SymbolTableView:
@@ -57,34 +57,6 @@ class SymbolTableView:
 
     def get_sym_id_map(self) -> dict[str, int]:
         return self.sym_index
-
-
-def hta_profiler_step_numbers(frames: Mapping[int, pd.DataFrame], id_names: Sequence[str] | None = None) -> list[int]:
-    """Sorted distinct ``ProfilerStep#N`` numbers over the tables (HTA's ``get_profiler_steps``).
-
-    With ``id_names`` (the strings the ``name`` ids index), only the ids of step names are looked for.
-    """
-    from holotrace.analysis._select import name_codes
-
-    found: set[int] = set()
-    if id_names is not None:
-        numbers = {}
-        for i, n in enumerate(id_names):
-            m = _STEP.match(n) if n.startswith("ProfilerStep") else None
-            if m:
-                numbers[i] = int(m.group(1))
-        ids = np.array(list(numbers), dtype=np.int64)
-        for df in frames.values():
-            names = np.asarray(df["name"])
-            found.update(numbers[int(i)] for i in _values_present(names[isin_ids(names, ids)], ids.tolist()))
-        return sorted(found)
-    for df in frames.values():
-        for n in name_codes(df, np.arange(len(df))).categories:
-            if isinstance(n, str) and n.startswith("ProfilerStep"):
-                m = _STEP.match(n)
-                if m:
-                    found.add(int(m.group(1)))
-    return sorted(found)
 
 
 def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names) -> tuple[pd.Series, pd.DataFrame]:
@@ -104,12 +76,7 @@ def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names)
             keep = None
             present.add(0)
         else:
-            lo, hi = min(selected), max(selected)
-            if it.dtype.kind in "iu" and hi - lo + 1 == len(set(selected)):  # a run of steps: two comparisons
-                keep = (it >= lo) & (it <= hi)
-                seen = np.bincount(it[keep] - lo, minlength=hi - lo + 1)
-                present.update(lo + int(i) for i in np.flatnonzero(seen))
-            elif it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
+            if it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
                 keep = isin_ids(it, np.asarray(selected, dtype=np.int64))
                 present.update(_values_present(it[keep], selected))
             else:
@@ -254,12 +221,8 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
     # spread of the duration across ranks per (stream, step, kernel); then its mean over steps per (stream, kernel)
     g = np.lexsort((lr, ln, li, ls))
     gstart = _key_changes(g, ls, li, ln)
-    count = np.diff(np.r_[gstart, len(g)])
-    d = ld[g]
-    mean = np.add.reduceat(d, gstart) / count
-    dev = d - np.repeat(mean, count)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        spread = np.where(count > 1, np.sqrt(np.add.reduceat(dev * dev, gstart) / (count - 1)), np.nan)
+    _, count, _, _, _, _, std = group_stats(np.repeat(np.arange(len(gstart)), np.diff(np.r_[gstart, len(g)])), ld[g])
+    spread = np.where(count > 1, std, np.nan)  # pandas' std of a single value is NaN
     gs, gi, gn = ls[g[gstart]], li[g[gstart]], ln[g[gstart]]
     h = np.lexsort((gi, gn, gs))  # groups of (stream, kernel), sorted
     hstart = _key_changes(h, gs, gn)
