@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis._select import gpu_activity, job_ranks
+from holotrace.model.link import position_lookup
 
 __all__ = [
     "CATEGORIES",
@@ -276,10 +277,10 @@ def _ts_of_index(index: np.ndarray, ts: np.ndarray, wanted: np.ndarray, first_va
         return out
     lo, hi = int(index.min()), int(index.max())
     if lo >= 0 and hi < 4 * len(index) + 1024 and np.bincount(index).max() <= 1:
-        lut = np.full(hi + 1, np.nan)  # dense and unique (holotrace's tables): a lookup array
-        lut[index] = ts
-        inside = ok & (wanted <= hi)
-        out[inside] = lut[wanted[inside]]
+        pos = position_lookup(index)  # dense and unique (holotrace's tables): a lookup array
+        inside = np.flatnonzero(ok & (wanted >= 0) & (wanted <= hi))
+        p = pos[wanted[inside]]
+        out[inside] = np.where(p >= 0, ts[np.maximum(p, 0)], np.nan)
         return out
     launch = pd.Series(ts, index=index)
     launch = launch[~launch.index.duplicated(keep="first")]

@@ -101,7 +101,7 @@ def _unaligned(job, rank: int) -> dict[str, np.ndarray]:
     it = np.full(len(idx), np.nan)
     it[by_time] = contain[by_time]
     launched = stream > 0
-    pos_by_index = _position_lookup(index_arr)
+    pos_by_index = link.position_lookup(index_arr)
     src = np.where(launched & (icorr > 0), icorr, -1)
     ok = src > 0
     it[launched] = -1
@@ -136,13 +136,6 @@ def _iteration_of(contain, by_time, pos_by_index, src, ok):
     p = pos[good]
     out[good] = np.where(by_time[p], contain[p], -1).astype(np.float64)
     return out
-
-
-def _position_lookup(index: np.ndarray) -> np.ndarray:
-    """Array mapping an event index to its row position (-1 where absent); event indexes are unique and >= 0."""
-    lut = np.full(int(index.max()) + 1 if len(index) else 0, -1, dtype=np.int64)
-    lut[index] = np.arange(len(index))
-    return lut
 
 
 def hta_min_ts(job) -> int:

@@ -128,3 +128,13 @@ def isin_ids(values: np.ndarray, members: np.ndarray) -> np.ndarray:
     flag = np.zeros(hi - lo + 1, dtype=bool)
     flag[members - lo] = True
     return flag[values - lo]
+
+
+def position_lookup(index: np.ndarray) -> np.ndarray:
+    """Array mapping each value of ``index`` to its position (-1 where absent).
+
+    ``index`` holds unique non-negative integers (event indexes); the array has ``max + 1`` entries.
+    """
+    lut = np.full(int(index.max()) + 1 if len(index) else 0, -1, dtype=np.int64)
+    lut[index] = np.arange(len(index))
+    return lut
