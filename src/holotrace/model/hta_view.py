@@ -169,64 +169,58 @@ def hta_frame(job, rank: int, include_last_profiler_step: bool = False, lean: bo
     key = ("hta_frame", int(rank), bool(include_last_profiler_step), bool(lean))
     if key in job._memo:
         return job._memo[key].copy(deep=False)
-    base = _unaligned_cached(job, int(rank))
-    min_ts = hta_min_ts(job)
-    steps = hta_step_symbols(job)
-    rows = None
-    if len(steps) >= 2 and len(base["ts"]):
-        rows = _rows_after_last_step_filter(base, steps, min_ts, include_last_profiler_step)
-
-    def pick(v: np.ndarray) -> np.ndarray:
-        return v.copy() if rows is None else v[rows]  # the frame never shares memory with the memo
-
-    lean_data = job._memo.get(("hta_columns", int(rank), bool(include_last_profiler_step), True))
-    if not lean and lean_data is not None:
-        return _full_from_lean(job, int(rank), key, base, rows, lean_data)
-    data = {col: pick(base[col]) for col in _LEAN_COLUMNS[:7]}
     if lean:
-        data.update({col: pick(base[col]) for col in _LINK_ARGS})
-    else:
-        c = job.rank(int(rank)).columns
-        src = base["_rows"] if rows is None else base["_rows"][rows]
-        for col in ARG_COLUMNS:
-            if col in _LINK_ARGS:
-                data[col] = pick(base[col])
-            elif col in _TEXT_DEFAULTS:
-                data[col] = text_column(job.strings, c[col][src], _TEXT_DEFAULTS[col])
-            else:
-                v = c[col][src]
-                data[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
-    data["index_correlation"] = pick(base["index_correlation"])
-    data["iteration"] = pick(base["iteration"])
-    data["ts"] = data["ts"] - min_ts
-    data["end"] = data["ts"] + data["dur"]
-    data["s_name"] = text_column(job.strings, data["name"])
-    data["s_cat"] = text_column(job.strings, data["cat"])
+        data = _lean_columns(job, int(rank), bool(include_last_profiler_step))
+    else:  # the lean table plus HTA's other arg columns, in HTA's column order
+        data = _with_arg_columns(job, int(rank), bool(include_last_profiler_step),
+                                 hta_columns(job, rank, include_last_profiler_step, lean=True))
     df = pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
     job._memo[key] = df
     job._memo[("hta_columns", *key[1:])] = data  # the same arrays (pandas keeps them without a copy)
     return df.copy(deep=False)
 
 
-def _full_from_lean(job, rank: int, key: tuple, base: dict, rows, lean_data: dict) -> pd.DataFrame:
-    """The full table from an already built lean one: only HTA's other arg columns are added."""
-    c = job.rank(rank).columns
+def _kept_rows(job, rank: int, include_last_profiler_step: bool):
+    """``(unaligned columns, kept row positions or None for all rows in file order)``."""
+    base = _unaligned_cached(job, rank)
+    steps = hta_step_symbols(job)
+    if len(steps) >= 2 and len(base["ts"]):
+        return base, _rows_after_last_step_filter(base, steps, hta_min_ts(job), include_last_profiler_step)
+    return base, None
+
+
+def _lean_columns(job, rank: int, include_last_profiler_step: bool) -> dict:
+    """The columns of the lean table (see :func:`hta_frame`)."""
+    base, rows = _kept_rows(job, rank, include_last_profiler_step)
+
+    def pick(v: np.ndarray) -> np.ndarray:
+        return v.copy() if rows is None else v[rows]  # the table never shares memory with the memo
+
+    data = {col: pick(base[col]) for col in _LEAN_COLUMNS}
+    data["ts"] = data["ts"] - hta_min_ts(job)
+    data["end"] = data["ts"] + data["dur"]
+    data["s_name"] = text_column(job.strings, data["name"])
+    data["s_cat"] = text_column(job.strings, data["cat"])
+    return data
+
+
+def _with_arg_columns(job, rank: int, include_last_profiler_step: bool, lean: dict) -> dict:
+    """The lean columns with HTA's other arg columns added, in HTA's order."""
+    base, rows = _kept_rows(job, rank, include_last_profiler_step)
     src = base["_rows"] if rows is None else base["_rows"][rows]
-    data = {col: lean_data[col] for col in _LEAN_COLUMNS[:7]}
+    c = job.rank(rank).columns
+    data = {col: lean[col] for col in _LEAN_COLUMNS[:7]}
     for col in ARG_COLUMNS:
         if col in _LINK_ARGS:
-            data[col] = lean_data[col]
+            data[col] = lean[col]
         elif col in _TEXT_DEFAULTS:
             data[col] = text_column(job.strings, c[col][src], _TEXT_DEFAULTS[col])
         else:
             v = c[col][src]
             data[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
     for col in ("index_correlation", "iteration", "end", "s_name", "s_cat"):
-        data[col] = lean_data[col]
-    df = pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
-    job._memo[key] = df
-    job._memo[("hta_columns", *key[1:])] = data
-    return df.copy(deep=False)
+        data[col] = lean[col]
+    return data
 
 
 def hta_columns(job, rank: int, include_last_profiler_step: bool = False, lean: bool = False) -> dict:
