@@ -81,7 +81,6 @@ def _text_of(frame: pd.DataFrame, rows: np.ndarray, id_column: str, text_column:
 
     Each distinct name is decoded and shortened once; the column is gathered by pyarrow.
     """
-    from holotrace.analysis._select import name_codes
 
     valid = rows >= 0
     cat = name_codes(frame, rows[valid], id_column, text_column)
