@@ -16,7 +16,8 @@ from holotrace.exec.pool import cpu_count, default_workers, run_map
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
 from holotrace.ingest.discover import discover
-from holotrace.ingest.schema import ID_COLUMNS
+from holotrace.schema import ID_COLUMNS
+from holotrace.model.classify import RULES_VERSION
 from holotrace.model.job import Job, RankTrace, derive_columns
 from holotrace.model.strings import StringTable
 from holotrace.model.validate import findings_from_problems, validate_job
@@ -25,6 +26,7 @@ log = logging.getLogger("holotrace")
 
 
 PathLike = Union[str, Path]
+CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
 PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one process
 
 
@@ -32,7 +34,7 @@ def _load_file(task: tuple) -> DecodedFile:
     """Worker: one file to derived columns, through the cache."""
     path, use_cache, cache_dir, all_args, piece_workers, in_parent = task
     if use_cache:
-        hit = cache_mod.load(path, cache_dir, all_args)
+        hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
         if hit is not None:
             hit.meta["_holotrace_cached"] = True
             return hit
@@ -47,9 +49,9 @@ def _load_file(task: tuple) -> DecodedFile:
             gc.enable()
     if use_cache:
         if in_parent:
-            cache_mod.store_in_background(d, cache_dir, all_args)
+            cache_mod.store_in_background(d, cache_dir, all_args, CACHE_TAG)
         else:
-            cache_mod.store(d, cache_dir, all_args)
+            cache_mod.store(d, cache_dir, all_args, CACHE_TAG)
     return d
 
 
@@ -91,7 +93,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             progress(i + 1, len(files), files[i].path)
 
     # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
-    decoded: list = [cache_mod.load(f.path, cdir, all_args) if cache else None for f in files]
+    decoded: list = [cache_mod.load(f.path, cdir, all_args, CACHE_TAG) if cache else None for f in files]
     misses = [i for i, d in enumerate(decoded) if d is None]
     for i, d in enumerate(decoded):
         if d is not None:

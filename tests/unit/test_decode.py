@@ -9,7 +9,7 @@ import pytest
 
 import holotrace
 from holotrace.ingest.decode import decode_file
-from holotrace.ingest.schema import ID_COLUMNS
+from holotrace.schema import ID_COLUMNS
 from conftest import shared_or_skip
 from tracebuilder import TraceBuilder
 

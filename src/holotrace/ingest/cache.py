@@ -28,8 +28,7 @@ from typing import Optional
 import numpy as np
 
 from holotrace.ingest.decode import DecodedFile, Problem
-from holotrace.ingest.schema import FORMAT_VERSION
-from holotrace.model.classify import RULES_VERSION
+from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
 
@@ -42,17 +41,19 @@ def default_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "holotrace"
 
 
-def key_for(path: str | Path, all_args: bool = False) -> str:
+def key_for(path: str | Path, all_args: bool = False, tag: str = "") -> str:
+    """Cache key of a file: its path, size and mtime, the decoder format, and ``tag`` (the caller's
+    version of what it derives and stores beside the decoded columns, e.g. the rule table's)."""
     p = Path(path).resolve()
     st = p.stat()
-    text = f"{p}|{st.st_size}|{st.st_mtime_ns}|v{FORMAT_VERSION}.{RULES_VERSION}|{int(all_args)}"
+    text = f"{p}|{st.st_size}|{st.st_mtime_ns}|v{FORMAT_VERSION}.{tag}|{int(all_args)}"
     return hashlib.sha1(text.encode()).hexdigest()[:24]
 
 
-def load(path: str | Path, cache_dir: Path, all_args: bool = False) -> Optional[DecodedFile]:
+def load(path: str | Path, cache_dir: Path, all_args: bool = False, tag: str = "") -> Optional[DecodedFile]:
     """The cached decode of ``path``, or None when absent or stale."""
     try:
-        entry = cache_dir / key_for(path, all_args)
+        entry = cache_dir / key_for(path, all_args, tag)
     except OSError:
         return None
     info_file = entry / "info.json"
@@ -94,14 +95,14 @@ def _to_numpy(col) -> np.ndarray:
 _pending: list = []
 
 
-def store_in_background(d: DecodedFile, cache_dir: Path, all_args: bool = False) -> None:
+def store_in_background(d: DecodedFile, cache_dir: Path, all_args: bool = False, tag: str = "") -> None:
     """Write the cache entry on a thread (pyarrow releases the GIL), so analyses can start at once.
 
     ``flush()`` waits for pending writes; it also runs at interpreter exit.
     """
     import threading
 
-    t = threading.Thread(target=store, args=(d, cache_dir, all_args), name="holotrace-cache-write", daemon=False)
+    t = threading.Thread(target=store, args=(d, cache_dir, all_args, tag), name="holotrace-cache-write", daemon=False)
     t.start()
     _pending.append(t)
 
@@ -115,13 +116,13 @@ def flush() -> None:
 atexit.register(flush)
 
 
-def store(d: DecodedFile, cache_dir: Path, all_args: bool = False) -> Optional[Path]:
+def store(d: DecodedFile, cache_dir: Path, all_args: bool = False, tag: str = "") -> Optional[Path]:
     """Write ``d`` to the cache; returns the entry folder, or None when the cache is not writable."""
     try:
         import pyarrow as pa
 
         cache_dir.mkdir(parents=True, exist_ok=True)
-        entry = cache_dir / key_for(d.path, all_args)
+        entry = cache_dir / key_for(d.path, all_args, tag)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
         for t in TABLES:
             cols = getattr(d, t)

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from holotrace.errors import TraceEventError, TraceFormatError, TraceNotFoundError, TraceReadError
-from holotrace.ingest.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
+from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
 
 CHUNK_BYTES = 16 * 1024 * 1024
 PARALLEL_CHUNK_BYTES = 4 * 1024 * 1024  # smaller pieces keep every worker busy (measured best of 4-32 MB)

@@ -20,7 +20,7 @@ import msgspec
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
 from holotrace.ingest.decode import _split_header, iter_bytes
-from holotrace.model.job import Finding
+from holotrace.findings import Finding, rank_ranges
 
 SNIFF_BYTES = 4 * 1024 * 1024
 _NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -198,10 +198,10 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
         beyond = sorted(r for r in present if r is not None and r >= world)
         if missing:
             findings.append(Finding("error" if len(files) > 1 else "info", "missing_ranks",
-                                    f"world_size is {world} but {len(missing)} rank(s) have no trace: {_ranges(missing)}; cross-rank numbers cover only ranks {_ranges(sorted(present))}",
+                                    f"world_size is {world} but {len(missing)} rank(s) have no trace: {rank_ranges(missing)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
                                     count=len(missing)))
         if beyond:
-            findings.append(Finding("error", "rank_out_of_range", f"rank(s) {_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
+            findings.append(Finding("error", "rank_out_of_range", f"rank(s) {rank_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
     if strict:
         serious = [f for f in findings if f.severity == "error" and f.code in ("duplicate_rank", "mixed_jobs", "missing_ranks", "rank_out_of_range", "skipped_file")]
         if serious:
@@ -209,17 +209,3 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                                       path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
                                       fix="fix the set of files, or load without --strict to see every finding")
     return Discovery(files, skipped, findings)
-
-
-def _ranges(nums: Iterable[int]) -> str:
-    """[0,1,2,5,7,8] -> '0-2, 5, 7-8'."""
-    nums = sorted(nums)
-    out = []
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ", ".join(out)

@@ -10,8 +10,9 @@ import pandas as pd
 
 from holotrace.errors import RankNotFoundError
 from holotrace.model import classify, link
+from holotrace.findings import Finding  # noqa: F401  (re-exported: part of the model's API)
 from holotrace.model.strings import StringTable
-from holotrace.ingest.schema import STR_ARGS as _STR_ID_COLUMNS
+from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
 
 def _widen(name: str, a: np.ndarray) -> np.ndarray:
@@ -23,32 +24,6 @@ def _widen(name: str, a: np.ndarray) -> np.ndarray:
     if name in ("kind", "kernel_type", "kernel_type_hta"):
         return a.astype(np.int8, copy=False)
     return a.astype(np.int64, copy=False)
-
-
-@dataclass
-class Finding:
-    """One thing validation found. ``severity``: error | warning | info."""
-
-    severity: str
-    code: str
-    message: str
-    rank: Optional[int] = None
-    file: Optional[str] = None
-    count: int = 1
-    example: Optional[str] = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("severity", "code", "rank", "file", "count", "message", "example")}
-
-    def line(self) -> str:
-        where = []
-        if self.rank is not None:
-            where.append(f"rank {self.rank}")
-        if self.file:
-            where.append(self.file)
-        loc = f" [{', '.join(where)}]" if where else ""
-        ex = f" e.g. {self.example}" if self.example else ""
-        return f"{self.severity.upper()} {self.code}{loc}: {self.message}{ex}"
 
 
 class RankTrace:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from holotrace.ingest.discover import _ranges
+from holotrace.findings import rank_ranges
 from holotrace.model.job import Job
 
 
@@ -44,7 +44,7 @@ def job_facts(job: Job) -> dict[str, Any]:
     return {
         "path": job.path,
         "ranks": job.ranks,
-        "ranks_text": _ranges(job.ranks),
+        "ranks_text": rank_ranges(job.ranks),
         "world_size": job.world_size,
         "per_rank": ranks,
         "skipped_files": [{"file": f, "reason": why} for f, why in job.skipped],
