@@ -1,21 +1,20 @@
 """The ``holotrace`` command: parses arguments, calls the library, prints.
 
-Every subcommand lives in ``holotrace.commands.<name>`` and exposes
-``add_parser(subparsers)`` and ``run(args) -> int``. Errors the user can fix
-print one line and exit non-zero; ``--debug`` shows the traceback.
+Every subcommand is a :class:`holotrace.commands.base.Command` listed in
+:data:`holotrace.commands.COMMANDS`; the parser is built from that list. Errors
+the user can fix print one line and exit non-zero; ``--debug`` shows the
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Optional, Sequence
 
 from holotrace import __version__
+from holotrace.commands import COMMANDS
 from holotrace.errors import HolotraceError
-
-COMMANDS = ("info", "doctor", "summary", "launches", "sequences", "annotations", "stragglers", "cache")
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE_OR_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -29,12 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"holotrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"holotrace.commands.{name}")
-        except ImportError:
-            continue
-        mod.add_parser(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return p
 
 

@@ -20,29 +20,33 @@ import pandas as pd
 from holotrace.analysis import annotations as _anno
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands.base import Command
 
-__all__ = ["add_parser", "build_report", "run"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "annotations",
-        help="time per user annotation (record_function ranges) and the GPU time under each",
-        description="Per rank: count and total/mean/min/max time of every user annotation, and the GPU work "
-                    "(kernels, memcpy, memset) attributed to its innermost annotation. Uses the GPU-timeline copies "
-                    "of the annotations when the trace has them, the CPU ranges otherwise (or with --cpu). Times in "
-                    "milliseconds (ms).",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--cpu", action="store_true", help="use the CPU user_annotation ranges (attribution via launch calls)")
     p.add_argument("--top", type=int, default=15, metavar="N", help="annotations to show per table (default 15)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     return emit(build_report(job, cpu=args.cpu, top=args.top), args)
+
+
+COMMAND = Command(
+    name="annotations",
+    help="time per user annotation (record_function ranges) and the GPU time under each",
+    description="Per rank: count and total/mean/min/max time of every user annotation, and the GPU work "
+                "(kernels, memcpy, memset) attributed to its innermost annotation. Uses the GPU-timeline copies "
+                "of the annotations when the trace has them, the CPU ranges otherwise (or with --cpu). Times in "
+                "milliseconds (ms).",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 def build_report(job, *, cpu: bool = False, top: int = 15) -> Report:

@@ -7,17 +7,12 @@ import json
 from pathlib import Path
 
 from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands.base import Command
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("doctor", help="check a job: missing/duplicate ranks, damaged files, clock skew, ...",
-                       description="Validate a job and list every finding with its evidence: missing or duplicated "
-                                   "ranks, files from different jobs, damaged or truncated files, impossible durations, "
-                                   "overlapping kernels on one stream, unlinked launches, clock skew. Exits 1 when an "
-                                   "error was found (use it as a CI gate), 0 otherwise.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,3 +40,15 @@ def run(args: argparse.Namespace) -> int:
           f"{sum(1 for f in job.findings if f.severity == 'warning')} warning(s), "
           f"{sum(1 for f in job.findings if f.severity == 'info')} note(s)")
     return 1 if errors else 0
+
+
+COMMAND = Command(
+    name="doctor",
+    help="check a job: missing/duplicate ranks, damaged files, clock skew, ...",
+    description="Validate a job and list every finding with its evidence: missing or duplicated "
+                "ranks, files from different jobs, damaged or truncated files, impossible durations, "
+                "overlapping kernels on one stream, unlinked launches, clock skew. Exits 1 when an "
+                "error was found (use it as a CI gate), 0 otherwise.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -7,16 +7,13 @@ import json
 from pathlib import Path
 
 from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands.base import Command
 from holotrace.model.summary import job_facts
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("info", help="ranks, files, devices, events by category, steps, time span, findings",
-                       description="Show what a job's trace files hold: ranks, files, devices, world size, events by "
-                                   "category, profiler steps, time span and what validation found.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,6 +24,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(render(facts))
     return 0
+
+
+COMMAND = Command(
+    name="info",
+    help="ranks, files, devices, events by category, steps, time span, findings",
+    description="Show what a job's trace files hold: ranks, files, devices, world size, events by "
+                "category, profiler steps, time span and what validation found.",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 def render(facts: dict) -> str:

@@ -19,20 +19,12 @@ from holotrace.analysis import launches as _launches
 from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands.base import Command
 
-__all__ = ["add_parser", "build_report", "run", "summary_lines"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run", "summary_lines"]
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "launches",
-        help="kernel launch statistics: launch time, GPU time, launch delay and their outliers",
-        description="Pair every CPU launch call (cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel, memcpy/memset, "
-                    "graph launches, MTIA runFunction) with the GPU work it queued. Shows per rank the launch "
-                    "count, launch-call and GPU durations, the launch delay (end of the call to the start on the "
-                    "GPU), the number of short kernels (GPU time below the launch call's), runtime outliers and "
-                    "launch-delay outliers, and the worst individual launches. Times in microseconds (us).",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--runtime-cutoff", type=float, default=50, metavar="US",
@@ -41,7 +33,6 @@ def add_parser(sub) -> None:
                    help="launches whose GPU work starts later than this after the call are delay outliers (default 100 us)")
     p.add_argument("--no-memory", action="store_true", help="leave out memcpy/memset launches")
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of worst launches to list (default 10)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +40,19 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(job, runtime_cutoff=args.runtime_cutoff, launch_delay_cutoff=args.launch_delay_cutoff,
                           include_memory_events=not args.no_memory, top=args.top)
     return emit(report, args)
+
+
+COMMAND = Command(
+    name="launches",
+    help="kernel launch statistics: launch time, GPU time, launch delay and their outliers",
+    description="Pair every CPU launch call (cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel, memcpy/memset, "
+                "graph launches, MTIA runFunction) with the GPU work it queued. Shows per rank the launch "
+                "count, launch-call and GPU durations, the launch delay (end of the call to the start on the "
+                "GPU), the number of short kernels (GPU time below the launch call's), runtime outliers and "
+                "launch-delay outliers, and the worst individual launches. Times in microseconds (us).",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 def _all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:

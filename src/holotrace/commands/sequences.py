@@ -20,18 +20,12 @@ from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
+from holotrace.commands.base import Command
 
-__all__ = ["add_parser", "build_report", "run"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "sequences",
-        help="most frequent GPU kernel sequences launched under an operator or annotation",
-        description="Find every instance of an operator (or user annotation) whose name contains --op, collect the "
-                    "GPU kernels launched beneath it in start order, and count identical sequences. Durations are "
-                    "microseconds summed over the instances: GPU = kernel time, CPU = the operator's own time.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--op", required=True, metavar="NAME", help="operator or annotation name to look for")
@@ -44,7 +38,6 @@ def add_parser(sub) -> None:
     p.add_argument("--hta-roots", action="store_true",
                    help="HTA's root rule: only matches at the shallowest call depth (default: outermost matches)")
     p.add_argument("--overlay", metavar="DIR", help="write the trace with the top patterns marked into DIR")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +45,17 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(job, args.op, rank=args.rank, min_pattern_len=args.min_len, top=args.top, match=args.match,
                           roots="hta" if args.hta_roots else "outermost", overlay_dir=args.overlay)
     return emit(report, args)
+
+
+COMMAND = Command(
+    name="sequences",
+    help="most frequent GPU kernel sequences launched under an operator or annotation",
+    description="Find every instance of an operator (or user annotation) whose name contains --op, collect the "
+                "GPU kernels launched beneath it in start order, and count identical sequences. Durations are "
+                "microseconds summed over the instances: GPU = kernel time, CPU = the operator's own time.",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 def _label(pattern: str) -> str:

@@ -19,29 +19,33 @@ from holotrace.analysis import stragglers as _strag
 from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands.base import Command
 
-__all__ = ["add_parser", "build_report", "hta_candidates", "run", "summary_lines"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "hta_candidates", "run", "summary_lines"]
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "stragglers",
-        help="which rank the others wait for in collectives, per step, with the evidence",
-        description="Per step and rank: time spent waiting inside collectives for other ranks, and time the other "
-                    "ranks waited for this one (it arrived last). The rank others wait for most in a step is its "
-                    "straggler; the collective with the longest wait is shown as evidence. Needs at least two ranks "
-                    "with communication kernels. Times in milliseconds (ms).",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--candidates", type=int, default=2, metavar="K",
                    help="number of candidates from HTA's late-start method (default 2)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     return emit(build_report(job, candidates=args.candidates), args)
+
+
+COMMAND = Command(
+    name="stragglers",
+    help="which rank the others wait for in collectives, per step, with the evidence",
+    description="Per step and rank: time spent waiting inside collectives for other ranks, and time the other "
+                "ranks waited for this one (it arrived last). The rank others wait for most in a step is its "
+                "straggler; the collective with the longest wait is shown as evidence. Needs at least two ranks "
+                "with communication kernels. Times in milliseconds (ms).",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 def hta_candidates(job, k: int = 2) -> list[int]:

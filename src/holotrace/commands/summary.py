@@ -20,8 +20,9 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.render.tables import kernel_label
 from holotrace.commands.launches import summary_lines as launch_lines
 from holotrace.commands.stragglers import summary_lines as straggler_lines
+from holotrace.commands.base import Command
 
-__all__ = ["add_parser", "run", "build_report", "AFFECTING_CODES"]
+__all__ = ["COMMAND", "add_arguments", "run", "build_report", "AFFECTING_CODES"]
 
 #: finding codes that change what the summary's numbers mean (shown under the tables)
 AFFECTING_CODES = frozenset({
@@ -35,25 +36,28 @@ MAX_RANK_ROWS = 16
 MAX_FINDINGS = 8
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "summary",
-        help="where the GPU time went: per-rank breakdown, idle causes, overlap, top kernels, slowest rank",
-        description="One screen that answers 'where did the time go': per-rank GPU time (idle / compute / "
-                    "non-compute over the kernel span), idle time by cause (host wait, kernel launch gaps, other), "
-                    "communication hidden behind compute, time by kernel type, the top kernels, the slowest rank, "
-                    "and the findings that affect these numbers. Times are microseconds (us) or milliseconds (ms) "
-                    "as the column names say.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels to show (default 10)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     return emit(build_report(job, top=getattr(args, "top", 10)), args)
+
+
+COMMAND = Command(
+    name="summary",
+    help="where the GPU time went: per-rank breakdown, idle causes, overlap, top kernels, slowest rank",
+    description="One screen that answers 'where did the time go': per-rank GPU time (idle / compute / "
+                "non-compute over the kernel span), idle time by cause (host wait, kernel launch gaps, other), "
+                "communication hidden behind compute, time by kernel type, the top kernels, the slowest rank, "
+                "and the findings that affect these numbers. Times are microseconds (us) or milliseconds (ms) "
+                "as the column names say.",
+    add_arguments=add_arguments,
+    run=run,
+)
 
 
 # ---------------------------------------------------------------------------- report
