@@ -20,7 +20,7 @@ __all__ = ["load", "Job", "RankTrace", "Finding", "HolotraceError", "TraceAnalys
 
 def __getattr__(name: str):
     if name == "TraceAnalysis":
-        from holotrace.compat.hta import TraceAnalysis
+        from holotrace.compat.trace_analysis import TraceAnalysis
 
         return TraceAnalysis
     raise AttributeError(f"module 'holotrace' has no attribute {name!r}")

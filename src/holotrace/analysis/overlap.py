@@ -4,23 +4,22 @@ Per rank: ``overlap = |COMM ∩ COMP|`` where COMM and COMP are the unions of
 communication and computation kernels; the percentage is over communication
 time — "how much of the communication was hidden behind compute".
 
-:func:`comm_comp_overlap` is holotrace's API; :func:`hta_comm_comp_overlap`
-reproduces HTA's ``get_comm_comp_overlap``.
+:func:`comm_comp_overlap` is the analysis; GPU work, times and kernel types
+come from the rule set (holotrace's or HTA's).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._select import KernelType, gpu_activity, hta_kernel_types, hta_stream_rows, job_ranks, name_codes
+from holotrace.model.classify import NATIVE, KernelType, RuleSet
+from holotrace.model.view import job_view
 
-__all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap", "hta_comm_comp_overlap", "HTA_COLUMNS"]
-
-HTA_COLUMNS = ["rank", "comp_comm_overlap_pctg"]
+__all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap"]
 
 
 class OverlapTimes(NamedTuple):
@@ -40,49 +39,32 @@ def overlap_times(start: np.ndarray, end: np.ndarray, ktype: np.ndarray) -> Over
     )
 
 
-def comm_comp_overlap(job, *, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
-    """Communication/computation overlap of each rank (holotrace schema).
+def comm_comp_overlap(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+    """Communication/computation overlap of each rank.
 
-    GPU activity is kernels, memcpy and memset; types come from the model's
-    rule table.
+    Args:
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job).
+        ranks: ranks to report (default: all, ascending).
 
     Returns:
-        Columns ``rank, comm_us, comp_us, overlap_us, overlap_pctg,
-        has_communication``. ``overlap_pctg`` = 100 × overlap / comm,
-        unrounded. A rank without communication kernels has ``comm_us = 0``,
-        ``overlap_pctg = 0.0`` and ``has_communication = False`` (no NaN).
+        Columns ``rank, comm_us, comp_us, overlap_us, overlap_pctg, has_communication``.
+        ``overlap_pctg`` = 100 × (overlap / comm), unrounded. A rank without communication kernels
+        has ``comm_us = 0``, ``overlap_pctg = 0.0`` and ``has_communication = False`` (no NaN).
     """
+    view = job_view(source, rules or NATIVE)
     rows = []
-    for rank in job_ranks(job, ranks):
-        ev = job.rank(rank).events
-        g = ev[gpu_activity(ev)]
-        t = overlap_times(g["ts_ns"].to_numpy(), g["end_ns"].to_numpy(), g["kernel_type"].to_numpy())
-        rows.append((int(rank), t.comm / 1000.0, t.comp / 1000.0, t.overlap / 1000.0))
-    out = pd.DataFrame(rows, columns=["rank", "comm_us", "comp_us", "overlap_us"]).astype(
-        {"rank": np.int64, "comm_us": np.float64, "comp_us": np.float64, "overlap_us": np.float64}
-    )
+    for rank in view.select(ranks):
+        v = view[rank]
+        g = v["gpu"]
+        t = overlap_times(*v.bounds(g), v["kernel_type"][g])
+        rows.append((int(rank), t.comm, t.comp, t.overlap))
+    out = pd.DataFrame(rows, columns=["rank", "comm_us", "comp_us", "overlap_us"]).astype({"rank": np.int64})
+    for c in ("comm_us", "comp_us", "overlap_us"):
+        out[c] = view.us(out[c].to_numpy(dtype=np.float64))
     comm = out["comm_us"].to_numpy()
     has = comm > 0
-    out["overlap_pctg"] = np.where(has, 100.0 * out["overlap_us"].to_numpy() / np.where(has, comm, 1.0), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["overlap_pctg"] = np.where(has, 100.0 * (out["overlap_us"].to_numpy() / np.where(has, comm, 1.0)), 0.0)
     out["has_communication"] = has
     return out
-
-
-def hta_comm_comp_overlap(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
-    """HTA's ``get_comm_comp_overlap`` on HTA-shaped per-rank tables.
-
-    Returns:
-        Columns ``rank, comp_comm_overlap_pctg`` (2 decimals); ``NaN`` for a
-        rank without communication kernels, as HTA (without its warning).
-    """
-    rows = []
-    for rank in sorted(frames):
-        df = frames[rank]
-        sel = hta_stream_rows(df)
-        ts = df["ts"].to_numpy(dtype=np.float64)[sel]
-        dur = df["dur"].to_numpy(dtype=np.float64)[sel]
-        t = overlap_times(ts, ts + dur, hta_kernel_types(name_codes(df, sel)))
-        ratio = t.overlap / t.comm if t.comm != 0 else np.nan
-        rows.append((int(rank), float(np.round(100 * ratio, 2))))
-    out = pd.DataFrame(rows, columns=HTA_COLUMNS)
-    return out.astype({"rank": np.int64, "comp_comm_overlap_pctg": np.float64})

@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.steps import hta_profiler_steps as hta_profiler_step_numbers
 from holotrace.analysis.topk import group_stats
 from holotrace.model.link import isin_ids
 
@@ -35,7 +34,6 @@ __all__ = [
     "SymbolTableView",
     "collective_waits",
     "hta_potential_stragglers",
-    "hta_profiler_step_numbers",
     "hta_straggler_scores",
     "straggler_report",
     "straggler_summary",
@@ -295,7 +293,7 @@ def hta_potential_stragglers(
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
     k = max(int(num_candidates), 1)
-    available = hta_profiler_step_numbers(columns or frames, id_names)
+    available = _step_numbers(columns or frames, id_names)  # TRANSITIONAL: replaced by steps.profiler_steps(view)
     if profiler_steps is None:
         selected = available
     else:
@@ -456,3 +454,15 @@ def straggler_summary(job, report: pd.DataFrame | None = None) -> pd.DataFrame:
     ).reset_index()
     s["steps_as_straggler"] = s["steps_as_straggler"].astype(np.int64)
     return s.sort_values(["waited_for_us", "rank"], ascending=[False, True], kind="stable", ignore_index=True)[cols]
+
+
+def _step_numbers(frames, id_names):  # TRANSITIONAL
+    from holotrace.model.classify import hta_profiler_step_number
+
+    found = set()
+    for df in frames.values():
+        for i in pd.unique(np.asarray(df["name"])):
+            k = hta_profiler_step_number(id_names[int(i)]) if i >= 0 else -1
+            if k >= 0:
+                found.add(k)
+    return sorted(found)

@@ -9,34 +9,23 @@ activity end):
   it runs concurrently with communication or memory work);
 * ``non_compute`` = busy − compute.
 
-:func:`breakdown` is holotrace's API (GPU activity = kernels, memcpy, memset;
-µs columns, unrounded percentages, optional per-step rows).
-:func:`hta_temporal_breakdown` reproduces HTA's ``get_temporal_breakdown`` on
-HTA's per-rank tables (S-stream selection: every event with a stream).
+:func:`breakdown` is the analysis; which events are GPU work and how they are
+timed and typed comes from the rule set (holotrace's: kernels, memcpy and memset
+in exact ns; HTA's: every event with a stream, in HTA's µs, HTA's kernel types).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis._select import KernelType, gpu_activity, hta_kernel_types, hta_stream_rows, job_ranks, name_codes
+from holotrace.model.classify import NATIVE, KernelType, RuleSet
+from holotrace.model.view import job_view
 
-__all__ = ["TemporalTimes", "temporal_times", "breakdown", "hta_temporal_breakdown", "HTA_COLUMNS"]
-
-HTA_COLUMNS = [
-    "rank",
-    "idle_time(us)",
-    "compute_time(us)",
-    "non_compute_time(us)",
-    "kernel_time(us)",
-    "idle_time_pctg",
-    "compute_time_pctg",
-    "non_compute_time_pctg",
-]
+__all__ = ["TemporalTimes", "temporal_times", "breakdown"]
 
 
 class TemporalTimes(NamedTuple):
@@ -70,42 +59,47 @@ def _pctg(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     return np.where(whole > 0, 100.0 * ratio, np.nan)
 
 
-def breakdown(job, *, ranks: Optional[Sequence[int]] = None, per_step: bool = False) -> pd.DataFrame:
-    """Temporal breakdown of each rank (holotrace schema).
-
-    GPU activity is every kernel, memcpy and memset (sync events and CPU ops
-    that carry a stream are not GPU work). Times are exact: computed in
-    integer nanoseconds, reported in µs.
+def breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
+              per_step: bool = False) -> pd.DataFrame:
+    """Temporal breakdown of each rank.
 
     Args:
-        job: a loaded :class:`holotrace.model.job.Job`.
+        source: a loaded :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job). Under holotrace's rules
+            GPU work is every kernel, memcpy and memset, timed exactly in ns; under HTA's it is every
+            event with a stream, in HTA's µs.
         ranks: ranks to report (default: all, ascending).
-        per_step: one row per (rank, profiler step) instead of per rank; a GPU
-            event belongs to the step its launch ran in; events outside any
-            step are left out of the per-step rows.
+        per_step: one row per (rank, profiler step) instead of per rank; a GPU event belongs to the
+            step its launch ran in; events outside any step are left out of the per-step rows.
 
     Returns:
-        Columns ``rank, [step,] gpu_events, span_us, busy_us, idle_us,
-        compute_us, non_compute_us, idle_pctg, compute_pctg, non_compute_pctg``
-        (percent of ``span_us``, unrounded). A rank without GPU activity has
-        zeros and NaN percentages.
+        Columns ``rank, [step,] gpu_events, span_us, busy_us, idle_us, compute_us, non_compute_us,
+        idle_pctg, compute_pctg, non_compute_pctg`` (percent of ``span_us``, unrounded). A rank
+        without GPU activity has zeros and NaN percentages. Events whose duration HTA's rounding
+        left negative cover no time.
     """
+    view = job_view(source, rules or NATIVE)
     rows = []
-    for rank in job_ranks(job, ranks):
-        ev = job.rank(rank).events
-        gpu = ev[gpu_activity(ev)]
-        groups = [(None, gpu)] if not per_step else [
-            (int(step), g) for step, g in gpu[gpu["iteration"].to_numpy() >= 0].groupby("iteration", sort=True)
-        ]
-        for step, g in groups:
-            start = g["ts_ns"].to_numpy()
-            end = g["end_ns"].to_numpy()
-            is_comp = g["kernel_type"].to_numpy() == KernelType.COMPUTATION
-            t = temporal_times(start, end, is_comp)
+    for rank in view.select(ranks):
+        v = view[rank]
+        g = np.flatnonzero(v["gpu"])
+        if per_step:
+            it = v["iteration"][g]
+            ok = it >= 0  # NaN compares False
+            groups = [(int(k), g[ok][it[ok] == k]) for k in np.unique(it[ok])]
+        else:
+            groups = [(None, g)]
+        for step, sel in groups:
+            ts, end = v.bounds(sel)
+            is_comp = v["kernel_type"][sel] == KernelType.COMPUTATION
+            t = temporal_times(ts, end, is_comp)
+            if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
+                # only HTA's rounding leaves negative durations: such an event covers no time
+                t = temporal_times(ts, np.maximum(end, ts), is_comp)
             row = {"rank": int(rank)}
             if per_step:
                 row["step"] = step
-            row.update(gpu_events=int(len(g)), span=t.span, busy=t.busy, idle=t.idle,
+            row.update(gpu_events=int(len(sel)), span=t.span, busy=t.busy, idle=t.idle,
                        compute=t.compute, non_compute=t.non_compute)
             rows.append(row)
     cols = ["rank", *(["step"] if per_step else []), "gpu_events"]
@@ -113,44 +107,7 @@ def breakdown(job, *, ranks: Optional[Sequence[int]] = None, per_step: bool = Fa
     for c in ("rank", "gpu_events", *(["step"] if per_step else [])):
         out[c] = out[c].astype(np.int64)
     for c in ("span", "busy", "idle", "compute", "non_compute"):
-        out[f"{c}_us"] = out.pop(c).to_numpy(dtype=np.float64) / 1000.0
+        out[f"{c}_us"] = view.us(out.pop(c).to_numpy(dtype=np.float64))
     for c in ("idle", "compute", "non_compute"):
         out[f"{c}_pctg"] = _pctg(out[f"{c}_us"], out["span_us"])
-    return out
-
-
-def hta_temporal_breakdown(frames: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
-    """HTA's ``get_temporal_breakdown`` on HTA-shaped per-rank tables.
-
-    Args:
-        frames: rank → table as HTA loads it (needs ``ts``, ``dur``,
-            ``stream`` and the decoded name ``s_name``).
-
-    Returns:
-        HTA's columns (:data:`HTA_COLUMNS`), one row per rank ascending.
-        Deviations from HTA, where HTA raises: a rank without any
-        stream-carrying event gets zeros and NaN percentages (HTA: ``IndexError``);
-        negative durations (left by HTA's rounding of sub-µs events) count as 0
-        (HTA: ``AssertionError`` when they make a time negative).
-    """
-    rows = []
-    for rank in sorted(frames):
-        df = frames[rank]
-        sel = hta_stream_rows(df)
-        ts = df["ts"].to_numpy(dtype=np.float64)[sel]
-        dur = df["dur"].to_numpy(dtype=np.float64)[sel]
-        is_comp = hta_kernel_types(name_codes(df, sel)) == KernelType.COMPUTATION
-        t = temporal_times(ts, ts + dur, is_comp)
-        if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
-            # HTA fails an assertion here: its rounding of ns traces leaves dur = -1 on
-            # sub-µs events. Such an event covers no time: count it as zero-length.
-            t = temporal_times(ts, ts + np.maximum(dur, 0.0), is_comp)
-        rows.append((int(rank), float(t.idle), float(t.compute), float(t.non_compute), float(t.span)))
-    out = pd.DataFrame(rows, columns=HTA_COLUMNS[:5])
-    out["rank"] = out["rank"].astype(np.int64)
-    for c in HTA_COLUMNS[1:5]:
-        out[c] = out[c].astype(np.float64)
-    span = out["kernel_time(us)"].to_numpy()
-    for src, dst in zip(HTA_COLUMNS[1:4], HTA_COLUMNS[5:8]):
-        out[dst] = np.round(_pctg(out[src].to_numpy(), span), 2)
     return out

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 
 class Kind(enum.IntEnum):
@@ -99,18 +100,20 @@ LAUNCH_APIS = frozenset({
     "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream", "hipMemcpy", "hipMemset",
     "runFunction - job_prep_and_submit_for_execution",
 })
-# The subset HTA's kernel-launch analyses recognise (get_runtime_launch_events_mask).
+# The subset HTA recognises as runtime launch events (get_runtime_launch_events_mask).
 HTA_LAUNCH_APIS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
     "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
     "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
 })
-# CPU calls that block the host until the GPU catches up.
-SYNC_APIS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaMemcpy",
-    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
-    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipStreamWaitEvent", "hipMemcpy",
-})
+# The launch calls HTA's launch statistics pair with GPU work (cuda_kernel_launch_stats), and the memory ones
+# it adds with include_memory_events.
+HTA_LAUNCH_STATS_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"})
+HTA_MEMORY_LAUNCH_STATS_APIS = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
+# HTA's ATen-op analyses: a launch is a runtime call matching this (re.search semantics)
+HTA_ATEN_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
+# CPU calls that synchronise a GPU stream or event but carry a correlation like GPU work (HTA's GPU-row test)
+HTA_SYNC_EVENT_NAMES = ("Event Sync", "Context Sync")
 
 PROFILER_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 HTA_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")  # HTA's last-step filter rule
@@ -123,6 +126,16 @@ def hta_profiler_step_number(name: str) -> int:
         return -1
     m = HTA_STEP_NUMBER.match(name)
     return int(m.group(1)) if m else -1
+
+
+def is_memory_api(name: str) -> bool:
+    """A launch call that copies or sets memory (``*Memcpy*`` / ``*Memset*``)."""
+    return "Memcpy" in name or "Memset" in name
+
+
+def is_hta_launch(name: str) -> bool:
+    """HTA's ATen-op launch rule (spec 23): ``cuda*LaunchKernel``, ``cuLaunchKernel`` or ``runFunction*``."""
+    return HTA_ATEN_LAUNCH.search(name) is not None
 
 
 def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:
@@ -161,27 +174,14 @@ def classify_strings(table: list[str]) -> dict[str, np.ndarray]:
     """Per-string lookup arrays (index = string id) used to classify events in bulk."""
     n = len(table)
     kernel_type = np.full(n, -1, dtype=np.int8)
-    kernel_type_hta = np.full(n, -1, dtype=np.int8)
     is_launch = np.zeros(n, dtype=bool)
-    is_hta_launch = np.zeros(n, dtype=bool)
-    is_sync_api = np.zeros(n, dtype=bool)
     step = np.full(n, -1, dtype=np.int64)
     for i, s in enumerate(table):
         kernel_type[i] = kernel_type_of_name(s)
-        kernel_type_hta[i] = kernel_type_of_name(s, hta_compat=True)
         is_launch[i] = s in LAUNCH_APIS
-        is_hta_launch[i] = s in HTA_LAUNCH_APIS
-        is_sync_api[i] = s in SYNC_APIS
         if s.startswith("ProfilerStep"):
             step[i] = profiler_step_number(s)
-    return {
-        "kernel_type": kernel_type,
-        "kernel_type_hta": kernel_type_hta,
-        "is_launch": is_launch,
-        "is_hta_launch": is_hta_launch,
-        "is_sync_api": is_sync_api,
-        "step": step,
-    }
+    return {"kernel_type": kernel_type, "is_launch": is_launch, "step": step}
 
 
 def kinds(cat_ids: np.ndarray, name_ids: np.ndarray, table: list[str]) -> np.ndarray:
@@ -207,3 +207,72 @@ def unknown_categories(cat_ids: np.ndarray, table: list[str]) -> dict[str, int]:
     counts = np.bincount(cat_ids[cat_ids >= 0], minlength=len(table))  # ids are dense: a count per string
     ids = np.flatnonzero(counts)
     return {table[i]: int(counts[i]) for i in ids.tolist() if table[i].lower() not in CATEGORY_KINDS}
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Which rules an analysis follows: holotrace's, or HTA 0.6.1's.
+
+    Every analysis takes one; the HTA-compatible facade passes :data:`HTA` (or :data:`HTA_FIXED`), the
+    native API and the commands :data:`NATIVE`.
+
+    Attributes:
+        name: a label for messages and metadata.
+        hta_table: read events as HTA's loader leaves them (spec 11): rows with a category other than
+            ``Trace``, µs times rounded HTA's way and aligned to the job's earliest start, the last
+            ``ProfilerStep`` dropped, every row that carries a stream counted as GPU work, kernel types
+            by HTA's regexes, iterations by HTA's step rule. Otherwise: exact ns on each rank's own
+            clock, every event kept, GPU work = kernels, memcpy and memset, holotrace's kernel types.
+        hta_quirks: reproduce HTA's known bugs where an analysis documents them (docs/compatibility.md),
+            instead of holotrace's fixes.
+        launch_apis: the CPU calls whose GPU work the launch statistics pair.
+        memory_launch_apis: the memory-copy/set subset, left out unless memory events are asked for.
+    """
+
+    name: str
+    hta_table: bool
+    hta_quirks: bool
+    launch_apis: frozenset
+    memory_launch_apis: frozenset
+
+    def kernel_type(self, name: str) -> KernelType:
+        """Kernel type of one GPU activity name under these rules."""
+        return kernel_type_of_name(name, hta_compat=self.hta_table)
+
+    def kernel_types(self, names: Iterable[str]) -> np.ndarray:
+        """:meth:`kernel_type` of many names (int8 codes, one rule pass per distinct name)."""
+        return kernel_type_of_names(names, hta_compat=self.hta_table)
+
+    def step_number(self, name: str) -> int:
+        """The ``ProfilerStep`` number of a name under these rules, else -1."""
+        return hta_profiler_step_number(name) if self.hta_table else profiler_step_number(name)
+
+    def is_launch(self, name: str, *, include_memory: bool = True) -> bool:
+        """A launch call the launch statistics pair with its GPU work."""
+        return name in self.launch_apis or (include_memory and name in self.memory_launch_apis)
+
+    def is_communication(self, name: str) -> bool:
+        """A communication kernel for the straggler analysis (HTA's quirk: ``ncclKernel*`` only)."""
+        if self.hta_quirks:
+            return name.startswith("ncclKernel")
+        return kernel_type_of_name(name) == KernelType.COMMUNICATION
+
+    def per_string(self, table: list, rule: Callable[[str], object], dtype=np.int64, ids=None) -> np.ndarray:
+        """``rule(s)`` for every string of a job's table (or only for ``ids``; others get 0/False)."""
+        out = np.zeros(len(table), dtype=dtype)
+        for i in (range(len(table)) if ids is None else np.unique(np.asarray(ids)[np.asarray(ids) >= 0]).tolist()):
+            out[i] = rule(table[i])
+        return out
+
+
+_MEMORY_LAUNCH_APIS = frozenset(n for n in LAUNCH_APIS if is_memory_api(n))
+
+#: holotrace's rules: exact ns, every event, the full launch-API list, no HTA bugs.
+NATIVE = RuleSet("holotrace", hta_table=False, hta_quirks=False,
+                 launch_apis=LAUNCH_APIS - _MEMORY_LAUNCH_APIS, memory_launch_apis=_MEMORY_LAUNCH_APIS)
+#: HTA 0.6.1 exactly, its known bugs included.
+HTA = RuleSet("hta", hta_table=True, hta_quirks=True,
+              launch_apis=HTA_LAUNCH_STATS_APIS, memory_launch_apis=HTA_MEMORY_LAUNCH_STATS_APIS)
+#: HTA's tables and definitions with holotrace's fixes of HTA's bugs (the facade's default).
+HTA_FIXED = RuleSet("hta-fixed", hta_table=True, hta_quirks=False,
+                    launch_apis=NATIVE.launch_apis, memory_launch_apis=NATIVE.memory_launch_apis)

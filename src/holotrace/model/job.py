@@ -21,7 +21,7 @@ def _widen(name: str, a: np.ndarray) -> np.ndarray:
         return a
     if name in ("cat", "name") or name in _STR_ID_COLUMNS:
         return a.astype(np.int32, copy=False)
-    if name in ("kind", "kernel_type", "kernel_type_hta"):
+    if name in ("kind", "kernel_type"):
         return a.astype(np.int8, copy=False)
     return a.astype(np.int64, copy=False)
 
@@ -177,8 +177,9 @@ class Job:
 
     @property
     def cross_rank_warning(self) -> Optional[str]:
-        """A sentence to print beside any cross-rank number, when ranks are missing or duplicated."""
-        bad = [f for f in self.findings if f.code in ("missing_ranks", "duplicate_rank", "mixed_jobs", "clock_skew")]
+        """A sentence to print beside any cross-rank number, from the findings whose code is ``cross_rank``
+        (ranks missing, duplicated, out of range or from other jobs; clocks that cannot be compared)."""
+        bad = [f for f in self.findings if f.code.cross_rank]
         if not bad:
             return None
         return "; ".join(f.message for f in bad)
@@ -208,7 +209,6 @@ def derive_columns(c: dict[str, np.ndarray], table: list[str]) -> dict[str, np.n
     gpu_activity = np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY])
     on_gpu = (kind >= 10) & (kind < 20)
     out["kernel_type"] = np.where(gpu_activity, per_name("kernel_type", -1), -1).astype(np.int8)
-    out["kernel_type_hta"] = np.where(on_gpu | (c["stream"] != -1), per_name("kernel_type_hta", -1), -1).astype(np.int8)
     cpu_side = (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER)
     out["is_launch"] = per_name("is_launch", False) & cpu_side
     gpu_side = on_gpu & (kind != classify.Kind.GPU_ANNOTATION)

@@ -1,8 +1,8 @@
 """Plotly figures of the core analyses (the optional ``plot`` extra).
 
 Importing this module requires plotly; callers go through
-``holotrace.compat.hta._plotly`` which turns a missing plotly into a
-:class:`~holotrace.compat.hta.PlottingUnavailableError`. Figures are built
+``holotrace.compat.trace_analysis`` which turns a missing plotly into a
+:class:`~holotrace.errors.PlottingUnavailableError`. Figures are built
 from result frames only; the frames are never modified.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 
-__all__ = ["temporal_figures", "kernel_figures", "idle_figures", "overlap_figures", "show"]
+__all__ = ["temporal_figures", "kernel_figures", "idle_figures", "overlap_figures", "launch_figures", "aten_figures",
+           "sequence_figures", "annotation_figures", "straggler_figures", "show"]
 
 
 def temporal_figures(df: pd.DataFrame) -> list:
@@ -60,3 +61,48 @@ def show(figures: list, renderer: str = "") -> None:
         return
     for fig in figures:
         fig.show(renderer=renderer or None)
+
+
+def launch_figures(stats: dict[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list:
+    import plotly.express as px
+
+    figs = []
+    for r, df in stats.items():
+        figs.append(px.histogram(df[df["short_kernel"]], x="cpu_duration",
+                                 title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}"))
+        figs.append(px.histogram(df[df["runtime_outlier"]], x="cpu_duration", nbins=300,
+                                 title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}"))
+        figs.append(px.histogram(df[df["launch_delay_outlier"]], x="launch_delay", nbins=300,
+                                 title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}"))
+    return figs
+
+
+def aten_figures(out: dict[int, pd.DataFrame]) -> list:
+    import plotly.graph_objects as go
+
+    figs = []
+    for r, df in out.items():
+        figs.append(go.Figure(data=[go.Table(header={"values": list(df.columns)},
+                                             cells={"values": [df[c] for c in df.columns]})],
+                              layout={"title": f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}"}))
+    return figs
+
+
+def sequence_figures(top: pd.DataFrame, rank: int) -> list:
+    import plotly.express as px
+
+    vis = top.assign(pattern=top["pattern"].str.replace("|", "<br>", regex=False))
+    return [px.bar(vis, x=vis.index, y="count", hover_data=["pattern", "count"],
+                   title=f"Top {len(top)} frequent patterns for rank {rank}")]
+
+
+def annotation_figures(out: pd.DataFrame) -> list:
+    import plotly.express as px
+
+    return [px.pie(part, values="sum (us)", names="name", title=f"Rank {r}") for r, part in out.groupby("rank")]
+
+
+def straggler_figures(ranks: list[int]) -> list:
+    import plotly.express as px
+
+    return [px.bar(x=[str(r) for r in ranks], y=list(range(len(ranks), 0, -1)), title="Potential stragglers")]

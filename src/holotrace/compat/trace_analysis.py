@@ -1,30 +1,33 @@
-"""HTA-compatible launch, aten-op delay, kernel-sequence, user-annotation and straggler methods.
+"""``TraceAnalysis``: Holistic Trace Analysis's API on holotrace's analyses.
 
-:class:`LaunchAndAnnotationMethods` is a mixin of
-:class:`holotrace.compat.hta.TraceAnalysis`. It reads only shared, read-only
-state of the facade:
+An HTA notebook runs by changing its import line::
 
-* ``self.job`` — the loaded :class:`holotrace.model.job.Job`;
-* ``self.include_last_profiler_step`` — the constructor flag;
-* ``self._frame(rank)`` / ``self._frames()`` — HTA's per-rank tables (``hta_view.hta_frame``);
-* ``self._ranks_arg(ranks)`` — HTA's ``None``/``[]`` → ``[0]`` rule;
-* ``self._figures(method, build)`` — the ``visualize=True`` path.
+    # from hta.trace_analysis import TraceAnalysis
+    from holotrace import TraceAnalysis
 
-Every method has HTA 0.6.1's name, parameters, defaults (``visualize``
-defaults to ``False``), columns and row order. Where HTA has a bug the fixed
-behaviour is the default and ``hta_compat=True`` (per call, or a
-``hta_compat`` attribute on the instance) reproduces HTA; the differences are
-listed in docs/compatibility.md. Nothing is mutated: results never depend on
-call order.
+    analyzer = TraceAnalysis(trace_dir="traces/")
+    analyzer.get_temporal_breakdown()
+
+Method names, parameters, defaults, column names and row order are HTA 0.6.1's, except that every
+``visualize`` defaults to ``False`` (plots need the ``plot`` extra: ``pip install holotrace[plot]``).
+
+Each method is an adapter: it takes the job's view under HTA's rules (built once, when the object is
+constructed, as HTA's constructor loads its tables), calls the one analysis of :mod:`holotrace.analysis`
+with HTA's rule set, and shapes HTA's columns. Where HTA has a bug, the fixed behaviour is the default
+and ``hta_compat=True`` (per call, or on the constructor) reproduces HTA: the rule set becomes
+:data:`~holotrace.model.classify.HTA` instead of :data:`~holotrace.model.classify.HTA_FIXED`. Every
+difference is listed in docs/compatibility.md. Nothing here mutates the loaded job or the view.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+import tempfile
 from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import pandas as pd
 
 from holotrace.analysis import annotations as _anno
@@ -33,37 +36,192 @@ from holotrace.analysis import launches as _launch
 from holotrace.analysis import sequences as _seq
 from holotrace.analysis import stragglers as _strag
 from holotrace.analysis.callstack import CallGraph, hta_call_graph
+from holotrace.analysis.idle import hta_idle_time_breakdown
+from holotrace.analysis.kernels import hta_kernel_breakdown
+from holotrace.analysis.overlap import comm_comp_overlap
+from holotrace.analysis.steps import profiler_steps
+from holotrace.analysis.temporal import breakdown
+from holotrace.compat.hta_table import hta_table
+from holotrace.compat.inputs import load_inputs
+from holotrace.errors import PlottingUnavailableError
+from holotrace.model.classify import HTA, HTA_FIXED, RuleSet
+from holotrace.model.view import JobView, job_view
 
-__all__ = ["LaunchAndAnnotationMethods"]
+__all__ = ["TraceAnalysis", "PlottingUnavailableError", "DEFAULT_TRACE_DIR"]
 
 log = logging.getLogger("holotrace.compat")
 
-
-def _kernel_launch_api_names() -> list[str]:
-    from holotrace.model.classify import LAUNCH_APIS
-
-    return sorted(n for n in LAUNCH_APIS if "Memcpy" not in n and "Memset" not in n)
+DEFAULT_TRACE_DIR = str(Path(tempfile.gettempdir()) / "trace")  # HTA's default folder, for signature compatibility
 
 
-class LaunchAndAnnotationMethods:
-    """Mixin with HTA's launch/annotation/straggler methods."""
+def _plots():
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        raise PlottingUnavailableError(
+            "visualize=True needs plotly, which is not installed",
+            fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only",
+        ) from None
+    from holotrace.render import plots
 
-    # ------------------------------------------------------------------ helpers
-    def _compat(self, hta_compat: bool | None) -> bool:
-        if hta_compat is not None:
-            return bool(hta_compat)
-        return bool(getattr(self, "hta_compat", False))
+    return plots
 
-    def _hta_call_graph(self, rank: int, hta_compat: bool) -> CallGraph:
-        """The call graph of a rank's HTA table (cached on the job, keyed by everything it depends on)."""
-        key = ("holotrace.hta_call_graph", int(rank), bool(self.include_last_profiler_step), bool(hta_compat))
-        memo = getattr(self.job, "_memo", None)
-        if memo is not None and key in memo:
-            return memo[key]
-        graph = hta_call_graph(self._frame(rank), hta_compat=hta_compat)
-        if memo is not None:
-            memo[key] = graph
-        return graph
+
+class TraceAnalysis:
+    """HTA-compatible analysis of one job's traces.
+
+    Args:
+        trace_files: a ``{rank: file}`` map (files relative to ``trace_dir`` unless absolute) or a list
+            of files; ``None`` loads every trace file in ``trace_dir``.
+        trace_dir: folder of the job's trace files.
+        include_last_profiler_step: keep the last ``ProfilerStep`` (HTA drops it, and everything
+            launched in it, by default).
+        job: an already loaded :class:`holotrace.model.job.Job` (skips loading).
+        cache, workers, strict: passed to :func:`holotrace.load`.
+        hta_compat: reproduce HTA's known bugs in the methods that fix them (see docs/compatibility.md);
+            each of those methods also takes ``hta_compat`` per call. The breakdowns always give HTA's numbers.
+
+    Attributes:
+        job: the loaded job (read-only).
+        view: the job's events under HTA's rules (:class:`holotrace.model.view.JobView`, read-only).
+        figures: the plotly figures of the last call made with ``visualize=True``.
+    """
+
+    def __init__(
+        self,
+        trace_files: Optional[Union[Dict[int, str], List[str]]] = None,
+        trace_dir: str = DEFAULT_TRACE_DIR,
+        include_last_profiler_step: Optional[bool] = False,
+        *,
+        job=None,
+        cache: bool = True,
+        workers: Optional[int] = None,
+        strict: bool = False,
+        hta_compat: bool = False,
+    ):
+        self.hta_compat = bool(hta_compat)
+        if job is None:
+            job = load_inputs(trace_files, trace_dir, cache=cache, workers=workers, strict=strict)
+        self.job = job
+        self.include_last_profiler_step = bool(include_last_profiler_step)
+        self.figures: list = []
+        # like HTA's constructor, leave every rank ready: each analysis call is then cheap
+        self.view: JobView = job_view(job, HTA, include_last_step=self.include_last_profiler_step)
+        self._tables: dict[tuple[int, bool], pd.DataFrame] = {}
+        self._graphs: dict[tuple[int, bool], CallGraph] = {}
+
+    # ------------------------------------------------------------------ shared inputs (read-only)
+    def _rules(self, hta_compat: Optional[bool] = None) -> RuleSet:
+        """HTA's rules, with its bugs (``hta_compat``) or with holotrace's fixes."""
+        compat = self.hta_compat if hta_compat is None else bool(hta_compat)
+        return HTA if compat else HTA_FIXED
+
+    def _table(self, rank: int, args: bool = True) -> pd.DataFrame:
+        """HTA's loaded table of one rank (cached; callers must not modify it)."""
+        key = (int(rank), bool(args))
+        if key not in self._tables:
+            self._tables[key] = hta_table(self.view[rank], self.job.strings, args=args)
+        return self._tables[key]
+
+    def _frame(self, rank: int, full: bool = False) -> pd.DataFrame:
+        return self._table(rank, args=full)
+
+    def _frames(self) -> dict[int, pd.DataFrame]:
+        return {r: self._table(r, args=False) for r in self.view.ranks}
+
+    def _columns(self, ranks: Optional[Sequence[int]] = None) -> dict[int, dict]:
+        chosen = self.view.ranks if ranks is None else [int(r) for r in ranks]
+        return {r: {c: (self._table(r, False)[c].array if c in ("s_name", "s_cat") else self._table(r, False)[c].to_numpy())
+                    for c in self._table(r, False).columns} for r in chosen}
+
+    def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:
+        """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""
+        return self.view.select([0] if not ranks else ranks)
+
+    def _call_graph(self, rank: int, hta_compat: bool) -> CallGraph:
+        key = (int(rank), bool(hta_compat))
+        if key not in self._graphs:
+            self._graphs[key] = hta_call_graph(self._table(rank, False), hta_compat=hta_compat)
+        return self._graphs[key]
+
+    def _figures(self, build: Callable[[object], list], show: bool = True, renderer: str = "") -> None:
+        """Build (and, inside a notebook, show) the figures of a method; requires plotly."""
+        plots = _plots()
+        self.figures = build(plots)
+        if show:
+            plots.show(self.figures, renderer=renderer)
+
+    # ------------------------------------------------------------------ breakdowns
+    def get_temporal_breakdown(self, visualize: bool = False) -> pd.DataFrame:
+        """Idle, compute and non-compute GPU time (µs) and their percentages per rank.
+
+        ``kernel_time(us)`` is the span from the first to the last GPU activity of the rank. A rank
+        with no GPU activity gets zeros and NaN percentages (HTA raises ``IndexError``).
+        """
+        t = breakdown(self.view)
+        out = pd.DataFrame({"rank": t["rank"], "idle_time(us)": t["idle_us"], "compute_time(us)": t["compute_us"],
+                            "non_compute_time(us)": t["non_compute_us"], "kernel_time(us)": t["span_us"]})
+        for c in ("idle", "compute", "non_compute"):
+            out[f"{c}_time_pctg"] = np.round(t[f"{c}_pctg"].to_numpy(), 2)
+        if visualize:
+            self._figures(lambda p: p.temporal_figures(out))
+        return out
+
+    def get_gpu_kernel_breakdown(
+        self,
+        visualize: bool = False,
+        duration_ratio: float = 0.8,
+        num_kernels: int = 10,
+        include_memory_kernels: bool = True,
+        image_renderer: str = "",
+    ) -> Tuple[pd.DataFrame, pd.DataFrame]:
+        """Time by kernel type over all ranks, and per-kernel statistics per rank and type.
+
+        Returns ``(kernel_type_df, kernel_df)`` exactly as HTA: the top-k cut
+        is HTA's (``duration_ratio`` is a quantile of cumulative sums, so it
+        cuts by count; kept rows of a folded group show per-name totals). The
+        native :func:`holotrace.analysis.kernels.kernel_stats` has the fixed
+        definition.
+        """
+        types, kernels = hta_kernel_breakdown(self._frames(), duration_ratio, num_kernels, include_memory_kernels)
+        if visualize:
+            self._figures(lambda p: p.kernel_figures(types, kernels), renderer=image_renderer)
+        return types, kernels
+
+    def get_idle_time_breakdown(
+        self,
+        ranks: Optional[List[int]] = None,
+        streams: Optional[List[int]] = None,
+        visualize: bool = False,
+        visualize_pctg: bool = True,
+        show_idle_interval_stats: bool = False,
+        consecutive_kernel_delay: int = 30,
+    ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+        """Idle time per stream split into host_wait, kernel_wait and other.
+
+        ``consecutive_kernel_delay`` is in µs (HTA's docstring says ns; its
+        numbers are µs). Returns ``(idle_df, stats_df or None)``.
+        """
+        chosen = self._ranks_arg(ranks)
+        idle, stats = hta_idle_time_breakdown(
+            {r: self._frame(r) for r in chosen}, chosen, streams, show_idle_interval_stats, consecutive_kernel_delay
+        )
+        if visualize:
+            self._figures(lambda p: p.idle_figures(idle, visualize_pctg))
+        return idle, stats
+
+    def get_comm_comp_overlap(self, visualize: bool = False) -> pd.DataFrame:
+        """Percent of communication time overlapped by computation, per rank (NaN without communication)."""
+        o = comm_comp_overlap(self.view)
+        pctg = np.where(o["has_communication"], np.round(o["overlap_pctg"].to_numpy(), 2), np.nan)
+        out = pd.DataFrame({"rank": o["rank"].to_numpy(), "comp_comm_overlap_pctg": pctg})
+        if visualize:
+            self._figures(lambda p: p.overlap_figures(out))
+        return out
+
+    def get_profiler_steps(self) -> List[int]:
+        """Sorted ``ProfilerStep#N`` numbers present after loading (the last step is dropped by default)."""
+        return profiler_steps(self.view)
 
     # ------------------------------------------------------------------ launches
     def get_cuda_kernel_launch_stats(
@@ -88,7 +246,7 @@ class LaunchAndAnnotationMethods:
         MTIA's ``runFunction`` and the CUDA memcpy/memset calls), and only the
         launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing.
         """
-        compat = self._compat(hta_compat)
+        compat = self._rules(hta_compat).hta_quirks
         out: dict[int, pd.DataFrame] = {}
         chosen = self._ranks_arg(ranks)
         columns = self._columns(chosen)
@@ -97,7 +255,7 @@ class LaunchAndAnnotationMethods:
                                               strings=self.job.strings, columns=columns[r],
                                               flags=(runtime_cutoff, launch_delay_cutoff))
         if visualize:
-            self._figures("get_cuda_kernel_launch_stats", lambda p: _launch_figures(out, runtime_cutoff, launch_delay_cutoff))
+            self._figures(lambda p: p.launch_figures(out, runtime_cutoff, launch_delay_cutoff))
         return out
 
     def get_aten_op_kernels_and_delay(
@@ -118,7 +276,7 @@ class LaunchAndAnnotationMethods:
         without records gives an empty frame (HTA: ``KeyError``).
         ``hta_compat=True`` reproduces the carry-over and the thread-blind match.
         """
-        compat = self._compat(hta_compat)
+        compat = self._rules(hta_compat).hta_quirks
         chosen = self._ranks_arg(ranks)
         out: dict[int, pd.DataFrame] = {}
         carried: list[pd.DataFrame] = []
@@ -135,7 +293,7 @@ class LaunchAndAnnotationMethods:
                 rec = pd.concat(carried, ignore_index=True)
             out[r] = _aten.aggregate_aten_records(rec, sort_by)
         if visualize:
-            self._figures("get_aten_op_kernels_and_delay", lambda p: _aten_figures(out))
+            self._figures(lambda p: p.aten_figures(out))
         return out
 
     # ------------------------------------------------------------------ kernel sequences
@@ -165,7 +323,7 @@ class LaunchAndAnnotationMethods:
             sorted by count (descending) then pattern; an empty frame (and no
             file) when nothing qualifies or the arguments are invalid.
         """
-        compat = self._compat(hta_compat)
+        compat = self._rules(hta_compat).hta_quirks
         if not operator_name:
             log.error("operator_name must be a non-empty string and a valid operator name in the trace file.")
             return pd.DataFrame()
@@ -174,7 +332,7 @@ class LaunchAndAnnotationMethods:
             log.error("Argument output_dir `%s` is not a valid output path: %s.", output_dir, problem)
             return pd.DataFrame()
         frame = self._frame(rank)
-        graph = self._hta_call_graph(rank, compat)
+        graph = self._call_graph(rank, compat)
         names = frame["s_name"].astype(object).fillna("").to_numpy()
         cand = _seq.match_names(names, operator_name, "substring")
         res = _seq.kernel_sequences(
@@ -194,7 +352,7 @@ class LaunchAndAnnotationMethods:
         )
         log.info("Overlaid trace file for rank %s has been generated at %s.", rank, path)
         if visualize:
-            self._figures("get_frequent_cuda_kernel_sequences", lambda p: _sequence_figures(res.patterns.head(k), rank))
+            self._figures(lambda p: p.sequence_figures(res.patterns.head(k), rank))
         return res.patterns
 
     # ------------------------------------------------------------------ user annotations
@@ -215,7 +373,7 @@ class LaunchAndAnnotationMethods:
         are attributed to the annotation containing their start (HTA under
         pandas 3 never attributes them; ``hta_compat=True`` keeps that).
         """
-        compat = self._compat(hta_compat)
+        compat = self._rules(hta_compat).hta_quirks
         frame = self._frame(rank, full=True)  # the result carries every column of the table
         if self.job.strings.id("gpu_user_annotation") < 0:
             log.warning("Trace for rank %s does not contain any GPU user annotations", rank)
@@ -252,7 +410,7 @@ class LaunchAndAnnotationMethods:
             strings=self.job.strings, columns=self._columns(),
         )
         if visualize:
-            self._figures("get_gpu_user_annotation_breakdown", lambda p: _annotation_figures(out), renderer=image_renderer or "")
+            self._figures(lambda p: p.annotation_figures(out), renderer=image_renderer or "")
         return out
 
     # ------------------------------------------------------------------ stragglers
@@ -280,7 +438,7 @@ class LaunchAndAnnotationMethods:
         Raises:
             ValueError: ``profiler_steps`` names no available step.
         """
-        compat = self._compat(hta_compat)
+        compat = self._rules(hta_compat).hta_quirks
         symtab = _strag.SymbolTableView(self.job.strings.table) if straggler_identification_impl else None
         out = _strag.hta_potential_stragglers(
             self._frames(), profiler_steps, num_candidates, hta_compat=compat,
@@ -288,11 +446,16 @@ class LaunchAndAnnotationMethods:
             columns=self._columns(),
         )
         if visualize:
-            self._figures("get_potential_stragglers", lambda p: _straggler_figures(out))
+            self._figures(lambda p: p.straggler_figures(out))
         return out
 
 
-# ---------------------------------------------------------------------- helpers
+def _kernel_launch_api_names() -> list[str]:
+    from holotrace.model.classify import LAUNCH_APIS
+
+    return sorted(n for n in LAUNCH_APIS if "Memcpy" not in n and "Memset" not in n)
+
+
 def _writable_dir_problem(path) -> str | None:
     """Why ``path`` cannot take the overlay file, or None."""
     try:
@@ -306,48 +469,3 @@ def _writable_dir_problem(path) -> str | None:
     if not os.access(p, os.R_OK | os.W_OK):
         return "path is not readable and writable"
     return None
-
-
-def _launch_figures(stats: dict[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list:
-    import plotly.express as px
-
-    figs = []
-    for r, df in stats.items():
-        figs.append(px.histogram(df[df["short_kernel"]], x="cpu_duration",
-                                 title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}"))
-        figs.append(px.histogram(df[df["runtime_outlier"]], x="cpu_duration", nbins=300,
-                                 title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}"))
-        figs.append(px.histogram(df[df["launch_delay_outlier"]], x="launch_delay", nbins=300,
-                                 title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}"))
-    return figs
-
-
-def _aten_figures(out: dict[int, pd.DataFrame]) -> list:
-    import plotly.graph_objects as go
-
-    figs = []
-    for r, df in out.items():
-        figs.append(go.Figure(data=[go.Table(header={"values": list(df.columns)},
-                                             cells={"values": [df[c] for c in df.columns]})],
-                              layout={"title": f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}"}))
-    return figs
-
-
-def _sequence_figures(top: pd.DataFrame, rank: int) -> list:
-    import plotly.express as px
-
-    vis = top.assign(pattern=top["pattern"].str.replace("|", "<br>", regex=False))
-    return [px.bar(vis, x=vis.index, y="count", hover_data=["pattern", "count"],
-                   title=f"Top {len(top)} frequent patterns for rank {rank}")]
-
-
-def _annotation_figures(out: pd.DataFrame) -> list:
-    import plotly.express as px
-
-    return [px.pie(part, values="sum (us)", names="name", title=f"Rank {r}") for r, part in out.groupby("rank")]
-
-
-def _straggler_figures(ranks: list[int]) -> list:
-    import plotly.express as px
-
-    return [px.bar(x=[str(r) for r in ranks], y=list(range(len(ranks), 0, -1)), title="Potential stragglers")]

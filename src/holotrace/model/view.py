@@ -1,0 +1,188 @@
+"""What every analysis reads: the events of each rank as numpy columns, under a rule set.
+
+``job_view(job, rules)`` is the one input type of the analyses. It holds, per rank, the same columns
+whatever the rules, so each analysis has one implementation:
+
+=================== ======== =========================================================================
+column              dtype    meaning
+=================== ======== =========================================================================
+``row``             int64    position of the event in the rank's model columns (``RankTrace.columns``)
+``index``           int64    position in the file's ``traceEvents`` (stable event id)
+``cat``, ``name``   int64    ids into ``job.strings`` (−1: absent)
+``pid``, ``tid``    int64    as written (GPU rows: device, stream)
+``ts``, ``end``     int64    start; end = ts + dur (``float64`` end under HTA's rules)
+``dur``             *        duration: int64 ns (holotrace) or float64 µs (HTA)
+``stream``          int64    GPU stream, −1 for CPU events
+``correlation``     int64    launch ↔ GPU correlation id, −1 when absent
+``kind``            int8     :class:`holotrace.model.classify.Kind`
+``gpu``             bool     GPU work the breakdowns analyse (holotrace: kernels, memcpy, memset; HTA: every
+                             row that carries a stream)
+``kernel_type``     int8     :class:`~holotrace.model.classify.KernelType` of ``gpu`` rows under the rules, −1 else
+``partner``         int64    position (in this view) of the correlated launch ↔ GPU row, −1 if none
+``index_correlation`` int64  HTA's link column: −1 no correlation, 0 partner absent, else the partner's ``index``
+``iteration``       *        ``ProfilerStep`` number (CPU rows by containment, GPU rows through their launch), −1
+                             none (float64 with NaN under HTA's rules where HTA leaves it undefined)
+=================== ======== =========================================================================
+
+Times are in the rules' unit: exact integer nanoseconds on the rank's own clock (holotrace), or HTA's
+rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobView.us`` converts.
+A view never shares writable memory with the model; treat its arrays as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Optional, Sequence
+
+import numpy as np
+
+from holotrace.errors import RankNotFoundError
+from holotrace.model import classify
+from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.model.strings import StringTable
+
+__all__ = ["RankView", "JobView", "job_view", "COLUMNS"]
+
+COLUMNS = ("row", "index", "cat", "name", "pid", "tid", "ts", "dur", "end", "stream", "correlation", "kind", "gpu",
+           "kernel_type", "partner", "index_correlation", "iteration")
+
+
+@dataclass(frozen=True)
+class RankView(Mapping):
+    """One rank's events under a rule set: a read-only mapping of column name → numpy array."""
+
+    rank: int
+    cols: Mapping[str, np.ndarray]
+    model: Mapping[str, np.ndarray] = field(repr=False)  # the rank's model columns (other args by ``row``)
+    clock_offset: int = 0  # add to ``ts`` to put the rank on the job's common clock (rules' unit)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.cols[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cols)
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    @property
+    def n(self) -> int:
+        """Number of events."""
+        return len(self.cols["ts"])
+
+    def bounds(self, sel=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """``(start, end)`` of the selected rows in one dtype (HTA's ends are float µs)."""
+        end = self.cols["end"][sel]
+        return self.cols["ts"][sel].astype(end.dtype, copy=False), end
+
+    def arg(self, column: str) -> np.ndarray:
+        """Any other model column (e.g. ``bytes``, ``external_id``, ``input_dims``) for this view's rows."""
+        return self.model[column][self.cols["row"]]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """Every rank of a job under one rule set (see the module docstring)."""
+
+    views: Mapping[int, RankView]
+    strings: StringTable
+    rules: RuleSet
+    unit_ns: int  # nanoseconds per time unit of the columns: 1 (holotrace) or 1000 (HTA's µs)
+    include_last_step: bool = True
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self.views)
+
+    def __getitem__(self, rank: int) -> RankView:
+        try:
+            return self.views[int(rank)]
+        except (KeyError, ValueError, TypeError):
+            raise RankNotFoundError(f"rank {rank} is not in this job (ranks: {self.ranks})") from None
+
+    def select(self, ranks: Optional[Sequence[int]] = None) -> list[int]:
+        """``ranks`` checked against the job (every rank, ascending, when None)."""
+        if ranks is None:
+            return self.ranks
+        for r in ranks:
+            self[r]
+        return [int(r) for r in ranks]
+
+    def us(self, t):
+        """Times of this view in µs (float64)."""
+        return np.asarray(t, dtype=np.float64) / (1000.0 / self.unit_ns)
+
+    def names(self, ids: np.ndarray) -> np.ndarray:
+        """Decode name/cat ids into an object array of str (``""`` for −1)."""
+        return self.strings.decode(np.asarray(ids))
+
+    def name_ids(self, test) -> np.ndarray:
+        """Ids of the job's strings for which ``test(s)`` is true (a predicate, or a set of strings)."""
+        if isinstance(test, (set, frozenset, list, tuple)):
+            return np.array(sorted(i for i in (self.strings.id(s) for s in test) if i >= 0), dtype=np.int64)
+        return np.array([i for i, s in enumerate(self.strings.table) if test(s)], dtype=np.int64)
+
+
+def job_view(job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = None,
+             include_last_step: bool = False) -> JobView:
+    """The job's events under ``rules`` (every rank unless ``ranks``; built on threads).
+
+    ``include_last_step`` matters under HTA's rules only (HTA drops the last ``ProfilerStep`` and what it
+    launched unless asked not to). Passing a :class:`JobView` returns it unchanged.
+    """
+    if isinstance(job, JobView):
+        return job
+    chosen = list(job.ranks) if ranks is None else [job.rank(r).rank for r in ranks]
+    if rules.hta_table:
+        from holotrace.model import view_hta
+
+        views = view_hta.hta_rank_views(job, chosen, include_last_step)
+        return JobView(views, job.strings, rules, 1000, include_last_step)
+    views = _on_threads(lambda r: _native(job, r), chosen)
+    return JobView(views, job.strings, rules, 1, True)
+
+
+def _on_threads(fn, ranks: list[int]) -> dict[int, RankView]:
+    """``{r: fn(r)}`` on threads (numpy releases the GIL)."""
+    from holotrace.exec.pool import cpu_count
+
+    workers = min(cpu_count(), len(ranks))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as ex:
+            return dict(zip(ranks, ex.map(fn, ranks)))
+    return {r: fn(r) for r in ranks}
+
+
+def _native(job, rank: int) -> RankView:
+    t = job.rank(rank)
+    c = t.columns
+    n = t.n_events
+    i64 = lambda a: np.asarray(a).astype(np.int64)  # noqa: E731  (a copy: views never share the model's memory)
+    kind = np.asarray(c["kind"]).astype(np.int8)
+    gpu = np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY])
+    partner = i64(c["partner"])
+    has_corr = np.asarray(c["correlation"]) >= 0
+    index = i64(c["index"])
+    icorr = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.where(has_corr, 0, -1)) if n else index.copy()
+    cols = {
+        "row": np.arange(n, dtype=np.int64),
+        "index": index,
+        "cat": i64(c["cat"]),
+        "name": i64(c["name"]),
+        "pid": i64(c["pid"]),
+        "tid": i64(c["tid"]),
+        "ts": i64(c["ts_ns"]),
+        "dur": i64(c["dur_ns"]),
+        "end": i64(c["end_ns"]),
+        "stream": i64(c["stream"]),
+        "correlation": i64(c["correlation"]),
+        "kind": kind,
+        "gpu": gpu,
+        "kernel_type": np.where(gpu, np.asarray(c["kernel_type"]), -1).astype(np.int8),
+        "partner": partner,
+        "index_correlation": icorr.astype(np.int64),
+        "iteration": i64(c["iteration"]),
+    }
+    return RankView(int(rank), cols, c, int(t.clock_offset_ns))
