@@ -18,7 +18,7 @@ import pytest
 from conftest import golden_jobs
 
 import holotrace
-from holotrace.compat.hta import TraceAnalysis
+from holotrace.compat.trace_analysis import TraceAnalysis
 
 JOBS = [j for j in golden_jobs() if (j[2] / "meta.json").exists()]
 

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 import holotrace
-from holotrace.model.hta_view import hta_frame
+from holotrace.compat.hta_table import hta_table
+from holotrace.model.classify import HTA
+from holotrace.model.view import job_view
 from conftest import golden_jobs
 
 JOBS = [j for j in golden_jobs() if (j[2] / "event_counts_by_cat.csv").exists()]
@@ -16,15 +18,17 @@ JOBS = [j for j in golden_jobs() if (j[2] / "event_counts_by_cat.csv").exists()]
 @pytest.fixture(scope="module", params=JOBS, ids=[j[0] for j in JOBS])
 def loaded(request):
     name, traces, golden = request.param
-    return name, holotrace.load(traces, cache=False), golden
+    job = holotrace.load(traces, cache=False)
+    view = job_view(job, HTA)
+    return name, job, golden, {r: hta_table(view[r], job.strings) for r in job.ranks}
 
 
 def test_event_counts_by_category(loaded):
-    name, job, golden = loaded
+    name, job, golden, tables = loaded
     g = pd.read_csv(golden / "event_counts_by_cat.csv")
     rows = []
     for r in job.ranks:
-        df = hta_frame(job, r)
+        df = tables[r]
         for cat, grp in df.groupby("s_cat"):
             rows.append((r, cat, len(grp), float(grp["dur"].sum())))
     mine = pd.DataFrame(rows, columns=["rank", "cat", "count", "total_dur"]).sort_values(["rank", "cat"]).reset_index(drop=True)
@@ -34,19 +38,19 @@ def test_event_counts_by_category(loaded):
     # the number of GPU kernels HTA keeps equals ours
     kern = g[g["cat"] == "kernel"]
     for _, row in kern.iterrows():
-        df = hta_frame(job, int(row["rank"]))
+        df = tables[int(row["rank"])]
         assert int((df["s_cat"] == "kernel").sum()) == row["count"]
 
 
 def test_trace_summary(loaded):
-    name, job, golden = loaded
+    name, job, golden, tables = loaded
     f = golden / "trace_summary.csv"
     if not f.exists():
         pytest.skip("HTA wrote no trace summary for this job")
     g = pd.read_csv(f)
     assert sorted(g["rank"].tolist()) == job.ranks
     for _, row in g.iterrows():
-        df = hta_frame(job, int(row["rank"]))
+        df = tables[int(row["rank"])]
         assert len(df) == row["rows"]
         assert int((df["stream"] != -1).sum()) == row["gpu_rows"]
         assert int(df["ts"].min()) == row["ts_min"]
@@ -57,7 +61,7 @@ def test_trace_summary(loaded):
 
 def test_native_counts_cover_all_raw_events(loaded):
     """Native tables keep every event with a duration (HTA additionally drops 'Trace' spans and filters the last step)."""
-    name, job, golden = loaded
+    name, job, golden, tables = loaded
     for r in job.ranks:
         t = job.rank(r)
         assert t.n_events == sum(v for k, v in t.phase_counts.items() if k == "X") or t.n_events <= t.n_trace_events

@@ -8,19 +8,16 @@ import pytest
 
 import holotrace
 from holotrace import TraceAnalysis
-from holotrace.compat.hta import PlottingUnavailableError
+from holotrace.errors import PlottingUnavailableError
 from tracebuilder import TraceBuilder
 from _core_traces import GEMM, NCCL, mixed_trace
 
 
 def test_import_paths():
     from holotrace.compat import TraceAnalysis as via_compat
-    from holotrace.compat.hta import TraceAnalysis as via_module
+    from holotrace.compat.trace_analysis import TraceAnalysis as via_module
 
     assert TraceAnalysis is via_compat is via_module
-    from holotrace.compat.hta_launches import LaunchAndAnnotationMethods
-
-    assert issubclass(TraceAnalysis, LaunchAndAnnotationMethods)
 
 
 @pytest.mark.parametrize("method,params", [

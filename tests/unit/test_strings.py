@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from holotrace.model.hta_view import text_column
+from holotrace.compat.hta_table import text_column
 from holotrace.model.strings import StringTable
 
 
