@@ -16,6 +16,7 @@ from holotrace.exec.pool import cpu_count, default_workers, run_map
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
 from holotrace.ingest.discover import discover
+from holotrace.findings import FindingCode
 from holotrace.schema import ID_COLUMNS
 from holotrace.model.classify import RULES_VERSION
 from holotrace.model.job import Job, RankTrace, derive_columns
@@ -28,6 +29,7 @@ log = logging.getLogger("holotrace")
 PathLike = Union[str, Path]
 CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
 PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one process
+_EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION})  # strict: TraceEventError
 
 
 def _load_file(task: tuple) -> DecodedFile:
@@ -131,7 +133,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     if strict:
         serious = [x for x in job.findings if x.severity == "error"]
         if serious:
-            cls = TraceEventError if serious[0].code in ("missing_time", "negative_duration") else JobConsistencyError
+            cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
             raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
     return job
 

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         if f.file:
             where.append(Path(f.file).name)
         loc = f" ({', '.join(where)})" if where else ""
-        print(f"{f.severity.upper():7} {f.code}{loc}: {f.message}")
+        print(f"{f.severity.upper():7} {f.code.value}{loc}: {f.message}")
         if f.example:
             print(f"        example: {f.example}")
     if not job.findings:

@@ -14,6 +14,7 @@ import argparse
 import numpy as np
 import pandas as pd
 
+from holotrace import findings as findings_mod
 from holotrace.analysis import idle, kernels, overlap, steps, temporal
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
@@ -24,12 +25,9 @@ from holotrace.commands.base import Command
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "AFFECTING_CODES"]
 
-#: finding codes that change what the summary's numbers mean (shown under the tables)
-AFFECTING_CODES = frozenset({
-    "missing_ranks", "duplicate_rank", "mixed_jobs", "clock_skew", "no_events", "unknown_category", "no_category",
-    "overlapping_kernels", "gpu_without_launch", "no_profiler_steps", "steps_missing_on_ranks",
-    "negative_duration", "bad_duration", "truncated_file", "damaged_file",
-})
+#: finding codes that change what the summary's numbers mean (shown under the tables): the ``FindingCode``
+#: members flagged ``affects_numbers`` (error findings are shown whatever their code)
+AFFECTING_CODES = findings_mod.AFFECTING_CODES
 _TYPE_ABBREV = {int(kernels.KernelType.COMPUTATION): "comp", int(kernels.KernelType.COMMUNICATION): "comm",
                 int(kernels.KernelType.MEMORY): "mem"}
 MAX_RANK_ROWS = 16
@@ -252,7 +250,7 @@ def _slowest_section(job, tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame
 
 
 def _findings_frame(job) -> pd.DataFrame:
-    rows = [f.as_dict() for f in job.findings]
+    rows = [f.as_dict() for f in job.findings]  # plain strings: code is the FindingCode's value
     cols = ["severity", "code", "rank", "file", "count", "message", "example"]
     return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 

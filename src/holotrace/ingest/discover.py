@@ -14,13 +14,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import msgspec
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
 from holotrace.ingest.decode import _split_header, iter_bytes
-from holotrace.findings import Finding, rank_ranges
+from holotrace.findings import Finding, FindingCode, rank_ranges
 
 SNIFF_BYTES = 4 * 1024 * 1024
 _NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -140,7 +140,7 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
             sev = "info" if isinstance(e, TraceFormatError) and "traceEvents" in reason or "not JSON" in reason or "array" in reason else "error"
             if "empty" in reason:
                 sev = "error"
-            findings.append(Finding(sev, "skipped_file", f"not loaded: {reason}", file=str(f)))
+            findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded: {reason}", file=str(f), severity=sev))
             continue
         rank = _rank_of(header)
         src = "distributedInfo"
@@ -163,8 +163,8 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                 nxt += 1
             t.rank, t.rank_source = nxt, "assigned"
             used.add(nxt)
-        findings.append(Finding(
-            "warning", "rank_assigned",
+        findings.append(Finding.of(
+            FindingCode.RANK_ASSIGNED,
             f"{len(unknown)} file(s) state no rank (no distributedInfo.rank, no rank in the file name); assigned rank(s) "
             f"{', '.join(f'{Path(t.path).name} -> {t.rank}' for t in unknown)}",
             count=len(unknown)))
@@ -178,9 +178,9 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
         files.append(group[0])
         for dup in group[1:]:
             skipped.append((dup.path, f"duplicate of rank {r} ({Path(group[0].path).name})"))
-            findings.append(Finding("error", "duplicate_rank",
-                                    f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
-                                    rank=r, file=dup.path, count=len(group)))
+            findings.append(Finding.of(FindingCode.DUPLICATE_RANK,
+                                       f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
+                                       rank=r, file=dup.path, count=len(group)))
     # one job? compare world size and backend
     ws = {t.dist.get("world_size") for t in files if isinstance(t.dist.get("world_size"), int)}
     be = {t.dist.get("backend") for t in files if isinstance(t.dist.get("backend"), str)}
@@ -190,20 +190,20 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
             detail.append("world_size " + " vs ".join(f"{w} ({', '.join(Path(t.path).name for t in files if t.dist.get('world_size') == w)})" for w in sorted(ws)))
         if len(be) > 1:
             detail.append("backend " + " vs ".join(f"{b!r} ({', '.join(Path(t.path).name for t in files if t.dist.get('backend') == b)})" for b in sorted(be)))
-        findings.append(Finding("error", "mixed_jobs", "files come from different jobs: " + "; ".join(detail), count=len(files)))
+        findings.append(Finding.of(FindingCode.MIXED_JOBS, "files come from different jobs: " + "; ".join(detail), count=len(files)))
     if len(ws) == 1:
         world = ws.pop()
         present = {t.rank for t in files}
         missing = [r for r in range(world) if r not in present]
         beyond = sorted(r for r in present if r is not None and r >= world)
         if missing:
-            findings.append(Finding("error" if len(files) > 1 else "info", "missing_ranks",
-                                    f"world_size is {world} but {len(missing)} rank(s) have no trace: {rank_ranges(missing)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
-                                    count=len(missing)))
+            findings.append(Finding.of(FindingCode.MISSING_RANKS,
+                                       f"world_size is {world} but {len(missing)} rank(s) have no trace: {rank_ranges(missing)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
+                                       count=len(missing), severity="error" if len(files) > 1 else "info"))
         if beyond:
-            findings.append(Finding("error", "rank_out_of_range", f"rank(s) {rank_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
+            findings.append(Finding.of(FindingCode.RANK_OUT_OF_RANGE, f"rank(s) {rank_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
     if strict:
-        serious = [f for f in findings if f.severity == "error" and f.code in ("duplicate_rank", "mixed_jobs", "missing_ranks", "rank_out_of_range", "skipped_file")]
+        serious = [f for f in findings if f.severity == "error"]
         if serious:
             raise JobConsistencyError(serious[0].message + (f" (+{len(serious) - 1} more problems)" if len(serious) > 1 else ""),
                                       path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
