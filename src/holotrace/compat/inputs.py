@@ -10,7 +10,7 @@ __all__ = ["load_inputs"]
 
 def load_inputs(trace_files, trace_dir: str, *, cache: bool, workers: Optional[int], strict: bool):
     """Load what HTA's constructor names: a rank→file map, a list of files, or a folder."""
-    from holotrace import load
+    from holotrace.loader import load
 
     base = Path(trace_dir)
     if trace_files is None:

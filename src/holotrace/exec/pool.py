@@ -59,3 +59,15 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Opt
             if on_done:
                 on_done(i, results[i])
     return results
+
+
+def thread_map(fn: Callable[[T], R], items: Sequence[T]) -> dict:
+    """``{x: fn(x)}`` on threads, one per core at most (for numpy/pyarrow work, which releases the GIL)."""
+    items = list(items)
+    workers = min(cpu_count(), len(items))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as ex:
+            return dict(zip(items, ex.map(fn, items)))
+    return {x: fn(x) for x in items}

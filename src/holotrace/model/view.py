@@ -37,6 +37,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 import numpy as np
 
 from holotrace.errors import RankNotFoundError
+from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.strings import StringTable
@@ -136,23 +137,11 @@ def job_view(job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = N
     if rules.hta_table:
         from holotrace.model import view_hta
 
-        views = view_hta.hta_rank_views(job, chosen, include_last_step)
+        cols = view_hta.hta_rank_columns(job, chosen, include_last_step)
+        views = {r: RankView(r, cols[r], job.rank(r).columns, 0) for r in chosen}
         return JobView(views, job.strings, rules, 1000, include_last_step)
-    views = _on_threads(lambda r: _native(job, r), chosen)
+    views = thread_map(lambda r: _native(job, r), chosen)
     return JobView(views, job.strings, rules, 1, True)
-
-
-def _on_threads(fn, ranks: list[int]) -> dict[int, RankView]:
-    """``{r: fn(r)}`` on threads (numpy releases the GIL)."""
-    from holotrace.exec.pool import cpu_count
-
-    workers = min(cpu_count(), len(ranks))
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as ex:
-            return dict(zip(ranks, ex.map(fn, ranks)))
-    return {r: fn(r) for r in ranks}
 
 
 def _native(job, rank: int) -> RankView:

@@ -20,19 +20,19 @@ import numpy as np
 
 from holotrace.model import link
 from holotrace.model.classify import HTA, HTA_PROFILER_STEP, HTA_SYNC_EVENT_NAMES, KernelType, hta_profiler_step_number
-from holotrace.model.view import RankView, _on_threads
+from holotrace.exec.pool import thread_map
 
-__all__ = ["hta_rank_views", "as_double_us"]
+__all__ = ["hta_rank_columns", "as_double_us"]
 
 
-def hta_rank_views(job, ranks: list[int], include_last_step: bool) -> dict[int, RankView]:
-    """HTA's view of ``ranks`` (the alignment offset is taken over every rank of the job)."""
+def hta_rank_columns(job, ranks: list[int], include_last_step: bool) -> dict[int, dict[str, np.ndarray]]:
+    """HTA's view columns of ``ranks`` (the alignment offset is taken over every rank of the job)."""
     step_numbers = np.array([hta_profiler_step_number(x) for x in job.strings.table], dtype=np.int64)
-    base = _on_threads(lambda r: _unaligned(job, r, step_numbers), list(job.ranks))
+    base = thread_map(lambda r: _unaligned(job, r, step_numbers), list(job.ranks))
     starts = [int(b["ts"].min()) for b in base.values() if len(b["ts"])]
     min_ts = min(starts) if starts else 0
     steps = job.strings.matching(HTA_PROFILER_STEP)
-    return _on_threads(lambda r: _finish(job, r, base[r], steps, min_ts, include_last_step), ranks)
+    return thread_map(lambda r: _finish(job, r, base[r], steps, min_ts, include_last_step), ranks)
 
 
 def as_double_us(ns: np.ndarray) -> np.ndarray:
@@ -112,7 +112,7 @@ def _iterations(cols: dict, step_numbers: np.ndarray, cpu_op_id: int) -> np.ndar
     return it if np.isnan(it).any() else it.astype(np.int64)
 
 
-def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_last: bool) -> RankView:
+def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_last: bool) -> dict[str, np.ndarray]:
     """Kept rows (last-step filter, HTA's order), aligned times, the view's derived columns."""
     rows = None
     if len(steps) >= 2 and len(base["ts"]):
@@ -134,7 +134,7 @@ def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_
         inside = want < len(lookup)
         partner[linked[inside]] = lookup[want[inside]]
     cols["partner"] = partner
-    return RankView(int(rank), cols, job.rank(rank).columns, 0)
+    return cols
 
 
 def _hta_kernel_types(strings, name: np.ndarray, gpu: np.ndarray) -> np.ndarray:
