@@ -276,3 +276,20 @@ HTA = RuleSet("hta", hta_table=True, hta_quirks=True,
 #: HTA's tables and definitions with holotrace's fixes of HTA's bugs (the facade's default).
 HTA_FIXED = RuleSet("hta-fixed", hta_table=True, hta_quirks=False,
                     launch_apis=NATIVE.launch_apis, memory_launch_apis=NATIVE.memory_launch_apis)
+
+
+# Call-stack rules (HTA's backward-thread link, spec 12 §1.2): the main thread is the one with ``ProfilerStep#``
+# ranges, the backward thread the one with ``autograd::`` ops; backward ops hang under ``## backward ##``.
+def is_step_range_name(name: str) -> bool:
+    """A ``ProfilerStep#…`` range (HTA's main-thread marker and fallback backward parent)."""
+    return name.startswith("ProfilerStep#")
+
+
+def is_autograd_name(name: str) -> bool:
+    """An autograd engine op (HTA's backward-thread marker)."""
+    return "autograd::" in name
+
+
+def is_backward_annotation(name: str) -> bool:
+    """A ``## backward ##`` annotation (HTA's parent for the backward thread's top-level ops)."""
+    return name.startswith("## backward ##")
