@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from holotrace.loader import load as load_job
+from holotrace.loader import load
 from holotrace.model.job import Job
 
 
@@ -63,7 +63,7 @@ class Progress:
 def load_job(args: argparse.Namespace) -> Job:
     prog = Progress(f"loading {Path(args.path).name}")
     try:
-        return load_job(args.path, strict=args.strict, cache=not args.no_cache,
+        return load(args.path, strict=args.strict, cache=not args.no_cache,
                               cache_dir=args.cache_dir, workers=args.workers, progress=prog.update)
     finally:
         prog.close()
