@@ -114,6 +114,8 @@ HTA_MEMORY_LAUNCH_STATS_APIS = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
 HTA_ATEN_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
 # CPU calls that synchronise a GPU stream or event but carry a correlation like GPU work (HTA's GPU-row test)
 HTA_SYNC_EVENT_NAMES = ("Event Sync", "Context Sync")
+# Categories of the GPU operations between which HTA's idle-time breakdown measures gaps
+HTA_KERNEL_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"})
 
 PROFILER_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 HTA_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")  # HTA's last-step filter rule
