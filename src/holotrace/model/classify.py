@@ -135,6 +135,12 @@ def is_memory_api(name: str) -> bool:
     return "Memcpy" in name or "Memset" in name
 
 
+def is_memory_kernel_name(name: str) -> bool:
+    """HTA's memory-kernel name test (``is_memory_kernel``: ``[hip]Memcpy*``, ``[hip]Memset*``, ``dma*``), on its
+    own: ``hipMemcpy*`` passes it although its kernel type is COMMUNICATION (the ``^hip`` rule comes first)."""
+    return _MEMORY.match(name) is not None
+
+
 def is_hta_launch(name: str) -> bool:
     """HTA's ATen-op launch rule (spec 23): ``cuda*LaunchKernel``, ``cuLaunchKernel`` or ``runFunction*``."""
     return HTA_ATEN_LAUNCH.search(name) is not None
