@@ -1,4 +1,4 @@
-"""Invariants of the core analyses on random traces (hypothesis).
+"""Invariants of the core analyses on random traces (hypothesis; the interval primitives are in test_intervals.py).
 
 * idle + busy = span, compute + non-compute = busy, percentages sum to 100;
 * the idle categories of a stream sum to its idle time (span − union of its operations);
@@ -14,53 +14,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import idle, intervals, kernels, overlap, temporal
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, MEMCPY, NCCL, OTHER
+from _profiles import examples
 
+GEMM = "void gemm_kernel<float>(float*, float const*)"
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+MEMCPY = "Memcpy HtoD (Pageable -> Device)"
+OTHER = "void my_Memcpy_kernel(int)"  # contains "Memcpy" but does not start with it: OTHER
 NAMES = [GEMM, NCCL, MEMCPY, OTHER, "relu_kernel"]
-
-# ------------------------------------------------------------------ interval primitives (fast, many examples)
-
-iv_lists = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 40)), max_size=30)
-
-
-def _cells(pairs):
-    covered = set()
-    for s, d in pairs:
-        covered.update(range(s, s + d))
-    return covered
-
-
-@given(iv_lists)
-def test_merge_matches_brute_force(pairs):
-    s = np.array([p[0] for p in pairs], dtype=np.int64)
-    e = np.array([p[0] + p[1] for p in pairs], dtype=np.int64)
-    u = intervals.merge(s, e)
-    assert intervals.total_length(u) == len(_cells(pairs))
-    assert (u.end[:-1] < u.start[1:]).all()  # disjoint and not touching
-    if len(pairs):
-        assert intervals.span(u) == e.max() - s.min()
-
-
-@given(iv_lists, iv_lists)
-def test_intersection_and_sweep_match_brute_force(a, b):
-    def iv(pairs):
-        return intervals.merge(np.array([p[0] for p in pairs], np.int64), np.array([p[0] + p[1] for p in pairs], np.int64))
-
-    ia, ib = iv(a), iv(b)
-    assert intervals.intersection_length(ia, ib) == len(_cells(a) & _cells(b))
-    masks, lengths = intervals.coverage_by_mask([ia, ib])
-    got = dict(zip(masks.tolist(), lengths.tolist()))
-    ca, cb = _cells(a), _cells(b)
-    expected = {1: len(ca - cb), 2: len(cb - ca), 3: len(ca & cb)}
-    assert {k: v for k, v in expected.items() if v} == got
-
 
 # ------------------------------------------------------------------ analyses on random traces
 
@@ -90,7 +57,7 @@ def _load(tb: TraceBuilder, folder: Path, name: str):
     return job, TraceAnalysis(job=job)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30))
 @given(traces, st.integers(0, 10**6))
 def test_invariants_and_event_order_independence(specs, seed):
     with tempfile.TemporaryDirectory() as d:
