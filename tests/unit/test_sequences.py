@@ -13,7 +13,8 @@ from tracebuilder import TraceBuilder
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import sequences
-from holotrace.analysis.callstack import build_call_graph
+from holotrace.analysis.callstack import build_call_graph, call_graph
+from holotrace.model.classify import HTA_FIXED
 
 COLUMNS = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
 
@@ -176,9 +177,8 @@ def test_backward_thread_is_attached_under_the_backward_annotation(tmp_path):
     _, ta = _load(tb, tmp_path)
     df = ta.get_frequent_cuda_kernel_sequences("ProfilerStep", str(tmp_path), min_pattern_len=1)
     assert df.values.tolist() == [["ProfilerStep#1|fwd_k|bwd_k1|bwd_k2", 1, 30.0, 1000.0]]
-    g = ta._hta_call_graph(0, False)
-    f = ta._frame(0)
-    depth = dict(zip(f["s_name"], g.depth))
+    g = call_graph(ta.view, 0, rules=HTA_FIXED)
+    depth = dict(zip(ta.view.names(ta.view[0]["name"]), g.depth))
     # ProfilerStep 0 > ## backward ## 1 > evaluate_function 2 > launch 3 > kernel 4
     assert depth["autograd::engine::evaluate_function: AddmmBackward0"] == 2 and depth["bwd_k1"] == 4
 
@@ -203,10 +203,10 @@ def test_htas_backward_link_corner_detaches_a_step_only_in_compat():
     thread = np.array([0, 0, 9, 0, 0, 9, 1, 1, 9])
     node = np.array([True, True, False, True, True, False, True, True, False])
     launcher = np.array([-1, -1, 1, -1, -1, 4, -1, -1, 7])
-    link = (1, np.array([0, 3]), None)
+    link = (1, np.array([0, 3]))
     fixed = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link)
     assert fixed.num_kernels[[0, 3, 6]].tolist() == [2, 1, 1]
     assert fixed.depth[[6, 7, 8]].tolist() == [1, 2, 3]  # backward op under P1
-    compat = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link, hta_compat=True)
+    compat = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link, hta_quirks=True)
     assert compat.num_kernels[[0, 3, 4, 5]].tolist() == [2, 0, 0, 0]
     assert compat.depth[[3, 4, 5]].tolist() == [0, 1, 2]

@@ -1,8 +1,10 @@
 """Call graphs: CPU call stacks per thread with GPU work attached under its launch call.
 
-This is the call graph HTA's kernel-sequence analysis builds
-(``hta.common.trace_call_graph.CallGraph``, spec 12 §1), computed without a
-Python comparator or a per-event loop:
+The one call-stack builder of holotrace. :func:`call_graph` builds it for one rank of a
+:class:`~holotrace.model.view.JobView`; the rule set decides HTA's differences (which rows are
+nodes, which GPU rows are linked, HTA's backward-link corner). It is the call graph HTA's
+kernel-sequence analysis builds (``hta.common.trace_call_graph.CallGraph``, spec 12 §1),
+computed without a Python comparator or a per-event loop:
 
 * **Nesting** (per ``(pid, tid)`` thread): every CPU event contributes an
   open and a close endpoint. Endpoints are put in one total order (below) and
@@ -24,11 +26,11 @@ Python comparator or a per-event loop:
 * **Kernels** hang under their launch call; GPU rows are leaves.
 * **Backward thread** (``link_backward``): HTA re-parents the first-layer
   events of the autograd thread under ``## backward ##`` annotations (or
-  ``ProfilerStep#`` ranges) of the main thread; reproduced, including the
-  corner where a step range ends up as its own parent and drops out of the
-  graph (``hta_compat``).
+  ``ProfilerStep#`` ranges) of the main thread; reproduced, including (under
+  ``rules.hta_quirks``) the corner where a step range ends up as its own parent
+  and drops out of the graph.
 
-The result holds, per table row, ``parent`` (row position, ``-1`` for none),
+The result holds, per row, ``parent`` (row position, ``-1`` for none),
 ``depth`` (``-1`` outside the graph), ``num_kernels`` and ``kernel_dur_sum``
 of the subtree, and can label every row with the root of a set of subtrees.
 """
@@ -40,10 +42,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from holotrace.model import classify
+from holotrace.model.classify import CPU_KINDS, NATIVE, RuleSet
+from holotrace.model.link import isin_ids
+from holotrace.model.view import job_view
+
 __all__ = [
     "CallGraph",
     "build_call_graph",
-    "hta_call_graph",
+    "call_graph",
     "native_call_graph",
     "thread_device_is_gpu",
 ]
@@ -252,8 +259,8 @@ def build_call_graph(
     is_node: np.ndarray,
     launcher: np.ndarray,
     *,
-    backward_link: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    hta_compat: bool = False,
+    backward_link: tuple[int, np.ndarray] | None = None,
+    hta_quirks: bool = False,
 ) -> CallGraph:
     """Build a call graph over one rank's rows.
 
@@ -264,10 +271,10 @@ def build_call_graph(
         is_node: rows that are CPU events on a CPU thread (nested by time).
         launcher: per row, the row position of the CPU launch call it hangs under
             (GPU work), else -1. Only launchers that are nodes are used.
-        backward_link: optional ``(backward thread code, main-thread parent rows, None)``
+        backward_link: optional ``(backward thread code, main-thread parent rows)``
             (see :func:`_backward_parents`): re-parents the first-layer events of the
             backward thread under those rows, in order, as HTA does.
-        hta_compat: reproduce HTA's detached-subtree corner of the backward link.
+        hta_quirks: reproduce HTA's detached-subtree corner of the backward link.
 
     Returns:
         The :class:`CallGraph`.
@@ -288,8 +295,8 @@ def build_call_graph(
     detached = None
     stale = None
     if backward_link is not None:
-        bwd_thread, main_parents, _ = backward_link
-        detached, stale = _link_backward(parent, level, thread, ts, dur_c, is_node, bwd_thread, main_parents, hta_compat)
+        bwd_thread, main_parents = backward_link
+        detached, stale = _link_backward(parent, level, thread, ts, dur_c, is_node, bwd_thread, main_parents, hta_quirks)
         if stale is not None:
             stale[is_kernel] = stale[launcher[is_kernel]] + 1 if is_kernel.any() else stale[is_kernel]
     return _finish(n, parent, in_graph, is_kernel, dur, detached, stale)
@@ -304,7 +311,7 @@ def _link_backward(
     is_node: np.ndarray,
     bwd_thread: int,
     main_parents: np.ndarray,
-    hta_compat: bool,
+    hta_quirks: bool,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Re-parent first-layer events of the backward thread (modifies ``parent`` in place).
 
@@ -320,7 +327,7 @@ def _link_backward(
     end = ts + dur
     first = np.flatnonzero(is_node & (thread == bwd_thread) & (parent < 0))
     remaining = np.ones(first.size, dtype=bool)
-    detached = np.zeros(n, dtype=bool) if hta_compat else None
+    detached = np.zeros(n, dtype=bool) if hta_quirks else None
     cut_roots: list[int] = []
     main_thread = thread[main_parents[0]]
     root_is_main = False  # HTA switches roots once the backward root has no children left
@@ -332,7 +339,7 @@ def _link_backward(
                 parent[cand[inside]] = p
                 remaining[np.flatnonzero(remaining)[inside]] = False
                 root_is_main = not remaining.any()
-        elif hta_compat:
+        elif hta_quirks:
             # the current root is the main root: its first layer within P's range
             top = np.flatnonzero(is_node & (thread == main_thread) & (parent < 0) & ~detached)
             inside = top[(ts[top] >= ts[p]) & (end[top] <= end[p])]
@@ -356,109 +363,89 @@ def _link_backward(
     return detached, stale
 
 
-def hta_call_graph(frame: pd.DataFrame, *, hta_compat: bool = True, link_backward: bool = True) -> CallGraph:
-    """The call graph of one rank's HTA-style table (``hta_frame`` or HTA's own).
+def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: bool = True) -> CallGraph:
+    """The call graph of one rank of a :class:`~holotrace.model.view.JobView` (rows = the view's rows).
 
     Args:
-        frame: columns ``index, pid, tid, stream, ts, dur, index_correlation``
-            and the decoded names in ``s_name``.
-        hta_compat: link only GPU rows with ``stream > 0`` (HTA's correlation
-            table); otherwise every stream-bearing row (AMD's stream 0 too).
-        link_backward: attach the autograd thread under the main thread.
+        view: a JobView (a Job is read under ``rules``, default holotrace's).
+        rank: the rank.
+        rules: the rule set (default: the view's). ``rules.hta_table``: HTA's nodes, the CPU rows
+            (``stream == -1``) of threads that are not GPU streams (:func:`thread_device_is_gpu`);
+            otherwise the CPU kinds of the rule table (ops, annotations, runtime/driver calls,
+            Python functions). ``rules.hta_quirks``: only GPU rows with ``stream > 0`` hang under their
+            launch (HTA's correlation table; AMD's stream 0 is left out), and HTA's detached-subtree
+            corner of the backward link is reproduced.
+        link_backward: attach the autograd thread's top-level ops under the main thread's
+            ``## backward ##`` annotations (or ``ProfilerStep#`` ranges), as HTA does.
 
     Returns:
-        The :class:`CallGraph` over the rows of ``frame`` (by position).
+        The :class:`CallGraph`. Nothing is cached: callers that reuse a graph keep it.
     """
-    n = len(frame)
-    pid = frame["pid"].to_numpy()
-    tid = frame["tid"].to_numpy()
-    stream = frame["stream"].to_numpy().astype(np.int64)
-    ts = frame["ts"].to_numpy().astype(np.float64)
-    dur = frame["dur"].to_numpy().astype(np.float64)
-    index = frame["index"].to_numpy().astype(np.int64)
-    names = frame["s_name"].to_numpy(dtype=object)
-    thread = pd.MultiIndex.from_arrays([pd.Index(pid, dtype=object), pd.Index(tid, dtype=object)]).factorize()[0].astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-    pid_zero = pd.Series(pid, dtype=object).eq(0).to_numpy()
-    tid_zero = pd.Series(tid, dtype=object).eq(0).to_numpy()
-    gpu_group = thread_device_is_gpu(thread, stream, pid_zero, tid_zero)
-    is_node = (stream == -1) & ~gpu_group[thread] if n else np.zeros(0, dtype=bool)
-
-    # GPU work -> launcher row (by event index)
-    icorr = frame["index_correlation"].to_numpy().astype(np.int64)
-    gpu_side = (stream > 0) if hta_compat else (stream >= 0)
-    linked = gpu_side & (icorr > 0)
-    launcher = np.full(n, -1, dtype=np.int64)
-    if linked.any():
-        srt = np.argsort(index, kind="stable")
-        pos = np.searchsorted(index[srt], icorr[linked])
-        pos = np.clip(pos, 0, n - 1)
-        found = index[srt][pos] == icorr[linked]
-        rows = np.flatnonzero(linked)
-        launcher[rows[found]] = srt[pos[found]]
-
+    view = job_view(view, rules or NATIVE)
+    rules = rules or view.rules
+    rv = view[rank]
+    n = rv.n
+    stream = rv["stream"]
+    thread = _thread_codes(rv["pid"], rv["tid"])
+    if rules.hta_table:
+        gpu_thread = thread_device_is_gpu(thread, stream, rv["pid"] == 0, rv["tid"] == 0)
+        cpu_thread = ~gpu_thread
+        is_node = (stream == -1) & cpu_thread[thread] if n else np.zeros(0, dtype=bool)
+        parent_ok = stream == -1
+    else:
+        is_node = np.isin(rv["kind"], [int(k) for k in CPU_KINDS])
+        g = int(thread.max()) + 1 if n else 0
+        cpu_thread = np.bincount(thread, weights=is_node, minlength=g) > 0
+        parent_ok = is_node
+    gpu_side = rv["gpu"] & (stream > 0) if rules.hta_quirks else rv["gpu"]
+    partner = rv["partner"]
+    launcher = np.where(gpu_side & (partner >= 0), partner, -1).astype(np.int64)
     backward = None
     if link_backward and n:
-        backward = _backward_parents(thread, ~gpu_group, names, stream == -1)
-    return build_call_graph(thread, ts, dur, index, is_node, launcher, backward_link=backward, hta_compat=hta_compat)
+        flags = [_has_name(view, rv["name"], rule)
+                 for rule in (classify.is_step_range_name, classify.is_autograd_name, classify.is_backward_annotation)]
+        backward = _backward_parents(thread, cpu_thread, *flags, parent_ok)
+    return build_call_graph(thread, rv["ts"], rv["dur"], rv["index"], is_node, launcher,
+                            backward_link=backward, hta_quirks=rules.hta_quirks)
 
 
 def native_call_graph(job, rank: int, *, link_backward: bool = True) -> CallGraph:
-    """The call graph of a rank's native events (``RankTrace.events``), cached on the job.
-
-    CPU events (ops, annotations, runtime/driver calls, Python functions) nest
-    per ``(pid, tid)`` by time (ns); GPU work (kernels, memcpy, memset) hangs
-    under its launch call (``partner``); the autograd thread is attached under
-    the main thread's ``## backward ##`` annotations as in HTA.
-    """
-    from holotrace.analysis._select import gpu_activity
-    from holotrace.model.classify import CPU_KINDS
-
-    key = ("holotrace.callgraph", int(rank), bool(link_backward))
-    memo = getattr(job, "_memo", None)
-    if memo is not None and key in memo:
-        return memo[key]
-    ev = job.rank(rank).events
-    n = len(ev)
-    kind = ev["kind"].to_numpy()
-    is_node = np.isin(kind, [int(k) for k in CPU_KINDS])
-    thread = (
-        pd.MultiIndex.from_arrays([ev["pid"].to_numpy(), ev["tid"].to_numpy()]).factorize()[0].astype(np.int64)
-        if n else np.zeros(0, dtype=np.int64)
-    )
-    partner = ev["partner"].to_numpy()
-    launcher = np.where(gpu_activity(ev) & (partner >= 0), partner, -1).astype(np.int64)
-    backward = None
-    if link_backward and n:
-        g = int(thread.max()) + 1
-        cpu_thread = np.bincount(thread, weights=is_node.astype(float), minlength=g) > 0
-        names = job.strings.decode(ev["name"].to_numpy())
-        backward = _backward_parents(thread, cpu_thread, names, is_node)
-    graph = build_call_graph(
-        thread, ev["ts_ns"].to_numpy(), ev["dur_ns"].to_numpy(), ev["index"].to_numpy(), is_node, launcher,
-        backward_link=backward,
-    )
-    if memo is not None:
-        memo[key] = graph
-    return graph
+    """Deprecated: ``call_graph(job_view(job, NATIVE, ranks=[rank]), rank)`` (rows = the rank's events)."""
+    return call_graph(job_view(job, NATIVE, ranks=[rank]), rank, rules=NATIVE, link_backward=link_backward)
 
 
-def _backward_parents(thread: np.ndarray, cpu_thread: np.ndarray, names: np.ndarray, node_ok: np.ndarray):
+def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """A code per ``(pid, tid)`` thread, numbered in order of first appearance."""
+    if not len(pid):
+        return np.zeros(0, dtype=np.int64)
+    pc = pd.factorize(pid)[0].astype(np.int64)
+    tc, tu = pd.factorize(tid)
+    return pd.factorize(pc * len(tu) + tc)[0].astype(np.int64)
+
+
+def _has_name(view, names: np.ndarray, rule) -> np.ndarray:
+    """Rows whose name satisfies ``rule`` (evaluated once per string of the job's table)."""
+    ids = view.name_ids(rule)
+    return isin_ids(names, ids) if len(ids) else np.zeros(len(names), dtype=bool)
+
+
+def _backward_parents(thread: np.ndarray, cpu_thread: np.ndarray, is_step: np.ndarray, is_autograd: np.ndarray,
+                      is_bwd_anno: np.ndarray, parent_ok: np.ndarray) -> tuple[int, np.ndarray] | None:
     """HTA's main/backward stack pairing (spec 12 §1.2 steps 3-4), or None.
 
     Args:
         thread: thread code per row; cpu_thread: per thread code, whether it has a stack;
-        names: decoded names per row; node_ok: rows that can be parents (call-stack nodes).
+        is_step, is_autograd, is_bwd_anno: per row, the name rules of :mod:`holotrace.model.classify`;
+        parent_ok: rows that can be parents.
+
+    Returns:
+        ``(backward thread code, main-thread parent rows)``.
     """
-    s = pd.Series(names, dtype=object).fillna("")
-    is_step = s.str.startswith("ProfilerStep#").to_numpy()
-    is_autograd = s.str.contains("autograd::", regex=False).to_numpy()
-    is_bwd_anno = s.str.startswith("## backward ##").to_numpy()
     g = len(cpu_thread)
-    has_step = np.bincount(thread, weights=is_step.astype(float), minlength=g) > 0
-    has_autograd = np.bincount(thread, weights=is_autograd.astype(float), minlength=g) > 0
-    cpu_groups = np.flatnonzero(cpu_thread)
+    has_step = np.bincount(thread, weights=is_step, minlength=g) > 0
+    has_autograd = np.bincount(thread, weights=is_autograd, minlength=g) > 0
     labels = []
-    for grp in cpu_groups.tolist():  # one entry per thread, not per event
+    for grp in np.flatnonzero(cpu_thread).tolist():  # one entry per thread, not per event
         if has_step[grp]:
             labels.append(("main", grp))
         elif has_autograd[grp]:
@@ -471,8 +458,7 @@ def _backward_parents(thread: np.ndarray, cpu_thread: np.ndarray, names: np.ndar
     parents = np.flatnonzero(in_main & is_bwd_anno)
     if parents.size == 0:
         parents = np.flatnonzero(in_main & is_step)
-    # only nodes can be parents (HTA raises otherwise)
-    parents = parents[node_ok[parents]]
+    parents = parents[parent_ok[parents]]  # only call-stack rows can be parents (HTA raises otherwise)
     if parents.size == 0:
         return None
-    return (bwd, parents, None)
+    return bwd, parents

@@ -35,7 +35,7 @@ from holotrace.analysis import aten_ops as _aten
 from holotrace.analysis import launches as _launch
 from holotrace.analysis import sequences as _seq
 from holotrace.analysis import stragglers as _strag
-from holotrace.analysis.callstack import CallGraph, hta_call_graph
+from holotrace.analysis.callstack import CallGraph, call_graph
 from holotrace.analysis.idle import hta_idle_time_breakdown
 from holotrace.analysis.kernels import hta_kernel_breakdown
 from holotrace.analysis.overlap import comm_comp_overlap
@@ -138,10 +138,11 @@ class TraceAnalysis:
         """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""
         return self.view.select([0] if not ranks else ranks)
 
-    def _call_graph(self, rank: int, hta_compat: bool) -> CallGraph:
-        key = (int(rank), bool(hta_compat))
+    def _call_graph(self, rank: int, rules: RuleSet) -> CallGraph:
+        """The call graph of one rank under HTA's rules (cached per rank and quirk switch)."""
+        key = (int(rank), rules.hta_quirks)
         if key not in self._graphs:
-            self._graphs[key] = hta_call_graph(self._table(rank, False), hta_compat=hta_compat)
+            self._graphs[key] = call_graph(self.view, rank, rules=rules)
         return self._graphs[key]
 
     def _figures(self, build: Callable[[object], list], show: bool = True, renderer: str = "") -> None:
@@ -332,7 +333,7 @@ class TraceAnalysis:
             log.error("Argument output_dir `%s` is not a valid output path: %s.", output_dir, problem)
             return pd.DataFrame()
         frame = self._frame(rank)
-        graph = self._call_graph(rank, compat)
+        graph = self._call_graph(rank, self._rules(hta_compat))
         names = frame["s_name"].astype(object).fillna("").to_numpy()
         cand = _seq.match_names(names, operator_name, "substring")
         res = _seq.kernel_sequences(
@@ -373,14 +374,23 @@ class TraceAnalysis:
         are attributed to the annotation containing their start (HTA under
         pandas 3 never attributes them; ``hta_compat=True`` keeps that).
         """
-        compat = self._rules(hta_compat).hta_quirks
-        frame = self._frame(rank, full=True)  # the result carries every column of the table
+        from holotrace.compat.hta_table import text_column
+
+        names = self.view[rank]["name"]
         if self.job.strings.id("gpu_user_annotation") < 0:
             log.warning("Trace for rank %s does not contain any GPU user annotations", rank)
             return None
-        return _anno.hta_gpu_kernels_with_user_annotations(
-            frame, expand_names=expand_names, shorten=shorten_names, hta_compat=compat
-        )
+        ops, ann = _anno.annotate_gpu_ops(self.view, rank, rules=self._rules(hta_compat))
+        table = self._table(rank, args=True)  # HTA returns the table's rows, every column but the names
+        out = table.iloc[ops, table.columns.get_indexer(table.columns.drop(["s_name", "s_cat"]))]
+        out = out.assign(end=out["ts"] + out["dur"], user_annotation=np.where(ann >= 0, names[np.clip(ann, 0, None)], -1))
+        if expand_names:
+            def text(ids):  # each distinct name decoded (and shortened) once
+                return text_column(*_anno.shortened_ids(self.job.strings, ids) if shorten_names else (self.job.strings, ids))
+
+            out = out.assign(s_name=text(names[ops]), s_cat=text(self.view[rank]["cat"][ops]),
+                             s_user_annotation=text(out["user_annotation"].to_numpy()))
+        return out.reset_index(drop=True)
 
     def get_gpu_user_annotation_breakdown(
         self,
@@ -405,10 +415,11 @@ class TraceAnalysis:
             log.warning("Trace does not contain any %s", category)
             return None
         allow = _anno.allowlisted_names(self.job.strings.table, allowlist_patterns, regex=regex)
-        out = _anno.hta_user_annotation_breakdown(
-            self._frames(), category, duration_ratio=duration_ratio, num_kernels=num_kernels, allowlist=allow,
-            strings=self.job.strings, columns=self._columns(),
-        )
+        t = _anno.annotation_time(self.view, rules=HTA, gpu=use_gpu_annotation, num_kernels=num_kernels,
+                                  duration_ratio=duration_ratio, allowlist=allow)
+        out = pd.DataFrame({"name": t["name"], "sum (us)": t["sum_us"], "max (us)": t["max_us"], "min (us)": t["min_us"],
+                            "stddev": t["std_us"], "mean (us)": t["mean_us"], "rank": t["rank"]})
+        out = out.sort_values(["rank", "name"], kind="stable", ignore_index=True)
         if visualize:
             self._figures(lambda p: p.annotation_figures(out), renderer=image_renderer or "")
         return out
