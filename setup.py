@@ -1,0 +1,15 @@
+"""Build of the compiled event scanner; everything else is in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "holotrace.ingest._scan",
+            sources=["src/holotrace/ingest/_scan.c"],
+            depends=["src/holotrace/ingest/_scan_util.h", "src/holotrace/ingest/_scan_event.h",
+                     "src/holotrace/ingest/_scan_py.h"],
+            extra_compile_args=["-O2", "-std=gnu99"],
+        )
+    ]
+)

@@ -1,0 +1,260 @@
+"""From one scanned piece to the columns of each table, with numpy only.
+
+The scanner (``_scan``) returns every event's fixed fields and the configured args as column
+buffers with piece-local string ids. Here the ids become the file's ids, events with a duration
+are split from the side tables (instants, counters, flows, names), each category keeps only the
+args it carries, and invalid times are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from holotrace.ingest import _scan
+from holotrace.schema import ARG_SPECS, META_ARG_SPECS, event_columns
+
+_MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
+_SPECS = ARG_SPECS + META_ARG_SPECS
+# kinds of the scanner: 0 int, 1 label (int, or -1 for a text label such as "0x0"), 2 float, 3 str, 4 raw JSON text,
+# 5 text (strings decoded, other values as written), 6 int written as a number or a "0x.." string
+_KIND = {"int": 0, "float": 2, "str": 3, "raw": 4}
+_KINDS = [1 if s.column in ("stream", "device") else 5 if s.column.startswith("m_") else 6 if s.column.startswith("mem_") else _KIND[s.kind]
+          for s in _SPECS]
+_scan.configure([s.raw_key.encode() for s in _SPECS], _KINDS, [s.default for s in _SPECS])
+_DTYPE = {0: np.int64, 1: np.int64, 2: np.float64, 3: np.int32, 4: np.int32, 5: np.int32, 6: np.int64}
+_INDEX = {s.column: j for j, s in enumerate(_SPECS)}
+N_ARGS = len(ARG_SPECS)
+_WIDE_COLUMNS = frozenset({"index", "ts_ns", "dur_ns", "value"})
+_TOP_FIELDS = {-2: "pid", -3: "tid", -4: "id"}
+
+# Which args each category carries (lower-cased category); other categories get every arg.
+_CPU_OP_ARGS = ("external_id", "external_id_legacy", "ev_idx", "sequence", "fwd_thread_id", "input_dims", "input_type",
+                "input_strides", "collective_name", "in_msg_nelems", "out_msg_nelems", "in_msg_size",
+                "out_msg_size", "group_size", "msg_dtype", "in_split_size", "out_split_size", "process_group_name",
+                "process_group_desc", "process_group_ranks", "process_rank", "seq_num", "kernel_backend", "kernel_hash",
+                "stream")
+_LAUNCH_ARGS = ("correlation", "external_id", "external_id_legacy", "cbid", "stream", "device", "stream_id", "grid", "block")
+_KERNEL_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "grid", "block", "collective_name",
+                "in_msg_nelems", "out_msg_nelems", "in_msg_size", "out_msg_size", "group_size", "msg_dtype", "in_split_size",
+                "out_split_size", "process_group_name", "process_group_desc", "process_group_ranks", "process_rank", "seq_num",
+                "stream_id")
+_MEM_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "bytes", "memory_bw_gbps", "stream_id")
+_SYNC_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "wait_on_stream",
+              "wait_on_cuda_event_record_corr_id", "cuda_sync_kind")
+_ANNOT_ARGS = ("external_id", "external_id_legacy", "ev_idx", "device", "stream", "correlation")
+_PY_ARGS = ("python_id", "python_parent_id", "external_id")
+ARGS_BY_CATEGORY: dict[str, tuple[str, ...]] = {
+    cat: cols
+    for cats, cols in (
+        (("cpu_op", "operator"), _CPU_OP_ARGS),
+        (("user_annotation", "gpu_user_annotation"), _ANNOT_ARGS),
+        (("cuda_runtime", "runtime", "cuda_driver", "mtia_runtime"), _LAUNCH_ARGS),
+        (("kernel", "mtia_ccp_events"), _KERNEL_ARGS),
+        (("gpu_memcpy", "gpu_memset", "memcpy", "memset"), _MEM_ARGS),
+        (("cuda_sync",), _SYNC_ARGS),
+        (("python_function",), _PY_ARGS),
+        (("trace",), ()),
+    )
+    for cat in cats
+}
+_ALLOW: dict[str, np.ndarray] = {}
+
+
+def _allowed(cat: str) -> np.ndarray:
+    """Which of ARG_SPECS a category keeps (by lower-cased name)."""
+    key = cat.lower()
+    a = _ALLOW.get(key)
+    if a is None:
+        cols = ARGS_BY_CATEGORY.get(key)
+        a = np.ones(N_ARGS, dtype=bool) if cols is None else np.array([s.column in cols for s in ARG_SPECS], dtype=bool)
+        _ALLOW[key] = a
+    return a
+
+
+def column_name(j: int) -> str:
+    return _SPECS[j].column if j >= 0 else _TOP_FIELDS.get(j, "?")
+
+
+def compact_ints(a: np.ndarray) -> np.ndarray:
+    """The smallest signed integer dtype that holds ``a`` (storage only; views widen again)."""
+    if a.dtype.kind != "i" or a.dtype.itemsize == 1 or len(a) == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(dt) if np.dtype(dt).itemsize < a.dtype.itemsize else a
+    return a
+
+
+@dataclass
+class PieceOut:
+    tables: dict = field(default_factory=dict)
+    phase_ids: dict = field(default_factory=dict)
+    missing: Optional[tuple] = None  # (count, (position, name, ts, dur)) of events left out
+    negative: Optional[tuple] = None
+    too_long: Optional[tuple] = None
+    bad: dict = field(default_factory=dict)  # column -> (count, example, default)
+    raw_args: list = field(default_factory=list)
+
+
+def _us(ns: int, valid: bool):
+    if not valid:
+        return None
+    return ns // 1000 if ns % 1000 == 0 else ns / 1000
+
+
+def piece_tables(r: dict, piece: bytes, rmx: np.ndarray, strings: list, base: int, all_args: bool) -> PieceOut:
+    """The tables of one scanned piece. ``rmx`` maps piece string ids to file ids (its last entry is -1)."""
+    out = PieceOut()
+    n = r["n"]
+    flags = np.frombuffer(r["flags"], dtype=np.uint8)
+
+    def ids(key: str) -> np.ndarray:
+        return rmx[np.frombuffer(r[key], dtype=np.int32)]
+
+    def arg(j: int) -> Optional[np.ndarray]:
+        b = r["args"].get(j)
+        if b is None:
+            return None
+        a = np.frombuffer(b, dtype=_DTYPE[_KINDS[j]])
+        return rmx[a] if _KINDS[j] in (3, 4, 5) else a
+
+    ph, cat, name = ids("ph"), ids("cat"), ids("name")
+    pid, tid = np.frombuffer(r["pid"], dtype=np.int64), np.frombuffer(r["tid"], dtype=np.int64)
+    ts, dur = np.frombuffer(r["ts"], dtype=np.int64), np.frombuffer(r["dur"], dtype=np.int64)
+    u, c = np.unique(ph, return_counts=True)
+    out.phase_ids = dict(zip(u.tolist(), c.tolist()))
+    has_dur = (flags & 2).astype(bool)
+    ev = np.flatnonzero(has_dur)
+    if len(ev):
+        _events(out, r, piece, ev, len(ev) == n, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur)
+    if len(ev) < n:
+        _side(out, r, ~has_dur, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, base)
+    return out
+
+
+def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur) -> None:
+    def sel(a):
+        return a if whole else a[ev]
+
+    m = len(ev)
+    e_cat, e_name, e_ts, e_dur = sel(cat), sel(name), sel(ts), sel(dur)
+    ok = (sel(flags) & 5) == 5
+    neg = (e_dur < 0) & ok
+    long = (e_dur > _MAX_DUR_NS) & ok
+
+    def who(i: int) -> tuple:
+        nid = int(e_name[i])
+        return int(base + ev[i]), strings[nid] if nid >= 0 else None
+
+    if not ok.all():
+        i = int(np.argmin(ok))
+        f = int(sel(flags)[i])
+        out.missing = (int((~ok).sum()), (*who(i), _us(int(e_ts[i]), bool(f & 1)), _us(int(e_dur[i]), bool(f & 4))))
+    if neg.any():
+        i = int(np.argmax(neg))
+        out.negative = (int(neg.sum()), (*who(i), _us(int(e_dur[i]), True)))
+    if long.any():
+        i = int(np.argmax(long))
+        out.too_long = (int(long.sum()), (*who(i), _us(int(e_dur[i]), True)))
+    keep = ok & ~neg
+    cols = {"cat": e_cat, "name": e_name, "pid": sel(pid), "tid": sel(tid), "ts_ns": e_ts, "index": base + ev, "dur_ns": e_dur}
+    uniq, inv = np.unique(e_cat, return_inverse=True)
+    allow = np.stack([_allowed(strings[k] if k >= 0 else "") for k in uniq.tolist()])
+    for j, spec in enumerate(ARG_SPECS):
+        a = arg(j)
+        if a is None:
+            cols[spec.column] = np.full(m, spec.default, dtype=np.float64 if _KINDS[j] == 2 else np.int8)
+            continue
+        a = sel(a).copy() if whole else a[ev]
+        if not allow[:, j].all():
+            a[~allow[inv, j]] = spec.default
+        cols[spec.column] = a
+    bad = np.frombuffer(r["bad"], dtype=np.int32).reshape(-1, 2)
+    if len(bad):
+        counts: dict[int, int] = {}
+        for row, j in bad.tolist():
+            if row < len(has_dur) and has_dur[row] and j < N_ARGS:
+                cid = int(cat[row])
+                if _allowed(strings[cid] if cid >= 0 else "")[j]:
+                    counts[j] = counts.get(j, 0) + 1
+        for j, cnt in counts.items():
+            s, length = r["bad_ex"].get(j, (0, 0))
+            out.bad[ARG_SPECS[j].column] = (cnt, piece[s:s + length].decode("utf-8", "replace"), ARG_SPECS[j].default)
+    if not keep.all():
+        cols = {k: v[keep] for k, v in cols.items()}
+    out.tables["events"] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
+    if all_args:
+        spans = np.frombuffer(r["spans"], dtype=np.int64).reshape(-1, 2)[ev][keep]
+        out.raw_args = [piece[s:e].decode("utf-8", "replace") if s >= 0 else None for s, e in spans.tolist()]
+
+
+def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, base) -> None:
+    rows_all = np.flatnonzero(side)
+    group = np.full(len(ph), 3, dtype=np.int8)  # 0 names, 1 flows, 2 counters, 3 instants
+    for k in np.unique(ph[rows_all]).tolist():
+        text = strings[k] if k >= 0 else None
+        g = 0 if text == "M" else 1 if text in ("s", "t", "f") else 2 if text == "C" else 3
+        if g != 3:
+            group[ph == k] = g
+
+    def common(rows):
+        return {"cat": cat[rows], "name": name[rows], "pid": pid[rows], "tid": tid[rows], "ts_ns": ts[rows],
+                "index": base + rows, "ph": ph[rows]}
+
+    def argcol(col: str, rows, default: int = -1):
+        a = arg(_INDEX[col])
+        return np.full(len(rows), default, dtype=np.int8) if a is None else a[rows]
+
+    tables = {}
+    for g, table in ((0, "names"), (1, "flows"), (3, "instants")):
+        rows = rows_all[group[rows_all] == g]
+        if not len(rows):
+            continue
+        cols = common(rows)
+        if g == 0:
+            for col in ("m_name", "m_labels", "m_sort_index"):
+                cols[col] = argcol(col, rows)
+        elif g == 1:
+            cols["flow_id"] = np.frombuffer(r["id"], dtype=np.int64)[rows]
+            cols["bp"] = ids("bp")[rows]
+        else:
+            cols["scope"] = ids("s")[rows]
+            for col in ("mem_bytes", "mem_total_allocated", "mem_total_reserved", "mem_addr", "mem_device_type", "mem_device_id"):
+                cols[col] = argcol(col, rows)
+        tables[table] = cols
+    c_row = np.frombuffer(r["c_row"], dtype=np.int32)
+    if len(c_row):
+        sel = side[c_row]
+        rows = c_row[sel].astype(np.int64)
+        if len(rows):
+            cols = common(rows)
+            cols["series"] = rmx[np.frombuffer(r["c_key"], dtype=np.int32)[sel]]
+            cols["value"] = np.frombuffer(r["c_val"], dtype=np.float64)[sel]
+            tables["counters"] = cols
+    for table, cols in tables.items():
+        out.tables[table] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
+
+
+def concatenate(parts: dict[str, dict[str, list]]) -> dict[str, dict[str, np.ndarray]]:
+    """Join each column's pieces, freeing them as it goes; store ints compactly; events in schema order."""
+    out = {}
+    for table, part in parts.items():
+        cols = {}
+        for k in list(part):
+            chunks = part.pop(k)
+            arr = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+            del chunks
+            cols[k] = compact_ints(arr) if k not in _WIDE_COLUMNS else arr
+        out[table] = cols
+    ev = out["events"]
+    if not ev:
+        for col, dt in event_columns():
+            ev[col] = np.empty(0, dtype=dt)
+    else:
+        out["events"] = {col: ev[col] for col, _ in event_columns()}
+    return out
