@@ -1,55 +1,57 @@
 """User annotations: which annotation each GPU operation runs under, and time per annotation (spec 26 §3-4).
 
-* :func:`assign_annotations` — attribute GPU operations to the innermost
-  (shortest) overlapping annotation on the same ``(pid, tid)`` track, the rule
-  of HTA's ``get_gpu_kernels_with_user_annotations``, without HTA's loop over
-  annotations: the track's timeline is cut at every annotation boundary, each
-  elementary segment gets its winning annotation, and each operation takes the
-  best segment it touches (a sparse-table range minimum).
-* :func:`hta_gpu_kernels_with_user_annotations` and
-  :func:`hta_user_annotation_breakdown` — the HTA methods on HTA-style tables.
-* :func:`annotation_time` and :func:`kernel_time_by_annotation` — the native
-  views on ``RankTrace.events`` (every step kept), for CPU ``user_annotation``
-  ranges and their GPU-timeline copies (``gpu_user_annotation``).
+* :func:`assign_annotations` — the innermost (shortest) annotation overlapping each operation on its
+  ``(pid, tid)`` track, the rule of HTA's ``get_gpu_kernels_with_user_annotations``, without HTA's loop
+  over annotations: the track's timeline is cut at every annotation boundary, each elementary segment
+  gets its winning annotation, and each operation takes the best segment it touches (a sparse-table
+  range minimum).
+* :func:`annotate_gpu_ops` — per rank of a view: the GPU operations and the annotation of each, by
+  overlap with the GPU-timeline copies (``gpu_user_annotation``) or through the launch call's stack
+  (CPU ``user_annotation``).
+* :func:`annotation_time` and :func:`kernel_time_by_annotation` — time per annotation, and GPU time
+  attributed to each, per rank.
 
-Zero-duration operations: HTA under pandas 3 never attributes them (an empty
-interval overlaps nothing). holotrace attributes a zero-length operation at
-``t`` to an annotation ``a`` when ``a.ts <= t < a.end``; ``hta_compat=True``
-keeps HTA's behaviour.
+Which rows are GPU operations and annotations, and their times, follow the rule set: holotrace's
+(kernels, memcpy and memset; annotations by kind; exact ns) or HTA's (rows with a stream and a
+correlation, plus ``Event Sync``/``Context Sync``; annotations by their exact category; HTA's µs).
+
+Zero-duration operations: HTA under pandas 3 never attributes them (an empty interval overlaps
+nothing). holotrace attributes a zero-length operation at ``t`` to an annotation ``a`` when
+``a.ts <= t < a.end``; rules with ``hta_quirks`` keep HTA's behaviour.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis._select import name_codes, name_mask
-from holotrace.model.hta_view import default_text_dtype
-from holotrace.analysis.topk import group_stats, top_k_hta
+from holotrace.analysis.callstack import call_graph
+from holotrace.analysis.topk import OTHERS, group_stats, top_k, top_k_hta
+from holotrace.model.classify import HTA_SYNC_EVENT_NAMES, NATIVE, Kind, RuleSet, is_memory_kernel_name
+from holotrace.model.strings import StringTable
+from holotrace.model.view import JobView, RankView, job_view
 
 __all__ = [
-    "BREAKDOWN_COLUMNS",
     "allowlisted_names",
+    "annotate_gpu_ops",
     "annotation_time",
     "assign_annotations",
-    "hta_gpu_kernels_with_user_annotations",
-    "hta_user_annotation_breakdown",
     "kernel_time_by_annotation",
     "shorten_names",
+    "shortened_ids",
 ]
 
-BREAKDOWN_COLUMNS = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
-_SYNC_NAMES = ("Event Sync", "Context Sync")
-_MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+GPU_CATEGORY, CPU_CATEGORY = "gpu_user_annotation", "user_annotation"
 
 
 # --------------------------------------------------------------------------- name shortening
 def _shorten_one(name: str) -> str:
     """HTA's ``shorten_name`` (spec 20 C6) for one string."""
-    if _MEMORY.match(name) or ("<" not in name and "(" not in name):
+    if is_memory_kernel_name(name) or ("<" not in name and "(" not in name):
         return name
     s = name.replace("->", "")
     stack: list[str] = []
@@ -66,37 +68,31 @@ def _shorten_one(name: str) -> str:
 
 
 def shorten_names(names: Iterable[str]) -> np.ndarray:
-    """HTA's name shortening applied to each distinct string once (object array).
-
-    TODO(model): share one implementation with the kernel breakdown once the model exposes it.
-    """
+    """HTA's name shortening applied to each distinct string once (object array)."""
     arr = pd.Series(np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object))
     codes, uniq = pd.factorize(arr.fillna(""), sort=False)
     short = np.array([_shorten_one(str(u)) for u in uniq], dtype=object)
     return short[codes] if len(uniq) else np.array([], dtype=object)
 
 
-def _text_of(frame: pd.DataFrame, rows: np.ndarray, id_column: str, text_column: str, shorten: bool):
-    """The decoded (and optionally shortened) text of ``rows`` (-1: ""), as pandas' default text array.
+def shortened_ids(strings, ids: np.ndarray) -> tuple[StringTable, np.ndarray]:
+    """``(table, codes)``: a string table of the shortened names of ``ids`` (each distinct id shortened once;
+    −1 reads as ``""``) and, per id, the position of its shortened name in that table."""
+    uniq, inv = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+    table = StringTable()
+    lut = np.array([table.add(_shorten_one(strings[int(i)])) for i in uniq.tolist()], dtype=np.int64)
+    return table, lut[inv.reshape(-1)] if len(uniq) else np.zeros(0, dtype=np.int64)
 
-    Each distinct name is decoded and shortened once; the column is gathered by pyarrow.
-    """
 
-    valid = rows >= 0
-    cat = name_codes(frame, rows[valid], id_column, text_column)
-    distinct = ["" if pd.isna(x) else str(x) for x in cat.categories]
-    if shorten:
-        distinct = [_shorten_one(x) for x in distinct]
-    codes = np.full(len(rows), len(distinct), dtype=np.int64)  # the appended "" for -1 rows and missing names
-    got = np.asarray(cat.codes, dtype=np.int64)
-    codes[valid] = np.where(got >= 0, got, len(distinct))
-    values = np.array([*distinct, ""], dtype=object)
-    dtype = default_text_dtype()
-    if dtype is not None:
-        import pyarrow as pa
-
-        return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()).take(pa.array(codes)), dtype=dtype)
-    return pd.array(values[codes], dtype="str")
+def allowlisted_names(strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False) -> list[str] | None:
+    """Strings containing any of ``patterns`` (literal substrings, as HTA; ``regex=True``: ``re.search``)."""
+    if patterns is None:
+        return None
+    pats = list(patterns)
+    if not pats:
+        return []
+    rx = re.compile("|".join(p if regex else re.escape(p) for p in pats))
+    return [s for s in strings if rx.search(s)]
 
 
 # --------------------------------------------------------------------------- attribution
@@ -152,6 +148,8 @@ def assign_annotations(
     Returns:
         Annotation position per operation, or -1.
     """
+    if zero_length not in ("contain", "never"):
+        raise ValueError(f"unknown zero_length rule {zero_length!r}; use 'contain' or 'never'")
     nk, na = len(k_ts), len(a_ts)
     out = np.full(nk, -1, dtype=np.int64)
     if nk == 0 or na == 0:
@@ -189,12 +187,7 @@ def assign_annotations(
         zero = ke <= kt
         klo = np.searchsorted(b, kt, side="right") - 1
         khi = np.searchsorted(b, ke, side="left")
-        if zero_length == "contain":
-            khi = np.where(zero, klo + 1, khi)
-        elif zero_length == "never":
-            khi = np.where(zero, klo, khi)
-        else:
-            raise ValueError(f"unknown zero_length rule {zero_length!r}")
+        khi = np.where(zero, klo + 1 if zero_length == "contain" else klo, khi)
         klo = np.clip(klo, 0, nseg)
         khi = np.clip(khi, 0, nseg)
         best = _range_min(seg_best, klo, khi, none)
@@ -203,260 +196,155 @@ def assign_annotations(
     return out
 
 
-def _track_codes(*pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
-    """Common integer codes for (pid, tid) pairs of several row sets."""
-    sizes = [len(p[0]) for p in pairs]
-    pid = np.concatenate([np.asarray(p[0]) for p in pairs]) if pairs else np.array([], dtype=np.int64)
-    tid = np.concatenate([np.asarray(p[1]) for p in pairs]) if pairs else np.array([], dtype=np.int64)
-    codes = pd.MultiIndex.from_arrays([pd.Index(pid), pd.Index(tid)]).factorize()[0] if len(pid) else np.zeros(0, dtype=np.int64)
-    return np.split(codes.astype(np.int64), np.cumsum(sizes)[:-1])
+def _track_codes(pid: np.ndarray, tid: np.ndarray, *parts: np.ndarray) -> list[np.ndarray]:
+    """Common integer ``(pid, tid)`` codes of several row sets (``parts``: row positions)."""
+    rows = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    if not len(rows):
+        return [np.zeros(0, dtype=np.int64) for _ in parts]
+    codes = pd.MultiIndex.from_arrays([pid[rows], tid[rows]]).factorize()[0].astype(np.int64)
+    return np.split(codes, np.cumsum([len(p) for p in parts])[:-1])
 
 
-# --------------------------------------------------------------------------- HTA methods
-def hta_gpu_kernels_with_user_annotations(
-    frame: pd.DataFrame,
-    *,
-    expand_names: bool = True,
-    shorten: bool = True,
-    hta_compat: bool = False,
-) -> pd.DataFrame:
-    """HTA's ``get_gpu_kernels_with_user_annotations`` on one rank's HTA-style table.
+def _gpu_ops(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
+    """Rows of the GPU operations annotations are assigned to, under ``rules``."""
+    if rules.hta_table:  # HTA: rows with a stream and a correlation, and the CPU-side sync calls
+        sync = view.name_ids(set(HTA_SYNC_EVENT_NAMES))
+        return np.flatnonzero(((v["stream"] >= 0) & (v["correlation"] >= 0)) | np.isin(v["name"], sync))
+    return np.flatnonzero(v["gpu"])
+
+
+def _annotations(view: JobView, v: RankView, rules: RuleSet, gpu: bool) -> np.ndarray:
+    """Rows of the rank's GPU-timeline (``gpu``) or CPU user annotations, under ``rules``."""
+    if rules.hta_table:  # HTA selects by the exact category string
+        cid = view.strings.id(GPU_CATEGORY if gpu else CPU_CATEGORY)
+        return np.flatnonzero(v["cat"] == cid) if cid >= 0 else np.empty(0, dtype=np.int64)
+    return np.flatnonzero(v["kind"] == int(Kind.GPU_ANNOTATION if gpu else Kind.USER_ANNOTATION))
+
+
+def annotate_gpu_ops(source, rank: int, *, rules: Optional[RuleSet] = None,
+                     gpu: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU operations of one rank and the innermost user annotation of each.
 
     Args:
-        frame: the rank's table (``hta_frame``: ids in ``name``/``cat``, decoded
-            names in ``s_name``/``s_cat``).
-        expand_names: add ``s_name``, ``s_cat``, ``s_user_annotation``.
-        shorten: shorten the decoded names (HTA's ``shorten_name``).
-        hta_compat: never attribute zero-duration operations (HTA under pandas 3).
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rank: the rank.
+        rules: the rule set (default: the view's, or holotrace's for a job).
+        gpu: by overlap with the ``gpu_user_annotation`` ranges on the operation's ``(pid, tid)`` track
+            (device stream); otherwise through the launch call: the innermost CPU ``user_annotation``
+            on the launching thread's call stack.
 
     Returns:
-        GPU rows (``(stream >= 0 and correlation >= 0)`` or ``Event Sync``/``Context Sync``)
-        in table order with every table column, ``end = ts + dur``, then
-        ``user_annotation`` (the annotation's name id, or -1) and the decoded
-        columns. ``RangeIndex``.
+        ``(ops, annotation)``: row positions in the view of the GPU operations (ascending) and, per
+        operation, the row of its annotation (−1: none).
     """
-    stream = frame["stream"].to_numpy()
-    corr = frame["correlation"].to_numpy()
-    # names are tested once per distinct id; strings are made only for the rows returned
-    gpu = ((stream >= 0) & (corr >= 0)) | name_mask(frame, frozenset(_SYNC_NAMES))
-    anno = name_mask(frame, {"gpu_user_annotation"}, "s_cat")
-    base = frame.drop(columns=[c for c in ("s_name", "s_cat", "s_user_annotation", "user_annotation") if c in frame.columns])
-    out = base[gpu].copy()
-    out["end"] = out["ts"] + out["dur"]
-    pid, tid = frame["pid"].to_numpy(), frame["tid"].to_numpy()
-    k_track, a_track = _track_codes((pid[gpu], tid[gpu]), (pid[anno], tid[anno]))
-    pos = assign_annotations(
-        k_track, frame["ts"].to_numpy()[gpu], frame["dur"].to_numpy()[gpu],
-        a_track, frame["ts"].to_numpy()[anno], frame["dur"].to_numpy()[anno],
-        zero_length="never" if hta_compat else "contain",
-    )
-    a_name_ids = frame["name"].to_numpy()[anno].astype(np.int64)
-    out["user_annotation"] = np.where(pos >= 0, a_name_ids[np.clip(pos, 0, None)], -1).astype(np.int64)
-    if expand_names:
-        anno_rows = np.flatnonzero(anno)
-        a_rows = np.where(pos >= 0, anno_rows[np.clip(pos, 0, None)] if len(anno_rows) else -1, -1)
-        out["s_name"] = _text_of(frame, np.flatnonzero(gpu), "name", "s_name", shorten)
-        out["s_cat"] = _text_of(frame, np.flatnonzero(gpu), "cat", "s_cat", shorten)
-        out["s_user_annotation"] = _text_of(frame, a_rows, "name", "s_name", shorten)
-    return out.reset_index(drop=True)
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    v = view[rank]
+    ops = _gpu_ops(view, v, rules)
+    if not gpu:
+        label = call_graph(view, rank, rules=rules).subtree_labels(_annotations(view, v, rules, False))
+        return ops, label[ops]
+    ann = _annotations(view, v, rules, True)
+    k_track, a_track = _track_codes(v["pid"], v["tid"], ops, ann)
+    pos = assign_annotations(k_track, v["ts"][ops], v["dur"][ops], a_track, v["ts"][ann], v["dur"][ann],
+                             zero_length="never" if rules.hta_quirks else "contain")
+    return ops, np.where(pos >= 0, ann[np.clip(pos, 0, None)] if len(ann) else -1, -1).astype(np.int64)
 
 
-def allowlisted_names(strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False) -> list[str] | None:
-    """Strings containing any of ``patterns`` (literal substrings, as HTA; ``regex=True``: ``re.search``)."""
-    if patterns is None:
-        return None
-    pats = list(patterns)
-    if not pats:
-        return []
-    rx = re.compile("|".join(p if regex else re.escape(p) for p in pats))
-    return [s for s in strings if rx.search(s)]
+# --------------------------------------------------------------------------- time per annotation
+def _by_name(view: JobView, name_ids: np.ndarray, durations: np.ndarray):
+    """Per-name statistics (µs) grouped on name ids; a missing name (−1) groups as ``""``."""
+    missing = len(view.strings)
+    codes, count, total, high, low, mean, std = group_stats(np.where(name_ids >= 0, name_ids, missing), durations)
+    text = np.array([view.strings[int(c)] if c < missing else "" for c in codes.tolist()], dtype=object)
+    return text, count, *(view.us(x) for x in (total, high, low, mean, std))
 
 
-def hta_user_annotation_breakdown(
-    frames: Mapping[int, pd.DataFrame],
-    category: str,
-    *,
-    duration_ratio: float = 0.8,
-    num_kernels: int = 1000,
-    allowlist: Sequence[str] | None = None,
-    strings=None,
-    columns: Mapping[int, Mapping[str, np.ndarray]] | None = None,
-) -> pd.DataFrame:
-    """HTA's ``get_gpu_user_annotation_breakdown`` over every rank's table.
+def annotation_time(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
+                    gpu: bool = True, num_kernels: Optional[int] = None, duration_ratio: float = 0.8,
+                    allowlist: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Time per user annotation per rank (µs).
 
     Args:
-        frames: ``{rank: HTA-style table}``.
-        category: ``"gpu_user_annotation"`` or ``"user_annotation"``.
-        duration_ratio, num_kernels: HTA's top-k parameters (spec 20 §3, quirks kept).
-        allowlist: names never folded into ``others``.
-        strings: the :class:`~holotrace.model.strings.StringTable` the tables' ``name``/``cat`` ids
-            index, when known: rows are then selected and grouped on ids alone.
-        columns: the same tables as dicts of numpy columns (``hta_view.hta_columns``), read faster.
-
-    Returns:
-        ``name, sum (us), max (us), min (us), stddev, mean (us), rank`` sorted by
-        ``(rank, name)``, ``RangeIndex``.
-    """
-    if strings is not None:
-        fast = _breakdown_by_id(columns or frames, strings, category, num_kernels)
-        if fast is not None:
-            return fast
-    parts = []
-    for rank in sorted(frames):
-        f = frames[rank]
-        sel = np.flatnonzero(name_mask(f, {category}, "s_cat"))
-        names = name_codes(f, sel)  # grouped by name id: no Python string per row
-        if (np.asarray(names.codes) < 0).any():  # a missing name counts as "" (as HTA's fillna)
-            names = f["s_name"].astype(object).fillna("").to_numpy()[sel]
-        durs = f["dur"].to_numpy(dtype=np.float64)[sel]
-        agg = top_k_hta(names, durs, num_kernels=num_kernels, duration_ratio=duration_ratio, allowlist=allowlist)
-        agg["rank"] = np.int64(rank)
-        parts.append(agg)
-    if parts:
-        out = pd.concat(parts, ignore_index=True)
-    else:
-        out = pd.DataFrame(columns=["name", "sum", "max", "min", "mean", "std", "rank"])
-    out = out.rename(columns={"sum": "sum (us)", "mean": "mean (us)", "max": "max (us)", "min": "min (us)", "std": "stddev"})
-    out = out.sort_values(["rank", "name"], kind="stable", ignore_index=True)
-    for c in ["sum (us)", "max (us)", "min (us)", "stddev", "mean (us)"]:
-        out[c] = out[c].astype(np.float64)
-    out["rank"] = out["rank"].astype(np.int64)
-    out["name"] = out["name"].astype(object)
-    return out[BREAKDOWN_COLUMNS]
-
-
-def _breakdown_by_id(tables: Mapping, strings, category: str, num_kernels: int) -> pd.DataFrame | None:
-    """The breakdown computed on name ids over every rank at once; None when a rank needs the general path."""
-    per_rank = []
-    for rank in sorted(tables):
-        part = _annotation_stats_by_id(tables[rank], strings, category, num_kernels)
-        if part is None:
-            return None
-        per_rank.append((rank, part))
-    cols = {k: np.concatenate([p[k] for _, p in per_rank]) if per_rank else np.empty(0) for k in
-            ("id", "sum", "max", "min", "std", "mean")}
-    rank = np.concatenate([np.full(len(p["id"]), r, dtype=np.int64) for r, p in per_rank]) if per_rank else np.empty(0, np.int64)
-    # sort by (rank, name): names ranked once per distinct id
-    uniq, inv = np.unique(cols["id"].astype(np.int64), return_inverse=True)
-    text = np.array([strings.table[int(i)] for i in uniq], dtype=object)
-    by_text = np.empty(len(uniq), dtype=np.int64)
-    by_text[np.argsort(text, kind="stable")] = np.arange(len(uniq))
-    order = np.lexsort((by_text[inv], rank))
-    return pd.DataFrame({
-        "name": pd.Series(text[inv[order]], dtype=object),
-        "sum (us)": cols["sum"][order].astype(np.float64), "max (us)": cols["max"][order].astype(np.float64),
-        "min (us)": cols["min"][order].astype(np.float64), "stddev": cols["std"][order].astype(np.float64),
-        "mean (us)": cols["mean"][order].astype(np.float64), "rank": rank[order],
-    }, copy=False)
-
-
-def _annotation_stats_by_id(f: pd.DataFrame, strings, category: str, num_kernels: int) -> dict | None:
-    """Per-name statistics of one table's ``category`` rows, grouped on name ids.
-
-    None when HTA's top-k would fold names (more than ``num_kernels``): the caller then takes the
-    general path. Without folding, HTA's result is exactly the per-name statistics.
-    """
-    cid = strings.id(category)
-    cat = np.asarray(f["cat"])
-    rows = np.flatnonzero(cat == cid) if cid >= 0 else np.empty(0, dtype=np.intp)
-    ids = np.asarray(f["name"])[rows]
-    if len(ids) and ids.min() < 0:
-        return None  # a missing name: the general path turns it into ""
-    codes, count, total, high, low, mean, std = group_stats(ids, np.asarray(f["dur"], dtype=np.float64)[rows])
-    if len(codes) > num_kernels:
-        return None
-    return {"id": codes, "sum": total, "max": high, "min": low, "mean": mean, "std": std}
-
-
-# --------------------------------------------------------------------------- native views
-def _kind_codes():
-    from holotrace.model.classify import Kind
-
-    return int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION)
-
-
-def annotation_time(job, *, gpu: bool = True, ranks: Sequence[int] | None = None) -> pd.DataFrame:
-    """Time per user annotation per rank (all steps; µs).
-
-    Args:
-        job: a loaded job.
-        gpu: ``gpu_user_annotation`` ranges (GPU time) when True, else CPU ``user_annotation`` ranges.
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job).
         ranks: default all.
+        gpu: ``gpu_user_annotation`` ranges (GPU time) when True, else CPU ``user_annotation`` ranges
+            (``ProfilerStep#N`` included).
+        num_kernels, duration_ratio, allowlist: when ``num_kernels`` is given, a rank's names beyond the
+            top-k cut fold into one ``others`` row (allow-listed names never fold). The cut is
+            :func:`~holotrace.analysis.topk.top_k`'s, or HTA's under rules with ``hta_quirks``
+            (:func:`~holotrace.analysis.topk.top_k_hta`: quirks Q1-Q3, kept names then carry their
+            total in every statistic and ``others`` is described by per-name totals).
 
     Returns:
-        ``rank, name, count, sum_us, mean_us, min_us, max_us`` sorted by rank then ``sum_us`` descending.
+        ``rank, name, count, sum_us, mean_us, min_us, max_us, std_us`` (``std_us``: sample deviation,
+        0 for one instance) sorted by rank, then ``sum_us`` descending, then name.
     """
-    from holotrace.analysis._select import job_ranks
-
-    cpu_kind, gpu_kind = _kind_codes()
-    want = gpu_kind if gpu else cpu_kind
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
     parts = []
-    for r in job_ranks(job, ranks):
-        ev = job.rank(r).events
-        sel = ev["kind"].to_numpy() == want
-        if not sel.any():
+    for r in view.select(ranks):
+        v = view[r]
+        rows = _annotations(view, v, rules, gpu)
+        if not len(rows):
             continue
-        d = pd.DataFrame({"name": job.strings.decode(ev["name"].to_numpy()[sel]), "dur": ev["dur_ns"].to_numpy()[sel] / 1e3})
-        g = d.groupby("name", sort=True)["dur"].agg(["count", "sum", "mean", "min", "max"]).reset_index()
-        g.insert(0, "rank", np.int64(r))
-        parts.append(g)
-    cols = ["rank", "name", "count", "sum_us", "mean_us", "min_us", "max_us"]
+        stats = _by_name(view, v["name"][rows], v["dur"][rows])
+        part = dict(zip(("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"), stats))
+        if num_kernels is not None and len(part["name"]) > num_kernels:
+            part = _fold(part, v, rows, view, rules, num_kernels, duration_ratio, allowlist)
+        part["rank"] = np.full(len(part["name"]), int(r), dtype=np.int64)
+        parts.append(part)
+    cols = ["rank", "name", "count", "sum_us", "mean_us", "min_us", "max_us", "std_us"]
     if not parts:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "name" else np.float64) for c in cols})
-    out = pd.concat(parts, ignore_index=True).rename(columns={"sum": "sum_us", "mean": "mean_us", "min": "min_us", "max": "max_us"})
+    out = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in cols})
+    out["name"] = out["name"].astype(object)
     out["count"] = out["count"].astype(np.int64)
-    return out.sort_values(["rank", "sum_us", "name"], ascending=[True, False, True], kind="stable", ignore_index=True)[cols]
+    return out.sort_values(["rank", "sum_us", "name"], ascending=[True, False, True], kind="stable", ignore_index=True)
 
 
-def kernel_time_by_annotation(job, *, gpu: bool = True, ranks: Sequence[int] | None = None) -> pd.DataFrame:
-    """GPU work (kernels, memcpy, memset) attributed to its innermost user annotation (µs).
+def _fold(part: dict, v: RankView, rows: np.ndarray, view: JobView, rules: RuleSet, num_kernels: int,
+          duration_ratio: float, allowlist) -> dict:
+    """One rank's per-name statistics after the top-k cut (see :func:`annotation_time`)."""
+    counts = dict(zip(part["name"].tolist(), part["count"].tolist()))
+    if rules.hta_quirks:  # HTA folds per-name totals: one instance per name gives the same cut
+        t = top_k_hta(part["name"], part["sum_us"], num_kernels, duration_ratio, allowlist)
+        kept = t["name"].to_numpy() != OTHERS
+        shown = set(t["name"][kept])
+        folded = sum(c for n, c in counts.items() if n not in shown)
+        count = np.array([counts[n] if k else folded for n, k in zip(t["name"], kept)], dtype=np.int64)
+    else:
+        t = top_k(view.names(v["name"][rows]), view.us(v["dur"][rows]), num_kernels, duration_ratio, allowlist)
+        count = t["count"].to_numpy(dtype=np.int64)
+    return {"name": t["name"].to_numpy(dtype=object), "count": count, "sum_us": t["sum"].to_numpy(np.float64),
+            "max_us": t["max"].to_numpy(np.float64), "min_us": t["min"].to_numpy(np.float64),
+            "mean_us": t["mean"].to_numpy(np.float64), "std_us": t["std"].to_numpy(np.float64)}
 
-    ``gpu=True``: by overlap with ``gpu_user_annotation`` ranges on the same
-    device stream (zero-length operations included, see the module docstring).
-    ``gpu=False``: through the launch call — the innermost CPU ``user_annotation``
-    on the launching thread's call stack.
+
+def kernel_time_by_annotation(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
+                              gpu: bool = True) -> pd.DataFrame:
+    """GPU work attributed to its innermost user annotation (µs); see :func:`annotate_gpu_ops`.
 
     Returns:
-        ``rank, annotation, kernels, kernel_time_us`` ("" = not annotated),
-        sorted by rank then time descending.
+        ``rank, annotation, kernels, kernel_time_us`` (``""`` = not annotated), sorted by rank, then
+        time descending, then annotation.
     """
-    from holotrace.analysis._select import gpu_activity, job_ranks
-
-    cpu_kind, gpu_kind = _kind_codes()
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
     parts = []
-    for r in job_ranks(job, ranks):
-        ev = job.rank(r).events
-        kind = ev["kind"].to_numpy()
-        work = gpu_activity(ev)
-        names = ev["name"].to_numpy()
-        if gpu:
-            anno = kind == gpu_kind
-            kt, at = _track_codes((ev["pid"].to_numpy()[work], ev["tid"].to_numpy()[work]),
-                                  (ev["pid"].to_numpy()[anno], ev["tid"].to_numpy()[anno]))
-            pos = assign_annotations(kt, ev["ts_ns"].to_numpy()[work], ev["dur_ns"].to_numpy()[work],
-                                     at, ev["ts_ns"].to_numpy()[anno], ev["dur_ns"].to_numpy()[anno])
-            label = np.where(pos >= 0, names[anno][np.clip(pos, 0, None)] if anno.any() else -1, -1)
-        else:
-            graph = _native_graph(job, r)
-            anno_rows = np.flatnonzero(kind == cpu_kind)
-            lab = graph.subtree_labels(anno_rows)
-            wrows = np.flatnonzero(work)
-            label = np.where(lab[wrows] >= 0, names[np.clip(lab[wrows], 0, None)], -1)
-        d = pd.DataFrame({"annotation": job.strings.decode(label.astype(np.int64)),
-                          "dur": ev["dur_ns"].to_numpy()[work] / 1e3})
-        g = d.groupby("annotation", sort=True)["dur"].agg(["count", "sum"]).reset_index()
-        g.insert(0, "rank", np.int64(r))
-        parts.append(g)
+    for r in view.select(ranks):
+        v = view[r]
+        ops, ann = annotate_gpu_ops(view, r, rules=rules, gpu=gpu)
+        if not len(ops):
+            continue
+        label = np.where(ann >= 0, v["name"][np.clip(ann, 0, None)], -1)
+        text, count, total, *_ = _by_name(view, label, v["dur"][ops])
+        parts.append(pd.DataFrame({"rank": np.full(len(text), int(r), dtype=np.int64), "annotation": text,
+                                   "kernels": count.astype(np.int64), "kernel_time_us": total}))
     cols = ["rank", "annotation", "kernels", "kernel_time_us"]
     if not parts:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "annotation" else np.float64) for c in cols})
-    out = pd.concat(parts, ignore_index=True).rename(columns={"count": "kernels", "sum": "kernel_time_us"})
-    out["kernels"] = out["kernels"].astype(np.int64)
-    return out.sort_values(["rank", "kernel_time_us", "annotation"], ascending=[True, False, True], kind="stable", ignore_index=True)[cols]
-
-
-def _native_graph(job, rank: int):
-    """Call graph of a rank's native events (CPU kinds nested per thread, GPU work under its launch)."""
-    from holotrace.analysis.callstack import native_call_graph
-
-    return native_call_graph(job, rank)
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["rank", "kernel_time_us", "annotation"], ascending=[True, False, True], kind="stable",
+                           ignore_index=True)[cols]
