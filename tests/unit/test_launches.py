@@ -78,7 +78,7 @@ def test_unknown_rank_raises(loaded):
 
 def test_native_launch_stats_and_summary(loaded):
     job, _ = loaded
-    stats = launches.launch_stats(job)
+    stats = launches.launch_stats(job, details=True)
     df = stats[0]
     assert df["launch"].tolist() == ["cudaLaunchKernel"] * 4 + ["cudaMemcpyAsync", "cuLaunchKernel"]
     assert df["kernel"].tolist()[:4] == ["k_plain", "k_short", "k_late", "k_slow"]

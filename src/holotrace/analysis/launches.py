@@ -1,257 +1,162 @@
 """Kernel launch statistics: CPU launch time, GPU time and launch delay per launch (spec 23 §1).
 
-Two entry points:
+:func:`launch_stats` pairs launch calls with the GPU work they queued, per rank of a job view. The
+rule set chooses the launch calls (``rules.launch_apis`` and, with memory events,
+``rules.memory_launch_apis``) and the pairing:
 
-* :func:`hta_launch_stats` — HTA's ``cuda_kernel_launch_stats`` on one rank's
-  HTA-style table (``hta_frame``), exactly (``hta_compat=True``) or with the
-  rule table's launch APIs and a strict launch ↔ GPU-activity pairing.
-* :func:`launch_stats` — the native view on ``RankTrace.events``: one row per
-  launch call paired with its GPU work through ``partner``, with names and
-  times, plus the outlier flags.
+* ``rules.hta_quirks`` (HTA 0.6.1): ``C`` = the correlations of the launch calls; the CPU side is
+  every stream −1 row with a correlation in ``C``, the GPU side every stream-bearing row with one;
+  the two are inner-joined on correlation (CPU rows in order, each followed by its GPU matches).
+* otherwise (strict): the CPU side is the launch calls themselves, each paired with its one linked
+  GPU partner (``partner``) when that is a kernel, memcpy or memset.
 
-Definitions (µs): ``cpu_duration`` = launch call duration, ``gpu_duration`` =
-GPU work duration, ``launch_delay`` = ``max(0, gpu.ts - (cpu.ts + cpu.dur))``.
-Flags: *short kernel* ``cpu_duration <= runtime_cutoff and gpu_duration <
-cpu_duration``; *runtime outlier* ``cpu_duration > runtime_cutoff``;
-*launch-delay outlier* ``launch_delay > launch_delay_cutoff``.
+Definitions (µs): ``cpu_duration`` = launch call duration, ``gpu_duration`` = GPU work duration,
+``launch_delay`` = ``max(0, gpu.ts - (cpu.ts + cpu.dur))``. Flags: *short kernel*
+``cpu_duration <= runtime_cutoff and gpu_duration < cpu_duration``; *runtime outlier*
+``cpu_duration > runtime_cutoff``; *launch-delay outlier* ``launch_delay > launch_delay_cutoff``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = [
-    "HTA_LAUNCH_NAMES",
-    "HTA_MEMORY_LAUNCH_NAMES",
-    "STATS_COLUMNS",
-    "add_flags",
-    "flag_columns",
-    "hta_launch_stats",
-    "launch_stats",
-    "launch_summary",
-]
+from holotrace.model import classify
+from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.model.link import isin_ids
+from holotrace.model.view import JobView, job_view
 
-HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"})
-HTA_MEMORY_LAUNCH_NAMES = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
+__all__ = ["STATS_COLUMNS", "FLAG_COLUMNS", "DETAIL_COLUMNS", "launch_stats", "launch_summary"]
+
 STATS_COLUMNS = ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
 FLAG_COLUMNS = ["short_kernel", "runtime_outlier", "launch_delay_outlier"]
-_GPU_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "mtia_ccp_events"})
-
-
-def _is_memory_api(names: pd.Series) -> np.ndarray:
-    return names.str.contains("Memcpy", regex=False).to_numpy() | names.str.contains("Memset", regex=False).to_numpy()
-
-
-def flag_columns(cpu, gpu, delay, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100) -> dict[str, np.ndarray]:
-    """The boolean outlier columns (see module docstring) from the three duration columns."""
-    cpu, gpu, delay = (np.asarray(x, dtype=np.float64) for x in (cpu, gpu, delay))
-    return {"short_kernel": (cpu <= runtime_cutoff) & (gpu < cpu), "runtime_outlier": cpu > runtime_cutoff,
-            "launch_delay_outlier": delay > launch_delay_cutoff}
-
-
-def add_flags(df: pd.DataFrame, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100) -> pd.DataFrame:
-    """A copy of ``df`` with the boolean outlier columns (see module docstring) added."""
-    cols = {c: df[c].to_numpy() for c in df.columns}
-    cols.update(flag_columns(df["cpu_duration"], df["gpu_duration"], df["launch_delay"], runtime_cutoff, launch_delay_cutoff))
-    return pd.DataFrame(cols, index=df.index)
-
-
-def hta_launch_stats(
-    frame: pd.DataFrame,
-    include_memory_events: bool = True,
-    *,
-    hta_compat: bool = False,
-    strings=None,
-    columns=None,
-    flags: tuple[float, float] | None = None,
-) -> pd.DataFrame:
-    """Launch statistics of one rank's HTA-style table.
-
-    Args:
-        frame: columns ``stream, correlation, ts, dur, s_name, s_cat``.
-        include_memory_events: also pair memset/memcpy calls.
-        hta_compat: HTA's rule: launch names are exactly ``cudaLaunchKernel``,
-            ``cudaLaunchKernelExC`` and MTIA's ``runFunction - …`` (+
-            ``cudaMemsetAsync``/``cudaMemcpyAsync``); the CPU side is every
-            stream −1 row with such a correlation and the GPU side every
-            stream-bearing row. Otherwise: every launch API of the rule table
-            (driver API, HIP, graphs), the CPU side is the launch calls
-            themselves and the GPU side kernels/memcpy/memset.
-        strings: the string table the ``name``/``cat`` ids index, when known (names are then matched by id).
-        columns: the same table as a dict of numpy columns (``hta_view.hta_columns``), read faster.
-        flags: ``(runtime_cutoff, launch_delay_cutoff)``: also add the three flag columns (as :func:`add_flags`).
-
-    Returns:
-        ``correlation, cpu_duration, gpu_duration, launch_delay`` (float64 µs),
-        one row per (launch, GPU work) pair, in CPU table order then GPU order.
-    """
-    from holotrace.analysis._select import name_mask
-    from holotrace.model.classify import LAUNCH_APIS
-    from holotrace.model.link import isin_ids
-
-    t = frame if columns is None else columns
-    stream = np.asarray(t["stream"])
-    corr = np.asarray(t["correlation"])
-
-    def names_in(test, column: str = "s_name") -> np.ndarray:
-        if strings is None:
-            return name_mask(frame, test, column)
-        # a flag per string of the job (and a last False one for id -1): one gather over the rows
-        flag = np.zeros(len(strings) + 1, dtype=bool)
-        flag[[i for i in map(strings.id, test) if i >= 0]] = True
-        return flag[np.asarray(t["name" if column == "s_name" else "cat"])]
-
-    if hta_compat:
-        wanted = set(HTA_LAUNCH_NAMES) | (set(HTA_MEMORY_LAUNCH_NAMES) if include_memory_events else set())
-        is_launch = names_in(wanted)
-        cset = corr[is_launch]
-        cpu_mask = (stream == -1) & isin_ids(corr, cset)
-        gpu_mask = stream != -1  # the inner join keeps those with a CPU row of the set
-    else:
-        apis = frozenset(LAUNCH_APIS)
-        if not include_memory_events:
-            apis = frozenset(n for n in apis if "Memcpy" not in n and "Memset" not in n)
-        is_launch = names_in(apis)
-        is_launch &= corr >= 0
-        cset = corr[is_launch]
-        cpu_mask = is_launch
-        # GPU rows whose correlation has no launch drop out in the inner join below
-        gpu_mask = (stream != -1) & names_in(_GPU_CATEGORIES, "s_cat")
-    ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"], dtype=np.float64)
-    c_rows, g_rows = np.flatnonzero(cpu_mask), np.flatnonzero(gpu_mask)  # positions: cheaper to gather than masks
-    cpu = {"correlation": corr.take(c_rows), "cpu_ts": ts.take(c_rows), "cpu_duration": dur.take(c_rows)}
-    gpu = {"correlation": corr.take(g_rows), "gpu_ts": ts.take(g_rows), "gpu_duration": dur.take(g_rows)}
-    j = _inner_join_on_correlation(cpu, gpu)
-    delay = j["gpu_ts"] - j["cpu_ts"].astype(np.float64) - j["cpu_duration"]
-    out = {
-        "correlation": j["correlation"],
-        "cpu_duration": j["cpu_duration"],
-        "gpu_duration": j["gpu_duration"],
-        "launch_delay": np.clip(delay, 0, None),
-    }
-    if flags is not None:
-        out.update(flag_columns(out["cpu_duration"], out["gpu_duration"], out["launch_delay"], *flags))
-    return pd.DataFrame(out, copy=False)
-
-
-def _inner_join_on_correlation(cpu: dict, gpu: dict) -> dict:
-    """Inner join of two column dicts on ``correlation``, as ``DataFrame.merge(how="inner", sort=False)``:
-    CPU rows in order, each followed by its GPU matches in their order."""
-    keys = pd.Index(gpu["correlation"])
-    if keys.is_unique:  # one GPU row per correlation (the usual case): a hash lookup
-        right = keys.get_indexer(cpu["correlation"])
-        left = np.flatnonzero(right >= 0)
-        out = {k: v[left] for k, v in cpu.items()}
-        out.update({k: v[right[left]] for k, v in gpu.items() if k != "correlation"})
-        return out
-    order = np.argsort(gpu["correlation"], kind="stable")
-    g_corr = gpu["correlation"][order]
-    lo = np.searchsorted(g_corr, cpu["correlation"], side="left")
-    hi = np.searchsorted(g_corr, cpu["correlation"], side="right")
-    n = hi - lo
-    left = np.repeat(np.arange(len(n)), n)
-    # positions lo..hi-1 of every CPU row, in order
-    starts = np.repeat(lo - np.r_[0, np.cumsum(n)[:-1]], n) if len(n) else np.empty(0, dtype=np.int64)
-    right = order[starts + np.arange(len(left))] if len(left) else np.empty(0, dtype=np.int64)
-    out = {k: v[left] for k, v in cpu.items()}
-    out.update({k: v[right] for k, v in gpu.items() if k != "correlation"})
-    return out
+DETAIL_COLUMNS = ["launch", "kernel", "stream", "iteration", "ts"]
+SUMMARY_COLUMNS = [
+    "rank", "launches", "cpu_mean_us", "cpu_max_us", "gpu_mean_us", "delay_median_us", "delay_p95_us",
+    "delay_max_us", "short_kernels", "runtime_outliers", "launch_delay_outliers",
+]
 
 
 def launch_stats(
-    job,
-    ranks: Sequence[int] | None = None,
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
     runtime_cutoff: float = 50,
     launch_delay_cutoff: float = 100,
     include_memory_events: bool = True,
+    details: bool = False,
 ) -> dict[int, pd.DataFrame]:
-    """Native launch statistics, one frame per rank (all steps, ns precision).
+    """Launch statistics, one frame per rank.
 
     Args:
-        job: a loaded :class:`~holotrace.model.job.Job`.
-        ranks: ranks to analyse (default: all).
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job).
+        ranks: ranks to analyse (default: all, ascending).
         runtime_cutoff, launch_delay_cutoff: µs thresholds of the flags.
-        include_memory_events: also memcpy/memset launches.
+        include_memory_events: also pair memcpy/memset launch calls.
+        details: also give ``launch`` (call name), ``kernel`` (GPU work name), ``stream``,
+            ``iteration`` (of the launch call) and ``ts`` (µs of the call from the job's first event).
 
     Returns:
-        ``{rank: frame}`` with columns ``correlation, launch, kernel, stream,
-        iteration, ts (µs from the job's start), cpu_duration, gpu_duration,
-        launch_delay`` and the three flags, in launch order.
+        ``{rank: frame}`` (in ``ranks`` order) with columns ``correlation, cpu_duration,
+        gpu_duration, launch_delay`` (float64 µs), the three flags, then the detail columns; one row
+        per (launch, GPU work) pair.
     """
-    from holotrace.analysis._select import gpu_activity, job_ranks
-
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    chosen = view.select(ranks)
+    apis = set(rules.launch_apis) | (set(rules.memory_launch_apis) if include_memory_events else set())
+    is_api = np.zeros(len(view.strings) + 1, dtype=bool)  # one flag per string, and False for id -1
+    is_api[view.name_ids(apis)] = True
+    origin = _origin(view) if details else 0
     out: dict[int, pd.DataFrame] = {}
-    for r in job_ranks(job, ranks):
-        rt = job.rank(r)
-        ev = rt.events
-        is_launch = ev["is_launch"].to_numpy()
-        partner = ev["partner"].to_numpy()
-        gpu = gpu_activity(ev)
-        rows = np.flatnonzero(is_launch & (partner >= 0))
-        rows = rows[gpu[partner[rows]]]
-        names = job.strings.decode(ev["name"].to_numpy()[rows])
-        if not include_memory_events:
-            keep = ~_is_memory_api(pd.Series(names, dtype=object).astype(str))
-            rows, names = rows[keep], names[keep]
-        g = partner[rows]
-        ts = ev["ts_ns"].to_numpy()
-        dur = ev["dur_ns"].to_numpy()
-        end = ev["end_ns"].to_numpy()
-        origin = job.origin_ns - rt.clock_offset_ns
-        delay_ns = np.clip(ts[g] - end[rows], 0, None)
-        frame = pd.DataFrame(
-            {
-                "correlation": ev["correlation"].to_numpy()[rows],
-                "launch": names,
-                "kernel": job.strings.decode(ev["name"].to_numpy()[g]),
-                "stream": ev["stream"].to_numpy()[g],
-                "iteration": ev["iteration"].to_numpy()[rows],
-                "ts": (ts[rows] - origin) / 1e3,
-                "cpu_duration": dur[rows] / 1e3,
-                "gpu_duration": dur[g] / 1e3,
-                "launch_delay": delay_ns / 1e3,
-            }
-        )
-        out[r] = add_flags(frame, runtime_cutoff, launch_delay_cutoff)
+    for rank in chosen:
+        v = view[rank]
+        cpu, gpu = (_hta_pairs if rules.hta_quirks else _linked_pairs)(v, is_api[v["name"]])
+        ts, dur = v["ts"], v["dur"]
+        cpu_dur, gpu_dur = view.us(dur.take(cpu)), view.us(dur.take(gpu))
+        delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - dur.take(cpu), 0, None))
+        cols = {"correlation": v["correlation"].take(cpu), "cpu_duration": cpu_dur, "gpu_duration": gpu_dur,
+                "launch_delay": delay,
+                "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
+                "runtime_outlier": cpu_dur > runtime_cutoff,
+                "launch_delay_outlier": delay > launch_delay_cutoff}
+        if details:
+            cols.update({"launch": view.names(v["name"].take(cpu)), "kernel": view.names(v["name"].take(gpu)),
+                         "stream": v["stream"].take(gpu), "iteration": v["iteration"].take(cpu),
+                         "ts": view.us(ts.take(cpu) + v.clock_offset - origin)})
+        out[rank] = pd.DataFrame(cols, copy=False)
     return out
+
+
+def _origin(view: JobView) -> int:
+    """The job's first event on the common clock (the view's unit)."""
+    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
+    return min(starts) if starts else 0
+
+
+def _linked_pairs(v, is_launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strict pairing: each launch call with its linked kernel/memcpy/memset."""
+    partner = v["partner"]
+    cpu = np.flatnonzero(is_launch & (partner >= 0) & (v["correlation"] >= 0))
+    gpu = partner.take(cpu)
+    keep = np.isin(v["kind"].take(gpu), [int(k) for k in classify.GPU_ACTIVITY])
+    return cpu[keep], gpu[keep]
+
+
+def _hta_pairs(v, is_launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """HTA's pairing: every stream −1 row × every stream row sharing a launch call's correlation."""
+    corr, stream = v["correlation"], v["stream"]
+    cset = corr[is_launch]
+    on_cpu = stream == -1
+    cpu = np.flatnonzero(on_cpu & isin_ids(corr, cset))
+    gpu = np.flatnonzero(~on_cpu)  # rows without a CPU match drop out of the join
+    return _join_on(corr.take(cpu), corr.take(gpu), cpu, gpu)
+
+
+def _join_on(c_key: np.ndarray, g_key: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inner join of CPU and GPU rows on their keys, as ``DataFrame.merge(how="inner")``: CPU rows in
+    order, each followed by its GPU matches in their order."""
+    keys = pd.Index(g_key)
+    if keys.is_unique:  # one GPU row per correlation (the usual case): a hash lookup
+        right = keys.get_indexer(c_key)
+        left = np.flatnonzero(right >= 0)
+        return cpu.take(left), gpu.take(right.take(left))
+    order = np.argsort(g_key, kind="stable")
+    g_sorted = g_key[order]
+    lo = np.searchsorted(g_sorted, c_key, side="left")
+    n = np.searchsorted(g_sorted, c_key, side="right") - lo
+    left = np.repeat(np.arange(len(n)), n)
+    # positions lo .. lo+n-1 of every CPU row, in order
+    first = np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n) if len(n) else np.empty(0, dtype=np.int64)
+    right = order[first + np.arange(len(left))] if len(left) else np.empty(0, dtype=np.int64)
+    return cpu.take(left), gpu.take(right)
 
 
 def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
     """One row per rank: launch count, duration statistics and flag counts.
 
     Args:
-        stats: output of :func:`launch_stats` (or any frames with the same columns).
+        stats: output of :func:`launch_stats`.
 
     Returns:
-        Columns ``rank, launches, cpu_mean_us, cpu_max_us, gpu_mean_us,
-        delay_median_us, delay_p95_us, delay_max_us, short_kernels,
-        runtime_outliers, launch_delay_outliers``.
+        Columns ``rank, launches, cpu_mean_us, cpu_max_us, gpu_mean_us, delay_median_us,
+        delay_p95_us, delay_max_us, short_kernels, runtime_outliers, launch_delay_outliers``
+        (NaN statistics and zero counts for a rank without launches).
     """
     rows = []
     for r, df in stats.items():
         n = len(df)
-        cpu = df["cpu_duration"].to_numpy(dtype=np.float64)
-        gpu = df["gpu_duration"].to_numpy(dtype=np.float64)
-        dl = df["launch_delay"].to_numpy(dtype=np.float64)
-        rows.append(
-            {
-                "rank": int(r),
-                "launches": n,
-                "cpu_mean_us": float(cpu.mean()) if n else np.nan,
-                "cpu_max_us": float(cpu.max()) if n else np.nan,
-                "gpu_mean_us": float(gpu.mean()) if n else np.nan,
-                "delay_median_us": float(np.median(dl)) if n else np.nan,
-                "delay_p95_us": float(np.percentile(dl, 95)) if n else np.nan,
-                "delay_max_us": float(dl.max()) if n else np.nan,
-                "short_kernels": int(df["short_kernel"].sum()) if n else 0,
-                "runtime_outliers": int(df["runtime_outlier"].sum()) if n else 0,
-                "launch_delay_outliers": int(df["launch_delay_outlier"].sum()) if n else 0,
-            }
-        )
-    return pd.DataFrame(rows, columns=[
-        "rank", "launches", "cpu_mean_us", "cpu_max_us", "gpu_mean_us", "delay_median_us", "delay_p95_us",
-        "delay_max_us", "short_kernels", "runtime_outliers", "launch_delay_outliers",
-    ])
+        cpu, gpu, dl = (df[c].to_numpy(dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
+        stat = (lambda f, x: float(f(x)) if n else np.nan)  # noqa: E731
+        rows.append({
+            "rank": int(r), "launches": n, "cpu_mean_us": stat(np.mean, cpu), "cpu_max_us": stat(np.max, cpu),
+            "gpu_mean_us": stat(np.mean, gpu), "delay_median_us": stat(np.median, dl),
+            "delay_p95_us": stat(lambda x: np.percentile(x, 95), dl), "delay_max_us": stat(np.max, dl),
+            "short_kernels": int(df["short_kernel"].sum()), "runtime_outliers": int(df["runtime_outlier"].sum()),
+            "launch_delay_outliers": int(df["launch_delay_outlier"].sum()),
+        })
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

@@ -20,6 +20,7 @@ from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
+from holotrace.model.classify import NATIVE
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run", "summary_lines"]
 
@@ -84,7 +85,8 @@ _SLOW_SHOWN = ["rank", "step", "at ms", "launch", "kernel", "cpu us"]
 def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float = 100,
                  include_memory_events: bool = True, top: int = 10) -> Report:
     """Compute launch statistics of every rank and lay out the report (pure)."""
-    stats = _launches.launch_stats(job, None, runtime_cutoff, launch_delay_cutoff, include_memory_events)
+    stats = _launches.launch_stats(job, rules=NATIVE, runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
+                                   include_memory_events=include_memory_events, details=True)
     summary = _launches.launch_summary(stats)
     allrows = _all_launches(stats)
     digits = {"cpu mean us": 1, "cpu max us": 1, "gpu mean us": 1, "delay median us": 1, "delay p95 us": 1,
@@ -124,7 +126,7 @@ def _short(name) -> str:
 
 def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> list[str]:
     """Lines for ``holotrace summary``: launch-delay overview and the worst outliers."""
-    stats = _launches.launch_stats(job, None, 50, launch_delay_cutoff, True)
+    stats = _launches.launch_stats(job, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True)
     allrows = _all_launches(stats)
     if allrows.empty:
         return ["launch delay: no launch call paired with GPU work"]

@@ -36,8 +36,8 @@ from holotrace.analysis import launches as _launch
 from holotrace.analysis import sequences as _seq
 from holotrace.analysis import stragglers as _strag
 from holotrace.analysis.callstack import CallGraph, call_graph
-from holotrace.analysis.idle import hta_idle_time_breakdown
-from holotrace.analysis.kernels import hta_kernel_breakdown
+from holotrace.analysis import idle as _idle
+from holotrace.analysis import kernels as _kern
 from holotrace.analysis.overlap import comm_comp_overlap
 from holotrace.analysis.steps import profiler_steps
 from holotrace.analysis.temporal import breakdown
@@ -180,11 +180,20 @@ class TraceAnalysis:
 
         Returns ``(kernel_type_df, kernel_df)`` exactly as HTA: the top-k cut
         is HTA's (``duration_ratio`` is a quantile of cumulative sums, so it
-        cuts by count; kept rows of a folded group show per-name totals). The
-        native :func:`holotrace.analysis.kernels.kernel_stats` has the fixed
-        definition.
+        cuts by count; kept rows of a folded group show per-name totals): it is
+        part of HTA's definitions (``rules.hta_table``), so ``hta_compat`` does
+        not change it. Elementary type segments are cut with ends before starts
+        at equal times: HTA's zero-length ``sum = 0`` rows never appear.
         """
-        types, kernels = hta_kernel_breakdown(self._frames(), duration_ratio, num_kernels, include_memory_kernels)
+        t = _kern.type_breakdown(self.view, include_memory=include_memory_kernels)
+        types = pd.DataFrame({"kernel_type": t["kernel_type"], "sum": t["time_us"].to_numpy().astype(np.int64),
+                              "percentage": np.round(t["pctg"].to_numpy(dtype=np.float64), 1)})
+        k = _kern.kernel_stats(self.view, num_kernels=num_kernels, duration_ratio=duration_ratio,
+                               include_memory=include_memory_kernels).sort_values(["kernel_type", "name", "rank"], kind="stable")
+        kernels = pd.DataFrame({"name": k["name"].to_numpy(), "sum (us)": k["sum_us"].to_numpy(), "max (us)": k["max_us"].to_numpy(),
+                                "min (us)": k["min_us"].to_numpy(), "stddev": k["std_us"].to_numpy(),
+                                "mean (us)": k["mean_us"].to_numpy(), "kernel_type": k["kernel_type"].to_numpy(),
+                                "rank": k["rank"].to_numpy()})
         if visualize:
             self._figures(lambda p: p.kernel_figures(types, kernels), renderer=image_renderer)
         return types, kernels
@@ -197,16 +206,29 @@ class TraceAnalysis:
         visualize_pctg: bool = True,
         show_idle_interval_stats: bool = False,
         consecutive_kernel_delay: int = 30,
+        hta_compat: Optional[bool] = None,
     ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
         """Idle time per stream split into host_wait, kernel_wait and other.
 
         ``consecutive_kernel_delay`` is in µs (HTA's docstring says ns; its
-        numbers are µs). Returns ``(idle_df, stats_df or None)``.
+        numbers are µs). Returns ``(idle_df, stats_df or None)``. Fixed by
+        default: ``index_correlation == 0`` means "no launch" (HTA takes the
+        event with index 0 for the launch; ``hta_compat=True`` does too), and a
+        rank without GPU kernels gives no rows (HTA raises).
         """
-        chosen = self._ranks_arg(ranks)
-        idle, stats = hta_idle_time_breakdown(
-            {r: self._frame(r) for r in chosen}, chosen, streams, show_idle_interval_stats, consecutive_kernel_delay
-        )
+        kw = dict(rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks), streams=streams,
+                  consecutive_kernel_delay_us=consecutive_kernel_delay)
+        b = _idle.idle_breakdown(self.view, **kw).query("operations > 0")
+        idle = pd.DataFrame({"rank": b["rank"].to_numpy(), "stream": b["stream"].to_numpy(),
+                             "idle_category": b["idle_category"].to_numpy(), "idle_time": np.round(b["idle_us"].to_numpy(), 2),
+                             "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2)})
+        stats = None
+        if show_idle_interval_stats:
+            s = _idle.idle_interval_stats(self.view, **kw)
+            cols = {"rank": "rank", "stream": "stream", "count": "count", "mean": "mean_us", "std": "std_us",
+                    "min": "min_us", "25%": "p25_us", "50%": "p50_us", "75%": "p75_us", "max": "max_us"}
+            stats = pd.DataFrame({h: s[c].to_numpy() for h, c in cols.items()}).astype({"count": np.float64}).round(2)
+            stats.index = pd.Index(s["idle_category"].to_numpy(), name="idle_category")
         if visualize:
             self._figures(lambda p: p.idle_figures(idle, visualize_pctg))
         return idle, stats
@@ -247,14 +269,9 @@ class TraceAnalysis:
         MTIA's ``runFunction`` and the CUDA memcpy/memset calls), and only the
         launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing.
         """
-        compat = self._rules(hta_compat).hta_quirks
-        out: dict[int, pd.DataFrame] = {}
-        chosen = self._ranks_arg(ranks)
-        columns = self._columns(chosen)
-        for r in chosen:
-            out[r] = _launch.hta_launch_stats(self._frame(r), include_memory_events, hta_compat=compat,
-                                              strings=self.job.strings, columns=columns[r],
-                                              flags=(runtime_cutoff, launch_delay_cutoff))
+        out = _launch.launch_stats(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks),
+                                   runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
+                                   include_memory_events=include_memory_events)
         if visualize:
             self._figures(lambda p: p.launch_figures(out, runtime_cutoff, launch_delay_cutoff))
         return out
@@ -277,22 +294,8 @@ class TraceAnalysis:
         without records gives an empty frame (HTA: ``KeyError``).
         ``hta_compat=True`` reproduces the carry-over and the thread-blind match.
         """
-        compat = self._rules(hta_compat).hta_quirks
-        chosen = self._ranks_arg(ranks)
-        out: dict[int, pd.DataFrame] = {}
-        carried: list[pd.DataFrame] = []
-        for r in chosen:
-            rec, skipped = _aten.aten_launch_records(
-                self._frame(r),
-                same_thread=not compat,
-                launch_names=None if compat else _kernel_launch_api_names(),
-            )
-            if skipped:
-                log.warning("rank %s: %d launch call(s) inside an ATen op without exactly one GPU event were skipped", r, skipped)
-            if compat:
-                carried.append(rec)
-                rec = pd.concat(carried, ignore_index=True)
-            out[r] = _aten.aggregate_aten_records(rec, sort_by)
+        out = _aten.aten_op_kernels(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks),
+                                    sort_by=sort_by)
         if visualize:
             self._figures(lambda p: p.aten_figures(out))
         return out
@@ -324,7 +327,7 @@ class TraceAnalysis:
             sorted by count (descending) then pattern; an empty frame (and no
             file) when nothing qualifies or the arguments are invalid.
         """
-        compat = self._rules(hta_compat).hta_quirks
+        rules = self._rules(hta_compat)
         if not operator_name:
             log.error("operator_name must be a non-empty string and a valid operator name in the trace file.")
             return pd.DataFrame()
@@ -332,28 +335,16 @@ class TraceAnalysis:
         if problem:
             log.error("Argument output_dir `%s` is not a valid output path: %s.", output_dir, problem)
             return pd.DataFrame()
-        frame = self._frame(rank)
-        graph = self._call_graph(rank, self._rules(hta_compat))
-        names = frame["s_name"].astype(object).fillna("").to_numpy()
-        cand = _seq.match_names(names, operator_name, "substring")
-        res = _seq.kernel_sequences(
-            graph, names, frame["ts"].to_numpy(), frame["dur"].to_numpy(), frame["index"].to_numpy(),
-            cand, min_pattern_len, "hta" if compat else "outermost",
-        )
+        res = _seq.frequent_kernel_sequences(self.view, operator_name, rules=rules, rank=rank,
+                                             min_pattern_len=min_pattern_len, graph=self._call_graph(rank, rules))
         if res.patterns.empty:
-            log.error(
-                "operator_name %s not found in the trace file, or no frequent cuda kernel sequences found.", operator_name
-            )
-            return pd.DataFrame() if compat else _seq.empty_patterns()
-        k = min(int(top_k), len(res.patterns))
-        ids = {s: i for i, s in enumerate(self.job.strings.table)} if compress_other_kernels else None
-        path = _seq.write_overlaid_trace(
-            self.job.rank(rank).file, output_dir, _seq.overlay_patterns(res, k),
-            compress_other_kernels=compress_other_kernels, symbol_ids=ids,
-        )
+            log.error("operator_name %s not found in the trace file, or no frequent cuda kernel sequences found.", operator_name)
+            return pd.DataFrame() if rules.hta_quirks else res.patterns
+        path = _seq.write_overlay(res, self.job.rank(rank).file, output_dir, top_k,
+                                  strings=self.job.strings if compress_other_kernels else None)
         log.info("Overlaid trace file for rank %s has been generated at %s.", rank, path)
         if visualize:
-            self._figures(lambda p: p.sequence_figures(res.patterns.head(k), rank))
+            self._figures(lambda p: p.sequence_figures(res.patterns.head(top_k), rank))
         return res.patterns
 
     # ------------------------------------------------------------------ user annotations
@@ -459,12 +450,6 @@ class TraceAnalysis:
         if visualize:
             self._figures(lambda p: p.straggler_figures(out))
         return out
-
-
-def _kernel_launch_api_names() -> list[str]:
-    from holotrace.model.classify import LAUNCH_APIS
-
-    return sorted(n for n in LAUNCH_APIS if "Memcpy" not in n and "Memset" not in n)
 
 
 def _writable_dir_problem(path) -> str | None:

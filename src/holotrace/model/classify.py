@@ -301,3 +301,19 @@ def is_autograd_name(name: str) -> bool:
 def is_backward_annotation(name: str) -> bool:
     """A ``## backward ##`` annotation (HTA's parent for the backward thread's top-level ops)."""
     return name.startswith("## backward ##")
+
+
+# ATen-op analysis (spec 23 §2): operators are the events named ``aten::…`` (any category, any thread); the launch
+# calls under them are HTA's kernel-launch symbols (matched at the start of the name, as HTA's symbol table does),
+# plus, outside HTA's quirks, every non-memory launch API of the rule set (HIP, graphs).
+ATEN_OP_PREFIX = "aten::"
+
+
+def is_aten_op(name: str) -> bool:
+    """An ATen operator event (``aten::…``)."""
+    return name.startswith(ATEN_OP_PREFIX)
+
+
+def is_aten_launch(name: str, rules: RuleSet) -> bool:
+    """A launch call the ATen-op analysis attributes to its enclosing operator, under ``rules``."""
+    return HTA_ATEN_LAUNCH.match(name) is not None or (not rules.hta_quirks and name in rules.launch_apis)
