@@ -9,11 +9,14 @@ Root selection:
 
 * ``"outermost"`` (holotrace): every event whose name matches and that has no
   matching ancestor, and at least ``min_pattern_len`` kernels below it;
-* ``"hta"`` (compat): only the matching events at the single shallowest depth
-  among all matches (spec 23 §3.4 "min-depth rule").
+* ``"hta"`` (HTA, the default under ``rules.hta_quirks``): only the matching
+  events at the single shallowest depth among all matches (spec 23 §3.4
+  "min-depth rule").
 
-The call graph comes from :mod:`holotrace.analysis.callstack`, which also
-works on the traces where HTA's builder raises.
+One path for every caller: :func:`frequent_kernel_sequences` reads one rank of a
+:class:`~holotrace.model.view.JobView` and its call graph
+(:func:`holotrace.analysis.callstack.call_graph`, which also works on the traces
+where HTA's builder raises); names are matched and decoded once per distinct id.
 """
 
 from __future__ import annotations
@@ -23,18 +26,25 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.callstack import CallGraph
+from holotrace.analysis.callstack import CallGraph, call_graph
+from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.model.link import isin_ids
+from holotrace.model.view import JobView, job_view
 
 __all__ = [
     "PATTERN_COLUMNS",
     "SequenceResult",
+    "empty_patterns",
+    "frequent_kernel_sequences",
     "kernel_sequences",
     "match_names",
     "overlay_patterns",
+    "write_overlay",
     "write_overlaid_trace",
 ]
 
@@ -50,7 +60,7 @@ class SequenceResult:
             sorted by ``count`` descending then ``pattern`` ascending, ``RangeIndex``.
         occurrences: per pattern string, the event ``index`` values (CPU events and
             kernels) of every instance's subtree.
-        roots: per pattern string, the row positions of its root events.
+        roots: per pattern string, the row positions (in the rank's view) of its root events.
     """
 
     patterns: pd.DataFrame
@@ -70,56 +80,90 @@ def empty_patterns() -> pd.DataFrame:
     )
 
 
-def match_names(names: np.ndarray, operator: str, how: str = "substring") -> np.ndarray:
-    """Rows whose name matches ``operator``.
+def match_names(view: JobView, ids: np.ndarray, operator: str, how: str = "substring") -> np.ndarray:
+    """Rows whose name (an id into ``view.strings``) matches ``operator``; −1 never matches.
 
     Args:
-        names: decoded names (object array; ``None``/NaN never match).
+        view: the job's view (its string table).
+        ids: name ids per row.
         operator: the text to look for.
         how: ``"substring"`` (HTA: the name contains ``operator``, case-sensitive),
             ``"exact"`` or ``"regex"`` (``re.search``).
 
     Returns:
-        bool per row.
+        bool per row (the test runs once per string of the table).
     """
-    s = pd.Series(names, dtype=object)
-    uniq, codes = np.unique(s.fillna("").astype(str).to_numpy(), return_inverse=True)
     if how == "substring":
-        hit = np.array([operator in u for u in uniq], dtype=bool)
+        test = lambda s: operator in s  # noqa: E731
     elif how == "exact":
-        hit = uniq == operator
+        test = {operator}
     elif how == "regex":
-        rx = re.compile(operator)
-        hit = np.array([rx.search(u) is not None for u in uniq], dtype=bool)
+        test = re.compile(operator).search
     else:
         raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
-    return hit[codes] if len(uniq) else np.zeros(len(s), dtype=bool)
+    hit = view.name_ids(test)
+    return isin_ids(np.asarray(ids), hit) if len(hit) else np.zeros(len(ids), dtype=bool)
+
+
+def frequent_kernel_sequences(
+    source,
+    operator: str,
+    *,
+    rules: Optional[RuleSet] = None,
+    rank: Optional[int] = None,
+    min_pattern_len: int = 3,
+    match: str = "substring",
+    roots: Optional[str] = None,
+    graph: Optional[CallGraph] = None,
+) -> SequenceResult:
+    """The kernel patterns under the operators of one rank that match ``operator`` (every step kept
+    under holotrace's rules; HTA's view drops the last step unless built with it).
+
+    Args:
+        source: a Job or a JobView.
+        operator: operator (or user annotation) name to look for.
+        rules: the rule set (default holotrace's, or the view's).
+        rank: the rank (default: the lowest).
+        min_pattern_len: least number of GPU operations below a root.
+        match: ``substring`` (HTA), ``exact`` or ``regex``.
+        roots: ``outermost`` or ``hta`` (default: ``hta`` under ``rules.hta_quirks``, else ``outermost``).
+        graph: the rank's call graph under ``rules`` when the caller keeps one (built otherwise).
+
+    Returns:
+        A :class:`SequenceResult`; durations in µs.
+    """
+    r = int(source.ranks[0]) if rank is None else int(rank)
+    view = job_view(source, rules or NATIVE, ranks=[r])
+    rules = rules or view.rules
+    rv = view[r]
+    if graph is None:
+        graph = call_graph(view, r, rules=rules)
+    cand = match_names(view, rv["name"], operator, match)
+    return kernel_sequences(view, r, graph, cand, min_pattern_len, roots or ("hta" if rules.hta_quirks else "outermost"))
 
 
 def kernel_sequences(
+    view: JobView,
+    rank: int,
     graph: CallGraph,
-    names: np.ndarray,
-    ts: np.ndarray,
-    dur: np.ndarray,
-    index: np.ndarray,
     candidates: np.ndarray,
     min_pattern_len: int = 3,
     roots: str = "outermost",
 ) -> SequenceResult:
-    """Count the kernel patterns below the matching operators of one rank.
+    """Count the kernel patterns below the candidate roots of one rank.
 
     Args:
-        graph: the rank's call graph (rows = the arrays below).
-        names: decoded full names per row.
-        ts, dur: start and duration per row (µs for outputs in µs).
-        index: event id per row (the ``index`` column).
-        candidates: rows whose name matches the operator.
+        view, rank: the rank's events.
+        graph: its call graph (rows = the view's rows).
+        candidates: bool per row, the rows whose name matches the operator.
         min_pattern_len: least number of kernels below a root.
         roots: ``"outermost"`` or ``"hta"`` (see module docstring).
 
     Returns:
         A :class:`SequenceResult` (empty frame when no root qualifies).
     """
+    if roots not in ("outermost", "hta"):
+        raise ValueError(f"unknown root rule {roots!r}; use outermost or hta")
     cand = np.flatnonzero(candidates)
     if cand.size == 0:
         return SequenceResult(empty_patterns())
@@ -127,45 +171,36 @@ def kernel_sequences(
     if roots == "hta":
         d_min = graph.depth[cand].min()
         root_rows = cand[(graph.depth[cand] == d_min) & enough[cand]]
-    elif roots == "outermost":
+    else:
         covered = graph.ancestors_matching(candidates)
         root_rows = cand[~covered[cand] & enough[cand]]
-    else:
-        raise ValueError(f"unknown root rule {roots!r}; use outermost or hta")
     if root_rows.size == 0:
         return SequenceResult(empty_patterns())
 
+    rv = view[rank]
+    ts, index = rv["ts"], rv["index"]
     label = graph.subtree_labels(root_rows)
     # kernels of each root's subtree, in start-time order (ties: event id)
     krows = np.flatnonzero(graph.is_kernel & (label >= 0))
     krows = krows[np.lexsort((index[krows], ts[krows], label[krows]))]
-    kname = pd.Series(names[krows], dtype=object).fillna("").astype(str)
-    joined = kname.groupby(label[krows], sort=False).agg("|".join)
-    root_names = pd.Series(names[root_rows], dtype=object).fillna("").astype(str).to_numpy()
-    tails = joined.reindex(root_rows).to_numpy(dtype=object)
-    pattern = np.array(
-        [r if (t is None or (isinstance(t, float) and np.isnan(t))) else f"{r}|{t}" for r, t in zip(root_names, tails)],
-        dtype=object,
-    )
-    per_root = pd.DataFrame(
-        {
-            "pattern": pattern,
-            "gpu": graph.kernel_dur_sum[root_rows].astype(np.float64),
-            "cpu": np.nan_to_num(dur[root_rows].astype(np.float64)),
-            "root": root_rows,
-        }
-    )
-    agg = per_root.groupby("pattern", sort=True).agg(
-        count=("root", "size"), gpu=("gpu", "sum"), cpu=("cpu", "sum")
-    )
-    out = pd.DataFrame(
-        {
-            "pattern": agg.index.to_numpy(dtype=object),
-            "count": agg["count"].to_numpy(dtype=np.int64),
-            "GPU kernel duration (us)": agg["gpu"].to_numpy(dtype=np.float64),
-            "CPU op duration (us)": agg["cpu"].to_numpy(dtype=np.float64),
-        }
-    )
+    joined = pd.Series(view.names(rv["name"][krows]), dtype=object).groupby(label[krows], sort=False).agg("|".join)
+    tails = joined.reindex(root_rows)
+    has = tails.notna().to_numpy()
+    pattern = view.names(rv["name"][root_rows]).astype(object)
+    pattern[has] = pattern[has] + "|" + tails.to_numpy(dtype=object)[has]
+    per_root = pd.DataFrame({
+        "pattern": pattern,
+        "gpu": view.us(graph.kernel_dur_sum[root_rows]),
+        "cpu": view.us(np.nan_to_num(rv["dur"][root_rows].astype(np.float64))),
+        "root": root_rows,
+    })
+    agg = per_root.groupby("pattern", sort=True).agg(count=("root", "size"), gpu=("gpu", "sum"), cpu=("cpu", "sum"))
+    out = pd.DataFrame({
+        "pattern": agg.index.to_numpy(dtype=object),
+        "count": agg["count"].to_numpy(dtype=np.int64),
+        "GPU kernel duration (us)": agg["gpu"].to_numpy(dtype=np.float64),
+        "CPU op duration (us)": agg["cpu"].to_numpy(dtype=np.float64),
+    })
     out = out.sort_values(["count", "pattern"], ascending=[False, True], kind="stable", ignore_index=True)
 
     # occurrences: every row labelled with a root, grouped by the root's pattern
@@ -183,6 +218,16 @@ def kernel_sequences(
             occ[str(pat_uniques[row_codes[chunk[0]]])] = index[rows[chunk]]
     root_map = {str(p): root_rows[pat_codes == i] for i, p in enumerate(pat_uniques)}
     return SequenceResult(out, occ, root_map)
+
+
+def write_overlay(result: SequenceResult, file, output_dir, top_k: int, *, strings=None) -> Path:
+    """Write the rank's trace with its ``top_k`` patterns marked into ``output_dir`` (see
+    :func:`write_overlaid_trace`); with ``strings`` (the job's string table) every other complete
+    event is compressed to its string id."""
+    ids = {s: i for i, s in enumerate(strings.table)} if strings is not None else None
+    k = min(int(top_k), len(result.patterns))
+    return write_overlaid_trace(file, output_dir, overlay_patterns(result, k),
+                                compress_other_kernels=strings is not None, symbol_ids=ids)
 
 
 def overlay_patterns(result: SequenceResult, top_k: int) -> dict[int, dict[str, int]]:
@@ -297,41 +342,3 @@ def _write_overlaid_trace(src: Path, output_dir: Path, event_patterns, compress_
         data = gzip.compress(data, compresslevel=1)
     out.write_bytes(data)
     return out
-
-
-def frequent_kernel_sequences(
-    job,
-    operator: str,
-    *,
-    rank: int | None = None,
-    min_pattern_len: int = 3,
-    match: str = "substring",
-    roots: str = "outermost",
-) -> SequenceResult:
-    """Native frequent kernel sequences of one rank (every step, µs durations).
-
-    Args:
-        job: a loaded job.
-        operator: operator (or user annotation) name to look for.
-        rank: the rank (default: the lowest).
-        min_pattern_len: least number of GPU operations below a root.
-        match: ``substring`` (HTA), ``exact`` or ``regex``.
-        roots: ``outermost`` (default) or ``hta`` (shallowest-depth matches only).
-
-    Returns:
-        A :class:`SequenceResult`; durations in µs.
-    """
-    from holotrace.analysis._select import job_ranks
-    from holotrace.analysis.callstack import native_call_graph
-
-    r = job_ranks(job, None if rank is None else [rank])[0]
-    ev = job.rank(r).events
-    graph = native_call_graph(job, r)
-    names = job.strings.decode(ev["name"].to_numpy())
-    cand = match_names(names, operator, match)
-    res = kernel_sequences(
-        graph, names, ev["ts_ns"].to_numpy() / 1e3, ev["dur_ns"].to_numpy() / 1e3, ev["index"].to_numpy(),
-        cand, min_pattern_len, roots,
-    )
-    res.patterns["GPU kernel duration (us)"] = res.patterns["GPU kernel duration (us)"] / 1e3  # the graph sums ns
-    return res

@@ -20,6 +20,7 @@ from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
+from holotrace.model.classify import NATIVE
 from holotrace.commands.base import Command
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
@@ -69,7 +70,8 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
     if not op:
         raise AnalysisError("--op needs a non-empty operator name")
     r = job.ranks[0] if rank is None else int(rank)
-    res = _seq.frequent_kernel_sequences(job, op, rank=r, min_pattern_len=min_pattern_len, match=match, roots=roots)
+    res = _seq.frequent_kernel_sequences(job, op, rules=NATIVE, rank=r, min_pattern_len=min_pattern_len, match=match,
+                                         roots=roots)
     pats = res.patterns
     header = [f"job     {job.path}", f"rank    {r}",
               f"op      {op!r} ({match} match, {roots} instances, at least {min_pattern_len} kernels)"]
@@ -86,10 +88,7 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
     if overlay_dir and not pats.empty:
         d = Path(overlay_dir)
         d.mkdir(parents=True, exist_ok=True)
-        k = min(int(top), len(pats))
-        path = _seq.write_overlaid_trace(job.rank(r).file, d, _seq.overlay_patterns(res, k),
-                                         compress_other_kernels=False)
-        header.append(f"overlay {path}")
+        header.append(f"overlay {_seq.write_overlay(res, job.rank(r).file, d, top)}")
     section = Section("sequences", f"Most frequent kernel sequences under {op}", shown,
                       [("sequence = operator > kernels in start order (kernel names shortened for display; "
                         "--format csv/json has the full names)")], digits={"GPU ms": 3, "CPU ms": 3},
