@@ -71,21 +71,14 @@ class RankTrace:
     # ------------------------------------------------------------------ public views
     @property
     def events(self) -> pd.DataFrame:
-        """The events table (call-stack ``depth``/``parent`` computed on first use)."""
+        """The events table, built on first use (call stacks: :func:`holotrace.analysis.callstack.call_graph`)."""
         if self._events is None:
-            c = self._columns
-            kind = c["kind"]
-            on_stack = (kind == classify.Kind.CPU_OP) | (kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER) | (kind == classify.Kind.PYTHON)
-            depth, parent = link.call_stacks(c["pid"], c["tid"], c["ts_ns"], c["end_ns"], on_stack)
-            cols = {k: _widen(k, v) for k, v in c.items()}
-            cols["depth"] = depth
-            cols["parent"] = parent
-            self._events = pd.DataFrame(cols, copy=False)
+            self._events = pd.DataFrame({k: _widen(k, v) for k, v in self._columns.items()}, copy=False)
         return self._events
 
     @property
     def columns(self) -> dict[str, np.ndarray]:
-        """The raw column arrays (no call stacks), cheap to access."""
+        """The raw column arrays, cheap to access."""
         return self._columns
 
     @property

@@ -1,4 +1,4 @@
-"""Links between events: launch ↔ GPU activity, iterations, call stacks.
+"""Links between events: launch ↔ GPU activity, iterations, id lookups.
 
 All functions are vectorised over a rank's event columns (numpy arrays in
 file order) and return new arrays; nothing is modified in place.
@@ -53,66 +53,6 @@ def containing_step(ts: np.ndarray, step_ts: np.ndarray, step_end: np.ndarray, s
     for a, b, num in zip(step_ts.tolist(), step_end.tolist(), step_num.tolist()):  # few steps: loop over steps
         out[(ts >= a) & (ts < b)] = num
     return out
-
-
-def call_stacks(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, end: np.ndarray, on_stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Depth and parent (row position) of each event within its (pid, tid) stack.
-
-    Events are nested by time on their thread: an event's parent is the
-    innermost earlier-starting event on the same thread that contains it.
-    Rows with ``on_stack`` False get depth -1 and parent -1.
-    """
-    n = len(ts)
-    depth = np.full(n, -1, dtype=np.int32)
-    parent = np.full(n, -1, dtype=np.int64)
-    rows = np.flatnonzero(on_stack)
-    if len(rows) == 0:
-        return depth, parent
-    # sort by thread, start asc, end desc (outer first), then file order
-    order = np.lexsort((rows, -end[rows], ts[rows], tid[rows], pid[rows]))
-    r = rows[order]
-    t_start, t_end = ts[r], end[r]
-    thread_key = np.stack([pid[r], tid[r]], axis=1)
-    new_thread = np.ones(len(r), dtype=bool)
-    new_thread[1:] = (thread_key[1:] != thread_key[:-1]).any(axis=1)
-    thread_id = np.cumsum(new_thread) - 1
-    d, p = _nest(t_start, t_end, thread_id)
-    depth[r] = d
-    parent[r] = np.where(p >= 0, r[np.clip(p, 0, None)], -1)
-    return depth, parent
-
-
-def _nest(start: np.ndarray, end: np.ndarray, thread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Depth/parent (positions in the sorted arrays) with an explicit stack.
-
-    The loop runs over events in C-ordered numpy arrays converted to Python
-    lists once; it is linear and only runs at load time.
-    """
-    n = len(start)
-    depth = np.empty(n, dtype=np.int32)
-    parent = np.empty(n, dtype=np.int64)
-    s_l, e_l, t_l = start.tolist(), end.tolist(), thread.tolist()
-    stack: list[int] = []
-    ends: list[int] = []
-    cur = -1
-    for i in range(n):
-        if t_l[i] != cur:
-            cur = t_l[i]
-            stack.clear()
-            ends.clear()
-        s = s_l[i]
-        while ends and ends[-1] <= s and not (ends[-1] == s and s_l[stack[-1]] == s):
-            stack.pop()
-            ends.pop()
-        # an event that is not contained in the top of the stack closes it too
-        while ends and e_l[i] > ends[-1]:
-            stack.pop()
-            ends.pop()
-        depth[i] = len(stack)
-        parent[i] = stack[-1] if stack else -1
-        stack.append(i)
-        ends.append(e_l[i])
-    return depth, parent
 
 
 def isin_ids(values: np.ndarray, members: np.ndarray) -> np.ndarray:
