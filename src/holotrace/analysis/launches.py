@@ -72,13 +72,14 @@ def launch_stats(
     is_api = np.zeros(len(view.strings) + 1, dtype=bool)  # one flag per string, and False for id -1
     is_api[view.name_ids(apis)] = True
     origin = _origin(view) if details else 0
-    out: dict[int, pd.DataFrame] = {}
-    for rank in chosen:
+
+    def one(rank: int) -> pd.DataFrame:
         v = view[rank]
         cpu, gpu = (_hta_pairs if rules.hta_quirks else _linked_pairs)(v, is_api[v["name"]])
         ts, dur = v["ts"], v["dur"]
-        cpu_dur, gpu_dur = view.us(dur.take(cpu)), view.us(dur.take(gpu))
-        delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - dur.take(cpu), 0, None))
+        c_dur = dur.take(cpu)
+        cpu_dur, gpu_dur = view.us(c_dur), view.us(dur.take(gpu))
+        delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - c_dur, 0, None))
         cols = {"correlation": v["correlation"].take(cpu), "cpu_duration": cpu_dur, "gpu_duration": gpu_dur,
                 "launch_delay": delay,
                 "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
@@ -88,8 +89,26 @@ def launch_stats(
             cols.update({"launch": view.names(v["name"].take(cpu)), "kernel": view.names(v["name"].take(gpu)),
                          "stream": v["stream"].take(gpu), "iteration": v["iteration"].take(cpu),
                          "ts": view.us(ts.take(cpu) + v.clock_offset - origin)})
-        out[rank] = pd.DataFrame(cols, copy=False)
-    return out
+        return pd.DataFrame(cols, copy=False)
+
+    return _on_threads(one, chosen)
+
+
+def _on_threads(fn, ranks: list[int]) -> dict[int, pd.DataFrame]:
+    """``{r: fn(r)}`` in ``ranks`` order, on threads (numpy releases the GIL)."""
+    from holotrace.exec.pool import cpu_count
+
+    workers = min(cpu_count(), len(ranks))
+    if workers < 2:
+        return {r: fn(r) for r in ranks}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as ex:
+        return dict(zip(ranks, ex.map(fn, ranks)))
+
+
+_GPU_WORK = np.zeros(256, dtype=bool)  # by Kind code (int8: negative codes index from the end, all False)
+_GPU_WORK[[int(k) for k in classify.GPU_ACTIVITY]] = True
 
 
 def _origin(view: JobView) -> int:
@@ -100,10 +119,11 @@ def _origin(view: JobView) -> int:
 
 def _linked_pairs(v, is_launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Strict pairing: each launch call with its linked kernel/memcpy/memset."""
-    partner = v["partner"]
-    cpu = np.flatnonzero(is_launch & (partner >= 0) & (v["correlation"] >= 0))
-    gpu = partner.take(cpu)
-    keep = np.isin(v["kind"].take(gpu), [int(k) for k in classify.GPU_ACTIVITY])
+    cpu = np.flatnonzero(is_launch)
+    partner = v["partner"].take(cpu)
+    cpu = cpu[(partner >= 0) & (v["correlation"].take(cpu) >= 0)]
+    gpu = v["partner"].take(cpu)
+    keep = _GPU_WORK[v["kind"].take(gpu)]
     return cpu[keep], gpu[keep]
 
 
@@ -112,17 +132,17 @@ def _hta_pairs(v, is_launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     corr, stream = v["correlation"], v["stream"]
     cset = corr[is_launch]
     on_cpu = stream == -1
-    cpu = np.flatnonzero(on_cpu & isin_ids(corr, cset))
-    gpu = np.flatnonzero(~on_cpu)  # rows without a CPU match drop out of the join
+    wanted = isin_ids(corr, cset)
+    cpu = np.flatnonzero(on_cpu & wanted)
+    gpu = np.flatnonzero(~on_cpu & wanted)
     return _join_on(corr.take(cpu), corr.take(gpu), cpu, gpu)
 
 
 def _join_on(c_key: np.ndarray, g_key: np.ndarray, cpu: np.ndarray, gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inner join of CPU and GPU rows on their keys, as ``DataFrame.merge(how="inner")``: CPU rows in
     order, each followed by its GPU matches in their order."""
-    keys = pd.Index(g_key)
-    if keys.is_unique:  # one GPU row per correlation (the usual case): a hash lookup
-        right = keys.get_indexer(c_key)
+    right = _unique_lookup(g_key, c_key)
+    if right is not None:  # one GPU row per correlation (the usual case)
         left = np.flatnonzero(right >= 0)
         return cpu.take(left), gpu.take(right.take(left))
     order = np.argsort(g_key, kind="stable")
@@ -134,6 +154,24 @@ def _join_on(c_key: np.ndarray, g_key: np.ndarray, cpu: np.ndarray, gpu: np.ndar
     first = np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n) if len(n) else np.empty(0, dtype=np.int64)
     right = order[first + np.arange(len(left))] if len(left) else np.empty(0, dtype=np.int64)
     return cpu.take(left), gpu.take(right)
+
+
+def _unique_lookup(keys: np.ndarray, queries: np.ndarray) -> Optional[np.ndarray]:
+    """Position of each query in ``keys`` (−1 if absent), or None when a key repeats."""
+    if not len(keys) or not len(queries):
+        return np.full(len(queries), -1, dtype=np.int64)
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo > 8 * len(keys) + 1024:  # sparse keys: a hash lookup
+        index = pd.Index(keys)
+        return index.get_indexer(queries) if index.is_unique else None
+    pos = np.full(hi - lo + 1, -1, dtype=np.int64)
+    pos[keys - lo] = np.arange(len(keys))
+    if np.count_nonzero(pos >= 0) != len(keys):
+        return None
+    inside = (queries >= lo) & (queries <= hi)
+    out = np.full(len(queries), -1, dtype=np.int64)
+    out[inside] = pos[queries[inside] - lo]
+    return out
 
 
 def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
