@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis.callstack import call_graph
-from holotrace.analysis.topk import OTHERS, group_stats, top_k, top_k_hta
-from holotrace.model.classify import HTA_SYNC_EVENT_NAMES, NATIVE, Kind, RuleSet, is_memory_kernel_name
+from holotrace.analysis.topk import group_stats, top_k
+from holotrace.model.classify import (
+    HTA_SYNC_EVENT_NAMES,
+    NATIVE,
+    Kind,
+    RuleSet,
+    is_memory_kernel_name,
+)
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView, job_view
 
@@ -221,7 +226,7 @@ def _annotations(view: JobView, v: RankView, rules: RuleSet, gpu: bool) -> np.nd
     return np.flatnonzero(v["kind"] == int(Kind.GPU_ANNOTATION if gpu else Kind.USER_ANNOTATION))
 
 
-def annotate_gpu_ops(source, rank: int, *, rules: Optional[RuleSet] = None,
+def annotate_gpu_ops(source, rank: int, *, rules: RuleSet | None = None,
                      gpu: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The GPU operations of one rank and the innermost user annotation of each.
 
@@ -260,9 +265,9 @@ def _by_name(view: JobView, name_ids: np.ndarray, durations: np.ndarray):
     return text, count, *(view.us(x) for x in (total, high, low, mean, std))
 
 
-def annotation_time(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                    gpu: bool = True, num_kernels: Optional[int] = None, duration_ratio: float = 0.8,
-                    allowlist: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
+                    gpu: bool = True, num_kernels: int | None = None, duration_ratio: float = 0.8,
+                    allowlist: Sequence[str] | None = None) -> pd.DataFrame:
     """Time per user annotation per rank (µs).
 
     Args:
@@ -271,11 +276,10 @@ def annotation_time(source, *, rules: Optional[RuleSet] = None, ranks: Optional[
         ranks: default all.
         gpu: ``gpu_user_annotation`` ranges (GPU time) when True, else CPU ``user_annotation`` ranges
             (``ProfilerStep#N`` included).
-        num_kernels, duration_ratio, allowlist: when ``num_kernels`` is given, a rank's names beyond the
-            top-k cut fold into one ``others`` row (allow-listed names never fold). The cut is
-            :func:`~holotrace.analysis.topk.top_k`'s, or HTA's under rules with ``hta_quirks``
-            (:func:`~holotrace.analysis.topk.top_k_hta`: quirks Q1-Q3, kept names then carry their
-            total in every statistic and ``others`` is described by per-name totals).
+        num_kernels, duration_ratio, allowlist: when ``num_kernels`` is given and a rank has more names,
+            the names beyond the top-k cut fold into one ``others`` row (allow-listed names never fold),
+            by :func:`~holotrace.analysis.topk.top_k` under the rule set (HTA's cut, quirks Q1-Q3, under
+            ``rules.hta_table``: the rows then describe per-name totals).
 
     Returns:
         ``rank, name, count, sum_us, mean_us, min_us, max_us, std_us`` (``std_us``: sample deviation,
@@ -292,7 +296,7 @@ def annotation_time(source, *, rules: Optional[RuleSet] = None, ranks: Optional[
         stats = _by_name(view, v["name"][rows], v["dur"][rows])
         part = dict(zip(("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"), stats))
         if num_kernels is not None and len(part["name"]) > num_kernels:
-            part = _fold(part, v, rows, view, rules, num_kernels, duration_ratio, allowlist)
+            part = _fold(view, v, rows, rules, num_kernels, duration_ratio, allowlist)
         part["rank"] = np.full(len(part["name"]), int(r), dtype=np.int64)
         parts.append(part)
     cols = ["rank", "name", "count", "sum_us", "mean_us", "min_us", "max_us", "std_us"]
@@ -304,25 +308,17 @@ def annotation_time(source, *, rules: Optional[RuleSet] = None, ranks: Optional[
     return out.sort_values(["rank", "sum_us", "name"], ascending=[True, False, True], kind="stable", ignore_index=True)
 
 
-def _fold(part: dict, v: RankView, rows: np.ndarray, view: JobView, rules: RuleSet, num_kernels: int,
-          duration_ratio: float, allowlist) -> dict:
-    """One rank's per-name statistics after the top-k cut (see :func:`annotation_time`)."""
-    counts = dict(zip(part["name"].tolist(), part["count"].tolist()))
-    if rules.hta_quirks:  # HTA folds per-name totals: one instance per name gives the same cut
-        t = top_k_hta(part["name"], part["sum_us"], num_kernels, duration_ratio, allowlist)
-        kept = t["name"].to_numpy() != OTHERS
-        shown = set(t["name"][kept])
-        folded = sum(c for n, c in counts.items() if n not in shown)
-        count = np.array([counts[n] if k else folded for n, k in zip(t["name"], kept)], dtype=np.int64)
-    else:
-        t = top_k(view.names(v["name"][rows]), view.us(v["dur"][rows]), num_kernels, duration_ratio, allowlist)
-        count = t["count"].to_numpy(dtype=np.int64)
-    return {"name": t["name"].to_numpy(dtype=object), "count": count, "sum_us": t["sum"].to_numpy(np.float64),
-            "max_us": t["max"].to_numpy(np.float64), "min_us": t["min"].to_numpy(np.float64),
-            "mean_us": t["mean"].to_numpy(np.float64), "std_us": t["std"].to_numpy(np.float64)}
+def _fold(view: JobView, v: RankView, rows: np.ndarray, rules: RuleSet, num_kernels: int, duration_ratio: float,
+          allowlist) -> dict:
+    """One rank's per-name statistics after the rule set's top-k cut (see :func:`annotation_time`)."""
+    t = top_k(view.names(v["name"][rows]), view.us(v["dur"][rows]), num_kernels, duration_ratio, allowlist, rules=rules)
+    return {"name": t["name"].to_numpy(dtype=object), "count": t["count"].to_numpy(np.int64),
+            "sum_us": t["sum"].to_numpy(np.float64), "max_us": t["max"].to_numpy(np.float64),
+            "min_us": t["min"].to_numpy(np.float64), "mean_us": t["mean"].to_numpy(np.float64),
+            "std_us": t["std"].to_numpy(np.float64)}
 
 
-def kernel_time_by_annotation(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
+def kernel_time_by_annotation(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
                               gpu: bool = True) -> pd.DataFrame:
     """GPU work attributed to its innermost user annotation (µs); see :func:`annotate_gpu_ops`.
 

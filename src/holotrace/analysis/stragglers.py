@@ -1,46 +1,47 @@
 """Straggler detection (spec 26 §2) and a per-step view of who waits for whom in collectives.
 
-Two views:
+Two views, both over a :class:`~holotrace.model.view.JobView` under a rule set:
 
-* :func:`hta_potential_stragglers` — HTA's method: among the long
-  communication kernels, pick the ``(stream, kernel)`` whose duration varies
-  most across ranks; per step, the ranks that start its last instance latest
-  are the candidates. By default communication kernels are recognised through
-  the shared rule table (every NCCL/RCCL/HCCL family, ``ncclDevKernel_*``
-  included), stream 0 counts, step 0 counts, a trace without ``ProfilerStep``
-  annotations is one step, and degenerate inputs (one rank, no collective)
-  give ``[]`` instead of an exception. ``hta_compat=True`` restores HTA's
-  ``ncclKernel*``/``stream > 0``/``iteration > 0`` selection.
-* :func:`collective_waits` / :func:`straggler_report` — holotrace's view:
-  the k-th instance of a collective kernel in a step is the same collective on
-  every rank; all ranks leave it together, so a rank's extra time in it over
-  the fastest rank is time spent waiting for the others, and the fastest rank
-  (the last to arrive) is the one they waited for. Durations are compared,
-  not start times, so clock skew between hosts does not matter.
+* :func:`potential_stragglers` — HTA's method: among the long communication kernels, pick the
+  ``(stream, kernel)`` whose duration varies most across ranks; per step, the ranks that start its
+  last instance latest are the candidates. Communication kernels are those of
+  :meth:`~holotrace.model.classify.RuleSet.is_communication`. Without ``hta_quirks`` (holotrace's fixes):
+  every NCCL/RCCL/HCCL family (``ncclDevKernel_*`` included), stream 0 and step 0 count, a trace
+  without ``ProfilerStep`` annotations is one step, and degenerate inputs (one rank, no collective)
+  give ``[]`` instead of an exception. With ``hta_quirks``: HTA's ``ncclKernel*``/``stream > 0``/
+  ``iteration > 0`` selection and ranking.
+* :func:`collective_waits` / :func:`straggler_report` — holotrace's view: the k-th instance of a
+  collective kernel in a step is the same collective on every rank; all ranks leave it together, so
+  a rank's extra time in it over the fastest rank is time spent waiting for the others, and the
+  fastest rank (the last to arrive) is the one they waited for. Durations are compared, not start
+  times, so clock skew between hosts does not matter.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
+from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.link import isin_ids
+from holotrace.model.view import job_view
 
 __all__ = [
     "SymbolTableView",
     "collective_waits",
-    "hta_potential_stragglers",
-    "hta_straggler_scores",
+    "potential_stragglers",
     "straggler_report",
+    "straggler_scores",
+    "straggler_steps",
     "straggler_summary",
 ]
 
 log = logging.getLogger(__name__)
-
 
 
 class SymbolTableView:
@@ -57,122 +58,105 @@ class SymbolTableView:
         return self.sym_index
 
 
-def _default_scores(tables, ranks, selected, k: int, hta_compat: bool, id_names) -> tuple[pd.Series, pd.DataFrame]:
-    """HTA's default scorer without stacking the tables: each rank is cut to its long rows first.
+def straggler_steps(source, profiler_steps: Sequence[int] | None = None, *,
+                    rules: RuleSet | None = None) -> list[int] | None:
+    """The steps the straggler analysis uses: ``profiler_steps`` that exist (all when None).
 
-    ``tables``: ``{rank: table}``, DataFrames or dicts of numpy columns. Same result as
-    :func:`hta_straggler_scores` on the stacked, step-filtered tables.
+    Returns None when the whole trace counts as one step (no ``ProfilerStep`` at all, no steps asked
+    for, rules without ``hta_quirks``).
+
+    Raises:
+        ValueError: no requested (or, with ``hta_quirks``, no available) step exists (as HTA).
     """
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    available = _steps.profiler_steps(view, rules=rules)
+    selected = available if profiler_steps is None else [s for s in profiler_steps if s in available]
+    if selected:
+        return selected
+    if profiler_steps is None and not available and not rules.hta_quirks:
+        return None
+    raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}")
+
+
+def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
+                     steps: Sequence[int] | None = None, num_candidates: int = 2) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's default scorer: how often each rank starts the dominant communication kernel late.
+
+    Args:
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job).
+        ranks: default all.
+        steps: the steps to score (:func:`straggler_steps`); None: the whole trace is one step.
+        num_candidates: k, the late starters flagged per step.
+
+    Returns:
+        ``(scores, metric)``: per-rank score (steps in which the rank was among the k latest starters;
+        index = rank, ascending) and the metric rows (``rank, stream, iteration, name, ts, dur,
+        normalized_start_time, duration``; ``name`` a string id, times in the view's unit on the
+        job's common clock). Both empty when no communication kernel qualifies.
+    """
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    k = max(int(num_candidates), 1)
+    chosen = view.select(ranks)
     cut = {}
     present: set = set()
     t_min = max_end = None
-    for r in ranks:
-        t = tables[r]
-        it = np.asarray(t["iteration"])
-        if selected is None:  # the whole trace is one step
+    for r in chosen:
+        v = view[r]
+        it = v["iteration"]
+        if steps is None:  # the whole trace is one step
             it = np.zeros(len(it), dtype=np.int64)
             keep = None
             present.add(0)
-        else:
-            if it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
-                keep = isin_ids(it, np.asarray(selected, dtype=np.int64))
-                present.update(_values_present(it[keep], selected))
-            else:
-                keep = np.isin(it, selected)
-                present.update(pd.unique(it[keep]).tolist())
-        ts, dur = np.asarray(t["ts"]), np.asarray(t["dur"])
+        elif it.dtype.kind in "iu":  # integer steps: flag arrays, no sort or hash
+            keep = isin_ids(it, np.asarray(steps, dtype=np.int64))
+            present.update(_values_present(it[keep], steps))
+        else:  # HTA's iterations with NaN
+            keep = np.isin(it, steps)
+            present.update(pd.unique(it[keep]).tolist())
+        ts, dur = v["ts"] + v.clock_offset, v["dur"]
         if len(ts) and (keep is None or keep.any()):
-            start = ts.min(initial=np.iinfo(np.int64).max, where=True if keep is None else keep)
-            end = (ts + dur).max(initial=-np.inf, where=True if keep is None else keep)
+            where = True if keep is None else keep
+            start = ts.min(initial=np.iinfo(np.int64).max, where=where)
+            ends = ts + dur
+            end = ends.max(initial=-np.inf if ends.dtype.kind == "f" else np.iinfo(ends.dtype).min, where=where)
             t_min = start if t_min is None else min(t_min, start)
             max_end = end if max_end is None else max(max_end, end)
-        cut[r] = (t, keep, it, ts, dur)
+        cut[r] = (v, keep, it, ts, dur)
     iters = [x for x in present if x != -1]
     if not iters or t_min is None:
         return _empty()
     mean_iter = (max_end - t_min) / float(len(iters))
     picked = []
-    for r in ranks:
-        t, keep, it, ts, dur = cut[r]
-        stream = np.asarray(t["stream"])
-        long = _long_rows(stream, it, dur, mean_iter * 0.01, hta_compat)
+    for r in chosen:
+        v, keep, it, ts, dur = cut[r]
+        long = _long_rows(v["stream"], it, dur, mean_iter * 0.01, rules.hta_quirks)
         if keep is not None:
             long = long[keep[long]]
-        picked.append((r, long, stream, it, ts, dur, np.asarray(t["name"])))
-    # classify each distinct name of the long rows once, over every rank
+        picked.append((r, long, v["stream"], it, ts, dur, v["name"]))
     ids = np.concatenate([p[6][p[1]] for p in picked]) if picked else np.empty(0, dtype=np.int64)
     if not len(ids):
         return _empty()
-    codes, uniq = pd.factorize(ids)
-    if id_names is not None:
-        names = np.array([id_names[int(i)] if i >= 0 else "" for i in uniq], dtype=object)
-    else:
-        first = np.flatnonzero(codes > np.maximum.accumulate(np.r_[-1, codes[:-1]]))
-        texts = np.concatenate([np.asarray(tables[r]["s_name"].to_numpy(dtype=object))[long] for r, long, *_ in picked])
-        names = texts[first]
-    comm = _comm_mask(names, hta_compat)[codes]
+    # the communication rule, once per distinct name of the long rows
+    uniq, inv = np.unique(ids, return_inverse=True)
+    comm = np.array([rules.is_communication(view.strings[int(i)]) for i in uniq.tolist()], dtype=bool)[inv.reshape(-1)]
     cols: dict[str, list] = {c: [] for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
     at = 0
     for r, long, stream, it, ts, dur, name in picked:
         rows = long[comm[at:at + len(long)]]
         at += len(long)
-        for c, v in (("rank", np.full(len(rows), r, dtype=np.int64)), ("stream", stream[rows]), ("iteration", it[rows]),
+        for c, x in (("rank", np.full(len(rows), r, dtype=np.int64)), ("stream", stream[rows]), ("iteration", it[rows]),
                      ("name", name[rows]), ("ts", ts[rows]), ("dur", dur[rows])):
-            cols[c].append(v)
-    return _scores_of_long_kernels({c: np.concatenate(v) for c, v in cols.items()}, t_min, mean_iter, k)
+            cols[c].append(x)
+    return _scores_of_long_kernels({c: np.concatenate(x) for c, x in cols.items()}, t_min, mean_iter, k)
 
 
-def _comm_mask(names: np.ndarray, hta_compat: bool) -> np.ndarray:
-    from holotrace.model.classify import is_communication_kernel_names
-
-    uniq, codes = np.unique(pd.Series(names, dtype=object).fillna("").astype(str).to_numpy(), return_inverse=True)
-    if hta_compat:
-        hit = np.array([u.startswith("ncclKernel") for u in uniq], dtype=bool)
-    else:
-        hit = is_communication_kernel_names(list(uniq)) if len(uniq) else np.zeros(0, dtype=bool)
-    return hit[codes] if len(uniq) else np.zeros(len(names), dtype=bool)
-
-
-def hta_straggler_scores(
-    df: pd.DataFrame, num_candidates: int = 2, *, hta_compat: bool = False, id_names: Sequence[str] | None = None
-) -> tuple[pd.Series, pd.DataFrame]:
-    """HTA's default scorer (late start of the dominant communication kernel).
-
-    Args:
-        df: every rank's table stacked with a ``rank`` column, restricted to the
-            selected steps (``iteration``), with ``ts, dur, stream, s_name``.
-        num_candidates: k.
-        hta_compat: HTA's kernel selection (see module docstring).
-        id_names: the strings the ``name`` ids index, used when ``df`` has no ``s_name`` column.
-
-    Returns:
-        ``(scores, metric)``: per-rank score (how many steps the rank was among
-        the k latest starters; index = rank, ascending) and the metric rows
-        (``rank, stream, iteration, ts, dur, normalized_start_time, duration``).
-        Both empty when no communication kernel qualifies or fewer than two
-        ranks have one.
-    """
-    k = max(int(num_candidates), 1)
-    it = df["iteration"].to_numpy()
-    iters = np.unique(it[it != -1])
-    if iters.size == 0 or df.empty:
-        return _empty()
-    df = df[np.isin(it, iters)]
-    t_min = df["ts"].min()
-    mean_iter = ((df["ts"] + df["dur"]).max() - t_min) / float(iters.size)
-    rows = _long_rows(df["stream"].to_numpy(), df["iteration"].to_numpy(), df["dur"].to_numpy(), mean_iter * 0.01, hta_compat)
-    if "s_name" in df.columns:
-        names = df["s_name"].to_numpy(dtype=object)[rows] if len(rows) else np.empty(0, dtype=object)
-    else:  # ids only: ``id_names`` decodes them
-        names = np.array([id_names[int(i)] if i >= 0 else "" for i in df["name"].to_numpy()[rows]], dtype=object)
-    long = df.iloc[rows[_comm_mask(names, hta_compat)]]
-    return _scores_of_long_kernels(long, t_min, mean_iter, k)
-
-
-def _long_rows(stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_duration: float, hta_compat: bool) -> np.ndarray:
+def _long_rows(stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_duration: float, hta_quirks: bool) -> np.ndarray:
     """Positions of the rows long enough, on a kernel stream and in a step, for HTA's scorer."""
-    ok_stream = stream > 0 if hta_compat else stream >= 0
-    ok_iter = iteration > (0 if hta_compat else -1)
+    ok_stream = stream > 0 if hta_quirks else stream >= 0
+    ok_iter = iteration > (0 if hta_quirks else -1)
     return np.flatnonzero(ok_stream & ok_iter & (dur >= min_duration))
 
 
@@ -258,75 +242,49 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
     return scores.astype(np.int64), metric
 
 
-def hta_potential_stragglers(
-    frames: Mapping[int, pd.DataFrame],
+def potential_stragglers(
+    source,
+    *,
+    rules: RuleSet | None = None,
     profiler_steps: Sequence[int] | None = None,
     num_candidates: int = 2,
-    *,
-    hta_compat: bool = False,
-    scorer: Callable[..., pd.Series] | None = None,
-    symbol_table: SymbolTableView | None = None,
-    id_names: Sequence[str] | None = None,
-    columns: Mapping[int, Mapping[str, np.ndarray]] | None = None,
+    scorer: Callable[[list[int] | None], pd.Series] | None = None,
 ) -> list[int]:
-    """HTA's ``get_potential_stragglers`` on HTA-style tables.
+    """The ranks most likely to hold the others back, most likely first (HTA's ``get_potential_stragglers``).
 
     Args:
-        frames: ``{rank: table}``.
-        profiler_steps: steps to use (unknown ones dropped); ``None``: all.
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job).
+        profiler_steps: steps to use (unknown ones dropped); ``None``: all (:func:`straggler_steps`).
         num_candidates: how many ranks to return (at least 1).
-        hta_compat: HTA's kernel selection and ranking (zero-score ranks may be returned).
-        scorer: an HTA-style ``straggler_identification_impl(df, symbol_table, k, visualize)``.
-        symbol_table: passed to ``scorer`` (decodes the ``name`` ids).
-        id_names: the strings the ``name`` ids index, when known (saves decoding ``s_name``).
-        columns: the same tables as dicts of numpy columns (``hta_view.hta_columns``), read faster.
+        scorer: replaces :func:`straggler_scores`: called with the selected steps (None: the whole trace
+            is one step), returns a score per rank (index = rank).
 
     Returns:
-        Rank numbers, most likely straggler first; ``[]`` (with a warning) when
-        the traces cannot tell (no communication kernel, a single rank). By
-        default only ranks with a positive score are returned and ties on the
-        score go to the rank that started the metric kernel later on average
-        (then the lower rank); ``hta_compat`` keeps HTA's order (ties by rank,
-        zero scores included).
+        Rank numbers, most likely straggler first; ``[]`` (with a warning) when the traces cannot tell
+        (no communication kernel, a single rank). Without ``hta_quirks`` only ranks with a positive
+        score are returned and ties on the score go to the rank that started the metric kernel later on
+        average (then the lower rank); with ``hta_quirks``, HTA's order (ties by rank, zero scores
+        included).
 
     Raises:
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
     k = max(int(num_candidates), 1)
-    available = _step_numbers(columns or frames, id_names)  # TRANSITIONAL: replaced by steps.profiler_steps(view)
-    if profiler_steps is None:
-        selected = available
-    else:
-        selected = [s for s in profiler_steps if s in available]
-    whole_trace = False
-    if not selected:
-        if profiler_steps is None and not available and not hta_compat:
-            whole_trace = True  # no ProfilerStep annotations: the whole trace is one step
-        else:
-            raise ValueError(
-                f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}"
-            )
-    ranks = sorted(frames)
+    steps = straggler_steps(view, profiler_steps, rules=rules)
     metric = None
     if scorer is not None:
-        parts = []
-        for r in ranks:
-            f = frames[r]
-            if not whole_trace:
-                f = f[np.isin(f["iteration"].to_numpy(), selected)]
-            else:
-                f = f.assign(iteration=np.zeros(len(f), dtype=np.int64))
-            parts.append(f.assign(rank=np.int64(r)))
-        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-        scores = scorer(df, symbol_table, k, False)
+        scores = scorer(steps)
     else:
-        scores, metric = _default_scores(columns or frames, ranks, None if whole_trace else selected, k, hta_compat, id_names)
+        scores, metric = straggler_scores(view, rules=rules, steps=steps, num_candidates=k)
     if len(scores) == 0:
         log.warning(
             "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"
         )
         return []
-    if hta_compat:
+    if rules.hta_quirks:
         order = scores.sort_values(ascending=False, kind="stable")
         return [int(r) for r in order.index[:k]]
     # ties on the score: the later average start of the metric kernel first, then the lower rank
@@ -345,37 +303,38 @@ def hta_potential_stragglers(
 
 
 # --------------------------------------------------------------------------- native view
-def collective_waits(job, ranks: Sequence[int] | None = None) -> pd.DataFrame:
+def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     """Every communication kernel instance matched across ranks, with each rank's waiting time.
 
     The k-th occurrence of a communication kernel name within a step on one rank
     is matched with the k-th occurrence on every other rank. Kernels outside any
-    ``ProfilerStep`` belong to step -1.
+    ``ProfilerStep`` belong to step -1. Kernels and their types follow the rule set
+    (default: the view's, or holotrace's for a job).
 
     Returns:
         One row per (instance, rank) where at least two ranks have the instance:
         ``step, collective, occurrence, rank, start_us, dur_us, wait_us,
-        last_arrival`` — ``wait_us`` = the rank's duration minus the shortest
-        duration of the instance; ``last_arrival`` = the rank with the shortest
-        duration (latest start breaks ties), whom the others waited for.
+        last_arrival`` — ``start_us`` from the job's earliest event on the common
+        clock; ``wait_us`` = the rank's duration minus the shortest duration of
+        the instance; ``last_arrival`` = the rank with the shortest duration
+        (latest start breaks ties), whom the others waited for.
     """
-    from holotrace.analysis._select import job_ranks
-    from holotrace.model.classify import KernelType, Kind
-
+    view = job_view(source, rules or NATIVE)
+    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
+    origin = min(starts) if starts else 0
     parts = []
-    for r in job_ranks(job, ranks):
-        rt = job.rank(r)
-        ev = rt.events
-        sel = (ev["kind"].to_numpy() == int(Kind.KERNEL)) & (ev["kernel_type"].to_numpy() == int(KernelType.COMMUNICATION))
-        if not sel.any():
+    for r in view.select(ranks):
+        v = view[r]
+        sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
+        if not len(sel):
             continue
         d = pd.DataFrame(
             {
-                "step": ev["iteration"].to_numpy()[sel],
-                "name": ev["name"].to_numpy()[sel],
+                "step": np.nan_to_num(v["iteration"][sel], nan=-1).astype(np.int64),
+                "name": v["name"][sel],
                 "rank": np.int64(r),
-                "start_us": (ev["ts_ns"].to_numpy()[sel] + rt.clock_offset_ns - job.origin_ns) / 1e3,
-                "dur_us": ev["dur_ns"].to_numpy()[sel] / 1e3,
+                "start_us": view.us(v["ts"][sel] + v.clock_offset - origin),
+                "dur_us": view.us(v["dur"][sel]),
             }
         ).sort_values(["step", "name", "start_us"], kind="stable")
         d["occurrence"] = d.groupby(["step", "name"], sort=False).cumcount().to_numpy()
@@ -396,7 +355,7 @@ def collective_waits(job, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     srt = d.sort_values(key + ["dur_us", "start_us", "rank"], ascending=[True, True, True, True, False, True], kind="stable")
     last = srt.groupby(key, sort=False).head(1).set_index(key)["rank"]
     d["last_arrival"] = last.reindex(pd.MultiIndex.from_frame(d[key])).to_numpy()
-    d["collective"] = job.strings.decode(d["name"].to_numpy())
+    d["collective"] = view.names(d["name"].to_numpy())
     out = d[cols].sort_values(["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True)
     out["step"] = out["step"].astype(np.int64)
     out["occurrence"] = out["occurrence"].astype(np.int64)
@@ -405,7 +364,8 @@ def collective_waits(job, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     return out
 
 
-def straggler_report(job, ranks: Sequence[int] | None = None, waits: pd.DataFrame | None = None) -> pd.DataFrame:
+def straggler_report(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
+                     waits: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per step and rank: time spent waiting in collectives, and time the others waited for it.
 
     Returns:
@@ -416,7 +376,7 @@ def straggler_report(job, ranks: Sequence[int] | None = None, waits: pd.DataFram
         ``waited_for_us`` of the step; ``worst_collective`` is the collective in
         which the others waited longest for this rank (empty when none).
     """
-    w = collective_waits(job, ranks) if waits is None else waits
+    w = collective_waits(source, rules=rules, ranks=ranks) if waits is None else waits
     cols = ["step", "rank", "collectives", "wait_us", "waited_for_us", "straggler", "worst_collective", "worst_collective_wait_us"]
     if w.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
@@ -438,14 +398,14 @@ def straggler_report(job, ranks: Sequence[int] | None = None, waits: pd.DataFram
     return out[cols]
 
 
-def straggler_summary(job, report: pd.DataFrame | None = None) -> pd.DataFrame:
+def straggler_summary(source, *, rules: RuleSet | None = None, report: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per rank over all steps: how often it was the straggler and how long others waited for it.
 
     Returns:
         ``rank, steps_as_straggler, waited_for_us, wait_us`` sorted by
         ``waited_for_us`` descending (ties: rank).
     """
-    rep = straggler_report(job) if report is None else report
+    rep = straggler_report(source, rules=rules) if report is None else report
     cols = ["rank", "steps_as_straggler", "waited_for_us", "wait_us"]
     if rep.empty:
         return pd.DataFrame({c: pd.Series([], dtype=np.float64) for c in cols})
@@ -454,15 +414,3 @@ def straggler_summary(job, report: pd.DataFrame | None = None) -> pd.DataFrame:
     ).reset_index()
     s["steps_as_straggler"] = s["steps_as_straggler"].astype(np.int64)
     return s.sort_values(["waited_for_us", "rank"], ascending=[False, True], kind="stable", ignore_index=True)[cols]
-
-
-def _step_numbers(frames, id_names):  # TRANSITIONAL
-    from holotrace.model.classify import hta_profiler_step_number
-
-    found = set()
-    for df in frames.values():
-        for i in pd.unique(np.asarray(df["name"])):
-            k = hta_profiler_step_number(id_names[int(i)]) if i >= 0 else -1
-            if k >= 0:
-                found.add(k)
-    return sorted(found)

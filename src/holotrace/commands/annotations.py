@@ -21,6 +21,8 @@ from holotrace.analysis import annotations as _anno
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
+from holotrace.model.classify import NATIVE
+from holotrace.model.view import job_view
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
@@ -57,8 +59,9 @@ def build_report(job, *, cpu: bool = False, top: int = 15) -> Report:
               f"source  {'gpu_user_annotation (GPU timeline)' if gpu else 'user_annotation (CPU timeline)'}"]
     if not cpu and not has_gpu:
         header.append("note    the trace has no GPU-timeline annotations; using the CPU ranges")
-    times = _anno.annotation_time(job, gpu=gpu)
-    kt = _anno.kernel_time_by_annotation(job, gpu=gpu)
+    view = job_view(job, NATIVE)
+    times = _anno.annotation_time(view, rules=NATIVE, gpu=gpu)
+    kt = _anno.kernel_time_by_annotation(view, rules=NATIVE, gpu=gpu)
     shown_t = pd.DataFrame({
         "rank": times["rank"].to_numpy(),
         "annotation": times["name"].to_numpy(),

@@ -20,8 +20,10 @@ from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
+from holotrace.model.classify import NATIVE
+from holotrace.model.view import job_view
 
-__all__ = ["COMMAND", "add_arguments", "build_report", "hta_candidates", "run", "summary_lines"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run", "summary_lines"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,22 +50,12 @@ COMMAND = Command(
 )
 
 
-def hta_candidates(job, k: int = 2) -> list[int]:
-    """HTA's late-start candidates over every step (rule-table communication kernels; [] when undecidable)."""
-    from holotrace.model.hta_view import hta_frame
-
-    frames = {r: hta_frame(job, r, True, lean=True) for r in job.ranks}
-    try:
-        return _strag.hta_potential_stragglers(frames, None, k)
-    except ValueError:
-        return []
-
-
 def build_report(job, *, candidates: int = 2) -> Report:
     """Collective waits per step and rank, the stragglers, and HTA's candidates (pure)."""
-    waits = _strag.collective_waits(job)
-    rep = _strag.straggler_report(job, waits=waits)
-    summ = _strag.straggler_summary(job, report=rep)
+    view = job_view(job, NATIVE)
+    waits = _strag.collective_waits(view, rules=NATIVE)
+    rep = _strag.straggler_report(view, rules=NATIVE, waits=waits)
+    summ = _strag.straggler_summary(view, rules=NATIVE, report=rep)
     header = [f"job     {job.path}", f"ranks   {len(job.ranks)}"]
     sections = []
     if len(job.ranks) < 2:
@@ -94,7 +86,7 @@ def build_report(job, *, candidates: int = 2) -> Report:
         sections.append(Section("stragglers_by_step", "Straggler per step (evidence: the collective waited on most)",
                                 per_step, max_rows=20, digits={"others waited ms": 3, "its wait ms": 3},
                                 notes=["step -1 = collectives outside any ProfilerStep"]))
-    cand = hta_candidates(job, candidates) if len(job.ranks) >= 2 else []
+    cand = _strag.potential_stragglers(view, rules=NATIVE, num_candidates=candidates) if len(job.ranks) >= 2 else []
     header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
     meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
@@ -106,10 +98,11 @@ def summary_lines(job) -> list[str]:
     """The straggler line(s) for ``holotrace summary``."""
     if len(job.ranks) < 2:
         return ["stragglers: one rank, nothing to compare"]
-    rep = _strag.straggler_report(job)
+    view = job_view(job, NATIVE)
+    rep = _strag.straggler_report(view, rules=NATIVE)
     if rep.empty:
         return ["stragglers: no communication kernel occurs on two or more ranks"]
-    summ = _strag.straggler_summary(job, report=rep)
+    summ = _strag.straggler_summary(view, rules=NATIVE, report=rep)
     top = summ.iloc[0]
     if top["waited_for_us"] <= 0:
         return ["stragglers: none (collectives take the same time on every rank)"]

@@ -440,13 +440,18 @@ class TraceAnalysis:
         Raises:
             ValueError: ``profiler_steps`` names no available step.
         """
-        compat = self._rules(hta_compat).hta_quirks
-        symtab = _strag.SymbolTableView(self.job.strings.table) if straggler_identification_impl else None
-        out = _strag.hta_potential_stragglers(
-            self._frames(), profiler_steps, num_candidates, hta_compat=compat,
-            scorer=straggler_identification_impl, symbol_table=symtab, id_names=self.job.strings.table,
-            columns=self._columns(),
-        )
+        def hta_scorer(steps):  # HTA's scorer reads every rank's table, cut to the steps, stacked
+            parts = []
+            for r in self.view.ranks:
+                t = self._table(r, args=False)
+                t = t.assign(iteration=0) if steps is None else t[np.isin(t["iteration"].to_numpy(), steps)]
+                parts.append(t.assign(rank=np.int64(r)))
+            symbols = _strag.SymbolTableView(self.job.strings.table)
+            return straggler_identification_impl(pd.concat(parts, ignore_index=True), symbols, max(int(num_candidates), 1), False)
+
+        out = _strag.potential_stragglers(self.view, rules=self._rules(hta_compat), profiler_steps=profiler_steps,
+                                          num_candidates=num_candidates,
+                                          scorer=hta_scorer if straggler_identification_impl else None)
         if visualize:
             self._figures(lambda p: p.straggler_figures(out))
         return out
