@@ -7,7 +7,8 @@ from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
-from holotrace.analysis.aten_ops import enclosing_interval
+from holotrace.analysis.aten_ops import aten_op_kernels, enclosing_interval
+from holotrace.model.classify import HTA, NATIVE, is_aten_launch
 
 COLUMNS = ["aten_op_name", "kernel_sequence", "occurrence_count", "avg_aten_op_launch_delay", "avg_runtime_delay"]
 
@@ -112,3 +113,48 @@ def test_enclosing_interval_picks_latest_start_first_row_on_ties():
     th = np.array([1, 0, 0, 0])
     got = enclosing_interval(th, op_ts, op_end, np.array([1, 1, 0, 0, 0]), q_ts, q_end)
     assert got.tolist() == [0, 0, 2, -1, 1]
+
+
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>>()"
+
+
+def _zero_fill_trace(fill_first: bool) -> TraceBuilder:
+    """Three steps, each: aten::zero_ [b+10.2, +6.6) ⊃ aten::fill_ [b+10.45, +6.2) ⊃ cudaLaunchKernel
+    [b+11.3, +3.1) → FillFunctor [b+40.5, +2.25). HTA rounds starts up: both operators start at b+11 µs."""
+    tb = TraceBuilder(rank=0)
+    for step in range(3):
+        b = 1000.0 + 100 * step
+        tb.annotation(f"ProfilerStep#{step + 1}", b + 0.1, 90)
+        ops = [("aten::zero_", b + 10.2, 6.6), ("aten::fill_", b + 10.45, 6.2)]
+        for name, ts, dur in (ops[::-1] if fill_first else ops):
+            tb.cpu_op(name, ts, dur)
+        tb.launch_kernel(FILL, b + 11.3, 3.1, b + 40.5, 2.25)
+    return tb
+
+
+def test_rounded_start_tie_goes_to_the_first_operator_in_table_order(tmp_path):
+    # spec 23 §2.1: the covering aten:: op with the largest ts; on equal ts HTA takes the first row.
+    # Checked against HTA 0.6.1 on these two traces: zero_ written first → aten::zero_, fill_ first → aten::fill_.
+    for fill_first, op in ((False, "aten::zero_"), (True, "aten::fill_")):
+        ta = _load(tmp_path / str(fill_first), _zero_fill_trace(fill_first))
+        got = ta.get_aten_op_kernels_and_delay(hta_compat=True)[0]
+        # the last step is dropped: 2 instances; delays on HTA's rounded µs (launch 1012 - op 1011; kernel 1041 - 1012)
+        assert got.values.tolist() == [[op, FILL, 2, 1.0, 29.0]]
+        # holotrace's rules read exact ns: fill_ starts 0.25 µs after zero_, so it is the innermost
+        native = aten_op_kernels(ta.job)[0]
+        assert native.values.tolist() == [["aten::fill_", FILL, 3, 0.85, 29.2]]
+
+
+def test_operators_of_any_category_count(tmp_path):
+    tb = TraceBuilder(rank=0)
+    tb.cpu_op("aten::mm", 0, 100, cat="user_annotation")
+    tb.launch_kernel("gemm", 10, 5, 40, 5)
+    ta = _load(tmp_path, tb)
+    assert ta.get_aten_op_kernels_and_delay(hta_compat=True)[0].values.tolist() == [["aten::mm", "gemm", 1, 10.0, 30.0]]
+    assert aten_op_kernels(ta.job)[0].values.tolist() == [["aten::mm", "gemm", 1, 10.0, 30.0]]
+
+
+def test_launch_names_are_matched_at_the_start():
+    assert is_aten_launch("cudaLaunchKernelExC", HTA) and is_aten_launch("cuLaunchKernelEx", HTA)
+    assert not is_aten_launch("hipLaunchKernel", HTA) and is_aten_launch("hipLaunchKernel", NATIVE)
+    assert not is_aten_launch("xcudaLaunchKernel", HTA) and not is_aten_launch("cudaMemcpyAsync", NATIVE)

@@ -104,3 +104,24 @@ def test_cpu_only_trace_is_empty_not_an_error(tmp_path):
     df = TraceAnalysis(job=job).get_cuda_kernel_launch_stats()[0]
     assert df.empty and list(df.columns[:4]) == ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
     assert summary_lines(job) == ["launch delay: no launch call paired with GPU work"]
+
+
+def test_pairing_rule_comes_from_the_rule_set(tmp_path):
+    # spec 23 §1.3: HTA's CPU side is every stream -1 row sharing a launch's correlation, so a cuda_sync
+    # record with that correlation adds a pair; the strict pairing takes the launch call only
+    from holotrace.model.classify import HTA, HTA_FIXED
+    from holotrace.model.view import job_view
+
+    tb = _trace()
+    cpu, _ = tb.launch_kernel("k_sync", 600, 4, 610, 10)
+    tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": tb.pid, "tid": 1, "ts": 620, "dur": 3,
+            "args": {"correlation": cpu["args"]["correlation"], "stream": -1}})
+    job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
+    view = job_view(job, HTA)
+    hta = launches.launch_stats(view, rules=HTA)[0]
+    fixed = launches.launch_stats(view, rules=HTA_FIXED)[0]
+    k = cpu["args"]["correlation"]
+    assert hta.loc[hta["correlation"] == k, ["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
+        [4, 10, 6], [3, 10, 0]]
+    assert fixed.loc[fixed["correlation"] == k, ["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
+        [4, 10, 6]]
