@@ -14,10 +14,10 @@ reference loops over every (operation, annotation) pair in Python:
 from __future__ import annotations
 
 import numpy as np
+from _profiles import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from _profiles import examples
 from holotrace.analysis.annotations import assign_annotations
 
 
@@ -51,7 +51,7 @@ def rows(draw, max_size: int):
 
 
 def _run(k, a, zero_length):
-    arr = lambda xs, i, t: np.array([x[i] for x in xs], dtype=t)  # noqa: E731
+    arr = lambda xs, i, t: np.array([x[i] for x in xs], dtype=t)
     return assign_annotations(arr(k, 0, np.int64), arr(k, 1, np.float64), arr(k, 2, np.float64),
                               arr(a, 0, np.int64), arr(a, 1, np.float64), arr(a, 2, np.float64),
                               zero_length=zero_length).tolist()
