@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from pathlib import Path
@@ -30,13 +31,16 @@ def open_stream(path: Path):
     return fh, magic == b"\x1f\x8b"
 
 
-def raw_bytes(path: Path, chunk: int, on_truncated: Optional[Callable[[], None]] = None) -> Iterator[bytes]:
+def raw_bytes(path: Path, chunk: int, on_truncated: Optional[Callable[[], None]] = None,
+              is_gzip: Optional[list] = None) -> Iterator[bytes]:
     """Yield the (decompressed) bytes of a file in chunks of about ``chunk`` bytes.
 
     A gzip stream that ends early yields what could be decompressed and calls ``on_truncated``
     (without it, raises :class:`TraceReadError`).
     """
     fh, gz = open_stream(path)
+    if is_gzip is not None:
+        is_gzip[0] = gz
     with fh:
         if not gz:
             while True:
@@ -124,16 +128,65 @@ def pieces(first: bytes, stream: Iterator[bytes], piece_bytes: int, on_bytes: Ca
     The last piece holds the end of the event list and whatever follows it. A cut that falls inside a
     string leaves its piece unfinished; the scanner reports that, and the caller joins it to the next.
     """
-    rest = bytearray(first)
+    chunks = [first]
+    size = len(first)
     for b in stream:
         on_bytes(len(b))
-        rest += b
-        if len(rest) < piece_bytes:
+        chunks.append(b)
+        size += len(b)
+        if size < piece_bytes:
             continue
-        cut = find_split(rest, len(rest))
+        joined = b"".join(chunks)
+        cut = find_split(joined, len(joined))
         if cut <= 0:
+            chunks, size = [joined], len(joined)
             continue
-        piece = bytes(rest[:cut])
-        del rest[: cut + 1]
-        yield piece, False
-    yield bytes(rest), True
+        yield memoryview(joined)[:cut], False
+        rest = joined[cut + 1:]
+        chunks, size = [rest], len(rest)
+    yield b"".join(chunks), True
+
+
+def find_split_forward(buf, start: int = 0) -> int:
+    """Index of the first ``,`` at or after ``start`` between ``}`` and ``{``, or -1."""
+    pos = start
+    n = len(buf)
+    while True:
+        c = buf.find(b",", pos)
+        if c < 0:
+            return -1
+        j = c + 1
+        while j < n and buf[j] in _WS:
+            j += 1
+        i = c - 1
+        while i >= 0 and buf[i] in _WS:
+            i -= 1
+        if j < n and buf[j] == 0x7B and i >= 0 and buf[i] == 0x7D:
+            return c
+        pos = c + 1
+
+
+def range_cuts(fd: int, start: int, size: int, piece_bytes: int) -> list[tuple[int, int]]:
+    """Byte ranges [a, b) of a plain file, from ``start`` to its end, cut before event-boundary commas.
+
+    Only small windows around each cut are read here; the pieces themselves are read by whoever
+    scans them. The last range runs to the end of the file.
+    """
+    out = []
+    a = start
+    window = min(1 << 18, max(4096, piece_bytes))
+    while size - a > piece_bytes + piece_bytes // 2:
+        target = a + piece_bytes
+        k = -1
+        while target < size:
+            w = os.pread(fd, window, target)
+            k = find_split_forward(w)
+            if k >= 0 or len(w) < window:
+                break
+            target += len(w) - 64  # windows overlap: a boundary across two is still seen
+        if k < 0:
+            break
+        out.append((a, target + k))
+        a = target + k + 1
+    out.append((a, size))
+    return out

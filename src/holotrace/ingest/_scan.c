@@ -9,6 +9,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include "_scan_util.h"
 
 enum { K_INT = 0, K_LABEL, K_FLOAT, K_STR, K_RAW, K_TEXT, K_RAWINT, K_QUIET };

@@ -1,6 +1,50 @@
 /* Python interface of the scanner; included by _scan_event.h. */
 
-static PyObject *ba(const Buf *b) { return PyByteArray_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n); }
+/* A column buffer handed to Python without a copy: it owns the malloc'd memory of a Buf. */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t n;
+} CBuf;
+
+static int CBuf_getbuffer(CBuf *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (char *)"", self->n, 0, flags);
+}
+
+static void CBuf_dealloc(CBuf *self) {
+    free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t CBuf_len(CBuf *self) { return self->n; }
+
+static PyBufferProcs CBuf_as_buffer = {.bf_getbuffer = (getbufferproc)CBuf_getbuffer};
+static PySequenceMethods CBuf_seq = {.sq_length = (lenfunc)CBuf_len};
+
+static PyTypeObject CBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "holotrace.ingest._scan.Column",
+    .tp_basicsize = sizeof(CBuf),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)CBuf_dealloc,
+    .tp_as_buffer = &CBuf_as_buffer,
+    .tp_as_sequence = &CBuf_seq,
+    .tp_doc = "Bytes of one column (buffer protocol, writable)",
+};
+
+/* move a Buf into a Python object (the Buf is left empty) */
+static PyObject *ba(Buf *b) {
+    CBuf *o = PyObject_New(CBuf, &CBufType);
+    if (!o) return NULL;
+    if (b->n < b->cap && b->n > 0) { /* give back what the doubling left unused */
+        char *q = (char *)realloc(b->p, b->n);
+        if (q) b->p = q;
+    }
+    o->p = b->p;
+    o->n = (Py_ssize_t)b->n;
+    b->p = NULL;
+    b->n = b->cap = 0;
+    return (PyObject *)o;
+}
 
 static int put(PyObject *d, const char *k, PyObject *v) {
     if (!v) return -1;
@@ -204,7 +248,27 @@ static PyTypeObject InternerType = {
     .tp_doc = "A string table shared by the pieces of a file",
 };
 
+static PyObject *py_trim(PyObject *self, PyObject *a) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    Py_RETURN_NONE;
+}
+
+/* Big buffers (pieces, columns) come and go many times per file: a fixed mmap threshold gives
+ * each back to the system when freed, instead of leaving the heap fragmented at its peak. */
+static PyObject *py_tune(PyObject *self, PyObject *a) {
+    int bytes;
+    if (!PyArg_ParseTuple(a, "i", &bytes)) return NULL;
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, bytes);
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"tune_malloc", py_tune, METH_VARARGS, "tune_malloc(mmap_threshold_bytes) (glibc)"},
+    {"trim", py_trim, METH_NOARGS, "return freed heap memory to the system (glibc)"},
     {"scan", py_scan, METH_VARARGS, "scan(piece: bytes, spans: bool = False) -> dict of column buffers"},
     {"configure", py_configure, METH_VARARGS, "configure(keys, kinds, defaults): the args that become columns"},
     {NULL}};
@@ -212,7 +276,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_scan", "Columnar scanner of Kineto trace events", -1, methods};
 
 PyMODINIT_FUNC PyInit__scan(void) {
-    if (PyType_Ready(&InternerType) < 0) return NULL;
+    if (PyType_Ready(&InternerType) < 0 || PyType_Ready(&CBufType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&InternerType);

@@ -184,13 +184,13 @@ def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, 
                     counts[j] = counts.get(j, 0) + 1
         for j, cnt in counts.items():
             s, length = r["bad_ex"].get(j, (0, 0))
-            out.bad[ARG_SPECS[j].column] = (cnt, piece[s:s + length].decode("utf-8", "replace"), ARG_SPECS[j].default)
+            out.bad[ARG_SPECS[j].column] = (cnt, bytes(piece[s:s + length]).decode("utf-8", "replace"), ARG_SPECS[j].default)
     if not keep.all():
         cols = {k: v[keep] for k, v in cols.items()}
     out.tables["events"] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
     if all_args:
         spans = np.frombuffer(r["spans"], dtype=np.int64).reshape(-1, 2)[ev][keep]
-        out.raw_args = [piece[s:e].decode("utf-8", "replace") if s >= 0 else None for s, e in spans.tolist()]
+        out.raw_args = [bytes(piece[s:e]).decode("utf-8", "replace") if s >= 0 else None for s, e in spans.tolist()]
 
 
 def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, base) -> None:

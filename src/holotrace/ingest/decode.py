@@ -13,6 +13,7 @@ decoding is done.
 from __future__ import annotations
 
 import json
+import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import numpy as np
 from holotrace.errors import TraceEventError, TraceFormatError, TraceReadError
 from holotrace.ingest import _scan
 from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (used by callers of this module)
-from holotrace.ingest._read import pieces, raw_bytes
+from holotrace.ingest._read import pieces, range_cuts, raw_bytes
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.ingest.columns import ARGS_BY_CATEGORY, column_name, compact_ints, concatenate, piece_tables  # noqa: F401
 
@@ -70,7 +71,7 @@ class DecodedFile:
     bytes_read: int = 0
 
 
-def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None):
+def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None, is_gzip: Optional[list] = None):
     """Yield the (decompressed) bytes of a file in chunks.
 
     A gzip stream that ends early yields what could be decompressed and adds a
@@ -79,7 +80,7 @@ def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = 
     def truncated() -> None:
         problems.append(Problem("truncated_gzip", "error", "gzip stream ends early: the file was cut; only the part before the cut was read"))
 
-    return raw_bytes(Path(path), chunk, truncated if problems is not None else None)
+    return raw_bytes(Path(path), chunk, truncated if problems is not None else None, is_gzip)
 
 
 # --------------------------------------------------------------------------- the tables of a file
@@ -100,13 +101,14 @@ class _Tables:
         self.all_args = all_args
         self.raw_args: Optional[list] = [] if all_args else None
         self.n = 0
+        self.on_bytes = None
 
     def add(self, r: dict, piece: bytes) -> None:
         n = r["n"]
         if "overflow" in r:
             j, start, length = r["overflow"]
             name = column_name(j)
-            raise TraceEventError(f"integer {piece[start:start + length].decode('ascii', 'replace')} in '{name}' does not fit in 64 bits",
+            raise TraceEventError(f"integer {bytes(piece[start:start + length]).decode('ascii', 'replace')} in '{name}' does not fit in 64 bits",
                                   path=self.path, fix="the file is damaged or not written by the PyTorch profiler")
         self.nonstd = self.nonstd or r["nonstd"]
         if not n:
@@ -162,7 +164,8 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     p = Path(path)
     spath = str(p)
     problems: list[Problem] = []
-    stream = iter_bytes(p, chunk_bytes, problems)
+    gz = [False]
+    stream = iter_bytes(p, chunk_bytes, problems, gz)
     total = [0]
 
     def count(k: int) -> None:
@@ -205,11 +208,25 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
             meta = _decode_meta(head_text + b"}")
         except (msgspec.DecodeError, ValueError) as e:
             raise _json_error(spath, e) from None
-    first = bytes(buf[header_end:])
-    del buf
     # 2. scan the pieces, in order
     tables = _Tables(spath, all_args)
-    state, tail = _scan_pieces(pieces(first, stream, max(1, chunk_bytes), count), tables, max(1, workers), all_args)
+    tables.on_bytes = on_bytes
+    fd = -1
+    try:
+        if not gz[0]:  # plain file: the scanning threads read their own byte ranges
+            stream.close()
+            fd = os.open(spath, os.O_RDONLY)
+            size = os.fstat(fd).st_size
+            seen = total[0]
+            total[0] = size
+            items = _range_items(fd, range_cuts(fd, header_end, size, max(1, chunk_bytes)), seen, on_bytes)
+        else:
+            items = ((_const(pc), last, 0) for pc, last in pieces(bytes(buf[header_end:]), stream, max(1, chunk_bytes), count))
+        del buf
+        state, tail = _scan_pieces(items, tables, max(1, workers), all_args)
+    finally:
+        if fd >= 0:
+            os.close(fd)
     # 3. what follows the event list
     complete = False
     if state == "end":
@@ -225,6 +242,8 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     if tables.nonstd:
         problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
     out = tables.finish()
+    del tables.parts
+    _scan.trim()  # the pieces' buffers are gone: give their memory back
     phase_counts = tables.phase_counts()
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
@@ -236,36 +255,54 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
                        raw_args=tables.raw_args, format=fmt, bytes_read=total[0])
 
 
-def _scan_pieces(gen, tables: _Tables, workers: int, all_args: bool) -> tuple[str, bytes]:
-    """Scan pieces (on ``workers`` threads) and add them in file order.
+def _const(piece):
+    return lambda: piece
 
-    Returns ("end", bytes after the event list's ``]``) or ("cut", b"") when the list ends early
-    or is damaged: the events before the damage are kept.
+
+def _range_items(fd: int, cuts: list, seen: int, on_bytes):
+    """(read the piece, is last, bytes it adds to the progress) for each byte range of a plain file."""
+    for i, (a, b) in enumerate(cuts):
+        new = max(0, b - max(a, seen))
+        yield (lambda a=a, b=b: os.pread(fd, b - a, a)), i == len(cuts) - 1, new if on_bytes else 0
+
+
+def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[str, bytes]:
+    """Read and scan pieces (on ``workers`` threads) and add them to the tables in file order.
+
+    ``items`` yields (function returning the piece's bytes, is last, progress bytes). Returns
+    ("end", bytes after the event list's ``]``) or ("cut", b"") when the list ends early or is
+    damaged: the events before the damage are kept.
     """
     ex = ThreadPoolExecutor(workers) if workers > 1 else None
     window: deque = deque()
-    carry: Optional[bytes] = None
+    carry = None
     state: Optional[str] = None
-    tail: list[bytes] = []
+    tail: list = []
 
-    def handle(piece: bytes, last: bool, fut) -> None:
+    def work(get):
+        piece = get()
+        return piece, _scan.scan(piece, all_args)
+
+    def handle(get, last: bool, fut, progress: int) -> None:
         nonlocal carry, state
         if state == "end":
-            tail.append(piece)
+            tail.append(fut.result()[0] if fut is not None else get())
             return
         if state is not None:
             return
         if carry is not None:  # the previous cut fell inside a string: scan both as one piece
-            piece = carry + b"," + piece
+            piece = b"".join((carry, b",", fut.result()[0] if fut is not None else get()))
             carry = None
             r = _scan.scan(piece, all_args)
         else:
-            r = fut.result() if fut is not None else _scan.scan(piece, all_args)
+            piece, r = fut.result() if fut is not None else work(get)
         st = r["status"]
         if st == ST_TRUNC and not last:
             carry = piece
             return
         tables.add(r, piece)
+        if progress and tables.on_bytes is not None:
+            tables.on_bytes(progress)
         if st == ST_END:
             state = "end"
             tail.append(piece[r["end"] + 1:])
@@ -273,11 +310,8 @@ def _scan_pieces(gen, tables: _Tables, workers: int, all_args: bool) -> tuple[st
             state = "cut"
 
     try:
-        for piece, last in gen:
-            if state is None and ex is not None and carry is None:
-                window.append((piece, last, ex.submit(_scan.scan, piece, all_args)))
-            else:
-                window.append((piece, last, None))
+        for get, last, progress in items:
+            window.append((get, last, ex.submit(work, get) if ex is not None and state is None else None, progress))
             while window and (ex is None or len(window) > workers + 1 or last):
                 handle(*window.popleft())
         while window:
@@ -292,7 +326,7 @@ def _scan_pieces(gen, tables: _Tables, workers: int, all_args: bool) -> tuple[st
 
 def _tail_meta(tail: bytes, fmt: str) -> tuple[dict, bool]:
     """Metadata written after the event list; (meta, the document closes properly)."""
-    t = tail.strip()
+    t = bytes(tail).strip()
     if fmt == "array":
         return {}, t == b""
     if t.startswith(b"}"):
