@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
+import holotrace
+from holotrace import TraceAnalysis
 from holotrace.analysis import idle
+from holotrace.model.classify import HTA, HTA_FIXED
+from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
 from _core_traces import GEMM, load
+
+IDLE_COLUMNS = ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
+STATS_COLUMNS = ["rank", "stream", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]
 
 
 def idle_trace() -> TraceBuilder:
@@ -31,7 +40,7 @@ def idle_trace() -> TraceBuilder:
 def test_hta_facade_by_hand(tmp_path):
     _, ta = load(idle_trace(), tmp_path)
     df, stats = ta.get_idle_time_breakdown(show_idle_interval_stats=True)
-    assert list(df.columns) == idle.HTA_COLUMNS
+    assert list(df.columns) == IDLE_COLUMNS
     # streams in order of first appearance; the single-kernel stream gets one 'other' row of 0 and NaN ratio
     assert df[["rank", "stream", "idle_category", "idle_time"]].values.tolist() == [
         [0, 20, "other", 0.0],
@@ -40,7 +49,7 @@ def test_hta_facade_by_hand(tmp_path):
     assert np.isnan(df["idle_time_ratio"].iloc[0])
     assert df["idle_time_ratio"].iloc[1:].tolist() == [0.4, 0.04, 0.56]
     assert list(df.index) == [0, 1, 2, 3]
-    assert stats.index.name == "idle_category" and list(stats.columns) == idle.HTA_STATS_COLUMNS
+    assert stats.index.name == "idle_category" and list(stats.columns) == STATS_COLUMNS
     assert list(stats.index) == ["other", "host_wait", "kernel_wait", "other"]
     assert stats["count"].tolist() == [0.0, 1.0, 1.0, 1.0]  # the first kernel's missing gap is not counted
     assert stats.iloc[3][["mean", "min", "50%", "max"]].tolist() == [70.0, 70.0, 70.0, 70.0]
@@ -55,8 +64,21 @@ def test_native_by_hand(tmp_path):
     ]
     assert df["idle_ratio"].tolist() == [0.4, 0.04, 0.56, 0.0, 0.0, 0.0]
     st = idle.idle_interval_stats(job)
-    assert st[["stream", "idle_category", "count", "mean_us"]].values.tolist() == [
-        [7, "host_wait", 1, 50.0], [7, "kernel_wait", 1, 5.0], [7, "other", 1, 70.0]]
+    assert st[["stream", "idle_category", "count"]].values.tolist() == [
+        [7, "host_wait", 1], [7, "kernel_wait", 1], [7, "other", 1], [20, "other", 0]]
+    assert st["mean_us"].tolist()[:3] == [50.0, 5.0, 70.0] and np.isnan(st["mean_us"].iloc[3])
+    assert df["operations"].tolist() == [1, 1, 2, 0, 0, 1]  # a stream's first operation counts under other
+
+
+def test_facade_is_the_analysis_under_hta_rules(tmp_path):
+    """The facade's frame is idle_breakdown on HTA's view, with the categories that occur, rounded."""
+    job, ta = load(idle_trace(), tmp_path)
+    b = idle.idle_breakdown(job_view(job, HTA), rules=HTA_FIXED)
+    assert b["stream"].tolist() == [20] * 3 + [7] * 3  # HTA's order: first appearance
+    assert b["idle_us"].tolist() == [0.0, 0.0, 0.0, 50.0, 5.0, 70.0]
+    assert np.isnan(b["idle_ratio"].iloc[:3]).all()  # HTA: a stream that never idles has no ratio
+    df, _ = ta.get_idle_time_breakdown()
+    assert len(df) == int((b["operations"] > 0).sum()) == 4
 
 
 def test_consecutive_kernel_delay_zero_moves_kernel_wait_to_other(tmp_path):
@@ -72,7 +94,7 @@ def test_streams_argument_and_unknown_streams(tmp_path):
     df, _ = ta.get_idle_time_breakdown(streams=[7, 999])
     assert df["stream"].tolist() == [7, 7, 7]
     empty, stats = ta.get_idle_time_breakdown(streams=[999], show_idle_interval_stats=True)
-    assert empty.empty and list(empty.columns) == idle.HTA_COLUMNS and stats.empty
+    assert empty.empty and list(empty.columns) == IDLE_COLUMNS and stats.empty
 
 
 def test_overlapping_kernels_on_one_stream(tmp_path):
@@ -96,19 +118,29 @@ def test_rank_without_kernels_and_unknown_rank(tmp_path):
     tb.cpu_op("aten::add", 0, 10)
     job, ta = load(tb, tmp_path)
     df, stats = ta.get_idle_time_breakdown(show_idle_interval_stats=True)  # HTA: ValueError
-    assert df.empty and stats.empty and list(df.columns) == idle.HTA_COLUMNS
+    assert df.empty and stats.empty and list(df.columns) == IDLE_COLUMNS
     assert idle.idle_breakdown(job).empty and idle.idle_interval_stats(job).empty
     with pytest.raises(RankNotFoundError, match="rank 4"):
         ta.get_idle_time_breakdown(ranks=[4])
 
 
-def test_index_zero_quirk_is_opt_in():
-    """HTA looks up index_correlation 0 as the event with index 0 (spec 21 §5, FIX); opt-in reproduces it."""
-    frame = pd.DataFrame({
-        "index": [0, 1, 2], "ts": [500, 0, 100], "dur": [10.0, 10.0, 10.0], "stream": [-1, 7, 7],
-        "index_correlation": [-1, 0, 0], "s_cat": ["user_annotation", "kernel", "kernel"],
-    })
-    fixed, _ = idle.hta_idle_time_breakdown({0: frame})
+def test_index_zero_quirk_is_opt_in(tmp_path):
+    """HTA looks up index_correlation 0 as the event with index 0 (spec 21 §5, FIX); hta_compat reproduces it.
+
+    Index 0 is an annotation at 500 µs; two kernels on stream 7 carry correlations without launches.
+    """
+    tb = TraceBuilder(rank=0)
+    tb.annotation("step", 500, 10)
+    tb.gpu(GEMM, 0, 10, stream=7, correlation=5)
+    tb.gpu(GEMM, 100, 10, stream=7, correlation=6)
+    doc = tb.document()
+    doc["traceEvents"] = tb.events  # no metadata first: the annotation is event 0
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    job = holotrace.load(path, cache=False)
+    fixed, _ = TraceAnalysis(job=job).get_idle_time_breakdown()
     assert fixed[["idle_category", "idle_time"]].values.tolist() == [["other", 90.0]]
-    quirk, _ = idle.hta_idle_time_breakdown({0: frame}, index_zero_quirk=True)
+    quirk, _ = TraceAnalysis(job=job).get_idle_time_breakdown(hta_compat=True)
     assert quirk[["idle_category", "idle_time"]].values.tolist() == [["host_wait", 90.0], ["other", 0.0]]
+    assert TraceAnalysis(job=job, hta_compat=True).get_idle_time_breakdown()[0].equals(quirk)
+    assert idle.idle_breakdown(job)["idle_us"].tolist() == [0.0, 0.0, 90.0]  # holotrace's rules: no quirk

@@ -6,9 +6,19 @@ import numpy as np
 import pytest
 
 from holotrace.analysis import kernels
-from holotrace.analysis.topk import OTHERS, top_k, top_k_hta
+from holotrace.analysis.topk import OTHERS, top_k
+from holotrace.model.classify import HTA, HTA_FIXED
+from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
 from _core_traces import GEMM, MEMCPY, NCCL, OTHER, RELU, load, mixed_trace
+
+KERNEL_COLUMNS = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"]
+HTA_STATS = ["name", "sum", "max", "min", "mean", "std"]
+
+
+def top_k_hta(*args, **kw):
+    """HTA's cut: the one top-k under HTA's rules, HTA's columns."""
+    return top_k(*args, rules=HTA, **kw)[HTA_STATS]
 
 # mixed_trace segments: [100,120) COMP 20 · [120,150) COMP+COMM 30 · [150,200) COMM 50 · [250,260) MEM 10 · [300,320) COMP 20
 
@@ -42,7 +52,7 @@ def test_kernel_df_each_type_and_row_order(tmp_path):
     tb.launch_kernel(OTHER, 55, 5, 500, 10)  # OTHER: in no kernel row
     job, ta = load(tb, tmp_path)
     _, kdf = ta.get_gpu_kernel_breakdown()
-    assert list(kdf.columns) == kernels.HTA_KERNEL_COLUMNS
+    assert list(kdf.columns) == KERNEL_COLUMNS
     assert kdf[["kernel_type", "name"]].values.tolist() == [
         ["COMMUNICATION", NCCL], ["COMPUTATION", RELU], ["COMPUTATION", GEMM], ["MEMORY", MEMCPY],
     ]  # (kernel_type, name, rank) in code-point order: "relu…" < "void …"
@@ -56,6 +66,13 @@ def test_kernel_df_each_type_and_row_order(tmp_path):
         ["COMPUTATION", GEMM, 2], ["COMPUTATION", RELU, 1], ["COMMUNICATION", NCCL, 1], ["MEMORY", MEMCPY, 1],
     ]
     assert OTHER not in set(stats["name"])
+    # the facade is the same analysis under HTA's rules (µs, HTA's rows), only shaped and sorted
+    hta = kernels.kernel_stats(job_view(job, HTA), duration_ratio=1.0)
+    assert hta[["name", "sum_us", "count"]].values.tolist() == [[GEMM, 80.0, 2], [RELU, 20.0, 1], [NCCL, 80.0, 1], [MEMCPY, 10.0, 1]]
+    # COMPUTATION alone 20 + 20 + 30 (the second gemm [400,430)), COMMUNICATION 50, both 30, MEMORY 10
+    t = kernels.type_breakdown(job_view(job, HTA_FIXED))
+    assert t[["kernel_type", "time_us"]].values.tolist() == [
+        ["COMPUTATION", 70.0], ["COMMUNICATION", 50.0], ["COMPUTATION overlapping COMMUNICATION", 30.0], ["MEMORY", 10.0]]
 
 
 def test_rank_distribution_exposes_the_slow_rank(tmp_path):
@@ -83,7 +100,7 @@ def test_no_kernels_gives_empty_frames_with_columns(tmp_path):
     job, ta = load(tb, tmp_path)
     types, kdf = ta.get_gpu_kernel_breakdown()
     assert types.empty and list(types.columns) == ["kernel_type", "sum", "percentage"]
-    assert kdf.empty and list(kdf.columns) == kernels.HTA_KERNEL_COLUMNS
+    assert kdf.empty and list(kdf.columns) == KERNEL_COLUMNS
     assert kernels.kernel_stats(job).empty and kernels.type_breakdown(job).empty
     assert kernels.rank_distribution(job).empty
 
@@ -107,6 +124,13 @@ def test_hta_topk_cuts_by_count(num_kernels, ratio, kept):
     o = out[out["name"] == OTHERS].iloc[0]
     assert (o["sum"], o["max"], o["min"], o["mean"]) == (sum(folded), max(folded), min(folded), np.mean(folded))
     assert o["std"] == pytest.approx(np.std(folded, ddof=1) if len(folded) > 1 else 0.0)
+
+
+def test_native_topk_counts_instances_and_names_under_both_rules():
+    out = top_k(NAMES, SUMS, num_kernels=5, duration_ratio=0.8, rules=HTA)
+    o = out[out["name"] == OTHERS].iloc[0]
+    assert (o["count"], o["num_names"]) == (7, 7)  # k05..k11 folded, one instance each
+    assert (out.loc[out["name"] != OTHERS, "num_names"] == 1).all()
 
 
 def test_hta_topk_without_folding_keeps_instance_stats():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from holotrace import TraceAnalysis
 from holotrace.analysis import steps, temporal
+from holotrace.model.classify import HTA
+from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
 from _core_traces import GEMM, load
 
@@ -50,7 +52,10 @@ def test_trace_without_profiler_steps(tmp_path):
 
 
 def test_hta_step_numbers_allow_spaces(tmp_path):
-    import pandas as pd
-
-    frame = pd.DataFrame({"s_name": ["ProfilerStep # 12", "ProfilerStep#7", "ProfilerStep#x", "aten::mm"]})
-    assert steps.hta_profiler_steps({0: frame}) == [7, 12]
+    tb = TraceBuilder(rank=0)
+    for i, name in enumerate(["ProfilerStep # 12", "ProfilerStep#7", "ProfilerStep#x", "aten::mm"]):
+        tb.annotation(name, 100 * i, 50)
+    job, ta = load(tb, tmp_path)
+    # one name matches HTA's last-step rule (^ProfilerStep#N): nothing is dropped
+    assert ta.get_profiler_steps() == [7, 12]
+    assert steps.profiler_steps(job_view(job, HTA)) == [7, 12] == steps.profiler_steps(job)

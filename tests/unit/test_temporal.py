@@ -26,7 +26,8 @@ def test_native_breakdown_by_hand(tmp_path):
 def test_hta_facade_by_hand(tmp_path):
     _, ta = load(mixed_trace(), tmp_path)
     df = ta.get_temporal_breakdown()
-    assert list(df.columns) == temporal.HTA_COLUMNS
+    assert list(df.columns) == ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
+                                "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
     assert df.iloc[0].tolist() == [0, 90.0, 70.0, 60.0, 220.0, 40.91, 31.82, 27.27]
     assert df["kernel_time(us)"].dtype == np.float64 and df["rank"].dtype == np.int64
 
@@ -77,18 +78,24 @@ def test_per_step_rows(tmp_path):
     assert df.iloc[1][["span_us", "compute_us"]].tolist() == [10, 10]
 
 
-def test_negative_durations_from_hta_rounding_do_not_fail():
-    """HTA's rounding leaves dur = −1 on sub-µs events and then fails an assertion; holotrace counts them as 0."""
-    import pandas as pd
+def _rounded(tmp_path, memset_dur: float):
+    """A fractional-µs trace: gemm [0,10) and a memset at 14.5 µs, which HTA rounds to start 15, end ⌊14.5+dur⌋."""
+    tb = TraceBuilder(rank=0)
+    tb.gpu(GEMM, 0.0, 10.0, stream=7)
+    tb.gpu("Memset (Device)", 14.5, memset_dur, stream=7, cat="gpu_memset")
+    return load(tb, tmp_path, name=f"r{memset_dur}")
 
-    frame = pd.DataFrame({"ts": [0, 15], "dur": [10.0, -1.0], "stream": [7, 7], "s_name": [GEMM, "Memset (Device)"]})
+
+def test_negative_durations_from_hta_rounding_do_not_fail(tmp_path):
+    """HTA's rounding leaves dur = −1 on sub-µs events and then fails an assertion; holotrace counts them as 0."""
     # HTA: groups [0,10) and [15,14) → span 14, busy 9, idle 5, compute 10, non-compute −1 → AssertionError.
     # holotrace: the memset is [15,15) → span 15, busy 10, idle 5, compute 10, non-compute 0
-    df = temporal.hta_temporal_breakdown({0: frame})
-    assert df.iloc[0, 1:5].tolist() == [5.0, 10.0, 0.0, 15.0]
-    # with well-formed durations the HTA computation is used unchanged
-    ok = frame.assign(dur=[10.0, 1.0])
-    assert temporal.hta_temporal_breakdown({0: ok}).iloc[0, 1:5].tolist() == [5.0, 10.0, 1.0, 16.0]
+    _, ta = _rounded(tmp_path, 0.3)
+    assert ta.view[0]["dur"].tolist() == [10.0, -1.0]
+    assert ta.get_temporal_breakdown().iloc[0, 1:5].tolist() == [5.0, 10.0, 0.0, 15.0]
+    # with well-formed durations (memset [15,16)) the computation is HTA's unchanged
+    _, ok = _rounded(tmp_path, 1.5)
+    assert ok.get_temporal_breakdown().iloc[0, 1:5].tolist() == [5.0, 10.0, 1.0, 16.0]
 
 
 def test_unknown_rank_is_a_typed_error(tmp_path):

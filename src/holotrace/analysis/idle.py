@@ -1,335 +1,249 @@
 """Idle-time breakdown per stream (spec 21).
 
-Idle time is measured per stream, between the stream's first and last GPU
-operation: every gap before an operation is put in one category:
+Idle time is measured per stream, between the stream's first and last GPU operation: every gap
+before an operation is put in one category:
 
-* ``host_wait``  — the CPU had not yet started the launch call of the
-  operation when the stream became free (launch start > previous end);
-* ``kernel_wait`` — otherwise, a gap below ``consecutive_kernel_delay`` µs
-  (launch overhead between back-to-back kernels);
-* ``other``       — every other gap.
+* ``host_wait``  — the CPU had not yet started the launch call of the operation when the stream
+  became free (launch start > previous end);
+* ``kernel_wait`` — otherwise, a gap below ``consecutive_kernel_delay_us`` (launch overhead between
+  back-to-back kernels);
+* ``other``       — every other gap (and the stream's first operation, which has no gap).
 
-:func:`idle_breakdown` / :func:`idle_interval_stats` are holotrace's API:
-gaps are measured from the latest end seen so far on the stream and are never
-negative, so the categories of a stream sum to its idle time (its span minus
-the union of its operations). :func:`hta_idle_time_breakdown` reproduces
-HTA's ``get_idle_time_breakdown`` (gaps from the immediately preceding
-operation, negative gaps summed as idle time).
+One implementation, following the rule set:
+
+* holotrace's rules: the operations are kernels, memcpy and memset on a stream; a gap is measured
+  from the latest end seen so far on the stream and is never negative, so the categories of a
+  stream sum to its idle time (its span minus the union of its operations);
+* HTA's rules (``rules.hta_table``): the operations are the stream rows of HTA's kernel categories
+  (:data:`~holotrace.model.classify.HTA_KERNEL_CATEGORIES`); a gap is measured from the immediately
+  preceding operation's end and negative gaps count; streams are listed in order of first
+  appearance (or as asked);
+* ``rules.hta_quirks``: HTA's lookup of ``index_correlation == 0`` as the event with index 0 (which
+  makes that event's start the "launch"); otherwise such an operation has no known launch.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis._select import gpu_activity, job_ranks
-from holotrace.model.link import position_lookup
+from holotrace.model.classify import HTA, HTA_FIXED, HTA_KERNEL_CATEGORIES, NATIVE, RuleSet
+from holotrace.model.view import JobView, RankView, job_view
 
-__all__ = [
-    "CATEGORIES",
-    "HOST_WAIT",
-    "KERNEL_WAIT",
-    "OTHER",
-    "classify_gaps",
-    "idle_breakdown",
-    "idle_interval_stats",
-    "hta_idle_time_breakdown",
-    "HTA_COLUMNS",
-    "HTA_STATS_COLUMNS",
-    "HTA_KERNEL_CATEGORIES",
-]
+__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats",
+           "hta_idle_time_breakdown"]
 
 HOST_WAIT, KERNEL_WAIT, OTHER = 0, 1, 2
 CATEGORIES = ("host_wait", "kernel_wait", "other")
-
-HTA_COLUMNS = ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
-HTA_STATS_COLUMNS = ["rank", "stream", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]
-#: categories of HTA's "S-kernelcat" selection (spec 20-analyses-common C3)
-HTA_KERNEL_CATEGORIES = ("kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events")
+_CATEGORY_NAMES = np.asarray(CATEGORIES, dtype=object)
+_QUANTILES = (25.0, 50.0, 75.0, 90.0)
 
 
-def classify_gaps(
-    stream: np.ndarray,
-    ts: np.ndarray,
-    end: np.ndarray,
-    launch_ts: np.ndarray,
-    tie: np.ndarray,
-    consecutive_kernel_delay: float,
-    *,
-    hta: bool = False,
-) -> pd.DataFrame:
-    """The gap before every GPU operation on its stream, and its category.
-
-    Args:
-        stream, ts, end: the operations (any order).
-        launch_ts: start of each operation's CPU launch call, NaN when unknown.
-        tie: tie-break key among operations with equal ``ts`` on one stream
-            (event index).
-        consecutive_kernel_delay: gaps strictly below this are ``kernel_wait``.
-        hta: measure from the immediately preceding operation's end and keep
-            negative gaps (HTA); otherwise measure from the latest end so far
-            and clamp at 0.
-
-    Returns:
-        One row per operation sorted by (stream, ts, tie): ``stream``, ``gap``
-        (NaN for the first operation of a stream), ``category`` (0 host_wait,
-        1 kernel_wait, 2 other; the first operation is ``other``).
-    """
-    s, gap, cat = _gap_arrays(stream, ts, end, launch_ts, tie, consecutive_kernel_delay, hta)
-    return pd.DataFrame({"stream": s, "gap": gap, "category": cat})
+def _operation_rows(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
+    """Rows of the operations whose gaps are measured (see the module docstring)."""
+    rows = np.flatnonzero(v["gpu"])
+    if rules.hta_table:
+        lut = np.zeros(len(view.strings) + 1, dtype=bool)  # per category id; id −1 reads the last entry
+        lut[view.name_ids(HTA_KERNEL_CATEGORIES)] = True
+        return rows[lut[v["cat"][rows]]]
+    return rows[v["stream"][rows] != -1]
 
 
-def _gap_arrays(stream, ts, end, launch_ts, tie, consecutive_kernel_delay: float, hta: bool):
-    """:func:`classify_gaps` as plain arrays ``(stream, gap, category)``."""
-    order = np.lexsort((tie, ts, stream))
-    s = np.asarray(stream)[order]
-    t = np.asarray(ts, dtype=np.float64)[order]
-    e = np.asarray(end, dtype=np.float64)[order]
-    lt = np.asarray(launch_ts, dtype=np.float64)[order]
-    first = np.r_[True, s[1:] != s[:-1]] if s.size else np.empty(0, bool)
-    if hta:
-        prev_end = np.r_[np.nan, e[:-1]] if s.size else e
-    else:
-        running = pd.Series(e).groupby(np.cumsum(first)).cummax().to_numpy()
-        prev_end = np.r_[np.nan, running[:-1]] if s.size else e
-    prev_end = np.where(first, np.nan, prev_end)
-    gap = t - prev_end
-    if not hta:
-        gap = np.maximum(gap, 0.0)  # NaN stays NaN
-    with np.errstate(invalid="ignore"):
-        host = lt > prev_end
-        kernel = ~host & (gap < consecutive_kernel_delay)
-    cat = np.where(host, HOST_WAIT, np.where(kernel, KERNEL_WAIT, OTHER)).astype(np.int8)
-    return s, gap, cat
-
-
-# --------------------------------------------------------------------------- native
-
-
-def _rank_gaps(job, rank: int, consecutive_kernel_delay_us: float, streams: Optional[Sequence[int]]) -> pd.DataFrame:
-    ev = job.rank(rank).events
-    sel = gpu_activity(ev) & (ev["stream"].to_numpy() != -1)
-    g = ev[sel]
-    partner = g["partner"].to_numpy()
-    launch_ts = np.full(len(g), np.nan)
-    ok = partner >= 0
-    launch_ts[ok] = ev["ts_ns"].to_numpy()[partner[ok]]
-    gaps = classify_gaps(
-        g["stream"].to_numpy(),
-        g["ts_ns"].to_numpy(),
-        g["end_ns"].to_numpy(),
-        launch_ts,
-        g["index"].to_numpy(),
-        consecutive_kernel_delay_us * 1000.0,
-    )
+def _stream_rows(rows: np.ndarray, stream: np.ndarray, streams: Optional[Sequence[int]],
+                 rules: RuleSet) -> list[tuple[int, np.ndarray]]:
+    """``(stream, its rows)`` of the streams reported, in order: as asked (HTA) or ascending (holotrace); by
+    default every stream with operations (HTA: in order of first appearance)."""
+    found: list[tuple[int, np.ndarray]] = []
+    while len(rows) and len(found) < 16:  # a rank has a few streams: peel them off in order of appearance
+        first = stream == stream[0]
+        found.append((int(stream[0]), rows[first]))
+        rows, stream = rows[~first], stream[~first]
+    if len(rows):
+        _, at, inv = np.unique(stream, return_index=True, return_inverse=True)
+        found += [(int(stream[at[k]]), rows[inv.reshape(-1) == k]) for k in np.argsort(at).tolist()]
     if streams:
-        gaps = gaps[np.isin(gaps["stream"].to_numpy(), list(streams))]
-    gaps["gap"] = gaps["gap"] / 1000.0
-    gaps.insert(0, "rank", np.int64(rank))
-    return gaps
+        have = dict(found)
+        asked = list(dict.fromkeys(int(x) for x in streams))
+        return [(x, have[x]) for x in (asked if rules.hta_table else sorted(asked)) if x in have]
+    return found if rules.hta_table else sorted(found, key=lambda x: x[0])
+
+
+def _stream_gaps(view: JobView, v: RankView, rules: RuleSet, streams: Optional[Sequence[int]],
+                 delay_us: float) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(stream, gap, category)`` of each reported stream: the gap before each operation but the first
+    (which has none and counts as ``other``), operations by start, then event index; gaps in the view's unit."""
+    rows = _operation_rows(view, v, rules)
+    if not len(rows):
+        return []
+    ts, end, index, partner = v["ts"], v["end"], v["index"], v["partner"]
+    stream = v["stream"][rows]
+    zero = -1
+    if rules.hta_quirks:  # HTA reads index_correlation 0 as the event with index 0
+        at_zero = np.flatnonzero(index == 0)
+        zero = int(at_zero[0]) if len(at_zero) else -1
+    delay = delay_us * 1000.0 / view.unit_ns
+    out = []
+    for s, idx in _stream_rows(rows, stream, streams, rules):
+        t = ts[idx]
+        if not (t[1:] > t[:-1]).all():  # not strictly by start: by start, then event index
+            ix = index[idx]
+            if not ((t[1:] >= t[:-1]).all() and (ix[1:] > ix[:-1]).all()):
+                idx = idx[np.lexsort((ix, t))]
+                t = ts[idx]
+        e = end[idx]
+        prev = e[:-1] if rules.hta_table else np.maximum.accumulate(e)[:-1]
+        gap = (t[1:] - prev).astype(np.float64, copy=False)
+        if not rules.hta_table:
+            np.maximum(gap, 0, out=gap)
+        p = partner[idx[1:]]
+        if zero >= 0:
+            p = np.where(v["index_correlation"][idx[1:]] == 0, zero, p)
+        host = (p >= 0) & (ts[p] > prev)  # no known launch: no host wait
+        cat = np.full(len(gap), OTHER, dtype=np.int8)
+        cat[gap < delay] = KERNEL_WAIT
+        cat[host] = HOST_WAIT
+        out.append((s, gap, cat))
+    return out
 
 
 def idle_breakdown(
-    job,
+    source,
     *,
+    rules: Optional[RuleSet] = None,
     ranks: Optional[Sequence[int]] = None,
     streams: Optional[Sequence[int]] = None,
     consecutive_kernel_delay_us: float = 30.0,
 ) -> pd.DataFrame:
-    """Idle time per rank, stream and category (holotrace schema).
+    """Idle time per rank, stream and category.
 
     Args:
-        ranks: ranks to analyse (default all).
-        streams: only these streams (default every stream with GPU work).
-        consecutive_kernel_delay_us: gaps strictly below this many µs that are
-            not host waits are ``kernel_wait``.
+        source: a loaded :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
+        rules: the rule set (default: the view's, or holotrace's for a job); see the module docstring.
+        ranks: ranks to analyse, in this order (default all, ascending).
+        streams: only these streams (default every stream with operations).
+        consecutive_kernel_delay_us: gaps strictly below this many µs that are not host waits are
+            ``kernel_wait``.
 
     Returns:
-        Columns ``rank, stream, idle_category, idle_us, idle_ratio, gaps``:
-        three rows per (rank, stream), categories in the order host_wait,
-        kernel_wait, other; ``idle_ratio`` is the category's share of the
-        stream's idle time (0.0 when the stream never idles); ``gaps`` counts
-        the gaps. The three ``idle_us`` of a stream add up to its span minus
-        the union of its operations. Rows by rank, stream ascending.
+        Columns ``rank, stream, idle_category, idle_us, idle_ratio, gaps, operations``: three rows per
+        (rank, stream), categories in the order host_wait, kernel_wait, other; ``idle_ratio`` is the
+        category's share of the stream's idle time (when the stream's idle time is 0: 0.0, NaN under
+        HTA's rules); ``gaps`` counts the gaps, ``operations`` the operations whose preceding gap is
+        in the category (the first one, which has none, counts under ``other``). Under holotrace's
+        rules the three ``idle_us`` of a stream add up to its span minus the union of its operations.
     """
-    parts = [_rank_gaps(job, r, consecutive_kernel_delay_us, streams) for r in job_ranks(job, ranks)]
-    cols = ["rank", "stream", "idle_category", "idle_us", "idle_ratio", "gaps"]
-    gaps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["rank", "stream", "gap", "category"])
-    if gaps.empty:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(cols, [np.int64, np.int64, object, np.float64, np.float64, np.int64])})
-    keys = gaps[["rank", "stream"]].drop_duplicates().sort_values(["rank", "stream"])
-    full = keys.merge(pd.DataFrame({"category": np.arange(3, dtype=np.int8)}), how="cross")
-    agg = gaps.groupby(["rank", "stream", "category"])["gap"].agg(idle_us="sum", gaps="count").reset_index()
-    out = full.merge(agg, on=["rank", "stream", "category"], how="left")
-    out["idle_us"] = out["idle_us"].fillna(0.0).astype(np.float64)
-    out["gaps"] = out["gaps"].fillna(0).astype(np.int64)
-    total = out.groupby(["rank", "stream"])["idle_us"].transform("sum").to_numpy()
-    out["idle_ratio"] = np.where(total > 0, out["idle_us"].to_numpy() / np.where(total > 0, total, 1.0), 0.0)
-    out["idle_category"] = np.asarray(CATEGORIES, dtype=object)[out["category"].to_numpy()]
-    out["rank"] = out["rank"].astype(np.int64)
-    out["stream"] = out["stream"].astype(np.int64)
-    return out.sort_values(["rank", "stream", "category"], ignore_index=True)[cols]
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    keys, idle, gaps = [], [], []
+    chosen = view.select(ranks)
+    for rank in chosen:  # ~1 ms a rank of 200k events: threads only add overhead
+        for s, gap, cat in _stream_gaps(view, view[rank], rules, streams, consecutive_kernel_delay_us):
+            keys.append((rank, s))
+            masks = [cat == c for c in range(3)]  # three categories: masks beat bincount here
+            idle.append([gap[m].sum() for m in masks])
+            gaps.append([np.count_nonzero(m) for m in masks])
+    ops = np.array(gaps, dtype=np.int64).reshape(-1, 3) + [0, 0, 1]  # the first operation of a stream: other
+    n = len(keys)
+    key = np.array(keys, dtype=np.int64).reshape(n, 2)
+    idle_us = view.us(np.array(idle, dtype=np.float64).reshape(n, 3))
+    total = idle_us.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(total != 0, idle_us / np.where(total != 0, total, 1.0), np.nan if rules.hta_table else 0.0)
+    return pd.DataFrame({
+        "rank": np.repeat(key[:, 0], 3), "stream": np.repeat(key[:, 1], 3),
+        "idle_category": pd.Series(np.tile(_CATEGORY_NAMES, n), dtype=object),
+        "idle_us": idle_us.reshape(-1), "idle_ratio": ratio.reshape(-1),
+        "gaps": np.array(gaps, dtype=np.int64).reshape(-1), "operations": ops.reshape(-1),
+    })
+
+
+_STATS_COLUMNS = ["rank", "stream", "idle_category", "count", "mean_us", "std_us", "min_us", "p25_us", "p50_us",
+                  "p75_us", "p90_us", "max_us"]
 
 
 def idle_interval_stats(
-    job,
+    source,
     *,
+    rules: Optional[RuleSet] = None,
     ranks: Optional[Sequence[int]] = None,
     streams: Optional[Sequence[int]] = None,
     consecutive_kernel_delay_us: float = 30.0,
 ) -> pd.DataFrame:
-    """Statistics of the individual idle gaps per rank, stream and category.
+    """Statistics of the individual idle gaps per rank, stream and category (arguments of :func:`idle_breakdown`).
 
     Returns:
-        Columns ``rank, stream, idle_category, count, mean_us, std_us, min_us,
-        p25_us, p50_us, p75_us, p90_us, max_us`` (sample std; linear
-        percentiles), one row per category that has at least one gap.
+        Columns ``rank, stream, idle_category, count, mean_us, std_us, min_us, p25_us, p50_us, p75_us,
+        p90_us, max_us`` (sample std, NaN below two gaps; linear percentiles), one row per category with
+        at least one operation (a stream's single first operation gives ``other`` with ``count`` 0),
+        rows in the order of :func:`idle_breakdown`.
     """
-    parts = [_rank_gaps(job, r, consecutive_kernel_delay_us, streams) for r in job_ranks(job, ranks)]
-    cols = ["rank", "stream", "idle_category", "count", "mean_us", "std_us", "min_us", "p25_us", "p50_us", "p75_us", "p90_us", "max_us"]
-    gaps = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    gaps = gaps.dropna(subset=["gap"]) if not gaps.empty else gaps
-    if gaps.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object if c == "idle_category" else (np.int64 if c in ("rank", "stream", "count") else np.float64)) for c in cols})
-    grp = gaps.groupby(["rank", "stream", "category"])["gap"]
-    out = grp.agg(count="count", mean_us="mean", std_us="std", min_us="min", max_us="max").reset_index()
-    q = grp.quantile([0.25, 0.5, 0.75, 0.9]).unstack()
-    out["p25_us"], out["p50_us"], out["p75_us"], out["p90_us"] = (q[c].to_numpy() for c in (0.25, 0.5, 0.75, 0.9))
-    out["idle_category"] = np.asarray(CATEGORIES, dtype=object)[out["category"].to_numpy()]
-    out["count"] = out["count"].astype(np.int64)
-    out["rank"] = out["rank"].astype(np.int64)
-    out["stream"] = out["stream"].astype(np.int64)
-    return out[cols]
+    view = job_view(source, rules or NATIVE)
+    rules = rules or view.rules
+    out = []
+    chosen = view.select(ranks)
+    for rank in chosen:  # ~1 ms a rank of 200k events: threads only add overhead
+        for s, gap, cat in _stream_gaps(view, view[rank], rules, streams, consecutive_kernel_delay_us):
+            g = view.us(gap)
+            for c in sorted({*np.unique(cat).tolist(), OTHER}):  # a few groups: numpy's reductions, as pandas' describe
+                x = g[cat == c]
+                out.append((rank, s, CATEGORIES[c], len(x), *_describe(x)))
+    if not out:
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "idle_category" else (
+            np.int64 if c in ("rank", "stream", "count") else np.float64)) for c in _STATS_COLUMNS})
+    df = pd.DataFrame(out, columns=_STATS_COLUMNS)
+    return df.astype({"rank": np.int64, "stream": np.int64, "count": np.int64, "idle_category": object})
 
 
-# --------------------------------------------------------------------------- HTA compat
+def _describe(x: np.ndarray) -> tuple[float, ...]:
+    """mean, std, min, p25, p50, p75, p90, max of ``x`` (NaN where undefined)."""
+    n = len(x)
+    if not n:
+        return (np.nan,) * 8
+    mean = x.sum() / n
+    std = float(np.sqrt(((mean - x) ** 2).sum() / (n - 1))) if n > 1 else np.nan
+    q = np.percentile(x, _QUANTILES)
+    return (mean, std, x.min(), *q.tolist(), x.max())
 
 
-def _hta_rank(
-    df: pd.DataFrame,
-    rank: int,
-    streams: Optional[Sequence[int]],
-    delay: float,
-    with_stats: bool,
-    index_zero_quirk: bool,
-) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
-    stream_all = df["stream"].to_numpy()
-    rows = np.flatnonzero((stream_all != -1) & df["s_cat"].isin(HTA_KERNEL_CATEGORIES).to_numpy())
-    # launch start: ts of the row whose `index` is the kernel's index_correlation
-    # (spec 21 quirk: index_correlation 0 is "no partner in the table" -> FIX: no launch)
-    ic = df["index_correlation"].to_numpy()[rows]
-    ts_all = df["ts"].to_numpy(dtype=np.float64)
-    first_valid = 0 if index_zero_quirk else 1
-    launch_ts = _ts_of_index(df["index"].to_numpy(), ts_all, ic, first_valid)
-    stream = stream_all[rows]
-    if streams is None or len(streams) == 0:
-        streams = list(pd.unique(stream))
-    ts = ts_all[rows]
-    s_sorted, gap, cat = _gap_arrays(
-        stream, ts, ts + df["dur"].to_numpy(dtype=np.float64)[rows], launch_ts,
-        df["index"].to_numpy()[rows], delay, hta=True,
-    )
-    stream_pos = {int(s): i for i, s in enumerate(streams)}
-    wanted = np.array(list(stream_pos), dtype=np.int64)
-    sel = np.isin(s_sorted, wanted)
-    s_sorted, gap, cat = s_sorted[sel], gap[sel], cat[sel]
-    if not len(s_sorted):
-        return pd.DataFrame(columns=HTA_COLUMNS), (pd.DataFrame(columns=HTA_STATS_COLUMNS) if with_stats else None)
-    # one group per (stream in the asked order, category), as HTA's groupby sum: NaN gaps add 0
-    by_value = np.argsort(wanted, kind="stable")
-    order_of = np.array(list(stream_pos.values()), dtype=np.int64)  # a stream's place in ``streams``
-    pos = order_of[by_value[np.searchsorted(wanted[by_value], s_sorted)]]
-    keys, inv = np.unique(pos.astype(np.int64) * 3 + cat, return_inverse=True)
-    idle_time = np.bincount(inv, weights=np.nan_to_num(gap, nan=0.0), minlength=len(keys))
-    key_pos = keys // 3
-    per_stream = np.bincount(key_pos, weights=idle_time)[key_pos]
-    stream_at = np.empty(len(streams), dtype=np.int64)
-    stream_at[order_of] = wanted
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = idle_time / per_stream
-    out = pd.DataFrame({
-        "rank": np.full(len(keys), rank, dtype=np.int64),
-        "stream": stream_at[key_pos],
-        "idle_category": np.asarray(CATEGORIES, dtype=object)[keys % 3],
-        "idle_time": np.round(idle_time, 2),
-        "idle_time_ratio": np.round(ratio, 2),
-    })
-    stats = None
-    if with_stats:
-        gaps = pd.DataFrame({"stream": s_sorted, "gap": gap, "category": cat})
-        st = gaps.groupby(["stream", "category"])["gap"].describe().reset_index()
-        st["pos"] = st["stream"].map(stream_pos)
-        st = st.sort_values(["pos", "category"], kind="stable", ignore_index=True)
-        idx = pd.Index(np.asarray(CATEGORIES, dtype=object)[st["category"].to_numpy()], name="idle_category")
-        st["rank"] = np.int64(rank)
-        st["stream"] = st["stream"].astype(np.int64)
-        stats = st[HTA_STATS_COLUMNS].round(2).set_index(idx)
-    return out, stats
+def hta_idle_time_breakdown(frames, ranks=None, streams=None, show_idle_interval_stats: bool = False,
+                            consecutive_kernel_delay: float = 30, *, index_zero_quirk: bool = False):
+    """Transitional: HTA's idle breakdown of HTA-shaped tables (``index, ts, dur, stream, index_correlation,
+    s_cat``), for callers that still hold tables; :func:`idle_breakdown` on a view of them, shaped as
+    ``TraceAnalysis.get_idle_time_breakdown`` (use that instead)."""
+    from holotrace.model.strings import StringTable
 
+    views = {}
+    for rank, f in frames.items():
+        cat, labels = pd.factorize(f["s_cat"].astype(object).fillna(""))
+        index, ts = f["index"].to_numpy(np.int64), f["ts"].to_numpy(np.int64)
+        icorr = f["index_correlation"].to_numpy(np.int64)
+        pos = pd.Series(np.arange(len(f)), index=index)
+        pos = pos[~pos.index.duplicated()]
+        partner = np.where(icorr > 0, pos.reindex(icorr).fillna(-1).to_numpy(np.int64), -1)
+        cols = {"index": index, "ts": ts, "end": ts + f["dur"].to_numpy(np.float64), "stream": f["stream"].to_numpy(np.int64),
+                "cat": cat.astype(np.int64), "gpu": f["stream"].to_numpy() != -1, "partner": partner, "index_correlation": icorr}
+        views[int(rank)] = (RankView(int(rank), cols, {}, 0), StringTable(list(labels)))
+    rules = HTA if index_zero_quirk else HTA_FIXED
+    chosen = list(ranks) if ranks else [0]
+    parts, stats = [], []
+    for r in chosen:
+        if r not in views:
+            from holotrace.errors import RankNotFoundError
 
-def _ts_of_index(index: np.ndarray, ts: np.ndarray, wanted: np.ndarray, first_valid: int) -> np.ndarray:
-    """``ts`` of the row whose ``index`` is each of ``wanted`` (the first such row); NaN below ``first_valid`` or absent."""
-    out = np.full(len(wanted), np.nan)
-    ok = wanted >= first_valid
-    if not len(index):
-        return out
-    lo, hi = int(index.min()), int(index.max())
-    if lo >= 0 and hi < 4 * len(index) + 1024 and np.bincount(index).max() <= 1:
-        pos = position_lookup(index)  # dense and unique (holotrace's tables): a lookup array
-        inside = np.flatnonzero(ok & (wanted >= 0) & (wanted <= hi))
-        p = pos[wanted[inside]]
-        out[inside] = np.where(p >= 0, ts[np.maximum(p, 0)], np.nan)
-        return out
-    launch = pd.Series(ts, index=index)
-    launch = launch[~launch.index.duplicated(keep="first")]
-    return np.where(ok, launch.reindex(wanted).to_numpy(), np.nan)
-
-
-def hta_idle_time_breakdown(
-    frames: Mapping[int, pd.DataFrame],
-    ranks: Optional[Sequence[int]] = None,
-    streams: Optional[Sequence[int]] = None,
-    show_idle_interval_stats: bool = False,
-    consecutive_kernel_delay: float = 30,
-    *,
-    index_zero_quirk: bool = False,
-) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
-    """HTA's ``get_idle_time_breakdown`` on HTA-shaped per-rank tables.
-
-    Args:
-        frames: rank → HTA table (needs ``index, ts, dur, stream,
-            index_correlation, s_cat``).
-        ranks: ``None``/``[]`` → ``[0]``; processed in the given order. An
-            unknown rank raises :class:`holotrace.errors.RankNotFoundError`.
-
-    Returns:
-        ``(idle_df, stats_df or None)`` with HTA's columns and row order.
-        Fixes over HTA (spec 21 §5): a rank without GPU kernels gives no rows
-        instead of ``ValueError``; the index is renumbered ``0..n-1`` over all
-        ranks; ``index_correlation == 0`` means "no launch" (HTA looks up the
-        event with index 0); ``stream`` is int64 whatever ``visualize`` is.
-    """
-    from holotrace.errors import RankNotFoundError
-
-    if not ranks:
-        ranks = [0]
-    outs, stats = [], []
-    for rank in ranks:
-        if rank not in frames:
-            raise RankNotFoundError(f"rank {rank} is not in this job (ranks: {sorted(frames)})")
-        o, s = _hta_rank(frames[rank], rank, streams, consecutive_kernel_delay, show_idle_interval_stats, index_zero_quirk)
-        outs.append(o)
-        if s is not None:
-            stats.append(s)
-    outs = [o for o in outs if not o.empty]
-    idle = pd.concat(outs, ignore_index=True) if outs else pd.DataFrame(columns=HTA_COLUMNS)
-    idle = idle.astype({"rank": np.int64, "stream": np.int64, "idle_category": object,
-                        "idle_time": np.float64, "idle_time_ratio": np.float64})
+            raise RankNotFoundError(f"rank {r} is not in this job (ranks: {sorted(views)})")
+        jv = JobView({r: views[r][0]}, views[r][1], rules, 1000)
+        b = idle_breakdown(jv, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay)
+        parts.append(b[b["operations"] > 0])
+        stats.append(idle_interval_stats(jv, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay))
+    b = pd.concat(parts, ignore_index=True)
+    idle = pd.DataFrame({"rank": b["rank"], "stream": b["stream"], "idle_category": b["idle_category"],
+                         "idle_time": np.round(b["idle_us"].to_numpy(), 2), "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2)})
     if not show_idle_interval_stats:
         return idle, None
-    st = pd.concat([x for x in stats if not x.empty]) if any(not x.empty for x in stats) else pd.DataFrame(
-        columns=HTA_STATS_COLUMNS, index=pd.Index([], name="idle_category", dtype=object))
-    st = st.astype({"rank": np.int64, "stream": np.int64, **{c: np.float64 for c in HTA_STATS_COLUMNS[2:]}})
-    return idle, st
+    s = pd.concat(stats, ignore_index=True)
+    st = pd.DataFrame({"rank": s["rank"], "stream": s["stream"], "count": s["count"].astype(np.float64),
+                       "mean": s["mean_us"], "std": s["std_us"], "min": s["min_us"], "25%": s["p25_us"],
+                       "50%": s["p50_us"], "75%": s["p75_us"], "max": s["max_us"]})
+    return idle, st.round(2).set_index(pd.Index(s["idle_category"].to_numpy(), name="idle_category"))

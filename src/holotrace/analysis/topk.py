@@ -1,20 +1,20 @@
 """The shared top-k / "others" aggregation (spec 20 §3).
 
-Two flavours:
+:func:`top_k` keeps the names with the most total time and folds the rest into one ``others`` row.
+Where the cut falls and what the rows describe is a definition of the rule set's table
+(``rules.hta_table``), not one of HTA's fixable bugs: HTA's breakdowns always give HTA's numbers,
+so :data:`~holotrace.model.classify.HTA` and :data:`~holotrace.model.classify.HTA_FIXED` both cut as
+HTA does.
 
-* :func:`top_k` — holotrace's definition: keep the shortest prefix of names
-  (by total time, descending) whose cumulative time reaches
-  ``duration_ratio`` × total, capped at ``num_kernels`` names, plus
-  allow-listed names. Kept names carry their per-instance statistics; the
-  ``others`` row carries statistics over every folded instance, with
-  ``count`` (instances) and ``num_names`` (names folded).
-* :func:`top_k_hta` — HTA's ``_aggr_gpu_kernel_time`` reproduced exactly:
-  ``duration_ratio`` is a quantile of the cumulative sums (so it cuts by
-  count, quirk Q1), kept names lose their statistics (Q2) and the ``others``
-  row is described by per-name totals (Q3). Used by the compat facade so its
-  output matches HTA.
+* holotrace's rules: keep the shortest prefix of names (by total time, descending) whose cumulative
+  time reaches ``duration_ratio`` × total, capped at ``num_kernels`` names, plus allow-listed names.
+  Every row, ``others`` included, carries statistics over its instances.
+* HTA's rules (``_aggr_gpu_kernel_time``): nothing is folded while there are at most ``num_kernels``
+  names; otherwise ``duration_ratio`` is a quantile of the cumulative sums (so it cuts by count,
+  quirk Q1), and the rows are regrouped over per-name totals and sorted by name: kept names lose
+  their instance statistics (Q2) and ``others`` is described by the totals of the names it folds (Q3).
 
-Ties in total time are broken by name ascending in both flavours.
+Ties in total time are broken by name ascending under both rule sets.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["OTHERS", "group_stats", "name_stats", "top_k", "top_k_hta"]
+from holotrace.model.classify import NATIVE, RuleSet
+
+__all__ = ["OTHERS", "group_stats", "name_stats", "top_k", "top_k_arrays"]
 
 OTHERS = "others"
 
-_STATS = ["sum", "max", "min", "mean", "std"]
+_COLUMNS = ["name", "count", "num_names", "sum", "max", "min", "mean", "std"]
 
 
 def group_stats(codes, durations) -> tuple[np.ndarray, ...]:
@@ -58,41 +60,42 @@ def group_stats(codes, durations) -> tuple[np.ndarray, ...]:
     return c[starts], count, total, high, low, mean, std
 
 
+def _codes(names) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, categories)`` of one name per instance (a :class:`pandas.Categorical` is used as is)."""
+    if isinstance(names, pd.Categorical):
+        return np.asarray(names.codes), np.asarray(names.categories, dtype=object)
+    codes, categories = pd.factorize(pd.Series(np.asarray(names, dtype=object), dtype=object))
+    return codes, np.asarray(categories, dtype=object)
+
+
+def _by_total(names: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Order of groups: ``total`` descending, ties by name ascending."""
+    name_rank = np.empty(len(names), dtype=np.int64)
+    name_rank[np.argsort(names, kind="stable")] = np.arange(len(names))
+    return np.lexsort((name_rank, -total))
+
+
 def name_stats(names, durations) -> pd.DataFrame:
     """Per-name statistics of durations.
 
     Args:
-        names: one name per instance (str-like), or a :class:`pandas.Categorical`
-            of them (faster: instances are grouped by integer code).
+        names: one name per instance (str-like), or a :class:`pandas.Categorical` of them (faster:
+            instances are grouped by integer code).
         durations: one duration per instance.
 
     Returns:
-        Columns ``name, count, sum, max, min, mean, std`` (``std`` sample, 0 for
-        a single instance), sorted by ``sum`` descending then ``name``
-        ascending, ``RangeIndex``.
+        Columns ``name, count, sum, max, min, mean, std`` (``std`` sample, 0 for a single instance),
+        sorted by ``sum`` descending then ``name`` ascending, ``RangeIndex``.
     """
-    if isinstance(names, pd.Categorical):
-        codes, categories = names.codes, np.asarray(names.categories, dtype=object)
-    else:
-        codes, categories = pd.factorize(pd.Series(np.asarray(names, dtype=object), dtype=object))
-        categories = np.asarray(categories, dtype=object)
+    codes, categories = _codes(names)
     group_codes, count, total, high, low, mean, std = group_stats(codes, durations)
     group_names = categories[group_codes] if len(group_codes) else np.empty(0, dtype=object)
-    # by sum descending, ties by name ascending
-    name_rank = np.empty(len(group_names), dtype=np.int64)
-    name_rank[np.argsort(group_names, kind="stable")] = np.arange(len(group_names))
-    final = np.lexsort((name_rank, -total))
+    final = _by_total(group_names, total)
     return pd.DataFrame({
         "name": pd.Series(group_names[final], dtype=object),
         "count": count[final], "sum": total[final], "max": high[final], "min": low[final],
         "mean": mean[final], "std": std[final],
     })
-
-
-def _allowed(names: pd.Series, allowlist: Optional[Iterable[str]]) -> np.ndarray:
-    if allowlist is None:
-        return np.zeros(len(names), dtype=bool)
-    return names.isin(list(allowlist)).to_numpy()
 
 
 def top_k(
@@ -101,86 +104,77 @@ def top_k(
     num_kernels: int = 10,
     duration_ratio: float = 0.8,
     allowlist: Optional[Iterable[str]] = None,
+    *,
+    rules: Optional[RuleSet] = None,
 ) -> pd.DataFrame:
-    """Top names by total time, the rest folded into one ``others`` row.
+    """Top names by total time, the rest folded into one ``others`` row (see the module docstring).
 
     Args:
-        names: one name per instance.
+        names: one name per instance, or a :class:`pandas.Categorical` of them.
         durations: one duration per instance (any unit; the output keeps it).
         num_kernels: at most this many names are kept (allow-listed names come on top).
-        duration_ratio: keep the shortest prefix of names, by total time
-            descending, whose cumulative time is at least this fraction of the
-            total (1.0 keeps every name, subject to ``num_kernels``).
+        duration_ratio: holotrace: keep the shortest prefix of names, by total time descending,
+            whose cumulative time is at least this fraction of the total (1.0 keeps every name,
+            subject to ``num_kernels``); HTA: the quantile of the cumulative sums kept.
         allowlist: names that are never folded.
+        rules: the rule set (default holotrace's); ``rules.hta_table`` selects HTA's cut.
 
     Returns:
-        Columns ``name, count, num_names, sum, max, min, mean, std``; kept
-        names first (by ``sum`` descending), then ``others`` if anything was
-        folded. ``count`` is the number of instances, ``num_names`` the number
-        of distinct names in the row. Statistics of every row, ``others``
-        included, are over instances.
+        Columns ``name, count, num_names, sum, max, min, mean, std``: ``count`` is the number of
+        instances, ``num_names`` the number of distinct names in the row. holotrace: kept names
+        first (by ``sum`` descending), then ``others`` if anything was folded; statistics over
+        instances. HTA: per-name instance statistics by ``sum`` descending when there are at most
+        ``num_kernels`` names, otherwise rows by name whose statistics are over per-name totals.
     """
-    names_arr = np.asarray(names, dtype=object)
+    codes, categories = _codes(names)
+    out = top_k_arrays(codes, categories, durations, num_kernels, duration_ratio, allowlist, rules=rules)
+    out["name"] = pd.Series(out["name"], dtype=object)
+    return pd.DataFrame(out)
+
+
+def top_k_arrays(codes, categories, durations, num_kernels: int = 10, duration_ratio: float = 0.8,
+                 allowlist: Optional[Iterable[str]] = None, *, rules: Optional[RuleSet] = None) -> dict[str, np.ndarray]:
+    """:func:`top_k` on integer name ``codes`` into ``categories`` (object array), as a dict of columns."""
+    rules = rules or NATIVE
+    codes = np.asarray(codes)
     dur = np.asarray(durations, dtype=np.float64)
-    stats = name_stats(names_arr, dur)
-    n = len(stats)
-    stats.insert(2, "num_names", np.ones(n, dtype=np.int64))
+    group_codes, count, total, high, low, mean, std = group_stats(codes, dur)
+    group_names = np.asarray(categories, dtype=object)[group_codes] if len(group_codes) else np.empty(0, dtype=object)
+    order = _by_total(group_names, total)
+    g_names, g_count, g_total = group_names[order], count[order], total[order]
+    n = len(order)
+    stats = {"name": g_names, "count": g_count, "num_names": np.ones(n, dtype=np.int64), "sum": g_total,
+             "max": high[order], "min": low[order], "mean": mean[order], "std": std[order]}
+    allowed = (np.isin(g_names, np.asarray(list(allowlist), dtype=object)) if allowlist is not None and n
+               else np.zeros(n, dtype=bool))
+    cum = np.cumsum(g_total)
+    if rules.hta_table:
+        if n <= num_kernels:
+            return stats
+        q = np.percentile(cum, duration_ratio * 100.0)  # as pandas' Series.quantile
+        fold = ~allowed & ((cum > q) | (np.arange(n) >= num_kernels))
+        return _regroup_totals(np.where(fold, OTHERS, g_names).astype(object), g_count, g_total)
     if n == 0:
         return stats
-    cum = stats["sum"].cumsum().to_numpy()
-    total = cum[-1]
+    total_all = cum[-1]
     # shortest prefix reaching the ratio: first position whose cumsum >= ratio*total
-    need = duration_ratio * total
-    reach = int(np.searchsorted(cum, need - 1e-9 * max(abs(total), 1.0), side="left")) + 1
+    need = duration_ratio * total_all
+    reach = int(np.searchsorted(cum, need - 1e-9 * max(abs(total_all), 1.0), side="left")) + 1
     n_keep = min(max(reach, 1 if duration_ratio > 0 else 0), num_kernels, n)
-    keep = np.arange(n) < n_keep
-    keep |= _allowed(stats["name"], allowlist)
+    keep = (np.arange(n) < n_keep) | allowed
     if keep.all():
         return stats
-    kept = stats[keep]
-    folded_names = set(stats.loc[~keep, "name"])
-    mask = pd.Series(names_arr, dtype=object).isin(folded_names).to_numpy()
-    d = dur[mask]
-    others = pd.DataFrame(
-        {
-            "name": [OTHERS],
-            "count": [np.int64(d.size)],
-            "num_names": [np.int64(len(folded_names))],
-            "sum": [d.sum()],
-            "max": [d.max()],
-            "min": [d.min()],
-            "mean": [d.mean()],
-            "std": [float(np.std(d, ddof=1)) if d.size > 1 else 0.0],
-        }
-    )
-    return pd.concat([kept, others], ignore_index=True)
+    folded = group_codes[order][~keep]
+    d = dur[np.isin(codes, folded)]
+    others = {"name": OTHERS, "count": d.size, "num_names": len(folded), "sum": d.sum(), "max": d.max(),
+              "min": d.min(), "mean": d.mean(), "std": float(np.std(d, ddof=1)) if d.size > 1 else 0.0}
+    return {c: np.append(v[keep], np.asarray([others[c]], dtype=v.dtype)) for c, v in stats.items()}
 
 
-def top_k_hta(
-    names,
-    durations,
-    num_kernels: int = 10,
-    duration_ratio: float = 0.8,
-    allowlist: Optional[Iterable[str]] = None,
-) -> pd.DataFrame:
-    """HTA's top-k aggregation, quirks included (spec 20 §3 steps 1-3e).
-
-    Returns:
-        Columns ``name, sum, max, min, mean, std``. When no folding happens the
-        rows are per-name instance statistics sorted by ``sum`` descending;
-        otherwise the rows are grouped again over per-name totals and sorted by
-        name (as HTA does).
-    """
-    stats = name_stats(names, durations).drop(columns="count")
-    n = len(stats)
-    if n <= num_kernels:
-        return stats
-    keep = _allowed(stats["name"], allowlist)
-    cum = stats["sum"].cumsum()
-    q = cum.quantile(duration_ratio)
-    fold = ~keep & ((cum.to_numpy() > q) | (np.arange(n) >= num_kernels))
-    renamed = stats["name"].where(~fold, OTHERS)
-    regrouped = pd.DataFrame({"name": renamed, "sum": stats["sum"]}).groupby("name", sort=True)["sum"]
-    out = regrouped.agg(_STATS).reset_index()
-    out["std"] = out["std"].fillna(0.0)
-    return out
+def _regroup_totals(labels: np.ndarray, count: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
+    """HTA's second grouping: per-name totals grouped by label (kept name or ``others``), rows by label."""
+    uniq, inv = np.unique(labels, return_inverse=True)
+    inv = inv.reshape(-1)
+    _, names, s, high, low, mean, std = group_stats(inv, total)
+    return {"name": uniq.astype(object), "count": np.bincount(inv, weights=count, minlength=len(uniq)).astype(np.int64),
+            "num_names": names, "sum": s, "max": high, "min": low, "mean": mean, "std": std}

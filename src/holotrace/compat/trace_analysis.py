@@ -218,7 +218,8 @@ class TraceAnalysis:
         """
         kw = dict(rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks), streams=streams,
                   consecutive_kernel_delay_us=consecutive_kernel_delay)
-        b = _idle.idle_breakdown(self.view, **kw).query("operations > 0")
+        b = _idle.idle_breakdown(self.view, **kw)
+        b = b[b["operations"].to_numpy() > 0]  # HTA lists the categories that occur
         idle = pd.DataFrame({"rank": b["rank"].to_numpy(), "stream": b["stream"].to_numpy(),
                              "idle_category": b["idle_category"].to_numpy(), "idle_time": np.round(b["idle_us"].to_numpy(), 2),
                              "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2)})
