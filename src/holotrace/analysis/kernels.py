@@ -4,6 +4,7 @@
   (``COMPUTATION``, ``COMMUNICATION``, ``MEMORY``) runs, per rank or summed over ranks;
 * :func:`kernel_stats` — per rank and type, the top kernels by total time with the rest folded
   into ``others`` (:func:`holotrace.analysis.topk.top_k`, same rules);
+* :func:`top_kernels` — the GPU operations with the most total time over the job;
 * :func:`rank_distribution` — for the kernels with the most total time over the job, the per-rank
   duration distribution: the view that exposes a straggler rank.
 
@@ -32,6 +33,7 @@ __all__ = [
     "type_breakdown",
     "kernel_stats",
     "rank_distribution",
+    "top_kernels",
 ]
 
 _TYPE_NAMES = np.array([t.name for t in sorted(KernelType)], dtype=object)
@@ -231,3 +233,33 @@ def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
     stats = stats.rename(columns={"sum": "sum_us", "max": "max_us", "min": "min_us", "mean": "mean_us", "std": "std_us"})
     stats["count"] = stats["count"].astype(np.int64)
     return stats[cols]
+
+
+def top_kernels(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
+                top: int = 10) -> pd.DataFrame:
+    """The GPU operations (every kernel type) with the most total time, summed over ranks.
+
+    Returns:
+        Columns ``kernel_type, name, count, sum_us, mean_us``; ``top`` rows at most, by ``sum_us``
+        descending, name ascending among ties.
+    """
+    view = job_view(source, rules or NATIVE)
+    ids, types, durs = [], [], []
+    for rank in view.select(ranks):
+        v = view[rank]
+        rows = np.flatnonzero(v["gpu"])
+        ids.append(v["name"][rows])
+        types.append(v["kernel_type"][rows])
+        durs.append(view.us(v["dur"][rows]))
+    ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    total = np.bincount(inv, weights=np.concatenate(durs) if durs else None, minlength=len(uniq))
+    count = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
+    names = view.names(uniq)
+    pick = np.lexsort((names.astype(str), -total))[:top] if len(uniq) else np.empty(0, dtype=np.int64)
+    ktype = np.concatenate(types)[first[pick]] if len(pick) else np.empty(0, dtype=np.int64)
+    return pd.DataFrame({
+        "kernel_type": pd.Series(_TYPE_NAMES[ktype.astype(np.int64)], dtype=object),
+        "name": pd.Series(names[pick], dtype=object), "count": count[pick], "sum_us": total[pick],
+        "mean_us": total[pick] / np.maximum(count[pick], 1)})

@@ -22,14 +22,14 @@ from holotrace.render.tables import kernel_label
 from holotrace.commands.launches import summary_lines as launch_lines
 from holotrace.commands.stragglers import summary_lines as straggler_lines
 from holotrace.commands.base import Command
+from holotrace.model.classify import NATIVE
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "AFFECTING_CODES"]
 
 #: finding codes that change what the summary's numbers mean (shown under the tables): the ``FindingCode``
 #: members flagged ``affects_numbers`` (error findings are shown whatever their code)
 AFFECTING_CODES = findings_mod.AFFECTING_CODES
-_TYPE_ABBREV = {int(kernels.KernelType.COMPUTATION): "comp", int(kernels.KernelType.COMMUNICATION): "comm",
-                int(kernels.KernelType.MEMORY): "mem"}
+_TYPE_ABBREV = {"COMPUTATION": "comp", "COMMUNICATION": "comm", "MEMORY": "mem"}
 MAX_RANK_ROWS = 16
 MAX_FINDINGS = 8
 
@@ -63,17 +63,18 @@ COMMAND = Command(
 
 def build_report(job, *, top: int = 10) -> Report:
     """Compute every analysis of the summary and lay out the report (pure; ``job`` is not modified)."""
-    tb = temporal.breakdown(job)
-    tb_steps = temporal.breakdown(job, per_step=True)
-    types = kernels.type_breakdown(job)
-    types_by_rank = kernels.type_breakdown(job, by_rank=True)
-    kstats = kernels.kernel_stats(job)
-    dist = kernels.rank_distribution(job, top=top)
-    idle_df = idle.idle_breakdown(job)
-    idle_stats = idle.idle_interval_stats(job)
-    ov = overlap.comm_comp_overlap(job)
-    st = steps.step_times(job)
-    step_list = steps.profiler_steps(job)
+    tb = temporal.breakdown(job, rules=NATIVE)
+    tb_steps = temporal.breakdown(job, rules=NATIVE, per_step=True)
+    types = kernels.type_breakdown(job, rules=NATIVE)
+    types_by_rank = kernels.type_breakdown(job, rules=NATIVE, by_rank=True)
+    kstats = kernels.kernel_stats(job, rules=NATIVE)
+    dist = kernels.rank_distribution(job, rules=NATIVE, top=top)
+    top_k = kernels.top_kernels(job, rules=NATIVE, top=top)
+    idle_df = idle.idle_breakdown(job, rules=NATIVE)
+    idle_stats = idle.idle_interval_stats(job, rules=NATIVE)
+    ov = overlap.comm_comp_overlap(job, rules=NATIVE)
+    st = steps.step_times(job, rules=NATIVE)
+    step_list = steps.profiler_steps(job, rules=NATIVE)
     findings = _findings_frame(job)
 
     sections = [
@@ -81,7 +82,7 @@ def build_report(job, *, top: int = 10) -> Report:
         _idle_section(idle_df),
         _overlap_section(ov),
         _types_section(types),
-        _top_kernels_section(job, top, tb),
+        _top_kernels_section(top_k, top, tb),
         _slowest_section(job, tb, st, dist),
         Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(job)),
         Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(job)),
@@ -190,30 +191,18 @@ def _types_section(types: pd.DataFrame) -> Section:
                    ["A + B = both types running at the same time"], digits={"time ms": 2, "%": 1})
 
 
-def _top_kernels_section(job, top: int, tb: pd.DataFrame) -> Section:
-    from holotrace.analysis._select import decode, gpu_activity
-
-    parts = []
-    for rank in job.ranks:
-        ev = job.rank(rank).events
-        g = ev[gpu_activity(ev)]
-        parts.append(pd.DataFrame({"name_id": g["name"].to_numpy(), "ktype": g["kernel_type"].to_numpy(),
-                                   "dur": g["dur_ns"].to_numpy()}))
-    allg = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["name_id", "ktype", "dur"])
+def _top_kernels_section(top_k: pd.DataFrame, top: int, tb: pd.DataFrame) -> Section:
     title = f"Top {top} kernels (all ranks)"
-    if allg.empty:
+    if top_k.empty:
         return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
-    agg = allg.groupby("name_id").agg(ktype=("ktype", "first"), count=("dur", "size"), total=("dur", "sum"))
-    agg["name"] = decode(job, agg.index.to_numpy())
-    agg = agg.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable").head(top)
-    busy = float(tb["busy_us"].sum()) * 1000.0
+    busy = float(tb["busy_us"].sum())
     shown = pd.DataFrame({
-        "kernel": [kernel_label(n) for n in agg["name"].to_numpy()],
-        "type": [_TYPE_ABBREV.get(int(k), "other") for k in agg["ktype"].to_numpy()],
-        "count": agg["count"].to_numpy(np.int64),
-        "total ms": agg["total"].to_numpy() / 1e6,
-        "mean us": agg["total"].to_numpy() / agg["count"].to_numpy() / 1e3,
-        "% busy": 100.0 * agg["total"].to_numpy() / busy if busy > 0 else np.nan,
+        "kernel": [kernel_label(n) for n in top_k["name"].to_numpy()],
+        "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
+        "count": top_k["count"].to_numpy(np.int64),
+        "total ms": top_k["sum_us"].to_numpy() / 1e3,
+        "mean us": top_k["mean_us"].to_numpy(),
+        "% busy": 100.0 * top_k["sum_us"].to_numpy() / busy if busy > 0 else np.nan,
     })
     return Section("top_kernels", title, shown,
                    ["% busy = share of the summed GPU busy time (kernel durations, overlaps counted twice)"],
