@@ -83,10 +83,10 @@ def shorten_names(names: Iterable[str]) -> np.ndarray:
 def shortened_ids(strings, ids: np.ndarray) -> tuple[StringTable, np.ndarray]:
     """``(table, codes)``: a string table of the shortened names of ``ids`` (each distinct id shortened once;
     −1 reads as ``""``) and, per id, the position of its shortened name in that table."""
-    uniq, inv = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+    inv, uniq = pd.factorize(np.asarray(ids, dtype=np.int64))
     table = StringTable()
     lut = np.array([table.add(_shorten_one(strings[int(i)])) for i in uniq.tolist()], dtype=np.int64)
-    return table, lut[inv.reshape(-1)] if len(uniq) else np.zeros(0, dtype=np.int64)
+    return table, lut[inv] if len(uniq) else np.zeros(0, dtype=np.int64)
 
 
 def allowlisted_names(strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False) -> list[str] | None:
@@ -204,10 +204,9 @@ def assign_annotations(
 def _track_codes(pid: np.ndarray, tid: np.ndarray, *parts: np.ndarray) -> list[np.ndarray]:
     """Common integer ``(pid, tid)`` codes of several row sets (``parts``: row positions)."""
     rows = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-    if not len(rows):
-        return [np.zeros(0, dtype=np.int64) for _ in parts]
-    codes = pd.MultiIndex.from_arrays([pid[rows], tid[rows]]).factorize()[0].astype(np.int64)
-    return np.split(codes, np.cumsum([len(p) for p in parts])[:-1])
+    pc = pd.factorize(pid[rows])[0].astype(np.int64)
+    tc, tu = pd.factorize(tid[rows])
+    return np.split(pc * max(len(tu), 1) + tc, np.cumsum([len(p) for p in parts])[:-1])
 
 
 def _gpu_ops(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
@@ -267,7 +266,7 @@ def _by_name(view: JobView, name_ids: np.ndarray, durations: np.ndarray):
 
 def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
                     gpu: bool = True, num_kernels: int | None = None, duration_ratio: float = 0.8,
-                    allowlist: Sequence[str] | None = None) -> pd.DataFrame:
+                    allowlist: Sequence[str] | None = None, sort: str = "time") -> pd.DataFrame:
     """Time per user annotation per rank (µs).
 
     Args:
@@ -281,10 +280,14 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
             by :func:`~holotrace.analysis.topk.top_k` under the rule set (HTA's cut, quirks Q1-Q3, under
             ``rules.hta_table``: the rows then describe per-name totals).
 
+        sort: ``"time"``: rows by rank, then ``sum_us`` descending, then name; ``"name"``: by rank, then name.
+
     Returns:
         ``rank, name, count, sum_us, mean_us, min_us, max_us, std_us`` (``std_us``: sample deviation,
-        0 for one instance) sorted by rank, then ``sum_us`` descending, then name.
+        0 for one instance).
     """
+    if sort not in ("time", "name"):
+        raise ValueError(f"unknown sort {sort!r}; use 'time' or 'name'")
     view = job_view(source, rules or NATIVE)
     rules = rules or view.rules
     parts = []
@@ -302,10 +305,12 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
     cols = ["rank", "name", "count", "sum_us", "mean_us", "min_us", "max_us", "std_us"]
     if not parts:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "name" else np.float64) for c in cols})
-    out = pd.DataFrame({c: np.concatenate([p[c] for p in parts]) for c in cols})
-    out["name"] = out["name"].astype(object)
-    out["count"] = out["count"].astype(np.int64)
-    return out.sort_values(["rank", "sum_us", "name"], ascending=[True, False, True], kind="stable", ignore_index=True)
+    data = {c: np.concatenate([p[c] for p in parts]) for c in cols}
+    by_name = np.empty(len(data["name"]), dtype=np.int64)
+    by_name[np.argsort(data["name"], kind="stable")] = np.arange(len(by_name))
+    order = np.lexsort((by_name, -data["sum_us"], data["rank"]) if sort == "time" else (by_name, data["rank"]))
+    return pd.DataFrame({c: pd.Series(data[c][order], dtype=object) if c == "name" else
+                         data[c][order].astype(np.int64 if c in ("rank", "count") else np.float64) for c in cols})
 
 
 def _fold(view: JobView, v: RankView, rows: np.ndarray, rules: RuleSet, num_kernels: int, duration_ratio: float,

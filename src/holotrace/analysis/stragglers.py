@@ -116,11 +116,12 @@ def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         else:  # HTA's iterations with NaN
             keep = np.isin(it, steps)
             present.update(pd.unique(it[keep]).tolist())
-        ts, dur = v["ts"] + v.clock_offset, v["dur"]
+        ts, ends, dur = v["ts"], v["end"], v["dur"]
+        if v.clock_offset:  # onto the job's common clock
+            ts, ends = ts + v.clock_offset, ends + v.clock_offset
         if len(ts) and (keep is None or keep.any()):
             where = True if keep is None else keep
             start = ts.min(initial=np.iinfo(np.int64).max, where=where)
-            ends = ts + dur
             end = ends.max(initial=-np.inf if ends.dtype.kind == "f" else np.iinfo(ends.dtype).min, where=where)
             t_min = start if t_min is None else min(t_min, start)
             max_end = end if max_end is None else max(max_end, end)

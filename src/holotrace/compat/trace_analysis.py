@@ -408,10 +408,10 @@ class TraceAnalysis:
             return None
         allow = _anno.allowlisted_names(self.job.strings.table, allowlist_patterns, regex=regex)
         t = _anno.annotation_time(self.view, rules=HTA, gpu=use_gpu_annotation, num_kernels=num_kernels,
-                                  duration_ratio=duration_ratio, allowlist=allow)
-        out = pd.DataFrame({"name": t["name"], "sum (us)": t["sum_us"], "max (us)": t["max_us"], "min (us)": t["min_us"],
-                            "stddev": t["std_us"], "mean (us)": t["mean_us"], "rank": t["rank"]})
-        out = out.sort_values(["rank", "name"], kind="stable", ignore_index=True)
+                                  duration_ratio=duration_ratio, allowlist=allow, sort="name")
+        out = pd.DataFrame({"name": t["name"], **{k: t[c].to_numpy() for k, c in (
+            ("sum (us)", "sum_us"), ("max (us)", "max_us"), ("min (us)", "min_us"), ("stddev", "std_us"),
+            ("mean (us)", "mean_us"), ("rank", "rank"))}})
         if visualize:
             self._figures(lambda p: p.annotation_figures(out), renderer=image_renderer or "")
         return out
