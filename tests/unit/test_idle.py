@@ -125,7 +125,7 @@ def test_rank_without_kernels_and_unknown_rank(tmp_path):
 
 
 def test_index_zero_quirk_is_opt_in(tmp_path):
-    """HTA looks up index_correlation 0 as the event with index 0 (spec 21 §5, FIX); hta_compat reproduces it.
+    """HTA looks up index_correlation 0 as the event with index 0 (spec 21 §5, FIX); hta_compat=True reproduces it.
 
     Index 0 is an annotation at 500 µs; two kernels on stream 7 carry correlations without launches.
     """
@@ -140,7 +140,6 @@ def test_index_zero_quirk_is_opt_in(tmp_path):
     job = holotrace.load(path, cache=False)
     fixed, _ = TraceAnalysis(job=job).get_idle_time_breakdown()
     assert fixed[["idle_category", "idle_time"]].values.tolist() == [["other", 90.0]]
-    quirk, _ = TraceAnalysis(job=job).get_idle_time_breakdown(hta_compat=True)
+    quirk, _ = TraceAnalysis(job=job, hta_compat=True).get_idle_time_breakdown()
     assert quirk[["idle_category", "idle_time"]].values.tolist() == [["host_wait", 90.0], ["other", 0.0]]
-    assert TraceAnalysis(job=job, hta_compat=True).get_idle_time_breakdown()[0].equals(quirk)
     assert idle.idle_breakdown(job)["idle_us"].tolist() == [0.0, 0.0, 90.0]  # holotrace's rules: no quirk

@@ -206,17 +206,17 @@ class TraceAnalysis:
         visualize_pctg: bool = True,
         show_idle_interval_stats: bool = False,
         consecutive_kernel_delay: int = 30,
-        hta_compat: Optional[bool] = None,
     ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
         """Idle time per stream split into host_wait, kernel_wait and other.
 
         ``consecutive_kernel_delay`` is in µs (HTA's docstring says ns; its
         numbers are µs). Returns ``(idle_df, stats_df or None)``. Fixed by
         default: ``index_correlation == 0`` means "no launch" (HTA takes the
-        event with index 0 for the launch; ``hta_compat=True`` does too), and a
-        rank without GPU kernels gives no rows (HTA raises).
+        event with index 0 for the launch; so does a facade constructed with
+        ``hta_compat=True``), and a rank without GPU kernels gives no rows (HTA
+        raises).
         """
-        kw = dict(rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks), streams=streams,
+        kw = dict(rules=self._rules(), ranks=self._ranks_arg(ranks), streams=streams,
                   consecutive_kernel_delay_us=consecutive_kernel_delay)
         b = _idle.idle_breakdown(self.view, **kw)
         b = b[b["operations"].to_numpy() > 0]  # HTA lists the categories that occur
