@@ -97,3 +97,69 @@ def test_every_corpus_job_loads():
     # the only folder without a Kineto trace holds PyTorch's memory-timeline array
     assert set(bad) == {"hta_memory_analysis"}, bad
     assert "JSON array that is not a list of trace events" in bad["hta_memory_analysis"]
+
+
+def _doc(tmp_path, events, name="t.json"):
+    f = tmp_path / name
+    f.write_text(json.dumps({"distributedInfo": {"rank": 0}, "traceEvents": events}, ensure_ascii=False))
+    return f
+
+
+def test_times_are_exact_nanoseconds_from_the_decimal_text(tmp_path):
+    # 1.7e15 µs is 1.7e18 ns, beyond float64's 2^53: only the decimal text gives the last digits
+    evs = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": 1} for n, ts in
+           [("epoch", 1700000000123456.789), ("exp", 1.5e3), ("half_even_down", 0.0005), ("half_even_up", 0.0015)]]
+    f = tmp_path / "t.json"
+    text = json.dumps({"traceEvents": evs}).replace("1700000000123456.8", "1700000000123456.789")
+    f.write_text(text)
+    d = decode_file(f)
+    got = dict(zip(_text(d, d.events["name"]), d.events["ts_ns"].tolist()))
+    assert got == {"epoch": 1700000000123456789, "exp": 1500000, "half_even_down": 0, "half_even_up": 2}
+    assert d.ts_is_float
+
+
+def test_mixed_type_fields(tmp_path):
+    k = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}
+    evs = [{**k, "pid": "Spans", "args": {"stream": "0x0", "correlation": "42"}},
+           {**k, "tid": "7", "args": {"stream": 7, "correlation": 3.0}},
+           {**k, "args": {"correlation": 2.5, "External id": 18446744073709551615}}]
+    d = decode_file(_doc(tmp_path, evs))
+    ev = d.events
+    assert ev["pid"].tolist() == [-1, 0, 0] and ev["tid"].tolist() == [7, 7, 7]
+    assert ev["stream"].tolist() == [-1, 7, -1]
+    assert ev["correlation"].tolist() == [42, 3, -1]
+    assert ev["external_id"].tolist() == [-1, -1, -1]  # 2^64-1 as an unsigned id wraps to -1, as int64 holds it
+    bad = [p for p in d.problems if p.code == "bad_arg_type"]
+    assert len(bad) == 1 and bad[0].count == 1 and "correlation" in bad[0].message and bad[0].example == "2.5"
+
+
+def test_escaped_strings_and_category_args(tmp_path):
+    evs = [{"ph": "X", "cat": "cpu_op", "name": 'a"b\u00e9\U0001F600', "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+            "args": {"correlation": 5, "Input Dims": [[1, 2], []], "External id": 9}}]
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"traceEvents": evs}))  # ensure_ascii: \\u escapes, a surrogate pair among them
+    d = decode_file(f)
+    assert _text(d, d.events["name"]) == ['a"b\u00e9\U0001F600']
+    assert _text(d, d.events["input_dims"]) == ["[[1, 2], []]"]
+    assert d.events["external_id"].tolist() == [9]
+    assert d.events["correlation"].tolist() == [-1]  # cpu ops do not carry a correlation (category rule)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_cuts_inside_strings_are_repaired(tmp_path, gz):
+    """Names that look like event boundaries: pieces cut there are joined again, on any thread count."""
+    tb = TraceBuilder(rank=0)
+    for i in range(400):
+        tb.cpu_op('x"},{"ph":"X",' + "y" * (i % 13), i * 10, 5, input_dims=[[1], [2]])
+    f = tb.write(tmp_path / ("t.json.gz" if gz else "t.json"), compact=True)
+    whole = decode_file(f, chunk_bytes=1 << 30)
+    assert len(whole.events["ts_ns"]) == 400
+    for chunk, workers in ((97, 1), (997, 2), (4096, 3)):
+        d = decode_file(f, chunk_bytes=chunk, workers=workers)
+        assert d.n_trace_events == whole.n_trace_events
+        for col, arr in whole.events.items():
+            if col in ID_COLUMNS["events"]:
+                assert _text(whole, arr) == _text(d, d.events[col]), col
+            else:
+                assert np.array_equal(arr, d.events[col]), col
+        assert not d.problems
