@@ -9,6 +9,8 @@ from tracebuilder import TraceBuilder
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import annotations as anno
+from holotrace.model.classify import HTA, NATIVE
+from holotrace.model.view import job_view
 
 BREAKDOWN = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
 
@@ -140,3 +142,30 @@ def test_shorten_names_like_hta():
         "Memcpy DtoD (Device -> Device)", "a>b(c)", "operator<(a)", "a (b) c", "plain",
     ]).tolist()
     assert got == ["at::native::::CatArrayBatchedCopy", "Memcpy DtoD (Device -> Device)", "b", "operator<", "c", "plain"]
+
+
+def test_one_path_under_each_rule_set(loaded):
+    job, ta = loaded
+    native = job_view(job, NATIVE)
+    ops, ann = anno.annotate_gpu_ops(native, 0)
+    names = dict(zip(native.names(native[0]["name"][ops]), native.names(np.where(ann >= 0, native[0]["name"][ann], -1))))
+    assert names["Memcpy DtoD (Device -> Device)"] == "layer2" and names["k5"] == "" and names["k3"] == "layer2"
+    # HTA's rules with its bugs: the zero-length copy is never attributed; the view's rows are HTA's
+    ops, ann = anno.annotate_gpu_ops(ta.view, 0, rules=HTA)
+    got = dict(zip(ta.view.names(ta.view[0]["name"][ops]), ann >= 0))
+    assert got["Memcpy DtoD (Device -> Device)"] is np.False_ and got["k1"] is np.True_
+    assert anno.annotation_time(ta.view, rules=HTA, sort="name")["name"].tolist() == ["fwd", "layer1", "layer2"]
+    with pytest.raises(ValueError, match="unknown sort"):
+        anno.annotation_time(native, sort="size")
+
+
+def test_native_fold_keeps_instance_statistics(tmp_path):
+    tb = TraceBuilder(rank=0)
+    for i, d in enumerate([50, 40, 30, 20, 10]):
+        tb.annotation(f"a{i}", 100 * i, d)
+    job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
+    t = anno.annotation_time(job, gpu=False, num_kernels=2, duration_ratio=1.0)
+    # holotrace's cut: a0, a1 kept; others = the 3 folded instances (30, 20, 10)
+    assert t[["name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"]].values.tolist() == [
+        ["others", 3, 60.0, 30.0, 10.0, 20.0, 10.0], ["a0", 1, 50.0, 50.0, 50.0, 50.0, 0.0],
+        ["a1", 1, 40.0, 40.0, 40.0, 40.0, 0.0]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 from tracebuilder import TraceBuilder
 
@@ -12,6 +13,8 @@ import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import stragglers
 from holotrace.commands.stragglers import summary_lines
+from holotrace.model.classify import HTA, NATIVE
+from holotrace.model.view import job_view
 
 DEV = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 OLD = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
@@ -132,3 +135,32 @@ def test_native_view_ignores_clock_skew(tmp_path):
     job = _job(tmp_path, skew={2: -5000.0, 3: 250.0})
     rep = stragglers.straggler_report(job)
     assert rep.loc[rep["straggler"], "rank"].unique().tolist() == [2]
+
+
+def test_one_path_under_each_rule_set(tmp_path):
+    job = _job(tmp_path, name=OLD)
+    native = job_view(job, NATIVE)
+    # holotrace's rules keep every step (HTA drops the last one)
+    assert stragglers.straggler_steps(native) == [1, 2, 3]
+    assert stragglers.potential_stragglers(native, num_candidates=1) == [2]
+    scores, metric = stragglers.straggler_scores(native, steps=[1, 2, 3], num_candidates=1)
+    assert scores.to_dict() == {0: 0, 1: 0, 2: 3, 3: 0}  # rank 2 starts the all-reduce last in all 3 steps
+    assert sorted(set(metric["iteration"])) == [1, 2, 3] and len(metric) == 12
+    ta = TraceAnalysis(job=job)
+    assert stragglers.straggler_steps(ta.view, rules=HTA) == [1, 2]
+    with pytest.raises(ValueError, match="available profiler steps"):
+        stragglers.straggler_steps(ta.view, [9], rules=HTA)
+    assert stragglers.potential_stragglers(ta.view, rules=HTA, scorer=lambda steps: pd.Series([0, 4], index=[0, 3])) == [3, 0]
+
+
+def test_whole_trace_is_one_step_only_without_quirks(tmp_path):
+    folder = tmp_path / "nosteps"
+    for r in range(2):
+        tb = TraceBuilder(rank=r, world_size=2, pid=100 + r, device=r)
+        tb.launch_kernel(DEV, 6, 5, 300 + 200 * r, 700 - 200 * r)
+        tb.write(folder)
+    job = holotrace.load(folder, cache=False)
+    assert stragglers.straggler_steps(job) is None
+    assert stragglers.potential_stragglers(job, num_candidates=1) == [1]  # rank 1 enters 200 µs later
+    with pytest.raises(ValueError):
+        stragglers.straggler_steps(job, rules=HTA)
