@@ -23,7 +23,6 @@ import pandas as pd
 import pytest
 
 from holotrace import TraceAnalysis
-from holotrace.analysis.idle import hta_idle_time_breakdown
 from conftest import golden_jobs
 
 # jobs where HTA's index-0 lookup changes the idle categories (spec 21 §5; docs/compatibility.md)
@@ -147,8 +146,8 @@ def test_idle_time_breakdown(case):
     mine_stats = stats.reset_index()
     if name in IDLE_INDEX_ZERO_JOBS:
         # documented difference: only the host-wait / kernel-wait split moves; the quirk reproduces HTA
-        frames = {r: ta._frame(r) for r in ranks}
-        q_idle, q_stats = hta_idle_time_breakdown(frames, ranks, None, True, 30, index_zero_quirk=True)
+        quirky = TraceAnalysis(job=ta.job, hta_compat=True)
+        q_idle, q_stats = quirky.get_idle_time_breakdown(ranks=ranks, show_idle_interval_stats=True)
         _same(q_idle, gold, keys)
         _same(q_stats.reset_index(), gstats, keys)
         merged = idle.merge(gold, on=keys, suffixes=("", "_hta"))

@@ -29,11 +29,10 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.model.classify import HTA, HTA_FIXED, HTA_KERNEL_CATEGORIES, NATIVE, RuleSet
+from holotrace.model.classify import HTA_KERNEL_CATEGORIES, NATIVE, RuleSet
 from holotrace.model.view import JobView, RankView, job_view
 
-__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats",
-           "hta_idle_time_breakdown"]
+__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats"]
 
 HOST_WAIT, KERNEL_WAIT, OTHER = 0, 1, 2
 CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -205,45 +204,3 @@ def _describe(x: np.ndarray) -> tuple[float, ...]:
     std = float(np.sqrt(((mean - x) ** 2).sum() / (n - 1))) if n > 1 else np.nan
     q = np.percentile(x, _QUANTILES)
     return (mean, std, x.min(), *q.tolist(), x.max())
-
-
-def hta_idle_time_breakdown(frames, ranks=None, streams=None, show_idle_interval_stats: bool = False,
-                            consecutive_kernel_delay: float = 30, *, index_zero_quirk: bool = False):
-    """Transitional: HTA's idle breakdown of HTA-shaped tables (``index, ts, dur, stream, index_correlation,
-    s_cat``), for callers that still hold tables; :func:`idle_breakdown` on a view of them, shaped as
-    ``TraceAnalysis.get_idle_time_breakdown`` (use that instead)."""
-    from holotrace.model.strings import StringTable
-
-    views = {}
-    for rank, f in frames.items():
-        cat, labels = pd.factorize(f["s_cat"].astype(object).fillna(""))
-        index, ts = f["index"].to_numpy(np.int64), f["ts"].to_numpy(np.int64)
-        icorr = f["index_correlation"].to_numpy(np.int64)
-        pos = pd.Series(np.arange(len(f)), index=index)
-        pos = pos[~pos.index.duplicated()]
-        partner = np.where(icorr > 0, pos.reindex(icorr).fillna(-1).to_numpy(np.int64), -1)
-        cols = {"index": index, "ts": ts, "end": ts + f["dur"].to_numpy(np.float64), "stream": f["stream"].to_numpy(np.int64),
-                "cat": cat.astype(np.int64), "gpu": f["stream"].to_numpy() != -1, "partner": partner, "index_correlation": icorr}
-        views[int(rank)] = (RankView(int(rank), cols, {}, 0), StringTable(list(labels)))
-    rules = HTA if index_zero_quirk else HTA_FIXED
-    chosen = list(ranks) if ranks else [0]
-    parts, stats = [], []
-    for r in chosen:
-        if r not in views:
-            from holotrace.errors import RankNotFoundError
-
-            raise RankNotFoundError(f"rank {r} is not in this job (ranks: {sorted(views)})")
-        jv = JobView({r: views[r][0]}, views[r][1], rules, 1000)
-        b = idle_breakdown(jv, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay)
-        parts.append(b[b["operations"] > 0])
-        stats.append(idle_interval_stats(jv, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay))
-    b = pd.concat(parts, ignore_index=True)
-    idle = pd.DataFrame({"rank": b["rank"], "stream": b["stream"], "idle_category": b["idle_category"],
-                         "idle_time": np.round(b["idle_us"].to_numpy(), 2), "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2)})
-    if not show_idle_interval_stats:
-        return idle, None
-    s = pd.concat(stats, ignore_index=True)
-    st = pd.DataFrame({"rank": s["rank"], "stream": s["stream"], "count": s["count"].astype(np.float64),
-                       "mean": s["mean_us"], "std": s["std_us"], "min": s["min_us"], "25%": s["p25_us"],
-                       "50%": s["p50_us"], "75%": s["p75_us"], "max": s["max_us"]})
-    return idle, st.round(2).set_index(pd.Index(s["idle_category"].to_numpy(), name="idle_category"))
