@@ -24,10 +24,7 @@ def step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, n
 
     HTA counts any row whose name gives a step number; holotrace only CPU ops and user annotations.
     """
-    name = v["name"]
-    uniq, inv = np.unique(name, return_inverse=True)
-    numbers = np.array([rules.step_number(view.strings[int(i)]) if i >= 0 else -1 for i in uniq], dtype=np.int64)
-    num = numbers[inv.reshape(-1)] if len(uniq) else np.empty(0, dtype=np.int64)
+    num = view.lookup(v["name"], view.per_string(rules.step_number, prefix="ProfilerStep"))
     ok = num >= 0
     if not rules.hta_table:
         ok &= np.isin(v["kind"], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])

@@ -90,6 +90,7 @@ class JobView:
     rules: RuleSet
     unit_ns: int  # nanoseconds per time unit of the columns: 1 (holotrace) or 1000 (HTA's µs)
     include_last_step: bool = True
+    _per_string: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ranks(self) -> list[int]:
@@ -116,6 +117,28 @@ class JobView:
     def names(self, ids: np.ndarray) -> np.ndarray:
         """Decode name/cat ids into an object array of str (``""`` for −1)."""
         return self.strings.decode(np.asarray(ids))
+
+    def per_string(self, rule, *, prefix: str = "", missing=-1, dtype=np.int64) -> np.ndarray:
+        """``rule(s)`` for every string of the job (index = id; the last entry, for id −1, is ``missing``).
+
+        Only strings starting with ``prefix`` are tested (the others get ``missing``). The array is computed
+        once per view and rule: a pure function of the job's strings, so analyses may share it.
+        """
+        key = (rule, prefix, missing, np.dtype(dtype).str)
+        out = self._per_string.get(key)
+        if out is None:
+            table = self.strings.table
+            out = np.full(len(table) + 1, missing, dtype=dtype)
+            for i, s in enumerate(table):
+                if s.startswith(prefix):
+                    out[i] = rule(s)
+            self._per_string[key] = out
+        return out
+
+    def lookup(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Gather a :meth:`per_string` array at string ids (−1 reads the array's last entry)."""
+        ids = np.asarray(ids)
+        return values[np.where(ids >= 0, ids, len(values) - 1)]
 
     def name_ids(self, test) -> np.ndarray:
         """Ids of the job's strings for which ``test(s)`` is true (a predicate, or a set of strings)."""
