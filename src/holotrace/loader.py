@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
+import sys
 import os
 import time
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 
 from holotrace.errors import JobConsistencyError, TraceEventError, TraceFormatError
-from holotrace.exec.pool import cpu_count, default_workers, run_map
+from holotrace.exec.pool import plan, run_map
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
 from holotrace.ingest.discover import discover
@@ -28,13 +30,12 @@ log = logging.getLogger("holotrace")
 
 PathLike = Union[str, Path]
 CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
-PIECE_PARALLEL_MIN_BYTES = 48 * 2**20  # smaller files decode faster in one process
 _EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION})  # strict: TraceEventError
 
 
-def _load_file(task: tuple) -> DecodedFile:
+def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
     """Worker: one file to derived columns, through the cache."""
-    path, use_cache, cache_dir, all_args, piece_workers, in_parent = task
+    path, use_cache, cache_dir, all_args, threads, in_parent = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
         if hit is not None:
@@ -43,7 +44,7 @@ def _load_file(task: tuple) -> DecodedFile:
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
-        d = decode_file(path, all_args=all_args, workers=piece_workers)
+        d = decode_file(path, all_args=all_args, workers=threads, on_bytes=on_bytes)
         derived = derive_columns(d.events, d.strings)
         d.events.update({k: (v if k == "end_ns" else compact_ints(v)) for k, v in derived.items()})
     finally:
@@ -59,7 +60,7 @@ def _load_file(task: tuple) -> DecodedFile:
 
 def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
          cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
-         progress: Optional[Callable[[int, int, str], None]] = None) -> Job:
+         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None) -> Job:
     """Load a job: a folder of per-rank trace files, one file, or a list of files.
 
     Parameters
@@ -68,9 +69,12 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     strict: raise :class:`~holotrace.errors.JobConsistencyError` on missing, duplicated or mixed ranks
         and on damaged files, instead of reporting them as findings.
     cache: reuse/write decoded tables in the on-disk cache (``cache_dir``, default the user's cache dir).
-    workers: processes used to decode files (default: cores, bounded by memory).
+    workers: cores used to decode files (default: all): one process per file up to the number of files,
+        cores and what memory holds; the cores left over scan each big file on threads.
     all_args: also keep every event's raw ``args`` text (``RankTrace.raw_args``).
     progress: called as ``progress(done, total, file)`` after each file.
+    progress_bar: show a progress bar (bytes decoded, files done) on stderr for loads longer than a
+        second; default: when stderr is a terminal.
 
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
@@ -78,31 +82,30 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     cdir = Path(cache_dir) if cache_dir is not None else cache_mod.default_cache_dir()
     files = found.files
     sizes = [_size(f.path) for f in files]
-    n_workers = workers if workers is not None else default_workers(sizes)
-    cores = cpu_count()
-    # fewer (big) files than cores: decode each file's pieces in parallel instead
-    piece_workers = 1
-    if len(files) < cores and (workers is None or workers > 1):
-        piece_workers = min(cores, workers or cores)
-        n_workers = 1
-    in_parent = n_workers <= 1 or len(files) <= 1
-    tasks = [(f.path, cache, cdir, all_args, piece_workers if s > PIECE_PARALLEL_MIN_BYTES else 1, in_parent)
-             for f, s in zip(files, sizes)]
     t0 = time.perf_counter()
-
-    def done(i: int, _r) -> None:
-        if progress:
-            progress(i + 1, len(files), files[i].path)
-
     # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
     decoded: list = [cache_mod.load(f.path, cdir, all_args, CACHE_TAG) if cache else None for f in files]
     misses = [i for i, d in enumerate(decoded) if d is None]
+    procs, threads = plan(workers, [sizes[i] for i in misses])
+    in_parent = procs <= 1
+    tasks = [(files[i].path, cache, cdir, all_args, t, in_parent) for i, t in zip(misses, threads)]
+    bar = _Bar([sizes[i] for i in misses], len(files), progress_bar)
+
+    def done(i: int, _r) -> None:
+        bar.file_done(i in miss_set)
+        if progress:
+            progress(bar.files, len(files), files[i].path)
+
+    miss_set = set(misses)
     for i, d in enumerate(decoded):
         if d is not None:
             done(i, d)
-    for i, d in zip(misses, run_map(_load_file, [tasks[i] for i in misses], n_workers if len(misses) > 1 else 1,
-                                    lambda k, r: done(misses[k], r))):
-        decoded[i] = d
+    try:
+        fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if in_parent and bar.shown else _load_file
+        for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r))):
+            decoded[i] = d
+    finally:
+        bar.close()
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
     findings = list(found.findings)
@@ -143,3 +146,53 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
+
+
+class _Bar:
+    """The load's progress bar (tqdm) on stderr: bytes decoded and files done; silent when not shown.
+
+    Bytes are file bytes: a file decoded in this process reports its reading as it goes (a gzip
+    file's uncompressed bytes are capped at its size); a file decoded by a worker counts when done.
+    """
+
+    def __init__(self, sizes: list, n_files: int, show: Optional[bool]):
+        self.files = 0
+        self.n_files = n_files
+        self._sizes = sizes
+        self._k = 0  # the file being decoded (index into sizes)
+        self._counted = 0  # bytes reported for it so far
+        self._bar = None
+        if show is None:
+            show = sys.stderr.isatty()
+        if show and sum(sizes) > 0:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, unit_divisor=1024, desc="decoding",
+                             file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+            self._bar.set_postfix_str(f"0/{n_files} files", refresh=False)
+
+    @property
+    def shown(self) -> bool:
+        return self._bar is not None
+
+    def bytes_read(self, k: int) -> None:
+        if self._bar is not None and self._k < len(self._sizes):
+            k = min(k, self._sizes[self._k] - self._counted)
+            if k > 0:
+                self._counted += k
+                self._bar.update(k)
+
+    def file_done(self, decoded: bool) -> None:
+        self.files += 1
+        if decoded and self._k < len(self._sizes):
+            rest = self._sizes[self._k] - self._counted
+            self._k += 1
+            self._counted = 0
+            if self._bar is not None and rest > 0:
+                self._bar.update(rest)
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{self.files}/{self.n_files} files")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

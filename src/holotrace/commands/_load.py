@@ -20,6 +20,7 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
     g.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")
     g.add_argument("--workers", type=int, metavar="N", help="processes decoding files (default: cores, bounded by memory)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -61,9 +62,5 @@ class Progress:
 
 
 def load_job(args: argparse.Namespace) -> Job:
-    prog = Progress(f"loading {Path(args.path).name}")
-    try:
-        return load(args.path, strict=args.strict, cache=not args.no_cache,
-                              cache_dir=args.cache_dir, workers=args.workers, progress=prog.update)
-    finally:
-        prog.close()
+    return load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+                progress_bar=False if getattr(args, "quiet", False) else None)

@@ -1,8 +1,10 @@
-"""Run one function per input, in a process pool when it pays off.
+"""Run one function per input file, in a process pool when it pays off.
 
-Workers receive a path and return columnar tables; the parent never receives
-more than that. Results come back in input order, so output does not depend on
-the degree of parallelism.
+This is the only process pool of holotrace: per-file work (decoding, derived columns, the cache
+write) goes through ``run_map``. Workers receive a task and return columnar tables; the parent
+never receives more than that. Results come back in input order, so output does not depend on
+the degree of parallelism. Within one file, the decoder scans pieces on threads (its scanner
+runs without the GIL); ``plan`` splits the cores between processes and threads.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from typing import Callable, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+# Memory one process needs for a file of n bytes: the decoded tables and derived columns (about a
+# third of the JSON size, measured on generated ranks), the pieces in flight and the interpreter.
+_BYTES_PER_FILE_BYTE = 0.6
+_PROCESS_BYTES = 128 * 2**20
+THREAD_MIN_FILE_BYTES = 32 * 2**20  # smaller files are scanned in one piece: threads would only wait
 
 
 def available_memory_bytes() -> Optional[int]:
@@ -31,21 +39,40 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def default_workers(sizes: Sequence[int]) -> int:
-    """As many workers as cores, bounded by memory (a worker needs ~1.5x its largest file)."""
-    cores = cpu_count()
-    n = min(cores, len(sizes)) or 1
+def clamp_workers(requested: Optional[int], sizes: Sequence[int]) -> int:
+    """Processes worth starting for files of these sizes: at most one per file and per core, and as
+    many as the available memory holds (``requested`` None: as many as that allows)."""
+    if not sizes:
+        return 1
+    n = min(cpu_count(), len(sizes))
+    if requested is not None:
+        n = min(n, max(1, int(requested)))
     mem = available_memory_bytes()
-    if mem and sizes:
-        per = max(max(sizes) * 1.5, 64 * 2**20)
-        n = max(1, min(n, int(0.8 * mem / per)))
-    return n
+    if mem:
+        per = _PROCESS_BYTES + _BYTES_PER_FILE_BYTE * max(sizes)
+        n = min(n, int(0.8 * mem / per))
+    return max(1, n)
+
+
+def default_workers(sizes: Sequence[int]) -> int:
+    """As many workers as cores, bounded by the number of files and by memory."""
+    return clamp_workers(None, sizes)
+
+
+def plan(requested: Optional[int], sizes: Sequence[int]) -> tuple[int, list[int]]:
+    """(processes, scanning threads per file): files spread over processes first, the cores left
+    over scan each big file's pieces on threads. ``requested`` bounds the total (None: cores)."""
+    procs = clamp_workers(requested, sizes)
+    budget = min(cpu_count(), max(1, int(requested))) if requested is not None else cpu_count()
+    per = max(1, budget // procs)
+    return procs, [per if s >= THREAD_MIN_FILE_BYTES else 1 for s in sizes]
 
 
 def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Optional[Callable[[int, R], None]] = None) -> list[R]:
-    """``[fn(x) for x in items]``, on ``workers`` processes when > 1."""
+    """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores)."""
     results: list = [None] * len(items)
-    if workers <= 1 or len(items) <= 1:
+    workers = min(int(workers), len(items), cpu_count())
+    if workers <= 1:
         for i, x in enumerate(items):
             results[i] = fn(x)
             if on_done:

@@ -1,0 +1,80 @@
+"""One process pool for per-file work, with worker counts clamped to what files, cores and memory can use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import holotrace
+from holotrace import loader
+from holotrace.exec import pool
+from tracebuilder import TraceBuilder
+
+
+def _job(tmp_path, ranks=3):
+    for r in range(ranks):
+        tb = TraceBuilder(rank=r, world_size=ranks)
+        tb.annotation("ProfilerStep#1", 0, 100)
+        tb.launch_kernel(f"k{r}", 10, 5, 20, 30)
+        tb.write(tmp_path)
+    return tmp_path
+
+
+def test_asking_for_huge_worker_counts_starts_few_processes(tmp_path, monkeypatch):
+    started = []
+    real = pool.ProcessPoolExecutor
+
+    def recording(*a, max_workers=None, **k):
+        started.append(max_workers)
+        return real(*a, max_workers=max_workers, **k)
+
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", recording)
+    monkeypatch.setattr(pool, "cpu_count", lambda: 2)
+    job = holotrace.load(_job(tmp_path), cache=False, workers=100_000)
+    assert job.ranks == [0, 1, 2]
+    assert started == [2]  # three files, two cores: two processes, not 100,000
+    assert pool.clamp_workers(100_000, [10] * 3) == 2
+    assert pool.clamp_workers(100_000, [10]) == 1
+    assert pool.clamp_workers(0, [10] * 3) == 1
+
+
+def test_memory_bounds_the_process_count(monkeypatch):
+    monkeypatch.setattr(pool, "cpu_count", lambda: 64)
+    monkeypatch.setattr(pool, "available_memory_bytes", lambda: 4 * 2**30)
+    # 2 GB files: each process needs ~1.3 GB, 80% of 4 GB holds two
+    assert pool.clamp_workers(None, [2 * 10**9] * 8) == 2
+    assert pool.clamp_workers(None, [10**6] * 8) == 8
+
+
+def test_plan_spreads_cores_over_processes_then_threads(monkeypatch):
+    monkeypatch.setattr(pool, "cpu_count", lambda: 8)
+    monkeypatch.setattr(pool, "available_memory_bytes", lambda: None)
+    big, small = 10**9, 10**6
+    assert pool.plan(None, [big]) == (1, [8])  # one big file: every core scans it
+    assert pool.plan(None, [big, big]) == (2, [4, 4])
+    assert pool.plan(None, [big] * 8) == (8, [1] * 8)
+    assert pool.plan(2, [big]) == (1, [2])
+    assert pool.plan(None, [small]) == (1, [1])  # small files are one piece
+    assert pool.plan(100_000, [big]) == (1, [8])
+
+
+def test_progress_bar_counts_file_bytes(capsys):
+    bar = loader._Bar([100, 50], 3, True)
+    assert bar.shown
+    bar.file_done(False)  # a cache hit: no bytes to decode
+    bar.bytes_read(70)
+    bar.bytes_read(500)  # a gzip file's uncompressed bytes are capped at its size
+    assert bar._bar.n == 100
+    bar.file_done(True)
+    bar.file_done(True)  # decoded elsewhere: counted when done
+    assert bar._bar.n == 150 and bar.files == 3
+    bar.close()
+    assert not loader._Bar([100], 1, False).shown
+
+
+def test_quiet_flag(tmp_path):
+    f = _job(tmp_path, ranks=1)
+    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "info", str(f), "--no-cache", "--quiet"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
