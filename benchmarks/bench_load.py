@@ -51,15 +51,44 @@ def child(args):
         else:
             holotrace = h.import_holotrace()
             out["import_s"] = time.perf_counter() - t
+            phases = _time_phases()
             t = time.perf_counter()
-            job = holotrace.load(args.trace_dir, cache_dir=args.cache_dir)
+            job = holotrace.load(args.trace_dir, cache_dir=args.cache_dir, progress_bar=False)
             out["load_s"] = time.perf_counter() - t
             out["ranks"] = len(job.ranks)
+            from holotrace.ingest import cache as cache_mod
+
+            cache_mod.flush()
+            out["phases_s"] = phases
     except BaseException as e:  # report anything, including MemoryError / KeyboardInterrupt
         out["error"] = f"{type(e).__name__}: {e}"
     out.update(h.child_rusage())
     h.write_child_result(args.child_result, out)
     return 1 if "error" in out else 0
+
+
+def _time_phases():
+    """Seconds spent in each stage of holotrace's load (in this process; workers' stages are not seen)."""
+    from holotrace import loader
+
+    spent = {}
+
+    def timed(name, fn):
+        def run(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+        return run
+
+    for attr, name in (("decode_file", "decode"), ("derive_columns", "classify+links+steps"),
+                       ("validate_job", "validate"), ("discover", "discover")):
+        if hasattr(loader, attr):
+            setattr(loader, attr, timed(name, getattr(loader, attr)))
+    if hasattr(loader, "cache_mod"):  # the write runs on a thread after load() returns: timed there
+        loader.cache_mod.store = timed("cache write (background)", loader.cache_mod.store)
+    return spent
 
 
 # ---- parent side ------------------------------------------------------------------------------
@@ -120,6 +149,7 @@ ROWS = [  # label, getter, "higher is better"
     ("max RSS, largest child (MB)", lambda r: r.get("result", {}).get("children_max_rss_mb"), False),
     ("max RSS, /usr/bin/time (MB)", lambda r: r.get("time_v_max_rss_mb"), False),
     ("ranks loaded", lambda r: r.get("result", {}).get("ranks"), True),
+    ("load stages, in process (s)", lambda r: "; ".join(f"{k} {v:.2f}" for k, v in r.get("result", {}).get("phases_s", {}).items()) or None, None),
     ("system load avg before / after", lambda r: f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}", None),
     ("status", lambda r: r["status"], None),
 ]
@@ -149,7 +179,8 @@ def render(name, summary, json_mb, runs, skipped):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", choices=["single", "job8", "all"], default="all")
-    p.add_argument("--size-mb", type=float, default=500.0, help="JSON MB of the single-rank scenario")
+    p.add_argument("--size-mb", default="500", help="JSON MB of the single-rank scenario; several, comma-separated, "
+                                                       "run one single-rank scenario each (e.g. 100,500,1000)")
     p.add_argument("--job8-size-mb", type=float, default=60.0, help="JSON MB per rank of the 8-rank scenario")
     p.add_argument("--steps", type=int, default=10, help="profiler steps per generated rank")
     p.add_argument("--seed", type=int, default=0)
@@ -178,10 +209,15 @@ def main(argv=None):
         print(f"holotrace: {holo_reason}")
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     results = {"benchmark": "load", "machine": h.machine_info(), "scenarios": {}}
+    sizes = [float(x) for x in str(args.size_mb).split(",")]
     for name in names:
-        results["scenarios"][name] = run_scenario(name, args, hta_python, holo_reason)
-        if args.results:  # write after every scenario so a later failure keeps earlier numbers
-            h.write_child_result(args.results, results)
+        for size in sizes if name == "single" else [None]:
+            key = name if size is None or len(sizes) == 1 else f"{name}-{size:g}mb"
+            if size is not None:
+                args.size_mb = size
+            results["scenarios"][key] = run_scenario(name, args, hta_python, holo_reason)
+            if args.results:  # write after every scenario so a later failure keeps earlier numbers
+                h.write_child_result(args.results, results)
     if args.results:
         print(f"\nresults written to {args.results}")
     return 0

@@ -75,6 +75,15 @@ static void ws(Scan *S) {
 static int skip_str(Scan *S, Val *v) {
     const uchar *q = S->p + 1, *e = S->e;
     v->esc = 0;
+    /* common case: no escape before the closing quote (memchr is vectorised) */
+    const uchar *quote = (const uchar *)memchr(q, '"', (size_t)(e - q));
+    if (!quote) return TRUNC;
+    if (!memchr(q, '\\', (size_t)(quote - q))) {
+        v->ca = q;
+        v->cb = quote;
+        S->p = quote + 1;
+        return OK;
+    }
     for (;;) {
         while (q < e && *q != '"' && *q != '\\') q++;
         if (q >= e) return TRUNC;
@@ -334,11 +343,17 @@ static int col_set(Scan *S, int j, int64_t row, int64_t bits) {
     }
     size_t es = (size_t)c->es, have = c->b.n / es;
     if (have > (size_t)row) have = (size_t)row, c->b.n = have * es; /* repeated key: the last one counts */
-    if (buf_reserve(&c->b, ((size_t)row - have + 1) * es)) return NOMEM;
-    int64_t dflt = spec_default[j];
-    int32_t d4 = (int32_t)dflt, b4 = (int32_t)bits;
-    for (; have < (size_t)row; have++) buf_put(&c->b, es == 4 ? (void *)&d4 : (void *)&dflt, es);
-    buf_put(&c->b, es == 4 ? (void *)&b4 : (void *)&bits, es);
+    if (c->b.n + ((size_t)row - have + 1) * es > c->b.cap && buf_reserve(&c->b, ((size_t)row - have + 1) * es)) return NOMEM;
+    if (es == 4) {
+        int32_t *w = (int32_t *)c->b.p;
+        for (; have < (size_t)row; have++) w[have] = (int32_t)spec_default[j];
+        w[have] = (int32_t)bits;
+    } else {
+        int64_t *w = (int64_t *)c->b.p;
+        for (; have < (size_t)row; have++) w[have] = spec_default[j];
+        w[have] = bits;
+    }
+    c->b.n = (have + 1) * es;
     return OK;
 }
 

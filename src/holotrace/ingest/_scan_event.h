@@ -88,16 +88,23 @@ static int counter_args(Scan *S, const uchar *a, const uchar *b, int64_t row) {
     return r == TRUNC ? OK : r;
 }
 
+static inline int put_n(Buf *b, const void *v, size_t k) {
+    if (b->n + k > b->cap && buf_reserve(b, k)) return NOMEM;
+    memcpy(b->p + b->n, v, k); /* k is a constant at each call: compiled to a plain store */
+    b->n += k;
+    return OK;
+}
+
 static int push_defaults(Scan *S) {
     int32_t m1 = -1;
     int64_t m1l = -1, z = 0;
     uint8_t f = 0;
     int64_t sp[2] = {-1, -1};
-    if (buf_put(&S->ph, &m1, 4) || buf_put(&S->cat, &m1, 4) || buf_put(&S->name, &m1, 4) || buf_put(&S->bp, &m1, 4) ||
-        buf_put(&S->sc, &m1, 4) || buf_put(&S->pid, &m1l, 8) || buf_put(&S->tid, &m1l, 8) || buf_put(&S->ts, &z, 8) ||
-        buf_put(&S->dur, &z, 8) || buf_put(&S->id, &m1l, 8) || buf_put(&S->flags, &f, 1))
+    if (put_n(&S->ph, &m1, 4) || put_n(&S->cat, &m1, 4) || put_n(&S->name, &m1, 4) || put_n(&S->bp, &m1, 4) ||
+        put_n(&S->sc, &m1, 4) || put_n(&S->pid, &m1l, 8) || put_n(&S->tid, &m1l, 8) || put_n(&S->ts, &z, 8) ||
+        put_n(&S->dur, &z, 8) || put_n(&S->id, &m1l, 8) || put_n(&S->flags, &f, 1))
         return NOMEM;
-    if (S->want_spans && buf_put(&S->spans, sp, 16)) return NOMEM;
+    if (S->want_spans && put_n(&S->spans, sp, 16)) return NOMEM;
     return OK;
 }
 

@@ -136,6 +136,21 @@ static int dec_parse(const uchar *a, const uchar *b, Dec *d) {
     const uchar *p = a;
     if (p < b && *p == '-') { d->neg = 1; p++; }
     int digits = 0, in_frac = 0;
+    /* fast path: up to 18 digits fit a uint64 */
+    uint64_t m64 = 0;
+    int kept = 0;
+    for (; p < b && kept < 18; p++) {
+        uchar c = *p;
+        if (c >= '0' && c <= '9') {
+            m64 = m64 * 10 + (c - '0');
+            kept++;
+            if (in_frac) d->exp10--;
+        } else if (c == '.' && !in_frac) {
+            in_frac = 1;
+        } else break;
+    }
+    digits = kept;
+    d->mant = m64;
     for (; p < b; p++) {
         uchar c = *p;
         if (c >= '0' && c <= '9') {
