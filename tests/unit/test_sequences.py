@@ -14,7 +14,8 @@ import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import sequences
 from holotrace.analysis.callstack import build_call_graph, call_graph
-from holotrace.model.classify import HTA_FIXED
+from holotrace.model.classify import HTA_FIXED, NATIVE
+from holotrace.model.view import job_view
 
 COLUMNS = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
 
@@ -210,3 +211,29 @@ def test_htas_backward_link_corner_detaches_a_step_only_in_compat():
     compat = build_call_graph(thread, ts, dur, np.arange(9), node, launcher, backward_link=link, hta_quirks=True)
     assert compat.num_kernels[[0, 3, 4, 5]].tolist() == [2, 0, 0, 0]
     assert compat.depth[[3, 4, 5]].tolist() == [0, 1, 2]
+
+
+def test_native_call_graph_on_a_loaded_trace(tmp_path):
+    """Hand-worked stacks of a loaded trace under holotrace's rules (rows = the rank's events)."""
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#7", 0, 100)
+    tb.annotation("ProfilerStep#8", 100, 100)
+    tb.cpu_op("aten::linear", 10, 50)
+    tb.cpu_op("aten::addmm", 12, 40)
+    tb.launch_kernel("gemm", 15, 5, 120, 30)  # launched in step 7, runs during step 8
+    tb.gpu("Memcpy DtoH (Device -> Pinned)", 190, 2, cat="gpu_memcpy", correlation=999)  # no launch in the trace
+    job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
+    view = job_view(job, NATIVE)
+    g = call_graph(view, 0)
+    row = {n: i for i, n in enumerate(view.names(view[0]["name"]))}
+    launch = row["cudaLaunchKernel"]
+    assert [g.depth[row[n]] for n in ("ProfilerStep#7", "ProfilerStep#8", "aten::linear", "aten::addmm")] == [0, 0, 1, 2]
+    assert g.parent[row["aten::linear"]] == row["ProfilerStep#7"] and g.parent[row["aten::addmm"]] == row["aten::linear"]
+    assert g.parent[launch] == row["aten::addmm"] and g.depth[launch] == 3
+    assert g.parent[row["gemm"]] == launch and g.depth[row["gemm"]] == 4  # under its launch, not where it ran
+    assert g.depth[row["Memcpy DtoH (Device -> Pinned)"]] == -1  # no launch: outside the graph
+    assert [g.num_kernels[row[n]] for n in ("ProfilerStep#7", "ProfilerStep#8")] == [1, 0]
+    assert g.kernel_dur_sum[row["ProfilerStep#7"]] == 30_000  # ns under holotrace's rules
+    # no graph is kept on the job: a second build is a new, equal object
+    again = call_graph(view, 0)
+    assert again is not g and again.parent.tolist() == g.parent.tolist()
