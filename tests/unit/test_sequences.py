@@ -216,24 +216,27 @@ def test_htas_backward_link_corner_detaches_a_step_only_in_compat():
 def test_native_call_graph_on_a_loaded_trace(tmp_path):
     """Hand-worked stacks of a loaded trace under holotrace's rules (rows = the rank's events)."""
     tb = TraceBuilder(rank=0)
-    tb.annotation("ProfilerStep#7", 0, 100)
-    tb.annotation("ProfilerStep#8", 100, 100)
-    tb.cpu_op("aten::linear", 10, 50)
-    tb.cpu_op("aten::addmm", 12, 40)
-    tb.launch_kernel("gemm", 15, 5, 120, 30)  # launched in step 7, runs during step 8
-    tb.gpu("Memcpy DtoH (Device -> Pinned)", 190, 2, cat="gpu_memcpy", correlation=999)  # no launch in the trace
+    tb.annotation("ProfilerStep#3", 0, 200)
+    tb.cpu_op("aten::mm", 20, 60)
+    tb.cpu_op("aten::addmm", 25, 40)
+    tb.launch_kernel("gemm", 30, 5, 150, 12)  # runs after its launcher returned
+    tb.cpu_op("aten::copy_", 100, 30, tid=9)  # another thread: its own stack
+    tb.launch_kernel("copy_k", 110, 5, 170, 4, tid=9)
+    tb.gpu("Memcpy HtoD (Pinned -> Device)", 180, 2, cat="gpu_memcpy", correlation=4242)  # its launch is missing
     job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
     view = job_view(job, NATIVE)
     g = call_graph(view, 0)
-    row = {n: i for i, n in enumerate(view.names(view[0]["name"]))}
-    launch = row["cudaLaunchKernel"]
-    assert [g.depth[row[n]] for n in ("ProfilerStep#7", "ProfilerStep#8", "aten::linear", "aten::addmm")] == [0, 0, 1, 2]
-    assert g.parent[row["aten::linear"]] == row["ProfilerStep#7"] and g.parent[row["aten::addmm"]] == row["aten::linear"]
-    assert g.parent[launch] == row["aten::addmm"] and g.depth[launch] == 3
-    assert g.parent[row["gemm"]] == launch and g.depth[row["gemm"]] == 4  # under its launch, not where it ran
-    assert g.depth[row["Memcpy DtoH (Device -> Pinned)"]] == -1  # no launch: outside the graph
-    assert [g.num_kernels[row[n]] for n in ("ProfilerStep#7", "ProfilerStep#8")] == [1, 0]
-    assert g.kernel_dur_sum[row["ProfilerStep#7"]] == 30_000  # ns under holotrace's rules
-    # no graph is kept on the job: a second build is a new, equal object
+    names = view.names(view[0]["name"])
+    row = {n: i for i, n in enumerate(names)}
+    launch = np.flatnonzero(names == "cudaLaunchKernel")
+    assert [g.depth[row[n]] for n in ("ProfilerStep#3", "aten::mm", "aten::addmm", "aten::copy_")] == [0, 1, 2, 0]
+    assert g.parent[row["aten::mm"]] == row["ProfilerStep#3"] and g.parent[row["aten::addmm"]] == row["aten::mm"]
+    assert g.parent[launch].tolist() == [row["aten::addmm"], row["aten::copy_"]] and g.depth[launch].tolist() == [3, 1]
+    assert g.parent[row["gemm"]] == launch[0] and g.depth[row["gemm"]] == 4  # under its launch, not where it ran
+    assert g.parent[row["copy_k"]] == launch[1] and g.depth[row["copy_k"]] == 2
+    assert g.depth[row["Memcpy HtoD (Pinned -> Device)"]] == -1  # no launch: outside the graph
+    assert g.num_kernels[[row["ProfilerStep#3"], row["aten::copy_"]]].tolist() == [1, 1]
+    assert g.kernel_dur_sum[row["ProfilerStep#3"]] == 12_000  # ns under holotrace's rules
+    # nothing is kept on the job: a second build is a new, equal object
     again = call_graph(view, 0)
     assert again is not g and again.parent.tolist() == g.parent.tolist()
