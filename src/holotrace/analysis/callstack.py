@@ -381,7 +381,7 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
     Returns:
         The :class:`CallGraph`. Nothing is cached: callers that reuse a graph keep it.
     """
-    view = job_view(view, rules or NATIVE)
+    view = job_view(view, rules or NATIVE, ranks=[rank])
     rules = rules or view.rules
     rv = view[rank]
     n = rv.n
