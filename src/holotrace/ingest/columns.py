@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from holotrace.ingest import _scan
-from holotrace.schema import ARG_SPECS, META_ARG_SPECS, event_columns
+from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
 
 _MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
 _SPECS = ARG_SPECS + META_ARG_SPECS
@@ -93,7 +93,7 @@ def compact_ints(a: np.ndarray) -> np.ndarray:
 @dataclass
 class PieceOut:
     tables: dict = field(default_factory=dict)
-    phase_ids: dict = field(default_factory=dict)
+    phase_counts: dict = field(default_factory=dict)
     missing: Optional[tuple] = None  # (count, (position, name, ts, dur)) of events left out
     negative: Optional[tuple] = None
     too_long: Optional[tuple] = None
@@ -107,33 +107,40 @@ def _us(ns: int, valid: bool):
     return ns // 1000 if ns % 1000 == 0 else ns / 1000
 
 
-def piece_tables(r: dict, piece: bytes, rmx: np.ndarray, strings: list, base: int, all_args: bool) -> PieceOut:
-    """The tables of one scanned piece. ``rmx`` maps piece string ids to file ids (its last entry is -1)."""
+def piece_strings(r: dict) -> list[str]:
+    """The piece's own string table (ids as the scanner numbered them)."""
+    blob, offs = r["sblob"], np.frombuffer(r["soff"], dtype=np.int64).tolist()
+    return [blob[a:b].decode("utf-8") for a, b in zip(offs[:-1], offs[1:])]
+
+
+def piece_tables(r: dict, piece: bytes, strings: list, all_args: bool) -> PieceOut:
+    """The tables of one scanned piece, with the piece's string ids and row positions from 0.
+
+    Runs on the scanning threads (numpy releases the GIL); ``to_file`` then renumbers, in file order.
+    """
     out = PieceOut()
     n = r["n"]
+    base = 0
     flags = np.frombuffer(r["flags"], dtype=np.uint8)
 
     def ids(key: str) -> np.ndarray:
-        return rmx[np.frombuffer(r[key], dtype=np.int32)]
+        return np.frombuffer(r[key], dtype=np.int32)
 
     def arg(j: int) -> Optional[np.ndarray]:
         b = r["args"].get(j)
-        if b is None:
-            return None
-        a = np.frombuffer(b, dtype=_DTYPE[_KINDS[j]])
-        return rmx[a] if _KINDS[j] in (3, 4, 5) else a
+        return None if b is None else np.frombuffer(b, dtype=_DTYPE[_KINDS[j]])
 
     ph, cat, name = ids("ph"), ids("cat"), ids("name")
     pid, tid = np.frombuffer(r["pid"], dtype=np.int64), np.frombuffer(r["tid"], dtype=np.int64)
     ts, dur = np.frombuffer(r["ts"], dtype=np.int64), np.frombuffer(r["dur"], dtype=np.int64)
     u, c = np.unique(ph, return_counts=True)
-    out.phase_ids = dict(zip(u.tolist(), c.tolist()))
+    out.phase_counts = {(strings[k] if k >= 0 else "None"): v for k, v in zip(u.tolist(), c.tolist())}
     has_dur = (flags & 2).astype(bool)
     ev = np.flatnonzero(has_dur)
     if len(ev):
         _events(out, r, piece, ev, len(ev) == n, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur)
     if len(ev) < n:
-        _side(out, r, ~has_dur, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, base)
+        _side(out, r, ~has_dur, ph, cat, name, pid, tid, ts, ids, arg, strings, base)
     return out
 
 
@@ -193,7 +200,7 @@ def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, 
         out.raw_args = [bytes(piece[s:e]).decode("utf-8", "replace") if s >= 0 else None for s, e in spans.tolist()]
 
 
-def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, base) -> None:
+def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) -> None:
     rows_all = np.flatnonzero(side)
     group = np.full(len(ph), 3, dtype=np.int8)  # 0 names, 1 flows, 2 counters, 3 instants
     for k in np.unique(ph[rows_all]).tolist():
@@ -233,11 +240,22 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, rmx, strings, bas
         rows = c_row[sel].astype(np.int64)
         if len(rows):
             cols = common(rows)
-            cols["series"] = rmx[np.frombuffer(r["c_key"], dtype=np.int32)[sel]]
+            cols["series"] = np.frombuffer(r["c_key"], dtype=np.int32)[sel]
             cols["value"] = np.frombuffer(r["c_val"], dtype=np.float64)[sel]
             tables["counters"] = cols
     for table, cols in tables.items():
         out.tables[table] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
+
+
+def to_file(out: PieceOut, rmx: np.ndarray, base: int) -> None:
+    """Renumber a piece's tables in place: string ids into the file's (``rmx``, last entry -1), rows from ``base``."""
+    for table, cols in out.tables.items():
+        id_cols = ID_COLUMNS[table]
+        for k, v in cols.items():
+            if k in id_cols:
+                cols[k] = compact_ints(rmx[v])
+            elif k == "index":
+                cols[k] = v + base
 
 
 def concatenate(parts: dict[str, dict[str, list]]) -> dict[str, dict[str, np.ndarray]]:

@@ -28,7 +28,7 @@ from holotrace.ingest import _scan
 from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (used by callers of this module)
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes
 from holotrace.ingest._read import split_header as _split_header
-from holotrace.ingest.columns import ARGS_BY_CATEGORY, column_name, compact_ints, concatenate, piece_tables  # noqa: F401
+from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, column_name, compact_ints, concatenate, piece_strings, piece_tables, to_file  # noqa: F401
 
 CHUNK_BYTES = 16 * 1024 * 1024  # piece size: a scanner thread's unit of work
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
@@ -95,7 +95,7 @@ class _Tables:
         self.strings: list[str] = []
         self.parts: dict[str, dict[str, list]] = {k: {} for k in ("events", "instants", "counters", "flows", "names")}
         self.problems: list[Problem] = []
-        self.phase_ids: dict[int, int] = {}
+        self.phase_counts: dict[str, int] = {}
         self.ts_is_float = False
         self.nonstd = False
         self.all_args = all_args
@@ -103,7 +103,8 @@ class _Tables:
         self.n = 0
         self.on_bytes = None
 
-    def add(self, r: dict, piece: bytes) -> None:
+    def add(self, r: dict, piece, out: Optional[PieceOut]) -> None:
+        """Append a scanned piece (``out``: its tables from ``piece_tables``, made on the scanning thread)."""
         n = r["n"]
         if "overflow" in r:
             j, start, length = r["overflow"]
@@ -113,15 +114,17 @@ class _Tables:
         self.nonstd = self.nonstd or r["nonstd"]
         if not n:
             return
+        if out is None:
+            raise TraceReadError("text is not valid UTF-8", path=self.path, fix="the file is damaged or not a JSON trace")
         self.ts_is_float = self.ts_is_float or r["ts_float"]
         remap = np.frombuffer(self.interner.add(r["sblob"], r["soff"]), dtype=np.int32)
         try:
             self.strings.extend(self.interner.strings(len(self.strings)))
         except UnicodeDecodeError as e:
             raise TraceReadError(f"text is not valid UTF-8 ({e.reason})", path=self.path, fix="the file is damaged or not a JSON trace") from None
-        out = piece_tables(r, piece, np.append(remap, np.int32(-1)), self.strings, self.n, self.all_args)
-        for pid, cnt in out.phase_ids.items():
-            self.phase_ids[pid] = self.phase_ids.get(pid, 0) + cnt
+        to_file(out, np.append(remap, np.int32(-1)), self.n)
+        for ph, cnt in out.phase_counts.items():
+            self.phase_counts[ph] = self.phase_counts.get(ph, 0) + cnt
         for table, cols in out.tables.items():
             part = self.parts[table]
             for k, v in cols.items():
@@ -129,13 +132,13 @@ class _Tables:
         if out.missing:
             cnt, (pos, name, ts, dur) = out.missing
             self.problems.append(Problem("missing_time", "error", f"{cnt} events with a duration have a missing, NaN or non-numeric ts/dur; they were left out", cnt,
-                                         f"event #{pos}: name={name!r} ts={ts!r} dur={dur!r}"))
+                                         f"event #{pos + self.n}: name={name!r} ts={ts!r} dur={dur!r}"))
         if out.negative:
             cnt, (pos, name, dur) = out.negative
-            self.problems.append(Problem("negative_duration", "error", f"{cnt} events have a negative duration; they were left out", cnt, f"event #{pos}: name={name!r} dur={dur!r}"))
+            self.problems.append(Problem("negative_duration", "error", f"{cnt} events have a negative duration; they were left out", cnt, f"event #{pos + self.n}: name={name!r} dur={dur!r}"))
         if out.too_long:
             cnt, (pos, name, dur) = out.too_long
-            self.problems.append(Problem("absurd_duration", "warning", f"{cnt} events last longer than 7 days", cnt, f"event #{pos}: name={name!r} dur={dur!r}"))
+            self.problems.append(Problem("absurd_duration", "warning", f"{cnt} events last longer than 7 days", cnt, f"event #{pos + self.n}: name={name!r} dur={dur!r}"))
         for col, (cnt, example, default) in out.bad.items():
             self.problems.append(Problem("bad_arg_type", "warning", f"arg '{col}' has {cnt} non-integer values (read as {default})", cnt, example))
         if self.all_args:
@@ -144,9 +147,6 @@ class _Tables:
 
     def finish(self) -> dict[str, dict[str, np.ndarray]]:
         return concatenate(self.parts)
-
-    def phase_counts(self) -> dict[str, int]:
-        return {(self.strings[k] if k >= 0 else "None"): v for k, v in self.phase_ids.items()}
 
 
 # --------------------------------------------------------------------------- the file
@@ -244,7 +244,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     out = tables.finish()
     del tables.parts
     _scan.trim()  # the pieces' buffers are gone: give their memory back
-    phase_counts = tables.phase_counts()
+    phase_counts = tables.phase_counts
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
         if phase_counts.get(k):
@@ -279,9 +279,17 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
     state: Optional[str] = None
     tail: list = []
 
+    def tables_of(piece, r):
+        try:
+            return piece_tables(r, piece, piece_strings(r), all_args) if r["n"] else PieceOut()
+        except UnicodeDecodeError:
+            return None
+
     def work(get):
         piece = get()
-        return piece, _scan.scan(piece, all_args)
+        r = _scan.scan(piece, all_args)
+        # an unfinished piece is joined to the next one: its tables would be thrown away
+        return piece, r, (tables_of(piece, r) if r["status"] != ST_TRUNC else None)
 
     def handle(get, last: bool, fut, progress: int) -> None:
         nonlocal carry, state
@@ -294,13 +302,16 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
             piece = b"".join((carry, b",", fut.result()[0] if fut is not None else get()))
             carry = None
             r = _scan.scan(piece, all_args)
+            out = tables_of(piece, r)
         else:
-            piece, r = fut.result() if fut is not None else work(get)
+            piece, r, out = fut.result() if fut is not None else work(get)
         st = r["status"]
         if st == ST_TRUNC and not last:
             carry = piece
             return
-        tables.add(r, piece)
+        if st == ST_TRUNC and out is None:
+            out = tables_of(piece, r)
+        tables.add(r, piece, out)
         if progress and tables.on_bytes is not None:
             tables.on_bytes(progress)
         if st == ST_END:
