@@ -69,7 +69,7 @@ def _differences(want: dict, got: dict) -> list[str]:
 
 
 def test_every_corpus_file_decodes_to_the_reference_tables():
-    from conftest import shared_or_skip
+    from corpus import shared_or_skip
 
     traces = shared_or_skip() / "traces"
     reference = json.loads(REFERENCE.read_text())

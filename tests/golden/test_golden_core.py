@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from holotrace import TraceAnalysis
-from conftest import golden_jobs
+from corpus import golden_jobs
 
 # jobs where HTA's index-0 lookup changes the idle categories (spec 21 §5; docs/compatibility.md)
 IDLE_INDEX_ZERO_JOBS = {"tracelens_h100_qwen15_05b", "tracelens_mi300_qwen15_05b"}

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import golden_jobs
+from corpus import golden_jobs
 
 import holotrace
 from holotrace.compat.trace_analysis import TraceAnalysis

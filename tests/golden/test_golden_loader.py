@@ -10,7 +10,7 @@ import holotrace
 from holotrace.compat.hta_table import hta_table
 from holotrace.model.classify import HTA
 from holotrace.model.view import job_view
-from conftest import golden_jobs
+from corpus import golden_jobs
 
 JOBS = [j for j in golden_jobs() if (j[2] / "event_counts_by_cat.csv").exists()]
 

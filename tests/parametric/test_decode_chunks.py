@@ -214,15 +214,14 @@ def test_tiny_chunks_on_a_longer_trace(tmp_path):
 # NaN literals (non-standard JSON, written by some exporters) go through the decoder's fallback path.
 _NAN = {"clock": "int", "gz": False, "ascii": True, "nan": True, "all_args": False}
 NAN_CASES = {
-    # the NaN sits in the last piece (the tail): a single-chunk read fails with TypeError in the fallback
+    # the NaN sits in the last piece (the tail), which a single-chunk read decodes too
     "nan_in_the_tail": {**_NAN, "layout": "compact",
                         "specs": [("cpu_op", "x", 0, 5, 1, 7), ("counter", "queue", 3, 0, 0, 9)]},
-    # a bare event array whose only NaN event is last: reported as a truncated file (error), not non-standard JSON
+    # a bare event array whose only NaN event is last: non-standard JSON, not a truncated file
     "nan_in_a_bare_array": {**_NAN, "layout": "array", "specs": [("counter", "queue", 3, 0, 0, 9)]},
 }
 
 
-@pytest.mark.xfail(strict=True, reason="decoder: NaN literals in the last piece of a file are mishandled")
 @pytest.mark.parametrize("case", sorted(NAN_CASES))
 def test_nan_literals_whatever_the_chunk_size(tmp_path, case):
     t = NAN_CASES[case]

@@ -10,7 +10,7 @@ import pytest
 import holotrace
 from holotrace.ingest.decode import decode_file
 from holotrace.schema import ID_COLUMNS
-from conftest import shared_or_skip
+from corpus import shared_or_skip
 from tracebuilder import TraceBuilder
 
 

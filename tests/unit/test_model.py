@@ -45,11 +45,6 @@ def test_links_iterations_and_stacks(tmp_path):
     assert ev["kernel_type"][row["ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)"]] == KernelType.COMMUNICATION
     assert ev["kernel_type"][gemm] == KernelType.COMPUTATION
     assert ev["kind"][row["Memcpy DtoH (Device -> Pinned)"]] == Kind.MEMCPY
-    assert ev["depth"][row["ProfilerStep#7"]] == 0
-    assert ev["depth"][row["aten::linear"]] == 1 and ev["parent"][row["aten::linear"]] == row["ProfilerStep#7"]
-    assert ev["depth"][row["aten::addmm"]] == 2 and ev["parent"][row["aten::addmm"]] == row["aten::linear"]
-    assert ev["parent"][lk[0]] == row["aten::addmm"]
-    assert ev["depth"][gemm] == -1
     codes = {f.code: f for f in job.findings}
     assert codes["gpu_without_launch"].count == 1
     assert job.rank(0).step_table["step"].tolist() == [7, 8]
