@@ -125,7 +125,7 @@ def test_works_where_htas_call_stack_builder_raises(tmp_path):
     tb.cpu_op("aten::zero_", 21.0, 0.0)
     tb.cpu_op("aten::tiny", 21.3, 0.5)  # HTA rounds this to ts 22, dur -1
     _, ta = _load(tb, tmp_path)
-    frame = ta._frame(0)
+    frame = ta._table(0)
     assert (frame["dur"] < 0).any()  # the HTA table really has the −1 duration
     df = ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path))
     assert df.values.tolist() == [["blk|k1|k2|k3", 3, 54.0, 150.0]]

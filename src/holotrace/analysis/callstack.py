@@ -51,7 +51,6 @@ __all__ = [
     "CallGraph",
     "build_call_graph",
     "call_graph",
-    "native_call_graph",
     "thread_device_is_gpu",
 ]
 
@@ -407,11 +406,6 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
         backward = _backward_parents(thread, cpu_thread, *flags, parent_ok)
     return build_call_graph(thread, rv["ts"], rv["dur"], rv["index"], is_node, launcher,
                             backward_link=backward, hta_quirks=rules.hta_quirks)
-
-
-def native_call_graph(job, rank: int, *, link_backward: bool = True) -> CallGraph:
-    """Deprecated: ``call_graph(job_view(job, NATIVE, ranks=[rank]), rank)`` (rows = the rank's events)."""
-    return call_graph(job_view(job, NATIVE, ranks=[rank]), rank, rules=NATIVE, link_backward=link_backward)
 
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

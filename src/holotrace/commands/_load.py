@@ -6,7 +6,6 @@ import argparse
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Optional
 
 from holotrace.loader import load

@@ -123,17 +123,6 @@ class TraceAnalysis:
             self._tables[key] = hta_table(self.view[rank], self.job.strings, args=args)
         return self._tables[key]
 
-    def _frame(self, rank: int, full: bool = False) -> pd.DataFrame:
-        return self._table(rank, args=full)
-
-    def _frames(self) -> dict[int, pd.DataFrame]:
-        return {r: self._table(r, args=False) for r in self.view.ranks}
-
-    def _columns(self, ranks: Optional[Sequence[int]] = None) -> dict[int, dict]:
-        chosen = self.view.ranks if ranks is None else [int(r) for r in ranks]
-        return {r: {c: (self._table(r, False)[c].array if c in ("s_name", "s_cat") else self._table(r, False)[c].to_numpy())
-                    for c in self._table(r, False).columns} for r in chosen}
-
     def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:
         """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""
         return self.view.select([0] if not ranks else ranks)

@@ -110,7 +110,7 @@ HTA_LAUNCH_APIS = frozenset({
 # it adds with include_memory_events.
 HTA_LAUNCH_STATS_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"})
 HTA_MEMORY_LAUNCH_STATS_APIS = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
-# HTA's ATen-op analyses: a launch is a runtime call matching this (re.search semantics)
+# HTA's ATen-op analyses: a launch is a call whose name matches this at its start (re.match)
 HTA_ATEN_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
 # CPU calls that synchronise a GPU stream or event but carry a correlation like GPU work (HTA's GPU-row test)
 HTA_SYNC_EVENT_NAMES = ("Event Sync", "Context Sync")
@@ -139,11 +139,6 @@ def is_memory_kernel_name(name: str) -> bool:
     """HTA's memory-kernel name test (``is_memory_kernel``: ``[hip]Memcpy*``, ``[hip]Memset*``, ``dma*``), on its
     own: ``hipMemcpy*`` passes it although its kernel type is COMMUNICATION (the ``^hip`` rule comes first)."""
     return _MEMORY.match(name) is not None
-
-
-def is_hta_launch(name: str) -> bool:
-    """HTA's ATen-op launch rule (spec 23): ``cuda*LaunchKernel``, ``cuLaunchKernel`` or ``runFunction*``."""
-    return HTA_ATEN_LAUNCH.search(name) is not None
 
 
 def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:

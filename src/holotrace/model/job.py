@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -138,7 +138,6 @@ class Job:
     findings: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (file, why)
     path: str = ""
-    _memo: dict = field(default_factory=dict, repr=False)
 
     @property
     def ranks(self) -> list[int]:
