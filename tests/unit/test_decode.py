@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
@@ -163,3 +164,17 @@ def test_cuts_inside_strings_are_repaired(tmp_path, gz):
             else:
                 assert np.array_equal(arr, d.events[col]), col
         assert not d.problems
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_metadata_after_the_events_spanning_pieces(tmp_path, gz):
+    """Keys written after traceEvents (lists of objects among them) are read whatever the piece size."""
+    evs = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i in range(50)]
+    props = [{"id": k, "name": "H100", "totalGlobalMem": 85e9} for k in range(40)]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": evs, "deviceProperties": props, "baseTimeNanoseconds": 17})
+    f = tmp_path / ("t.json.gz" if gz else "t.json")
+    f.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    for chunk, workers in ((1 << 30, 1), (64, 1), (300, 2)):
+        d = decode_file(f, chunk_bytes=chunk, workers=workers)
+        assert len(d.events["ts_ns"]) == 50 and not d.problems
+        assert d.meta["deviceProperties"] == props and d.meta["baseTimeNanoseconds"] == 17 and d.meta["schemaVersion"] == 1
