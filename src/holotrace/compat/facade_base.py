@@ -1,0 +1,80 @@
+"""What every group of HTA methods reads: the facade's view, rule sets, cached tables and graphs, figures.
+
+:class:`FacadeBase` is the base of :class:`holotrace.compat.trace_analysis.TraceAnalysis`; the HTA methods
+live in one module per topic (``compat/methods_*.py``), as HTA's own analyzers do, and read only the
+state set here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+import pandas as pd
+
+from holotrace.analysis.callstack import CallGraph, call_graph
+from holotrace.compat.hta_table import hta_table
+from holotrace.errors import PlottingUnavailableError
+from holotrace.model.classify import HTA, HTA_FIXED, RuleSet
+from holotrace.model.view import JobView
+
+log = logging.getLogger("holotrace.compat")
+
+__all__ = ["FacadeBase", "log"]
+
+
+def _plots():
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        raise PlottingUnavailableError(
+            "visualize=True needs plotly, which is not installed",
+            fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only",
+        ) from None
+    from holotrace.render import plots
+
+    return plots
+
+
+class FacadeBase:
+    """State shared by the HTA method groups (set by ``TraceAnalysis.__init__``)."""
+
+    job: object
+    view: JobView
+    hta_compat: bool
+    include_last_profiler_step: bool
+    figures: list
+    _tables: Dict[Tuple[int, bool], pd.DataFrame]
+    _graphs: Dict[Tuple[int, bool], CallGraph]
+
+    # ------------------------------------------------------------------ shared inputs (read-only)
+    def _rules(self, hta_compat: Optional[bool] = None) -> RuleSet:
+        """HTA's rules, with its bugs (``hta_compat``) or with holotrace's fixes."""
+        compat = self.hta_compat if hta_compat is None else bool(hta_compat)
+        return HTA if compat else HTA_FIXED
+
+    def _table(self, rank: int, args: bool = True) -> pd.DataFrame:
+        """HTA's loaded table of one rank (cached; callers must not modify it)."""
+        key = (int(rank), bool(args))
+        if key not in self._tables:
+            self._tables[key] = hta_table(self.view[rank], self.job.strings, args=args)
+        return self._tables[key]
+
+    def _ranks_arg(self, ranks: Optional[Sequence[int]]) -> list[int]:
+        """HTA's per-rank argument rule: ``None`` or ``[]`` → ``[0]``; unknown ranks raise."""
+        return self.view.select([0] if not ranks else ranks)
+
+    def _call_graph(self, rank: int, rules: RuleSet) -> CallGraph:
+        """The call graph of one rank under HTA's rules (cached per rank and quirk switch)."""
+        key = (int(rank), rules.hta_quirks)
+        if key not in self._graphs:
+            self._graphs[key] = call_graph(self.view, rank, rules=rules)
+        return self._graphs[key]
+
+    def _figures(self, build: Callable[[object], list], show: bool = True, renderer: str = "") -> None:
+        """Build (and, inside a notebook, show) the figures of a method; requires plotly."""
+        plots = _plots()
+        self.figures = build(plots)
+        if show:
+            plots.show(self.figures, renderer=renderer)
+
