@@ -15,12 +15,18 @@ from holotrace.model.job import Finding, Job, RankTrace
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "Job", "RankTrace", "Finding", "HolotraceError", "TraceAnalysis", "__version__"]
+# names imported on first use (the HTA-compatible API pulls in pandas-heavy modules): name -> module
+_LAZY = {
+    "TraceAnalysis": "holotrace.compat.trace_analysis",
+}
+
+__all__ = ["load", "Job", "RankTrace", "Finding", "HolotraceError", "__version__", *_LAZY]
 
 
 def __getattr__(name: str):
-    if name == "TraceAnalysis":
-        from holotrace.compat.trace_analysis import TraceAnalysis
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'holotrace' has no attribute {name!r}")
+    import importlib
 
-        return TraceAnalysis
-    raise AttributeError(f"module 'holotrace' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
