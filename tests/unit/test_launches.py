@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from tracebuilder import TraceBuilder
 
@@ -125,3 +126,22 @@ def test_pairing_rule_comes_from_the_rule_set(tmp_path):
         [4, 10, 6], [3, 10, 0]]
     assert fixed.loc[fixed["correlation"] == k, ["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
         [4, 10, 6]]
+
+
+def test_worst_launches_and_delay_overview_by_hand():
+    from holotrace.analysis.launches import all_launches, delay_overview, worst_launches
+
+    def frame(delays, ts):
+        d = np.asarray(delays, dtype=float)
+        return pd.DataFrame({"correlation": np.arange(len(d)), "cpu_duration": np.ones(len(d)), "gpu_duration": np.ones(len(d)),
+                             "launch_delay": d, "short_kernel": False, "runtime_outlier": False,
+                             "launch_delay_outlier": d > 100, "ts": np.asarray(ts, dtype=np.int64)})
+
+    both = all_launches({1: frame([50, 300], [10, 20]), 0: frame([300, 120, 10], [30, 5, 1])})
+    assert both.columns[0] == "rank" and len(both) == 5
+    worst = worst_launches(both, "launch_delay", "launch_delay_outlier", 2)
+    # two launches of 300 us: rank 0 before rank 1; the 120 us one is cut by top=2
+    assert worst[["rank", "launch_delay"]].values.tolist() == [[0, 300.0], [1, 300.0]]
+    o = delay_overview(both)
+    assert o == {"launches": 5, "median_us": 120.0, "p95_us": float(np.percentile([10, 50, 120, 300, 300], 95)), "outliers": 3}
+    assert delay_overview(all_launches({}))["launches"] == 0

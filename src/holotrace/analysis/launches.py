@@ -28,7 +28,8 @@ from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import JobView, job_view
 
-__all__ = ["STATS_COLUMNS", "FLAG_COLUMNS", "DETAIL_COLUMNS", "launch_stats", "launch_summary"]
+__all__ = ["STATS_COLUMNS", "FLAG_COLUMNS", "DETAIL_COLUMNS", "launch_stats", "launch_summary", "all_launches",
+           "worst_launches", "delay_overview"]
 
 STATS_COLUMNS = ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
 FLAG_COLUMNS = ["short_kernel", "runtime_outlier", "launch_delay_outlier"]
@@ -198,3 +199,28 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
             "launch_delay_outliers": int(df["launch_delay_outlier"].sum()),
         })
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
+    """The per-rank frames of :func:`launch_stats` stacked, with a leading ``rank`` column (ranks in key order)."""
+    parts = [d.assign(rank=np.int64(r)) for r, d in stats.items()]
+    if not parts:
+        return pd.DataFrame(columns=["rank", *STATS_COLUMNS, *FLAG_COLUMNS])
+    df = pd.concat(parts, ignore_index=True)
+    return df[["rank"] + [c for c in df.columns if c != "rank"]]
+
+
+def worst_launches(launches: pd.DataFrame, by: str, flag: str, top: int) -> pd.DataFrame:
+    """The ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time)."""
+    keys = [by, "rank", "ts"] if "ts" in launches.columns else [by, "rank"]
+    sel = launches[launches[flag].to_numpy(dtype=bool)]
+    return sel.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable").head(int(top))
+
+
+def delay_overview(launches: pd.DataFrame) -> dict:
+    """Launch delay over every launch of :func:`all_launches`: count, median, p95 (µs) and outliers."""
+    d = launches["launch_delay"].to_numpy(dtype=np.float64)
+    if not len(d):
+        return {"launches": 0, "median_us": float("nan"), "p95_us": float("nan"), "outliers": 0}
+    return {"launches": int(len(d)), "median_us": float(np.median(d)), "p95_us": float(np.percentile(d, 95)),
+            "outliers": int(launches["launch_delay_outlier"].sum())}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
 import pandas as pd
 
 from holotrace.analysis import launches as _launches
@@ -56,16 +55,8 @@ COMMAND = Command(
 )
 
 
-def _all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    parts = [d.assign(rank=np.int64(r)) for r, d in stats.items()]
-    if not parts:
-        return pd.DataFrame()
-    df = pd.concat(parts, ignore_index=True)
-    return df[["rank"] + [c for c in df.columns if c != "rank"]]
-
-
-def _worst(df: pd.DataFrame, col: str, mask: np.ndarray, top: int) -> pd.DataFrame:
-    sel = df[mask].sort_values([col, "rank", "ts"], ascending=[False, True, True], kind="stable").head(top)
+def _worst(df: pd.DataFrame, col: str, flag: str, top: int) -> pd.DataFrame:
+    sel = _launches.worst_launches(df, col, flag, top)
     return pd.DataFrame({
         "rank": sel["rank"].to_numpy(),
         "step": sel["iteration"].to_numpy(),
@@ -88,7 +79,7 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
     stats = _launches.launch_stats(job, rules=NATIVE, runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
                                    include_memory_events=include_memory_events, details=True)
     summary = _launches.launch_summary(stats)
-    allrows = _all_launches(stats)
+    allrows = _launches.all_launches(stats)
     digits = {"cpu mean us": 1, "cpu max us": 1, "gpu mean us": 1, "delay median us": 1, "delay p95 us": 1,
               "delay max us": 1, "at ms": 3, "cpu us": 1, "gpu us": 1, "delay us": 1}
     shown = pd.DataFrame({
@@ -105,10 +96,10 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
     if allrows.empty:
         sections[0].notes.append("no launch call paired with GPU work (CPU-only trace, or no correlation ids)")
     else:
-        worst = _worst(allrows, "launch_delay", allrows["launch_delay_outlier"].to_numpy(), top)
+        worst = _worst(allrows, "launch_delay", "launch_delay_outlier", top)
         sections.append(Section("worst_launch_delays", f"Worst launch delays (> {launch_delay_cutoff:g} us)",
                                 worst[_DELAY_SHOWN], digits=digits, lines=[] if len(worst) else ["none"]))
-        slow = _worst(allrows, "cpu_duration", allrows["runtime_outlier"].to_numpy(), top)
+        slow = _worst(allrows, "cpu_duration", "runtime_outlier", top)
         sections.append(Section("slowest_launch_calls", f"Slowest launch calls (> {runtime_cutoff:g} us)",
                                 slow[_SLOW_SHOWN], digits=digits, lines=[] if len(slow) else ["none"]))
         data["worst_launch_delays"] = worst
@@ -127,15 +118,13 @@ def _short(name) -> str:
 def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> list[str]:
     """Lines for ``holotrace summary``: launch-delay overview and the worst outliers."""
     stats = _launches.launch_stats(job, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True)
-    allrows = _all_launches(stats)
+    allrows = _launches.all_launches(stats)
     if allrows.empty:
         return ["launch delay: no launch call paired with GPU work"]
-    d = allrows["launch_delay"].to_numpy()
-    n_out = int(allrows["launch_delay_outlier"].sum())
-    lines = [(f"launch delay: median {np.median(d):.1f} us, p95 {np.percentile(d, 95):.1f} us over {len(d)} launches; "
-              f"{n_out} above {launch_delay_cutoff:g} us")]
-    worst = allrows[allrows["launch_delay_outlier"]].sort_values(["launch_delay", "rank"], ascending=[False, True],
-                                                                 kind="stable").head(top)
+    o = _launches.delay_overview(allrows)
+    lines = [(f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us over {o['launches']} launches; "
+              f"{o['outliers']} above {launch_delay_cutoff:g} us")]
+    worst = _launches.worst_launches(allrows, "launch_delay", "launch_delay_outlier", top)
     for row in worst.itertuples(index=False):
         step = f" step {row.iteration}" if row.iteration >= 0 else ""
         lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {_short(row.kernel)[:60]} "
