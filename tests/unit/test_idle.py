@@ -142,3 +142,16 @@ def test_index_zero_quirk_is_opt_in(tmp_path):
     quirk, _ = TraceAnalysis(job=job, hta_compat=True).get_idle_time_breakdown()
     assert quirk[["idle_category", "idle_time"]].values.tolist() == [["host_wait", 90.0], ["other", 0.0]]
     assert idle.idle_breakdown(job)["idle_us"].tolist() == [0.0, 0.0, 90.0]  # holotrace's rules: no quirk
+
+
+def test_idle_by_rank_sums_streams_by_hand():
+    import pandas as pd
+
+    b = pd.DataFrame({"rank": [0, 0, 0, 0, 0, 0, 1, 1, 1], "stream": [7, 7, 7, 20, 20, 20, 7, 7, 7],
+                      "idle_category": ["host_wait", "kernel_wait", "other"] * 3,
+                      "idle_us": [10.0, 0.0, 30.0, 0.0, 40.0, 20.0, 0.0, 0.0, 0.0]})
+    out = idle.idle_by_rank(b)
+    assert out["rank"].tolist() == [0, 1]
+    assert out["idle_us"].tolist() == [100.0, 0.0]
+    assert out.loc[0, ["host_wait_pctg", "kernel_wait_pctg", "other_pctg"]].tolist() == [10.0, 40.0, 50.0]
+    assert out.loc[1, ["host_wait_pctg", "kernel_wait_pctg", "other_pctg"]].tolist() == [0.0, 0.0, 0.0]

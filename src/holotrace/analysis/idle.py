@@ -32,7 +32,7 @@ import pandas as pd
 from holotrace.model.classify import HTA_KERNEL_CATEGORIES, NATIVE, RuleSet
 from holotrace.model.view import JobView, RankView, job_view
 
-__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats"]
+__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats", "idle_by_rank"]
 
 HOST_WAIT, KERNEL_WAIT, OTHER = 0, 1, 2
 CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -204,3 +204,23 @@ def _describe(x: np.ndarray) -> tuple[float, ...]:
     std = float(np.sqrt(((mean - x) ** 2).sum() / (n - 1))) if n > 1 else np.nan
     q = np.percentile(x, _QUANTILES)
     return (mean, std, x.min(), *q.tolist(), x.max())
+
+
+def idle_by_rank(breakdown: pd.DataFrame) -> pd.DataFrame:
+    """Idle time per rank summed over its streams, and each category's percent of it.
+
+    Args:
+        breakdown: output of :func:`idle_breakdown`.
+
+    Returns:
+        Columns ``rank, idle_us, host_wait_pctg, kernel_wait_pctg, other_pctg`` (0 % when a rank never
+        idles), one row per rank ascending.
+    """
+    per = breakdown.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum")
+    per = per.reindex(columns=list(CATEGORIES)).fillna(0.0)
+    total = per.sum(axis=1).to_numpy()
+    safe = np.where(total > 0, total, 1.0)
+    out = pd.DataFrame({"rank": per.index.to_numpy(dtype=np.int64), "idle_us": total})
+    for c in CATEGORIES:
+        out[f"{c}_pctg"] = np.where(total > 0, 100.0 * per[c].to_numpy() / safe, 0.0)
+    return out

@@ -148,16 +148,13 @@ def _idle_section(idle_df: pd.DataFrame) -> Section:
     if idle_df.empty:
         return Section("idle_causes", "Idle time by cause (gaps between GPU operations on each stream)",
                        pd.DataFrame(), ["no GPU operations, so no idle gaps"])
-    per = idle_df.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum").reindex(
-        columns=list(idle.CATEGORIES), fill_value=0.0).fillna(0.0)
-    total = per.sum(axis=1)
-    safe = total.where(total > 0, 1.0)
+    per = idle.idle_by_rank(idle_df)
     shown = pd.DataFrame({
-        "rank": per.index.to_numpy(),
-        "stream idle ms": (total / 1000.0).to_numpy(),
-        "host wait %": (100 * per["host_wait"] / safe).where(total > 0, 0.0).to_numpy(),
-        "kernel wait %": (100 * per["kernel_wait"] / safe).where(total > 0, 0.0).to_numpy(),
-        "other %": (100 * per["other"] / safe).where(total > 0, 0.0).to_numpy(),
+        "rank": per["rank"],
+        "stream idle ms": per["idle_us"] / 1000.0,
+        "host wait %": per["host_wait_pctg"],
+        "kernel wait %": per["kernel_wait_pctg"],
+        "other %": per["other_pctg"],
     })
     notes = ["summed over streams (concurrent streams each count); host wait = the CPU launched late, "
              "kernel wait = gap under 30 us between launches"]
