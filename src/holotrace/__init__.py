@@ -18,6 +18,9 @@ __version__ = "0.1.0"
 # names imported on first use (the HTA-compatible API pulls in pandas-heavy modules): name -> module
 _LAZY = {
     "TraceAnalysis": "holotrace.compat.trace_analysis",
+    "TraceDiff": "holotrace.compat.trace_diff",
+    "LabeledTrace": "holotrace.compat.trace_diff",
+    "DeviceType": "holotrace.compat.trace_diff",
 }
 
 __all__ = ["load", "Job", "RankTrace", "Finding", "HolotraceError", "__version__", *_LAZY]

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.express as px
 
 __all__ = ["temporal_figures", "kernel_figures", "idle_figures", "overlap_figures", "launch_figures", "aten_figures",
-           "sequence_figures", "annotation_figures", "straggler_figures", "show"]
+           "sequence_figures", "annotation_figures", "straggler_figures", "show", "diff_bars"]
 
 
 def temporal_figures(df: pd.DataFrame) -> list:
@@ -106,3 +106,12 @@ def straggler_figures(ranks: list[int]) -> list:
     import plotly.express as px
 
     return [px.bar(x=[str(r) for r in ranks], y=list(range(len(ranks), 0, -1)), title="Potential stragglers")]
+
+
+def diff_bars(df: pd.DataFrame, columns: list, names: list, title: str, y_title: str):
+    """Grouped bars of ``columns`` (series named ``names``) per row of ``df`` (a trace comparison)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure([go.Bar(name=n, x=df.index, y=df[c]) for c, n in zip(columns, names)])
+    fig.update_layout(barmode="group", title=title, yaxis_title=y_title, width=1000, height=1000)
+    return fig
