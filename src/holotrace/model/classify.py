@@ -312,3 +312,19 @@ def is_aten_op(name: str) -> bool:
 def is_aten_launch(name: str, rules: RuleSet) -> bool:
     """A launch call the ATen-op analysis attributes to its enclosing operator, under ``rules``."""
     return HTA_ATEN_LAUNCH.match(name) is not None or (not rules.hta_quirks and name in rules.launch_apis)
+
+
+# Critical path (spec 25): node categories, the CUDA runtime-lock calls, blocking calls, HTA's queue-length launch set.
+CP_NODE_CATEGORIES = frozenset({"cpu_op", "cuda_runtime", "cuda_driver"})
+CP_LOCK_NAMES = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})
+CP_BLOCKING_NAMES = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
+                               "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"})
+CP_QUEUE_LAUNCH_APIS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
+    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+
+
+def is_cp_node_category(cat: str, rules: RuleSet) -> bool:
+    """A category whose events are critical-path nodes (outside HTA's quirks also every ``*_runtime``, e.g. MTIA)."""
+    return cat in CP_NODE_CATEGORIES or (not rules.hta_quirks and cat.endswith("_runtime"))
