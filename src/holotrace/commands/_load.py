@@ -17,8 +17,32 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)")
     g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    f = p.add_argument_group("selection")
+    f.add_argument("--ranks", metavar="LIST", help="analyse only these ranks, e.g. 0-3,7 (default: all)")
+    f.add_argument("--steps", metavar="LIST", help="analyse only these ProfilerStep numbers, e.g. 5-9 (default: all)")
 
 
 def load_job(args: argparse.Namespace) -> Job:
-    return load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                progress_bar=False if getattr(args, "quiet", False) else None)
+    job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+               progress_bar=False if getattr(args, "quiet", False) else None)
+    return select_job(job, args)
+
+
+def select_job(job: Job, args: argparse.Namespace) -> Job:
+    """The job restricted to ``--ranks`` / ``--steps`` (the job itself when neither is given)."""
+    from holotrace.model.filter import TraceFilter, filter_job, parse_int_ranges
+
+    ranks, steps = getattr(args, "ranks", None), getattr(args, "steps", None)
+    if ranks is None and steps is None:
+        return job
+    flt = TraceFilter(ranks=parse_int_ranges(ranks, "rank") if ranks is not None else None,
+                      steps=parse_int_ranges(steps, "step") if steps is not None else None)
+    out = filter_job(job, flt)
+    if not any(out.rank(r).n_events for r in out.ranks):
+        from holotrace.analysis.steps import profiler_steps
+        from holotrace.errors import AnalysisError
+
+        asked = " ".join(f"--{k} {x}" for k, x in (("ranks", ranks), ("steps", steps)) if x is not None)
+        raise AnalysisError(f"{asked} selects no events", path=job.path,
+                            fix=f"the job has ranks {job.ranks} and steps {profiler_steps(job)}")
+    return out

@@ -42,7 +42,7 @@ from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.strings import StringTable
 
-__all__ = ["RankView", "JobView", "job_view", "COLUMNS"]
+__all__ = ["RankView", "JobView", "job_view", "COLUMNS", "take_rows", "restrict"]
 
 COLUMNS = ("row", "index", "cat", "name", "pid", "tid", "ts", "dur", "end", "stream", "correlation", "kind", "gpu",
            "kernel_type", "partner", "index_correlation", "iteration")
@@ -198,3 +198,20 @@ def _native(job, rank: int) -> RankView:
         "iteration": i64(c["iteration"]),
     }
     return RankView(int(rank), cols, c, int(t.clock_offset_ns))
+
+
+def take_rows(v: RankView, rows: np.ndarray) -> RankView:
+    """The view of ``v``'s rows at positions ``rows`` (ascending); ``partner`` is renumbered (−1 where the
+    partner is not kept). Every other column keeps its values, ``row`` included (model columns still read)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = {k: a[rows] for k, a in v.cols.items()}
+    new_pos = np.full(v.n + 1, -1, dtype=np.int64)  # the last entry reads partner −1
+    new_pos[rows] = np.arange(len(rows), dtype=np.int64)
+    cols["partner"] = new_pos[cols["partner"]]
+    return RankView(v.rank, cols, v.model, v.clock_offset)
+
+
+def restrict(view: JobView, rows: Mapping[int, np.ndarray]) -> JobView:
+    """A view of the ranks in ``rows`` (``{rank: kept row positions}``), each reduced to those rows."""
+    views = {int(r): take_rows(view[r], k) for r, k in rows.items()}
+    return JobView(views, view.strings, view.rules, view.unit_ns, view.include_last_step)
