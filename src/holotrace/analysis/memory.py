@@ -32,7 +32,8 @@ from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
 __all__ = ["MEMORY_EVENT", "memory_events", "memory_timeline", "memory_peaks", "allocations_by_operator",
-           "device_label"]
+           "device_label", "MEMORY_CATEGORIES", "read_memory_export", "memory_export_series",
+           "memory_export_timeline", "memory_export_peaks"]
 
 MEMORY_EVENT = "[memory]"
 OPERATOR_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)  # what "operator" means here (not Python frames, not runtime calls)
@@ -204,3 +205,87 @@ def allocations_by_operator(source, *, ranks: Optional[Sequence[int]] = None) ->
     out["net_bytes"] = out["alloc_bytes"] - out["freed_bytes"]
     return out.sort_values(["rank", "device", "alloc_bytes"], ascending=[True, True, False],
                            kind="stable").reset_index(drop=True)[cols]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# PyTorch's memory-timeline export (``profile.export_memory_timeline("x.raw.json.gz")``), not a Kineto trace:
+# a JSON array of ``[timestamp_ns, action, bytes, category]`` (spec 14 §1).
+
+MEMORY_CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd",
+                     "Unknown")
+
+
+def read_memory_export(path) -> np.ndarray:
+    """The export's entries as an ``(n, 4)`` int64 array; gzip or plain JSON, by content."""
+    import gzip
+    import json
+
+    from holotrace.errors import TraceFormatError, TraceNotFoundError
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise TraceNotFoundError("no such memory-timeline file", path=path,
+                                 fix="pass the file written by export_memory_timeline(...raw.json.gz)") from None
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        arr = np.array(json.loads(raw), dtype=np.int64)
+    except (ValueError, TypeError, OverflowError):
+        raise TraceFormatError("not a memory-timeline export (expected a JSON array of [time, action, bytes, "
+                               "category])", path=path, fix="export it with profile.export_memory_timeline"
+                               "(\"name.raw.json.gz\")") from None
+    arr = arr.reshape(0, 4) if arr.size == 0 else arr
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise TraceFormatError("memory-timeline entries must have 4 fields [time, action, bytes, category]",
+                               path=path, fix="export it with profile.export_memory_timeline(\"name.raw.json.gz\")")
+    bad = (arr[:, 3] < 0) | (arr[:, 3] >= len(MEMORY_CATEGORIES))
+    if bad.any():
+        raise TraceFormatError(f"category {int(arr[bad][0, 3])} is not one of the {len(MEMORY_CATEGORIES)} memory "
+                               "categories", path=path, fix="check the file is a PyTorch memory-timeline export")
+    return arr
+
+
+def memory_export_series(entries: np.ndarray, *, hta_compat: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Live bytes per category after each instant: ``(times, sizes)`` with ``sizes`` of shape ``(rows, 8)``.
+
+    A row starts wherever an entry's time differs from the previous entry's (the file is in time order);
+    pre-existing allocations (time −1) get the first real time. ``hta_compat``: exactly HTA's rows, where the
+    pre-existing bucket and the first real instant are two rows with the same time and the first time is
+    HTA's running minimum rule; otherwise those two rows are merged.
+    """
+    t, nbytes, cat = entries[:, 0], entries[:, 2], entries[:, 3]
+    n = len(t)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(MEMORY_CATEGORIES)), dtype=np.int64)
+    onehot = np.zeros((n, len(MEMORY_CATEGORIES)), dtype=np.int64)
+    onehot[np.arange(n), cat] = nbytes
+    running = np.cumsum(onehot, axis=0)
+    last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])  # last entry of each row
+    times, sizes = t[last].copy(), running[last]
+    set_ = t[t != -1]
+    t_min = -1 if not set_.size else (int(set_[0]) if set_[0] <= 0 else int(set_[set_ > 0].min()))
+    times[times < 0] = t_min
+    if not hta_compat and len(times) > 1:
+        keep = np.r_[times[1:] != times[:-1], True]
+        times, sizes = times[keep], sizes[keep]
+    return times, sizes
+
+
+def memory_export_timeline(path, *, hta_compat: bool = False) -> pd.DataFrame:
+    """The export as a frame: ``ts`` (ns) and one column of live bytes per category (HTA's order)."""
+    times, sizes = memory_export_series(read_memory_export(path), hta_compat=hta_compat)
+    df = pd.DataFrame(sizes, columns=list(MEMORY_CATEGORIES))
+    df.insert(0, "ts", times)
+    return df
+
+
+def memory_export_peaks(path) -> pd.DataFrame:
+    """Per category: the peak of live bytes and when (``category, peak_bytes, peak_ts``), plus a ``Total`` row."""
+    df = memory_export_timeline(path)
+    vals = df[list(MEMORY_CATEGORIES)]
+    total = vals.sum(axis=1)
+    rows = [(c, int(vals[c].max()), int(df["ts"].iloc[int(vals[c].to_numpy().argmax())])) for c in MEMORY_CATEGORIES]
+    rows.append(("Total", int(total.max()), int(df["ts"].iloc[int(total.to_numpy().argmax())])))
+    return pd.DataFrame(rows, columns=["category", "peak_bytes", "peak_ts"])

@@ -47,6 +47,17 @@ class FacadeBase:
     _tables: Dict[Tuple[int, bool], pd.DataFrame]
     _graphs: Dict[Tuple[int, bool], CallGraph]
 
+    @property
+    def t(self):
+        """HTA's ``Trace`` of this job (:class:`holotrace.compat.trace.Trace`): tables built on first access,
+        owned by that object (editing them never changes what the analyses read)."""
+        trace = self.__dict__.get("_trace")
+        if trace is None:
+            from holotrace.compat.trace import Trace
+
+            trace = self.__dict__["_trace"] = Trace.from_job(self.job, self.view)
+        return trace
+
     # ------------------------------------------------------------------ shared inputs (read-only)
     def _rules(self, hta_compat: Optional[bool] = None) -> RuleSet:
         """HTA's rules, with its bugs (``hta_compat``) or with holotrace's fixes."""

@@ -328,3 +328,22 @@ CP_QUEUE_LAUNCH_APIS = frozenset({
 def is_cp_node_category(cat: str, rules: RuleSet) -> bool:
     """A category whose events are critical-path nodes (outside HTA's quirks also every ``*_runtime``, e.g. MTIA)."""
     return cat in CP_NODE_CATEGORIES or (not rules.hta_quirks and cat.endswith("_runtime"))
+
+
+# HTA's event-category patterns (hta.common.types, 0.6.1; matched at the start of a category, as ``re.match``).
+HTA_STEP_GROUPING = HTA_PROFILER_STEP
+HTA_MTIA_MEMORY_KERNEL = re.compile(r"(^dma)")
+HTA_CATEGORY_PATTERNS: dict[str, str] = {
+    "KERNEL_CATEGORY_PATTERN": r"(kernel)|(gpu_mem.+)|(mtia_ccp_events)",
+    "KERNEL_LAUNCH_CATEGORY_PATTERN": r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)",
+    "CPU_OP_CATEGORY_PATTERN": r"(cpu_op)|(user_annotation)",
+    "DEVICE_RUNTIME_CATEGORY_PATTERN": r"(cuda_runtime)|(mtia_runtime)",
+    "MEMORY_CATEGORY_PATTERN": r"(gpu_mem.+)|(mtia_ccp_events)",
+    "GPU_EVENT_CATEGORY_PATTERN": r"(.*kernel)|(^gpu_mem)|(^mtia_ccp_events)|(^cuda_sync)",
+    "CPU_EVENTS_CATEGORY_PATTERN": r"(cpu_op)|(user_annotation)|(^(.+)_runtime)",
+    "CPU_AND_GPU_EVENTS_CATEGORY_PATTERN": r"(cpu_op)|(user_annotation)|(cuda_runtime)|(.*kernel)|(^gpu_mem)"
+                                           r"|(^mtia_ccp_events)|(^cuda_sync)",
+    "PYTHON_FUNCTION_PATTERN": r"(python_function)",
+    "ALL_CATEGORY_PATTERN": r".*",
+    "CUDA_SYNC_PATTERN": r"(cuda_sync)",
+}
