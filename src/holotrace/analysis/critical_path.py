@@ -1,0 +1,284 @@
+"""Critical path of a rank's step: the longest weighted path through the graph of
+:mod:`holotrace.analysis.critical_path_graph`, its breakdown by what bounds it (spec 25 §4-5).
+
+Native API::
+
+    cp = critical_path(job, rank=0, annotation="ProfilerStep", instance=1)
+    cp.success, cp.length, breakdown(cp), summary(cp)
+    per_step(job, rank=0, steps=range(3, 6))       # one row per step and bound_by class
+
+The longest path reproduces ``networkx.dag_longest_path`` (ties: first predecessor in edge insertion order,
+last node = first maximum in networkx's topological order), so HTA's path is found, not only its length.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.annotations import shorten_names
+from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType, Graph, build_graph, clip, window
+from holotrace.model import classify
+from holotrace.model.classify import NATIVE, KernelType, RuleSet
+from holotrace.model.view import job_view
+
+log = logging.getLogger("holotrace.critical_path")
+
+__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "longest_path", "BOUND_CLASSES"]
+
+BOUND_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
+                 "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
+
+
+@dataclass
+class CriticalPath:
+    """One rank's critical-path graph and longest path (arrays)."""
+
+    graph: Graph
+    view: object = field(repr=False)
+    strings: object = field(repr=False)
+    rules: RuleSet = NATIVE
+    unit_ns: int = 1
+    data_load_events: Optional[list] = None
+    success: bool = False
+    graph_weight: Optional[np.ndarray] = None   # weights as used for the path (≤ -1 zeroed)
+    path_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    path_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def length(self) -> float:
+        """Sum of the path's edge weights, in the view's unit."""
+        return float(self.graph_weight[self.path_edges].sum()) if self.success else 0.0
+
+
+def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", instance=None,
+                  rules: Optional[RuleSet] = None, data_load_events: Optional[Sequence[str]] = None) -> CriticalPath:
+    """Graph and longest path of ``rank`` in the window of ``annotation`` instance(s) (``""``: whole rank).
+
+    Under holotrace's rules instances are the CPU events containing ``annotation`` ordered by start; under
+    HTA's table rules they are numbered in HTA's row order (GPU annotation copies included).
+    """
+    rules = rules or NATIVE
+    view = job_view(source, rules, ranks=[rank])
+    rv = view[rank]
+    win = window(rv, view.strings, annotation, instance, time_ordered=not rules.hta_table)
+    rows = clip(rv, view.strings, *win)
+    g = build_graph(view, rank, rows, win, data_load_events=data_load_events)
+    cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
+    cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
+    return cp
+
+
+# --------------------------------------------------------------------------- longest path (§4)
+def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
+    """``(success, graph weights, path nodes, path edge ids)`` with networkx's tie rules."""
+    w = g.weight.copy()
+    empty = np.zeros(0, dtype=np.int64)
+    strict = os.environ.get("CRITICAL_PATH_STRICT_NEGATIVE_WEIGHT_CHECKS", "0") == "1"
+    neg = w <= -1
+    if strict and (w < -1).any():
+        log.error("critical path: %d edge(s) with negative weight below -1", int((w < -1).sum()))
+        return False, w, empty, empty
+    if neg.any():
+        log.warning("critical path: %d negative edge weight(s) set to 0 for the path", int(neg.sum()))
+        w[neg] = 0.0
+    sync = g.type == EdgeType.SYNC_DEPENDENCY
+    if sync.any():
+        s_src = view["stream"][g.node_row[g.src[sync]]]
+        s_dst = view["stream"][g.node_row[g.dst[sync]]]
+        if ((s_src != -1) & (s_src == s_dst)).any():
+            log.error("critical path: a sync edge joins two operations of the same stream; graph not valid")
+            return False, w, empty, empty
+    if not len(g.src):
+        return False, w, empty, empty
+    res = _dag_longest_path(g.src, g.dst, w)
+    if res is None:
+        log.error("critical path: the graph has a cycle")
+        return False, w, empty, empty
+    nodes = res
+    # edge id of each consecutive pair
+    n_nodes = len(g.node_row)
+    key = g.src * n_nodes + g.dst
+    srt = np.argsort(key)
+    want = nodes[:-1] * n_nodes + nodes[1:]
+    eids = srt[np.searchsorted(key[srt], want)]
+    return True, w, nodes, eids
+
+
+def _dag_longest_path(src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> Optional[np.ndarray]:
+    """networkx 3.x ``dag_longest_path`` on the edge list (insertion order), or None on a cycle."""
+    # node order of the DiGraph: first appearance, src before dst, edge by edge
+    both = np.empty(2 * len(src), dtype=np.int64)
+    both[0::2], both[1::2] = src, dst
+    _, first = np.unique(both, return_index=True)
+    nodes = both[np.sort(first)]
+    # successors in insertion order (CSR by src), predecessors in insertion order (CSR by dst)
+    so = np.argsort(src, kind="stable")
+    n_max = int(both.max()) + 1
+    sptr = np.zeros(n_max + 1, dtype=np.int64)
+    np.add.at(sptr, src + 1, 1)
+    sptr = np.cumsum(sptr)
+    po = np.argsort(dst, kind="stable")
+    pptr = np.zeros(n_max + 1, dtype=np.int64)
+    np.add.at(pptr, dst + 1, 1)
+    pptr = np.cumsum(pptr)
+    succ = dst[so].tolist()
+    psrc = src[po].tolist()
+    pw = w[po].tolist()
+    sp, pp = sptr.tolist(), pptr.tolist()
+    indeg = np.diff(pptr).tolist()
+    zero = [v for v in nodes.tolist() if indeg[v] == 0]
+    topo = []
+    while zero:
+        gen, zero = zero, []
+        for v in gen:
+            for c in succ[sp[v]:sp[v + 1]]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    zero.append(c)
+        topo.extend(gen)
+    if len(topo) != len(nodes):
+        return None
+    dist = [0.0] * n_max
+    back = list(range(n_max))
+    best_v, best = topo[0], None
+    for v in topo:
+        a, b = pp[v], pp[v + 1]
+        if a == b:
+            d, u = 0.0, v
+        else:
+            d, u = dist[psrc[a]] + pw[a], psrc[a]
+            for k in range(a + 1, b):
+                x = dist[psrc[k]] + pw[k]
+                if x > d:
+                    d, u = x, psrc[k]
+            if d < 0:
+                d, u = 0.0, v
+        dist[v], back[v] = d, u
+        if best is None or d > best:
+            best, best_v = d, v
+    path = [best_v]
+    while back[path[-1]] != path[-1]:
+        path.append(back[path[-1]])
+    return np.array(path[::-1], dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- breakdown and summary (§5)
+def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, short: np.ndarray, full: np.ndarray) -> np.ndarray:
+    out = np.full(len(etype), "", dtype=object)
+    out[etype == EdgeType.KERNEL_KERNEL_DELAY] = "gpu_kernel_kernel_overhead"
+    out[etype == EdgeType.KERNEL_LAUNCH_DELAY] = "gpu_kernel_launch_overhead"
+    op = np.flatnonzero((etype == EdgeType.OPERATOR_KERNEL) & (rows >= 0))
+    if not len(op):
+        return out
+    stream = cp.view["stream"][rows[op]]
+    quirks = cp.rules.hta_quirks
+    pats = cp.data_load_events or []
+    for i, s in zip(op.tolist(), stream.tolist()):
+        name = short[i] if quirks else full[i]
+        if s < 0:
+            dl = pats and any((re.search(p, short[i]) if quirks else p in full[i]) for p in pats)
+            out[i] = "data_loading" if dl else "cpu_bound"
+        else:
+            comm = classify.kernel_type_of_name(name, hta_compat=quirks) == KernelType.COMMUNICATION
+            out[i] = "gpu_communication_bound" if comm else "gpu_compute_bound"
+    return out
+
+
+def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
+    """One row per critical-path edge, in path order: ``event_idx, duration, type, s_name, cat, pid, tid, stream,
+    index, bound_by`` (HTA's columns; ``cat`` as text) plus ``ts``/``event_dur`` of the attributed event.
+    ``duration`` is the edge's weight as built (HTA keeps negative weights here; holotrace's rules use the path's
+    weight). None when there is no path."""
+    if not cp.success:
+        return None
+    g, v = cp.graph, cp.view
+    e = cp.path_edges
+    rows = g.attr[e]
+    ok = rows >= 0
+    r = np.clip(rows, 0, None)
+    names = np.where(ok, v["name"][r], -1)
+    full = cp.strings.decode(names)
+    short = shorten_names(full)
+    etype = g.type[e]
+    bound = _bound_by(cp, etype, rows, short, full)
+    dur = g.weight[e] if cp.rules.hta_quirks else cp.graph_weight[e]
+    idx = np.where(ok, v["index"][r].astype(np.float64), np.where(rows == -2, -1.0, np.nan))
+
+    def col(a, dtype=object):
+        out = np.full(len(e), np.nan, dtype=object if dtype is object else np.float64)
+        out[ok] = a[ok]
+        return out
+
+    return pd.DataFrame({
+        "event_idx": idx,
+        "duration": dur.astype(np.float64),
+        "type": EDGE_TYPE_NAMES[etype],
+        "s_name": col(short),
+        "cat": col(cp.strings.decode(np.where(ok, v["cat"][r], -1))),
+        "pid": col(v["pid"][r].astype(object)),
+        "tid": col(v["tid"][r].astype(object)),
+        "stream": col(v["stream"][r].astype(np.float64), float),
+        "index": idx,
+        "bound_by": bound,
+        "ts": col(v["ts"][r].astype(np.float64), float),
+        "event_dur": col(v["dur"][r].astype(np.float64), float),
+    })
+
+
+def summary(cp: CriticalPath) -> pd.Series:
+    """Percent of the path's total weight per ``bound_by`` class (HTA's ``summary()``)."""
+    df = breakdown(cp)
+    if df is None:
+        raise ValueError("no critical path: the graph was not valid (see the logged errors)")
+    return df.groupby("bound_by").duration.sum() / df.duration.sum() * 100
+
+
+def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
+             data_load_events: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
+    class with ``step, bound_by, duration, pct, path_length`` (durations in the view's unit)."""
+    rules = rules or NATIVE
+    view = job_view(source, rules, ranks=[rank])
+    rv = view[rank]
+    step_rows = _step_rows(rv, view.strings, rules)
+    numbers = [s for s, _ in step_rows]
+    wanted = numbers if steps is None else [int(s) for s in steps]
+    missing = sorted(set(wanted) - set(numbers))
+    if missing:
+        raise ValueError(f"step(s) {missing} not on rank {rank} (steps: {numbers[:1]}..{numbers[-1:]})")
+    out = []
+    for s, row in step_rows:
+        if s not in wanted:
+            continue
+        win = (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
+        rows = clip(rv, view.strings, *win)
+        g = build_graph(view, rank, rows, win, data_load_events=data_load_events)
+        cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
+        cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
+        df = breakdown(cp)
+        if df is None:
+            continue
+        total = df.duration.sum()
+        agg = df.groupby("bound_by").duration.sum()
+        for k, d in agg.items():
+            out.append({"step": s, "bound_by": k, "duration": float(d), "pct": float(d / total * 100) if total else 0.0,
+                        "path_length": float(total)})
+    return pd.DataFrame(out, columns=["step", "bound_by", "duration", "pct", "path_length"])
+
+
+def _step_rows(rv, strings, rules) -> list[tuple[int, int]]:
+    """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start."""
+    nums = np.array([rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
+                     for x in strings.table] + [-1], dtype=np.int64)
+    name = rv["name"]
+    sn = nums[np.where(name >= 0, name, len(nums) - 1)]
+    rows = np.flatnonzero((sn >= 0) & (rv["stream"] == -1))
+    rows = rows[np.argsort(rv["ts"][rows], kind="stable")]
+    return list(zip(sn[rows].tolist(), rows.tolist()))
