@@ -33,19 +33,20 @@ from holotrace.analysis.callstack import CallGraph
 from holotrace.compat.inputs import load_inputs
 from holotrace.compat.methods_annotations import AnnotationMethods
 from holotrace.compat.methods_breakdown import BreakdownMethods
+from holotrace.compat.methods_counters import CounterMethods, TimeSeriesTypes
 from holotrace.compat.methods_launches import LaunchMethods
 from holotrace.errors import PlottingUnavailableError
 from holotrace.model.classify import HTA
 from holotrace.model.view import JobView, job_view
 
-__all__ = ["TraceAnalysis", "PlottingUnavailableError", "DEFAULT_TRACE_DIR"]
+__all__ = ["TraceAnalysis", "PlottingUnavailableError", "DEFAULT_TRACE_DIR", "TimeSeriesTypes"]
 
 log = logging.getLogger("holotrace.compat")
 
 DEFAULT_TRACE_DIR = str(Path(tempfile.gettempdir()) / "trace")  # HTA's default folder, for signature compatibility
 
 
-class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods):
+class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterMethods):
     """HTA-compatible analysis of one job's traces.
 
     Args:

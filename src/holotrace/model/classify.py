@@ -347,3 +347,14 @@ HTA_CATEGORY_PATTERNS: dict[str, str] = {
     "ALL_CATEGORY_PATTERN": r".*",
     "CUDA_SYNC_PATTERN": r"(cuda_sync)",
 }
+
+
+# CUPTI range-profiler counters (spec 24 §7): each range (this category) is paired, by position, with the
+# launch calls whose category starts with ``cuda_runtime`` and whose name starts with ``cudaLaunchKernel``.
+CUPTI_RANGE_CATEGORY = "cuda_profiler_range"
+CUPTI_MISSING_NAME = "__missing__"
+
+
+def is_cupti_launch(cat: str, name: str) -> bool:
+    """A launch call paired with a CUPTI counter range."""
+    return cat.startswith("cuda_runtime") and name.startswith("cudaLaunchKernel")
