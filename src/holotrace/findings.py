@@ -108,6 +108,8 @@ class FindingCode(str, Enum):
                           "GPU activities have no CPU launch in the trace")
     LAUNCH_WITHOUT_GPU = ("launch_without_gpu", _I, False, False,
                           "launch calls have no GPU activity in the trace")
+    NEGATIVE_QUEUE_LENGTH = ("negative_queue_length", _W, True, False,
+                             "a stream's launch queue length goes below zero: GPU work starts before its launch call")
     # -- the job as a whole (model.validate.check_job)
     NO_PROFILER_STEPS = ("no_profiler_steps", _I, True, False,
                          "no ProfilerStep#N annotations: the whole trace is one step")
