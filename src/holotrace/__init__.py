@@ -36,6 +36,8 @@ _LAZY = {
     "TraceDiff": "holotrace.compat.trace_diff",
     "LabeledTrace": "holotrace.compat.trace_diff",
     "DeviceType": "holotrace.compat.trace_diff",
+    "CPGraph": "holotrace.compat.cp_graph",
+    "restore_cpgraph": "holotrace.compat.cp_graph",
     "TimeSeriesTypes": "holotrace.compat.methods_counters",
     "CUDA_SASS_INSTRUCTION_COUNTER_FLOPS": "holotrace.analysis.cupti",
 }

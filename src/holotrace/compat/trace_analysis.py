@@ -34,6 +34,7 @@ from holotrace.compat.inputs import load_inputs
 from holotrace.compat.methods_annotations import AnnotationMethods
 from holotrace.compat.methods_breakdown import BreakdownMethods
 from holotrace.compat.methods_counters import CounterMethods, TimeSeriesTypes
+from holotrace.compat.methods_critical_path import CriticalPathMethods
 from holotrace.compat.methods_launches import LaunchMethods
 from holotrace.errors import PlottingUnavailableError
 from holotrace.model.classify import HTA
@@ -46,7 +47,7 @@ log = logging.getLogger("holotrace.compat")
 DEFAULT_TRACE_DIR = str(Path(tempfile.gettempdir()) / "trace")  # HTA's default folder, for signature compatibility
 
 
-class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterMethods):
+class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterMethods, CriticalPathMethods):
     """HTA-compatible analysis of one job's traces.
 
     Args:

@@ -1,0 +1,206 @@
+"""HTA's ``CPGraph`` (a ``networkx.DiGraph``) as a view of holotrace's array critical path.
+
+The graph, path and breakdown are computed by :mod:`holotrace.analysis.critical_path` on arrays; this class
+only presents them with HTA's public surface (``summary()``, ``get_critical_path_breakdown()``,
+``critical_path_nodes``, ``critical_path_events_set``, ``critical_path_edges_set``, ``node_list``, the
+event ↔ node/edge lookups, ``save`` / :func:`restore_cpgraph`). The networkx structure and the per-node objects
+are built when this object is created, i.e. only when the facade is asked for a graph. Needs ``networkx``
+(``pip install 'holotrace[hta]'``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import zipfile
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
+from typing import Dict, List, Optional, Set, Tuple
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis import critical_path as _cp
+from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, Graph
+from holotrace.errors import HolotraceError
+
+try:
+    import networkx as nx
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise HolotraceError("CPGraph needs networkx, which is not installed",
+                         fix="pip install 'holotrace[hta]' (or use holotrace.analysis.critical_path, which needs no networkx)"
+                         ) from exc
+
+log = logging.getLogger("holotrace.compat")
+
+__all__ = ["CPGraph", "CPNode", "CPEdge", "CPEdgeType", "BoundType", "restore_cpgraph"]
+
+
+class CPEdgeType(Enum):
+    OPERATOR_KERNEL = "critical_path_operator"
+    DEPENDENCY = "critical_path_dependency"
+    KERNEL_LAUNCH_DELAY = "critical_path_kernel_launch_delay"
+    KERNEL_KERNEL_DELAY = "critical_path_kernel_kernel_delay"
+    SYNC_DEPENDENCY = "critical_path_sync_dependency"
+
+
+_TYPES = [CPEdgeType(v) for v in EDGE_TYPE_NAMES]
+
+
+class BoundType(Enum):
+    CPU_BOUND = "cpu_bound"
+    DATA_LOADING = "data_loading"
+    GPU_COMPUTE_BOUND = "gpu_compute_bound"
+    GPU_COMMUNICATION_BOUND = "gpu_communication_bound"
+    GPU_KERNEL_KERNEL_OVERHEAD = "gpu_kernel_kernel_overhead"
+    GPU_KERNEL_LAUNCH_OVERHEAD = "gpu_kernel_launch_overhead"
+
+
+@dataclass
+class CPNode:
+    idx: int = -1
+    ev_idx: int = -1
+    ts: float = 0
+    is_start: bool = False
+    is_blocking: bool = False
+
+
+@dataclass(frozen=True)
+class CPEdge:
+    begin: int
+    end: int
+    type: CPEdgeType
+    weight: float = 0
+
+
+class CPGraph(nx.DiGraph):
+    """HTA's critical-path graph object over a :class:`holotrace.analysis.critical_path.CriticalPath`."""
+
+    def __init__(self, cp: "_cp.CriticalPath", rank: int):
+        super().__init__()
+        self.cp = cp
+        self.rank = rank
+        g = cp.graph
+        self._index = cp.view["index"]
+        w = cp.graph_weight if cp.graph_weight is not None else g.weight
+        src, dst, typ, orig = g.src.tolist(), g.dst.tolist(), g.type.tolist(), g.weight.tolist()
+        self._edge_objs = [CPEdge(s, d, _TYPES[t], _num(o)) for s, d, t, o in zip(src, dst, typ, orig)]
+        self.add_edges_from((s, d, {"weight": _num(x), "object": e})
+                            for s, d, x, e in zip(src, dst, w.tolist(), self._edge_objs))
+        self.critical_path_nodes: List[int] = cp.path_nodes.tolist()
+        self.critical_path_edges_set: Set[CPEdge] = {self._edge_objs[i] for i in cp.path_edges.tolist()}
+        self.critical_path_events_set: Set[int] = set(self._index[g.node_row[cp.path_nodes]].tolist())
+
+    # ------------------------------------------------------------------ HTA's members
+    @cached_property
+    def node_list(self) -> List[CPNode]:
+        g = self.cp.graph
+        ev = self._index[g.node_row].tolist()
+        return [CPNode(i, e, _num(t), s, b) for i, (e, t, s, b) in
+                enumerate(zip(ev, g.node_time.tolist(), g.node_start.tolist(), g.node_blocking.tolist()))]
+
+    @cached_property
+    def event_to_start_node_map(self) -> Dict[int, int]:
+        g = self.cp.graph
+        rows = np.flatnonzero(g.start_node >= 0)
+        return dict(zip(self._index[rows].tolist(), g.start_node[rows].tolist()))
+
+    @cached_property
+    def event_to_end_node_map(self) -> Dict[int, int]:
+        g = self.cp.graph
+        rows = np.flatnonzero(g.end_node >= 0)
+        return dict(zip(self._index[rows].tolist(), g.end_node[rows].tolist()))
+
+    @cached_property
+    def edge_to_event_map(self) -> Dict[Tuple[int, int], int]:
+        g = self.cp.graph
+        k = np.flatnonzero(g.attr != -1)
+        ev = np.where(g.attr[k] >= 0, self._index[np.clip(g.attr[k], 0, None)], -1)
+        return dict(zip(zip(g.src[k].tolist(), g.dst[k].tolist()), ev.tolist()))
+
+    @cached_property
+    def _event_to_attributed_edges_map(self) -> Dict[int, List[CPEdge]]:
+        out: Dict[int, List[CPEdge]] = {}
+        for (u, v), ev in self.edge_to_event_map.items():
+            out.setdefault(ev, []).append(self.edges[u, v]["object"])
+        return out
+
+    def get_nodes_for_event(self, ev_id: int) -> Tuple[Optional[CPNode], Optional[CPNode]]:
+        s = self.event_to_start_node_map.get(ev_id, -1)
+        e = self.event_to_end_node_map.get(ev_id, -1)
+        return (self.node_list[s] if s >= 0 else None, self.node_list[e] if e >= 0 else None)
+
+    def get_events_for_edge(self, edge: CPEdge) -> Tuple[int, int]:
+        return int(self.node_list[edge.begin].ev_idx), int(self.node_list[edge.end].ev_idx)
+
+    def get_event_attribution_for_edge(self, edge: CPEdge) -> Optional[int]:
+        return self.edge_to_event_map.get((edge.begin, edge.end))
+
+    def get_edges_attributed_to_event(self, ev_idx: int) -> List[CPEdge]:
+        return self._event_to_attributed_edges_map.get(ev_idx, [])
+
+    def critical_path(self) -> bool:
+        """Whether the graph has a critical path (computed when the graph was built)."""
+        return bool(self.cp.success)
+
+    def get_critical_path_breakdown(self) -> Optional[pd.DataFrame]:
+        """One row per critical-path edge, in path order (HTA: set order)."""
+        df = _cp.breakdown(self.cp)
+        return None if df is None else df.drop(columns=["ts", "event_dur"])
+
+    def summary(self) -> pd.Series:
+        """Percent of the path per ``bound_by`` class; the header line goes to the log, not stdout."""
+        if not self.cp.success:
+            raise AssertionError("Critical path breakdown is required for summary")
+        log.info("Critical Path broken down by boundedness = (in % of duration)")
+        return _cp.summary(self.cp)
+
+    def show_critical_path(self) -> None:
+        for n in self.critical_path_nodes:
+            log.info("Critical %s", self.node_list[n])
+
+    # ------------------------------------------------------------------ save / restore
+    def save(self, out_dir: str) -> str:
+        """Write the graph to ``out_dir/cp_graph_rank<R>.zip`` (arrays + window); returns the path."""
+        out = os.path.expanduser(out_dir)
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(out, f"cp_graph_rank{self.rank}.zip")
+        g, cp = self.cp.graph, self.cp
+        arrays = {k: getattr(g, k) for k in ("rows", "node_row", "node_time", "node_start", "node_blocking",
+                                              "start_node", "end_node", "src", "dst", "type", "weight", "attr")}
+        arrays.update(graph_weight=cp.graph_weight, path_nodes=cp.path_nodes, path_edges=cp.path_edges)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        meta = {"rank": self.rank, "window": list(g.window), "rules": cp.rules.name, "success": bool(cp.success),
+                "data_load_events": cp.data_load_events, "format": 1}
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("graph.npz", buf.getvalue())
+            z.writestr("meta.json", json.dumps(meta))
+        return path
+
+
+def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
+    """A :class:`CPGraph` saved by :meth:`CPGraph.save`, on the trace it was built from (a ``TraceAnalysis``)."""
+    from holotrace.model import classify
+
+    with zipfile.ZipFile(os.path.expanduser(zip_filename)) as z:
+        meta = json.loads(z.read("meta.json"))
+        arrays = dict(np.load(io.BytesIO(z.read("graph.npz"))))
+    if int(meta["rank"]) != int(rank):
+        raise ValueError(f"{zip_filename}: saved for rank {meta['rank']}, not rank {rank}; pass rank={meta['rank']}")
+    rules = {r.name: r for r in (classify.HTA, classify.HTA_FIXED, classify.NATIVE)}[meta["rules"]]
+    view = t_full.view
+    g = Graph(rank, *(arrays[k] for k in ("rows", "node_row", "node_time", "node_start", "node_blocking",
+                                           "start_node", "end_node", "src", "dst", "type", "weight", "attr")),
+              tuple(meta["window"]))
+    cp = _cp.CriticalPath(g, view[rank], view.strings, rules, view.unit_ns, meta["data_load_events"],
+                          bool(meta["success"]), arrays["graph_weight"], arrays["path_nodes"], arrays["path_edges"])
+    return CPGraph(cp, rank)
+
+
+def _num(x: float):
+    """An integral float as int (HTA's weights and times are ints on integer-µs traces)."""
+    return int(x) if float(x).is_integer() else float(x)
