@@ -98,13 +98,22 @@ def _queue_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     src = np.concatenate([matched, gpu])  # the GPU row giving stream/pid/tid
     stream = rv["stream"][src]
     index = np.concatenate([rv["index"][l_rows], rv["index"][gpu]])
-    seq = np.arange(len(delta))
-    order = np.lexsort((seq, -delta, rows_ts, stream))
+    order = _order(rows_ts, stream, -delta, view.rules)
     stream, delta = stream[order], delta[order]
     ql = _grouped_cumsum(delta, stream)
     df = pd.DataFrame({"ts": rows_ts[order], "pid": rv["pid"][src][order], "tid": rv["tid"][src][order],
                        "stream": stream, "queue_length": ql}, index=pd.Index(index[order], name="index"))
     return df
+
+
+def _order(ts: np.ndarray, group: np.ndarray, tie: np.ndarray, rules: RuleSet) -> np.ndarray:
+    """Point order: by group, then time, then ``tie`` (then position). Under ``rules.hta_quirks``, HTA's
+    order instead: pandas' default (unstable quicksort) sort by time of the points as HTA concatenates
+    them, then a stable split by group, which leaves equal times in an arbitrary but reproducible order."""
+    if rules.hta_quirks:
+        by_time = np.argsort(ts, kind="quicksort")
+        return by_time[np.argsort(group[by_time], kind="stable")]
+    return np.lexsort((np.arange(len(ts)), tie, ts, group))
 
 
 def _starts(keys: np.ndarray) -> np.ndarray:
@@ -284,7 +293,7 @@ def _membw_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     active = np.concatenate([np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)])
     k = np.concatenate([kind, kind])
     pid = np.concatenate([rv["pid"][sel], rv["pid"][sel]])
-    order = np.lexsort((np.arange(2 * n), active, pts, k))
+    order = _order(pts, k, active, view.rules)
     k, delta, active = k[order], delta[order], active[order]
     value = np.empty(2 * n, dtype=np.float64)
     starts = _starts(k)

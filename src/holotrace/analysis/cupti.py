@@ -68,7 +68,7 @@ def _raw_args(view: JobView, rank: int, job) -> Optional[list]:
         return t.raw_args
     from holotrace.loader import load
 
-    again = load([t.file], all_args=True)
+    again = load([t.file], all_args=True, cache=False)
     return again.rank(again.ranks[0]).raw_args
 
 
