@@ -123,12 +123,35 @@ def _candidates(path: Union[str, Path, Sequence[Union[str, Path]]]) -> tuple[lis
     return files, False
 
 
+# Trace files written from another trace of the folder (HTA's and holotrace's generate_trace_with_counters):
+# ``x_with_counters.json.gz`` beside ``x.json.gz``. Loading both would make the rank a duplicate.
+DERIVED_MARKERS = ("_with_counters",)
+
+
+def _drop_derived(files: list[Path], skipped: list, findings: list) -> list[Path]:
+    """The files of a folder without those derived from another file of it (each noted as an info finding)."""
+    names = {f.name for f in files}
+    keep = []
+    for f in files:
+        origin = next((f.name.replace(m, "") for m in DERIVED_MARKERS if f"{m}.json" in f.name), None)
+        if origin is not None and origin != f.name and origin in names:
+            reason = f"derived from {origin} (a trace with added counter tracks), not a separate rank"
+            skipped.append((str(f), reason))
+            findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded: {f.name} is {reason}; load it on its own "
+                                       f"to analyse it", file=str(f), severity="info"))
+            continue
+        keep.append(f)
+    return keep
+
+
 def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool = False) -> Discovery:
     """Find a job's trace files and their ranks (see the module docstring)."""
     candidates, explicit = _candidates(path)
     skipped: list[tuple[str, str]] = []
     findings: list[Finding] = []
     found: list[TraceFile] = []
+    if not explicit:
+        candidates = _drop_derived(candidates, skipped, findings)
     for f in candidates:
         try:
             header = sniff(f)
