@@ -9,7 +9,7 @@ vanishes from the help.
 
 # no ``from __future__ import annotations`` here: it would shadow the ``annotations`` command module
 
-from holotrace.commands import annotations, cache, diff, doctor, info, launches, memory, sequences, stragglers, summary
+from holotrace.commands import annotations, cache, counters, cupti, diff, doctor, info, launches, memory, sequences, stragglers, summary
 from holotrace.commands.base import Command
 
 __all__ = ["COMMANDS", "Command"]
@@ -24,5 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     stragglers.COMMAND,
     diff.COMMAND,
     memory.COMMAND,
+    counters.COMMAND,
+    cupti.COMMAND,
     cache.COMMAND,
 )
