@@ -64,12 +64,12 @@ def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", in
     Under holotrace's rules instances are the CPU events containing ``annotation`` ordered by start; under
     HTA's table rules they are numbered in HTA's row order (GPU annotation copies included).
     """
-    rules = rules or NATIVE
+    rules = rules or getattr(source, "rules", NATIVE)
     view = job_view(source, rules, ranks=[rank])
     rv = view[rank]
     win = window(rv, view.strings, annotation, instance, time_ordered=not rules.hta_table)
     rows = clip(rv, view.strings, *win)
-    g = build_graph(view, rank, rows, win, data_load_events=data_load_events)
+    g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
     cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
     cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
     return cp
@@ -259,7 +259,7 @@ def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, ru
             continue
         win = (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
         rows = clip(rv, view.strings, *win)
-        g = build_graph(view, rank, rows, win, data_load_events=data_load_events)
+        g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
         cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
         cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
         df = breakdown(cp)

@@ -9,7 +9,7 @@ vanishes from the help.
 
 # no ``from __future__ import annotations`` here: it would shadow the ``annotations`` command module
 
-from holotrace.commands import annotations, cache, counters, cupti, diff, doctor, info, launches, memory, sequences, stragglers, summary
+from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, launches, memory, sequences, stragglers, summary
 from holotrace.commands.base import Command
 
 __all__ = ["COMMANDS", "Command"]
@@ -22,6 +22,8 @@ COMMANDS: tuple[Command, ...] = (
     sequences.COMMAND,
     annotations.COMMAND,
     stragglers.COMMAND,
+    critical_path.COMMAND,
+    advise.COMMAND,
     diff.COMMAND,
     memory.COMMAND,
     counters.COMMAND,

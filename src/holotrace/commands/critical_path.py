@@ -1,0 +1,55 @@
+"""``holotrace critical-path PATH --rank R --step N``: the critical path of one step (or a range), by what bounds it."""
+
+from __future__ import annotations
+
+import argparse
+
+from holotrace.analysis import critical_path as _cp
+from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands.base import Command
+from holotrace.errors import AnalysisError
+from holotrace.model.classify import NATIVE
+
+__all__ = ["COMMAND", "add_arguments", "run", "parse_steps"]
+
+
+def parse_steps(text):
+    """``"12"`` → [12]; ``"10-14"`` → [10..14]; None → every step."""
+    if text is None:
+        return None
+    try:
+        if "-" in text.strip("-"):
+            a, b = text.split("-", 1)
+            return list(range(int(a), int(b) + 1))
+        return [int(text)]
+    except ValueError:
+        raise AnalysisError(f"--step {text!r} is not a step number or range", fix="use e.g. --step 12 or --step 10-14") from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_load_options(p)
+    add_output_options(p)
+    p.add_argument("--rank", type=int, default=0, help="rank to analyse (default 0)")
+    p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    steps = parse_steps(args.step)
+    df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE)
+    df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
+        columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
+    report = Report(title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df)])
+    return emit(report, args)
+
+
+COMMAND = Command(
+    name="critical-path",
+    help="critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead",
+    description="Build the dependency graph of a rank's step (CPU operators, runtime calls, GPU operations, "
+                "launch, kernel-to-kernel and synchronisation edges) and break its longest path down by what "
+                "bounds it. Times in microseconds (us).",
+    add_arguments=add_arguments,
+    run=run,
+)
