@@ -217,7 +217,7 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     o = [_op_rows(v, s, normalize) for v, s in zip(views, (bsteps, nsteps))]
     stats = [_op_stats(d, max(len(s), 1), max(len(v.ranks), 1)) for d, s, v in zip(o, (bsteps, nsteps), views)]
     ops = _join_ops(*stats)
-    kb, kn = (set(d.loc[d["family"] == "kernel", "raw"]) for d in o)
+    kb, kn = (set(pd.unique(d.loc[d["family"] == "kernel", "raw"])) for d in o)
     if kb and kn and len(kb & kn) < 0.3 * min(len(kb), len(kn)):
         notes.append(f"only {len(kb & kn)} of {len(kb)} base / {len(kn)} new kernel names are shared: are these "
                      f"the same model?")
