@@ -1,0 +1,66 @@
+"""Critical path on HTA's worked example (spec 25 §10.1): the known edges, their weights and attribution,
+the path's ends, and the what-if ranking invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from corpus import shared_or_skip
+import holotrace
+from holotrace.analysis.critical_path import breakdown, critical_path, summary
+from holotrace.analysis.critical_path_graph import EdgeType
+from holotrace.analysis.what_if import what_if
+from holotrace.model.classify import HTA
+
+ANNO = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
+
+
+@pytest.fixture(scope="module")
+def simple_add():
+    return holotrace.load(str(shared_or_skip() / "traces" / "hta_critical_path_simple_add"), cache=False)
+
+
+def _edge(cp, a, a_start, b, b_start):
+    g, idx = cp.graph, cp.view["index"]
+    row = {int(i): r for r, i in enumerate(idx.tolist())}
+    s = g.start_node[row[a]] if a_start else g.end_node[row[a]]
+    d = g.start_node[row[b]] if b_start else g.end_node[row[b]]
+    k = np.flatnonzero((g.src == s) & (g.dst == d))
+    assert len(k) == 1
+    k = int(k[0])
+    return g.type[k], g.weight[k], (int(idx[g.attr[k]]) if g.attr[k] >= 0 else None)
+
+
+def test_known_edges(simple_add):
+    cp = critical_path(simple_add, rank=0, annotation=ANNO, instance=1, rules=HTA)
+    assert cp.success and len(cp.graph.node_row) == 458 and len(cp.graph.src) == 415
+    assert _edge(cp, 286, True, 287, True) == (EdgeType.OPERATOR_KERNEL, 15, 286)
+    assert _edge(cp, 287, True, 1005, True) == (EdgeType.OPERATOR_KERNEL, 14, 287)
+    assert _edge(cp, 1005, True, 1005, False) == (EdgeType.OPERATOR_KERNEL, 17, 1005)
+    assert _edge(cp, 1005, False, 287, False) == (EdgeType.OPERATOR_KERNEL, 15, 287)
+    assert _edge(cp, 287, False, 286, False) == (EdgeType.OPERATOR_KERNEL, 32, 286)
+    assert _edge(cp, 1051, False, 1067, True) == (EdgeType.KERNEL_KERNEL_DELAY, 7, 1051)
+    assert len(cp.path_nodes) == 315 and cp.length == 241724
+    df = breakdown(cp)
+    # rows in path order: each edge starts where the previous ended
+    g = cp.graph
+    assert (g.src[cp.path_edges[1:]] == g.dst[cp.path_edges[:-1]]).all()
+    idx = cp.view["index"]
+    assert df.event_idx.iloc[0] == 977 and idx[g.node_row[cp.path_nodes[0]]] == 977
+    assert idx[g.node_row[cp.path_nodes[-1]]] == 1275 and not g.node_start[cp.path_nodes[-1]]
+    s = summary(cp)
+    assert s["cpu_bound"] == pytest.approx(99.779087, abs=1e-6)
+    assert s["gpu_kernel_launch_overhead"] == pytest.approx(0.007033, abs=1e-6)
+
+
+def test_instance_out_of_range_names_count(simple_add):
+    with pytest.raises(ValueError, match="has 2 instance"):
+        critical_path(simple_add, rank=0, annotation=ANNO, instance=5, rules=HTA)
+
+
+def test_what_if_savings_bounded_and_ranked(simple_add):
+    df = what_if(simple_add, rank=0)
+    assert len(df)
+    assert (df.saving >= 0).all() and (df.saving <= df.path_length + 1e-9).all()
+    assert (np.diff(df.saving.to_numpy()) <= 1e-9).all()
