@@ -123,9 +123,10 @@ def _name_mask(view, strings, names) -> np.ndarray:
     return np.isin(view["name"], ids) if ids else np.zeros(view.n, dtype=bool)
 
 
-def build_graph(jv, rank: int, rows: np.ndarray, win, *, data_load_events=None) -> Graph:
+def build_graph(jv, rank: int, rows: np.ndarray, win, *, rules=None, data_load_events=None) -> Graph:
     """The graph on the clipped ``rows`` of rank ``rank`` of the job view ``jv`` (spec 25 §3)."""
-    view, strings, rules, unit_ns = jv[rank], jv.strings, jv.rules, jv.unit_ns
+    view, strings, unit_ns = jv[rank], jv.strings, jv.unit_ns
+    rules = rules or jv.rules
     n = view.n
     ts = view["ts"].astype(np.float64)
     dur = view["dur"].astype(np.float64)
