@@ -59,17 +59,12 @@ def has_ranges(view: JobView) -> bool:
     return view.strings.id(classify.CUPTI_RANGE_CATEGORY) >= 0
 
 
-def _raw_args(view: JobView, rank: int, job) -> Optional[list]:
-    """The rank's raw ``args`` texts (re-read from its file, with every arg, when the job kept none)."""
-    if job is None:
-        return None
-    t = job.rank(rank)
-    if t.raw_args is not None:
-        return t.raw_args
-    from holotrace.loader import load
-
-    again = load([t.file], all_args=True, cache=False)
-    return again.rank(again.ranks[0]).raw_args
+def _raw_args(rank: int, job, raw_args) -> Optional[list]:
+    """The rank's raw ``args`` texts: given, or kept by the job (``load(..., all_args=True)``)."""
+    if raw_args is not None:
+        return raw_args
+    t = job.rank(rank) if job is not None else None
+    return t.raw_args if t is not None else None
 
 
 def _counters(texts: list) -> tuple[list, dict]:
@@ -85,16 +80,17 @@ def _counters(texts: list) -> tuple[list, dict]:
     return list(names), cols
 
 
-def counter_data(source, rank: int, *, rules=None, job=None, graph: Optional[CallGraph] = None,
-                 strict: bool = False) -> CounterData:
+def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[list] = None,
+                 graph: Optional[CallGraph] = None, strict: bool = False) -> CounterData:
     """One rank's CUPTI ranges paired with their launches.
 
     ``frame`` columns: ``index`` (the range's event id), ``name`` (kernel name or ``__missing__``), ``ts``,
     ``dur`` (the view's unit; synthetic in this trace mode), ``index_runtime`` (the launch's event id),
     ``launch_ts``, ``op_stack`` (list of operator names, outermost first), ``top_level_op``,
     ``bottom_level_op`` (``""`` for a launch outside any operator), then one int64 column per counter
-    (−1 where absent). ``job`` (the loaded :class:`~holotrace.model.job.Job`) gives the counter values;
-    pass it when ``source`` is a view. Different range and launch counts: ``frame`` is None and the
+    (−1 where absent). The counter values are the ranges' raw ``args``: ``raw_args`` (the rank's list, one
+    text per model row), else those the job kept (load it with ``all_args=True``); pass ``job`` when
+    ``source`` is a view. Different range and launch counts: ``frame`` is None and the
     problem names the rank and both counts (``strict=True`` raises :class:`JobConsistencyError`).
     """
     if job is None and not isinstance(source, JobView):
@@ -131,13 +127,13 @@ def counter_data(source, rank: int, *, rules=None, job=None, graph: Optional[Cal
         "top_level_op": [s[0] if s else "" for s in stacks],
         "bottom_level_op": [s[-1] if s else "" for s in stacks],
     })
-    texts = _raw_args(view, rank, job)
+    texts = _raw_args(rank, job, raw_args)
     if texts is not None and len(ranges):
         res.counters, cols = _counters([texts[int(i)] for i in rv["row"][ranges].tolist()])
         for k in res.counters:
             frame[k] = cols[k]
     elif texts is None and len(ranges):
-        res.problems.append(f"rank {rank}: counter values need the loaded job (pass job=...)")
+        res.problems.append(f"rank {rank}: the counter values were not kept: load the job with all_args=True")
     _check_names(view, rv, ranges, launches, res)
     res.frame = frame
     return res
@@ -189,7 +185,8 @@ def _check_names(view: JobView, rv, ranges: np.ndarray, launches: np.ndarray, re
 
 
 def counters_with_operators(job, *, rules=None, ranks: Optional[Sequence[int]] = None, strict: bool = False) -> dict[int, pd.DataFrame]:
-    """:func:`counter_data` of every asked rank that pairs (``{rank: frame}``); problems are logged as warnings."""
+    """:func:`counter_data` of every asked rank that pairs (``{rank: frame}``; load the job with
+    ``all_args=True`` for the counter values); problems are logged as warnings."""
     view = job_view(job, rules or classify.NATIVE)
     out = {}
     for r in view.select(ranks):

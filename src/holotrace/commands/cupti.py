@@ -13,9 +13,10 @@ import pandas as pd
 
 from holotrace.analysis import cupti as _cupti
 from holotrace.analysis.annotations import shorten_names
-from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._load import add_load_options, select_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
+from holotrace.loader import load
 from holotrace.model.classify import NATIVE
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
@@ -30,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    job = load_job(args)
+    job = select_job(load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir,
+                          workers=args.workers, all_args=True, progress_bar=False if args.quiet else None), args)
     return emit(build_report(job, by=args.by, top=args.top, strict=args.strict), args)
 
 

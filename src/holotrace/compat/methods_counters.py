@@ -119,6 +119,16 @@ class CounterMethods(FacadeBase):
         return int(us - int(rv["ts"][0]))
 
     # ------------------------------------------------------------------ CUPTI counters
+    def _raw_args(self, rank: int) -> Optional[list]:
+        """The rank's raw ``args`` texts (its file read again with every arg when the job kept none)."""
+        t = self.job.rank(rank)
+        if t.raw_args is not None or not _cupti.has_ranges(self.view):
+            return t.raw_args
+        from holotrace.loader import load
+
+        again = load([t.file], all_args=True, cache=False)
+        return again.rank(again.ranks[0]).raw_args
+
     def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None,
                                               hta_compat: Optional[bool] = None) -> List[pd.DataFrame]:
         """Each CUPTI range (category ``cuda_profiler_range``) paired by position with its kernel launch,
@@ -129,7 +139,8 @@ class CounterMethods(FacadeBase):
         chosen = self._ranks_arg(ranks)
         out = []
         for r in chosen:
-            res = _cupti.counter_data(self.view, r, rules=rules, job=self.job, graph=self._call_graph(r, rules))
+            res = _cupti.counter_data(self.view, r, rules=rules, job=self.job, raw_args=self._raw_args(r),
+                                      graph=self._call_graph(r, rules))
             for msg in res.problems:
                 log.error(msg) if res.frame is None else log.warning(msg)
             if res.frame is None:
