@@ -72,6 +72,8 @@ class FindingCode(str, Enum):
                      "a file states no rank (no distributedInfo.rank, none in its name): a number was assigned")
     DUPLICATE_RANK = ("duplicate_rank", _E, True, True,
                       "several files claim the same rank: only the first (name order) was loaded")
+    BAD_RANK_INFO = ("bad_rank_info", _W, False, False,
+                     "distributedInfo.rank or world_size is not a usable number (negative, not an integer, too large): ignored")
     MIXED_JOBS = ("mixed_jobs", _E, True, True,
                   "files disagree on world_size or backend: they come from different jobs")
     MISSING_RANKS = ("missing_ranks", _E, True, True,
@@ -86,9 +88,15 @@ class FindingCode(str, Enum):
     NON_STANDARD_JSON = ("non_standard_json", _W, False, False,
                          "the file uses NaN or Infinity literals, which JSON does not allow")
     MISSING_TIME = ("missing_time", _E, True, False,
-                    "events with a duration have a missing, NaN or non-numeric ts/dur: they were left out")
+                    "events with a duration (every X event) have no ts/dur, or null or NaN: they were left out")
     NEGATIVE_DURATION = ("negative_duration", _E, True, False,
                          "events have a negative duration: they were left out")
+    BAD_TIME = ("bad_time", _E, True, False,
+                "events have a ts/dur that is not a usable number (Infinity, text, beyond 146 years): they were left out")
+    BAD_NUMBER = ("bad_number", _E, True, False,
+                  "events have an integer (pid, tid, id, an arg) that does not fit in 64 bits: they were left out")
+    TRAILING_DATA = ("trailing_data", _W, False, False,
+                     "bytes after the end of the gzip stream are not gzip data: they were ignored")
     ABSURD_DURATION = ("absurd_duration", _W, True, False,
                        "events last longer than 7 days (kept)")
     BAD_ARG_TYPE = ("bad_arg_type", _W, False, False,

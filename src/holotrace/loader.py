@@ -13,12 +13,12 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from holotrace.errors import JobConsistencyError, TraceEventError, TraceFormatError
+from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError
 from holotrace.exec.pool import plan, run_map
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
 from holotrace.ingest.discover import discover
-from holotrace.findings import FindingCode
+from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS
 from holotrace.model.classify import RULES_VERSION
 from holotrace.model.job import Job, RankTrace, derive_columns
@@ -30,17 +30,42 @@ log = logging.getLogger("holotrace")
 
 PathLike = Union[str, Path]
 CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
-_EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION})  # strict: TraceEventError
+_EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION, FindingCode.BAD_TIME, FindingCode.BAD_NUMBER})  # strict: TraceEventError
+#: codes of findings that count events left out of the tables
+_DROP_CODES = _EVENT_CODES
 
 
-def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
-    """Worker: one file to derived columns, through the cache."""
+class _Failed:
+    """A file that could not be decoded at all (sent back by a worker instead of raising, so that the
+    other files of a folder still load)."""
+
+    def __init__(self, error: HolotraceError):
+        self.kind = type(error).__name__
+        self.problem, self.path, self.fix = error.problem, error.path, error.fix
+
+    def error(self) -> HolotraceError:
+        import holotrace.errors as errors_mod
+
+        cls = getattr(errors_mod, self.kind, HolotraceError)
+        return cls(self.problem, path=self.path, fix=self.fix)
+
+
+def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
+    """Worker: one file to derived columns, through the cache; a :class:`_Failed` when it cannot be decoded."""
+    try:
+        return _load_file_or_raise(task, on_bytes)
+    except HolotraceError as e:
+        return _Failed(e)
+
+
+def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
     path, use_cache, cache_dir, all_args, threads, in_parent = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
         if hit is not None:
             hit.meta["_holotrace_cached"] = True
             return hit
+    fp = cache_mod.fingerprint(path) if use_cache else None  # the file as it is decoded: its entry describes it
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
@@ -52,9 +77,9 @@ def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) ->
             gc.enable()
     if use_cache:
         if in_parent:
-            cache_mod.store_in_background(d, cache_dir, all_args, CACHE_TAG)
+            cache_mod.store_in_background(d, cache_dir, all_args, CACHE_TAG, fp)
         else:
-            cache_mod.store(d, cache_dir, all_args, CACHE_TAG)
+            cache_mod.store(d, cache_dir, all_args, CACHE_TAG, fp)
     return d
 
 
@@ -79,7 +104,8 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
     found = discover(path, strict=strict)
-    cdir = Path(cache_dir) if cache_dir is not None else cache_mod.default_cache_dir()
+    explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
+    cdir = cache_mod.resolve_dir(cache_dir, check=True) if cache else None
     files = found.files
     sizes = [_size(f.path) for f in files]
     t0 = time.perf_counter()
@@ -106,10 +132,20 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             decoded[i] = d
     finally:
         bar.close()
+    findings = list(found.findings)
+    skipped = list(found.skipped)
+    failed = [(f, d) for f, d in zip(files, decoded) if isinstance(d, _Failed)]
+    if failed and (explicit or len(failed) == len(files)):
+        raise failed[0][1].error()
+    for f, d in failed:  # a file of a folder that cannot be read at all: the others load, loudly
+        skipped.append((f.path, d.problem))
+        findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded, rank {f.rank} is missing from every number: {d.problem}"
+                                   + (f" ({d.fix})" if d.fix else ""), rank=f.rank, file=f.path))
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
-    findings = list(found.findings)
     for f, d in zip(files, decoded):
+        if isinstance(d, _Failed):
+            continue
         first = len(strings) == 0
         remap = strings.merge(d.strings)
         tables = {}
@@ -128,9 +164,14 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
                                    raw_args=d.raw_args, format=d.format)
     if traces and all(t.n_events == 0 for t in traces.values()):
         names = ", ".join(Path(t.file).name for t in traces.values())
+        dropped = [x for x in findings if x.code in _DROP_CODES]
+        if dropped:
+            raise TraceEventError(f"no usable events with a duration in {names}: {sum(x.count for x in dropped)} left out "
+                                  f"({dropped[0].code.value}: {dropped[0].message}{' e.g. ' + dropped[0].example if dropped[0].example else ''})",
+                                  path=str(path) if not isinstance(path, (list, tuple)) else None, fix="the file is damaged; re-export the trace")
         raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=str(path) if not isinstance(path, (list, tuple)) else None,
                                fix="pass a trace recorded while the profiler was active")
-    job = Job(traces=traces, strings=strings, findings=findings, skipped=list(found.skipped), path=str(path))
+    job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path))
     job.findings.extend(validate_job(job))
     log.info("loaded %d rank(s) in %.2f s", len(traces), time.perf_counter() - t0)
     if strict:

@@ -96,16 +96,14 @@ def test_unreadable_file(tmp_path):
 def test_unreadable_file_reported_as_read_error(tmp_path, monkeypatch):
     """Simulate EACCES (root cannot be denied by file mode)."""
     f = _good(tmp_path)
-    import builtins
-
-    real_open = builtins.open
+    real_open = os.open
 
     def deny(p, *a, **k):
         if str(p) == str(f):
             raise PermissionError(13, "Permission denied")
         return real_open(p, *a, **k)
 
-    monkeypatch.setattr(builtins, "open", deny)
+    monkeypatch.setattr(os, "open", deny)
     with pytest.raises(errors.TraceReadError, match="not readable"):
         holotrace.load(f, cache=False)
 
@@ -153,10 +151,11 @@ def test_missing_ts_or_dur(tmp_path):
     f = tmp_path / "t.json"
     f.write_bytes(_events_doc(evs))
     job = holotrace.load(f, cache=False)
-    # 'c' has no dur: not an event with a duration (HTA drops it too); 'b' has no ts: dropped with an error finding
+    # an X event is an event with a duration: 'b' (no ts) and 'c' (no dur) are dropped with an error finding
     assert job.rank(0).n_events == 1
     fnd = [x for x in job.findings if x.code == "missing_time"]
-    assert fnd and fnd[0].count == 1 and "'b'" in fnd[0].example
+    assert len(fnd) == 1 and fnd[0].count == 2 and fnd[0].example.startswith("event #1: name='b'")
+    assert fnd[0].message.startswith("2 events with a duration have no ts or dur")
     with pytest.raises(errors.TraceEventError, match="missing"):
         holotrace.load(f, cache=False, strict=True)
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from holotrace.commands.base import Command
 from holotrace.ingest import cache
 
@@ -16,12 +14,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    d = Path(args.cache_dir) if args.cache_dir else cache.default_cache_dir()
+    d = cache.resolve_dir(args.cache_dir)
     if args.action == "dir":
         print(d)
         return 0
-    n, size = cache.clear(d)
-    print(f"removed {n} cached trace(s), {size / 1e6:.1f} MB, from {d}")
+    done = cache.clear(d)
+    n, size = done
+    other = f"; left {done.left} item(s) that are not cache entries" if done.left else ""
+    print(f"removed {n} cached trace(s), {size / 1e6:.1f} MB, from {d}{other}")
     return 0
 
 
@@ -29,7 +29,9 @@ COMMAND = Command(
     name="cache",
     help="show or clear the cache of decoded traces",
     description="Decoded traces are cached as Arrow IPC files (keyed by path, size, mtime and format "
-                "version) so that a second load is fast. 'dir' prints the folder, 'clear' empties it.",
+                "version, checked against the file's content on every read) so that a second load is fast. 'dir' prints "
+                "the folder; 'clear' removes the cache's entries and nothing else, and refuses a folder that "
+                "is not a holotrace cache.",
     add_arguments=add_arguments,
     run=run,
 )

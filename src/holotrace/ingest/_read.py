@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -11,74 +12,126 @@ from typing import Callable, Iterator, Optional
 from holotrace.errors import TraceFormatError, TraceNotFoundError, TraceReadError
 
 _WS = b" \t\r\n"
+
+
+class NotATraceError(TraceFormatError):
+    """The file is another kind of file (not JSON, or JSON that is not a trace), not a damaged trace."""
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def open_stream(path: Path):
-    """(binary file, is gzip) with the typed error of each way opening can fail."""
+    """(binary file, is gzip) with the typed error of each way opening can fail.
+
+    Only regular files are read: a FIFO, socket or device is refused before anything waits on it.
+    """
     try:
-        fh = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise TraceNotFoundError("file does not exist", path=path) from None
+        raise TraceNotFoundError("file does not exist", path=path, fix="check the path") from None
     except PermissionError:
         raise TraceReadError("file is not readable (permission denied)", path=path, fix="check its permissions") from None
     except IsADirectoryError:
-        raise TraceReadError("is a folder, not a trace file", path=path) from None
+        raise TraceReadError("is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it") from None
     except OSError as e:
-        raise TraceReadError(f"cannot open: {e.strerror or e}", path=path) from None
-    magic = fh.read(2)
-    fh.seek(0)
+        raise TraceReadError(f"cannot open: {e.strerror or e}", path=path, fix="check the path") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise TraceReadError("is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it")
+        if not stat.S_ISREG(mode):
+            raise TraceReadError("is not a regular file (a FIFO, socket or device)", path=path, fix="save the trace to a file and pass that file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        magic = fh.read(2)
+        fh.seek(0)
+    except OSError as e:
+        fh.close()
+        raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
     return fh, magic == b"\x1f\x8b"
 
 
-def raw_bytes(path: Path, chunk: int, on_truncated: Optional[Callable[[], None]] = None,
+def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], None]] = None,
               is_gzip: Optional[list] = None) -> Iterator[bytes]:
-    """Yield the (decompressed) bytes of a file in chunks of about ``chunk`` bytes.
+    """Yield the (decompressed) bytes of a file in chunks of about ``chunk`` bytes, without a leading BOM.
 
-    A gzip stream that ends early yields what could be decompressed and calls ``on_truncated``
-    (without it, raises :class:`TraceReadError`).
+    A gzip stream that ends early or is damaged yields what could be decompressed and calls
+    ``on_problem("truncated" | "damaged", detail)``; bytes after the last gzip member that are not
+    gzip data are ignored with ``on_problem("trailing", detail)``. Without ``on_problem``, the first two
+    raise :class:`TraceReadError`. ``is_gzip``: a list whose items 0 and 1 are set to (is gzip, bytes
+    of BOM skipped).
     """
     fh, gz = open_stream(path)
     if is_gzip is not None:
         is_gzip[0] = gz
+    first = [True]
+    given = [0]
+
+    def out(b: bytes) -> bytes:
+        given[0] += len(b)
+        if first[0]:
+            first[0] = False
+            if b.startswith(BOM):
+                if is_gzip is not None and len(is_gzip) > 1:
+                    is_gzip[1] = len(BOM)
+                return b[len(BOM):]
+        return b
+
     with fh:
         if not gz:
             while True:
                 try:
                     b = fh.read(chunk)
                 except OSError as e:
-                    raise TraceReadError(f"read failed: {e}", path=path) from None
+                    raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
                 if not b:
                     return
-                yield b
+                yield out(b)
         d = zlib.decompressobj(wbits=47)
+        members = 0
         while True:
             try:
                 b = fh.read(1 << 20)
             except OSError as e:
-                raise TraceReadError(f"read failed: {e}", path=path) from None
+                raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
             if not b:
                 break
             while b:
                 try:
-                    out = d.decompress(b, chunk)
+                    o = d.decompress(b, chunk)
                 except zlib.error as e:
-                    raise TraceReadError(f"damaged gzip data ({e})", path=path, fix="re-copy or re-compress the file") from None
-                if out:
-                    yield out
+                    if on_problem is None or not given[0]:
+                        raise TraceReadError(f"damaged gzip data ({e})", path=path, fix="re-copy or re-compress the file") from None
+                    on_problem("trailing" if members else "damaged", str(e))
+                    return
+                if o:
+                    yield out(o)
                 if d.eof:  # a further gzip member may follow
+                    members += 1
                     b = d.unused_data
+                    if b and not b.startswith(b"\x1f\x8b"[: len(b)]):
+                        if on_problem is None:
+                            raise TraceReadError("bytes after the gzip stream are not gzip data", path=path, fix="re-copy the file")
+                        on_problem("trailing", f"{len(b)}+ bytes")
+                        return
                     if b:
                         d = zlib.decompressobj(wbits=47)
                 else:
                     b = d.unconsumed_tail
         tail = d.flush()
         if tail:
-            yield tail
+            yield out(tail)
         if not d.eof:
-            if on_truncated is None:
-                raise TraceReadError("gzip stream ends early (truncated file)", path=path)
-            on_truncated()
+            if on_problem is None or not given[0]:
+                raise TraceReadError("gzip stream ends early (truncated file)", path=path, fix="re-copy or re-export the file")
+            on_problem("truncated", "")
 
 
 def find_split(buf, end: int) -> int:
@@ -115,7 +168,7 @@ def split_header(buf: bytes, path: str) -> tuple[int, str]:
     if first == 0x5B:  # '[': legacy bare array of events
         return i + 1, "array"
     if first != 0x7B:
-        raise TraceFormatError("not JSON (does not start with '{' or '[')", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+        raise NotATraceError("not JSON (does not start with '{' or '[')", path=path, fix="pass a Kineto trace (.json or .json.gz)")
     m = _EVENTS_KEY.search(buf)
     if not m:
         return -1, "object"

@@ -18,7 +18,11 @@ enum { K_INT = 0, K_LABEL, K_FLOAT, K_STR, K_RAW, K_TEXT, K_RAWINT, K_QUIET };
 enum { V_STR = 1, V_NUM, V_NAN, V_TRUE, V_FALSE, V_NULL, V_OBJ, V_ARR };
 enum { OK = 0, TRUNC = 1, ERR = 2, NOMEM = 3 };
 enum { ST_DONE = 0, ST_END = 1, ST_TRUNC = 2, ST_ERR = 3 };
-enum { F_TS_OK = 1, F_DUR = 2, F_DUR_OK = 4 };
+enum { F_TS_OK = 1, F_DUR = 2, F_DUR_OK = 4, F_TS_BAD = 8, F_DUR_BAD = 16 };
+/* what a bad value was (the badv rows): a column >= 0 of the specs, or one of these */
+enum { W_PID = -2, W_TID = -3, W_ID = -4, W_TS = -10, W_DUR = -11 };
+/* times beyond +-2^62 ns (146 years) are out of range: ts + dur, and sums of them, then never overflow */
+#define TIME_LIMIT_NS ((int64_t)1 << 62)
 #define MAXSPEC 96
 #define NSLOT 256
 
@@ -56,9 +60,8 @@ typedef struct {
     Buf ph, cat, name, bp, sc, pid, tid, ts, dur, id, flags, spans;
     Col col[MAXSPEC];
     Buf c_row, c_key, c_val, bad;
+    Buf badv; /* int64 (row, what, offset, length) per value that is out of range or not usable */
     int64_t bad_ex[MAXSPEC][2];
-    int ovf_col;
-    int64_t ovf[2];
     int32_t empty_id, true_id, false_id;
 } Scan;
 
@@ -300,12 +303,15 @@ static int int_base0(const uchar *a, const uchar *b, int64_t *out) {
 static int val_time(Scan *S, const Val *v, int64_t *ns, int *isf) {
     *ns = 0;
     *isf = 0;
-    if (v->t == V_NAN) { *isf = 1; return 0; }
+    if (v->t == V_NAN) { *isf = 1; return v->a[0] == 'N' ? 2 : 0; } /* NaN: no value (missing); Infinity: out of range */
     if (v->t != V_NUM) return 0;
     *isf = is_float_tok(v);
     Dec d;
     int exact;
-    if (dec_parse(v->a, v->b, &d) || dec_to_int(&d, 3, ns, &exact)) { *ns = 0; return 0; }
+    if (dec_parse(v->a, v->b, &d) || dec_to_int(&d, 3, ns, &exact) || *ns >= TIME_LIMIT_NS || *ns <= -TIME_LIMIT_NS) {
+        *ns = 0;
+        return 0;
+    }
     (void)S;
     return 1;
 }
@@ -357,13 +363,15 @@ static int col_set(Scan *S, int j, int64_t row, int64_t bits) {
     return OK;
 }
 
+/* a value that cannot be used at all: the event is left out (Python side), with the text as evidence */
+static int note_bad(Scan *S, int what, const Val *v, int64_t row) {
+    int64_t q[4] = {row, what, v->a - S->s, v->b - v->a};
+    return buf_put(&S->badv, q, 32) ? NOMEM : OK;
+}
+
 static int note_int(Scan *S, int j, int r, const Val *v, int64_t row) {
-    if (r == 3 && S->ovf_col == -1000) {
-        S->ovf_col = j;
-        S->ovf[0] = v->a - S->s;
-        S->ovf[1] = v->b - v->a;
-    }
-    if (r >= 2 && j >= 0) {
+    if (r == 3) return note_bad(S, j, v, row);
+    if (r == 2 && j >= 0) {
         int32_t pair[2] = {(int32_t)row, j};
         if (buf_put(&S->bad, pair, 8)) return NOMEM;
         if (S->bad_ex[j][1] < 0) { S->bad_ex[j][0] = v->a - S->s; S->bad_ex[j][1] = v->b - v->a; }
@@ -403,7 +411,7 @@ static int store_arg(Scan *S, int j, const Val *v, int64_t row) {
     case K_RAWINT:
         if (v->t == V_NUM && !is_float_tok(v)) {
             r = int_text(v->a, v->b, &x);
-            if (r == 3) return note_int(S, -1, 3, v, row);
+            if (r == 3) return note_bad(S, j, v, row);
         } else if (v->t == V_STR && !v->esc) {
             if (int_base0(v->ca, v->cb, &x)) return OK;
         } else if (v->t == V_TRUE || v->t == V_FALSE) x = v->t == V_TRUE;

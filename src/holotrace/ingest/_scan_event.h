@@ -110,7 +110,7 @@ static int push_defaults(Scan *S) {
 
 static int parse_event(Scan *S) {
     int64_t row = S->n;
-    int r, closed = 0, ph_set = 0, counter = 0;
+    int r, closed = 0, ph_set = 0, counter = 0, complete = 0;
     const uchar *args_a = NULL, *args_b = NULL;
     if ((r = push_defaults(S))) return r;
     S->p++;
@@ -157,23 +157,31 @@ static int parse_event(Scan *S) {
                 if (field == 1) {
                     ph_set = 1;
                     counter = v.t == V_STR && v.cb - v.ca == 1 && v.ca[0] == 'C';
+                    complete = v.t == V_STR && v.cb - v.ca == 1 && v.ca[0] == 'X';
                 }
                 AT(field == 1 ? S->ph : field == 2 ? S->cat : field == 3 ? S->name : field == 4 ? S->bp : S->sc, int32_t, row) = id;
                 break;
             case 6: case 7: case 10:
                 r = val_int(&v, field != 10, &x);
                 if (r == 0) AT(field == 6 ? S->pid : field == 7 ? S->tid : S->id, int64_t, row) = x;
-                else if (r == 3) note_int(S, field == 6 ? -2 : field == 7 ? -3 : -4, 3, &v, row);
+                else if (r == 3 && (r = note_bad(S, field == 6 ? W_PID : field == 7 ? W_TID : W_ID, &v, row))) return r;
                 break;
             case 8: case 9: {
-                int isf, ok = val_time(S, &v, &x, &isf);
+                /* a repeated key: the last one counts, flags included */
+                uint8_t *fl = &AT(S->flags, uint8_t, row);
+                if (field == 8) *fl &= (uint8_t)~(F_TS_OK | F_TS_BAD);
+                else *fl &= (uint8_t)~(F_DUR | F_DUR_OK | F_DUR_BAD);
+                AT(field == 8 ? S->ts : S->dur, int64_t, row) = 0;
+                if (v.t == V_NULL) break; /* missing: no value */
+                int isf, ok = val_time(S, &v, &x, &isf); /* 1 ok, 0 unusable, 2 NaN (no value: missing) */
+                if (ok != 1 && (r = note_bad(S, field == 8 ? W_TS : W_DUR, &v, row))) return r;
                 if (field == 8) {
                     AT(S->ts, int64_t, row) = x;
-                    if (ok) AT(S->flags, uint8_t, row) |= F_TS_OK;
+                    *fl |= ok == 1 ? F_TS_OK : ok == 0 ? F_TS_BAD : 0;
                     S->ts_float |= isf;
-                } else if (v.t != V_NULL) {
+                } else {
                     AT(S->dur, int64_t, row) = x;
-                    AT(S->flags, uint8_t, row) |= F_DUR | (ok ? F_DUR_OK : 0);
+                    *fl |= F_DUR | (ok == 1 ? F_DUR_OK : ok == 0 ? F_DUR_BAD : 0);
                 }
                 break;
             }
@@ -185,6 +193,7 @@ static int parse_event(Scan *S) {
         }
         if ((r = next_member(S, &closed))) return r;
     }
+    if (complete) AT(S->flags, uint8_t, row) |= F_DUR; /* an X event without a usable dur is still an event with a duration */
     if (!ph_set) {
         int32_t e = lazy_id(S, &S->empty_id, "");
         if (e < 0) return NOMEM;

@@ -55,7 +55,7 @@ static int put(PyObject *d, const char *k, PyObject *v) {
 
 static void scan_free(Scan *S) {
     Buf *bufs[] = {&S->scratch, &S->ph, &S->cat, &S->name, &S->bp, &S->sc, &S->pid, &S->tid, &S->ts, &S->dur,
-                   &S->id, &S->flags, &S->spans, &S->c_row, &S->c_key, &S->c_val, &S->bad};
+                   &S->id, &S->flags, &S->spans, &S->c_row, &S->c_key, &S->c_val, &S->bad, &S->badv};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) buf_free(bufs[i]);
     for (int j = 0; j < MAXSPEC; j++) buf_free(&S->col[j].b);
     strtab_free(&S->st);
@@ -71,13 +71,10 @@ static PyObject *result(Scan *S) {
         put(d, "pid", ba(&S->pid)) || put(d, "tid", ba(&S->tid)) || put(d, "ts", ba(&S->ts)) ||
         put(d, "dur", ba(&S->dur)) || put(d, "id", ba(&S->id)) || put(d, "flags", ba(&S->flags)) ||
         put(d, "c_row", ba(&S->c_row)) || put(d, "c_key", ba(&S->c_key)) || put(d, "c_val", ba(&S->c_val)) ||
-        put(d, "bad", ba(&S->bad)) || put(d, "sblob", PyBytes_FromStringAndSize(S->st.arena.p ? S->st.arena.p : "", (Py_ssize_t)S->st.arena.n)) ||
+        put(d, "bad", ba(&S->bad)) || put(d, "badv", ba(&S->badv)) || put(d, "sblob", PyBytes_FromStringAndSize(S->st.arena.p ? S->st.arena.p : "", (Py_ssize_t)S->st.arena.n)) ||
         put(d, "soff", ba(&S->st.offs)))
         goto fail;
     if (S->want_spans && put(d, "spans", ba(&S->spans))) goto fail;
-    if (S->ovf_col != -1000 &&
-        put(d, "overflow", Py_BuildValue("(iLL)", S->ovf_col, (long long)S->ovf[0], (long long)S->ovf[1])))
-        goto fail;
     if (!(args = PyDict_New()) || !(ex = PyDict_New())) goto fail;
     for (int j = 0; j < n_spec; j++) {
         if (S->col[j].made) {
@@ -119,7 +116,6 @@ static PyObject *py_scan(PyObject *self, PyObject *a) {
     S->s = S->p = (const uchar *)view.buf;
     S->e = S->s + view.len;
     S->want_spans = want_spans;
-    S->ovf_col = -1000;
     S->empty_id = S->true_id = S->false_id = -2;
     for (int j = 0; j < MAXSPEC; j++) S->bad_ex[j][1] = -1;
     Py_BEGIN_ALLOW_THREADS

@@ -1,17 +1,25 @@
 """On-disk cache of decoded files (Arrow IPC files, lz4-compressed).
 
-One folder per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``,
-else ``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), keyed by the
-file's absolute path, size, mtime and the decoder's format version. Nothing is
-ever written next to the traces unless the caller passes that folder as
-``cache_dir``. Entries are written to a temporary folder and renamed, so a
-crash never leaves a half-written entry behind.
+One entry (a folder) per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), named by the file's absolute path, the
+decoder's format and the caller's tag. Nothing is ever written next to the traces unless the caller
+passes that folder as ``cache_dir``.
 
-Why Arrow IPC and not Parquet: a cached rank must come back many times faster
-than it decodes. For a 509 MB JSON rank (1.2 M events, 55 columns) reading the
-events table took 0.19-0.33 s from lz4 Parquet and 0.08-0.13 s from lz4 Arrow
-IPC, whose buffers become numpy arrays without a copy, at a smaller size on
-disk (36 MB vs 39 MB). Parquet stays the format of holotrace's *outputs*.
+The cache owns only what it made: each entry is a folder with a 24-hex-digit name holding only the
+files an entry has, and an ``info.json`` marked with the entry layout's version. A cache folder holds
+nothing else: a folder with anything else in it is never written to, and ``clear`` refuses it.
+
+An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's
+fingerprint at decode time (size, mtime_ns, inode and a hash of its first and last 64 KiB), and each
+table's row count, byte size, CRC-32 and a token written into the table's own schema, so a rewritten
+trace, a damaged or swapped table file or a half-deleted entry is a miss (decoded again and rewritten),
+never an error or a wrong answer. Entries are written to a temporary folder and renamed into place, so
+concurrent writers and readers never see half an entry.
+
+Why Arrow IPC and not Parquet: a cached rank must come back many times faster than it decodes. For a
+509 MB JSON rank (1.2 M events, 55 columns) reading the events table took 0.19-0.33 s from lz4 Parquet and
+0.08-0.13 s from lz4 Arrow IPC, at a smaller size on disk (36 MB vs 39 MB). Parquet stays the format of
+holotrace's *outputs*.
 """
 
 from __future__ import annotations
@@ -20,63 +28,157 @@ import atexit
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from holotrace.errors import HolotraceError
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
+CACHE_VERSION = 2  # layout of an entry: bump when it changes
+_ENTRY = re.compile(r"^[0-9a-f]{24}$")
+_WORK = (".tmp-", ".old-")  # entries being written or replaced
+_ENTRY_FILES = frozenset({"info.json", "raw_args.json"} | {f"{t}.arrow" for t in TABLES})
+_EDGE = 64 * 1024  # bytes of a trace's head and tail hashed into its fingerprint
+
+
+class CacheError(HolotraceError):
+    """The cache folder is unusable (empty path, not a folder, or a folder holotrace did not make)."""
+
+
+# --------------------------------------------------------------------------- the folder
 
 
 def default_cache_dir() -> Path:
     env = os.environ.get("HOLOTRACE_CACHE_DIR")
-    if env:
-        return Path(env)
+    if env and env.strip():
+        return resolve_dir(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "holotrace"
+    if xdg and xdg.strip() and Path(xdg).expanduser().is_absolute():
+        return Path(xdg).expanduser() / "holotrace"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        raise CacheError("no cache folder: HOME is not set", fix="pass --cache-dir DIR or set HOLOTRACE_CACHE_DIR") from None
+    return home / ".cache" / "holotrace"
+
+
+def resolve_dir(cache_dir=None, *, check: bool = False) -> Path:
+    """The absolute cache folder for ``cache_dir`` (None: the default); ``check``: raise
+    :class:`CacheError` when that folder exists and is not a holotrace cache."""
+    if cache_dir is None:
+        d = default_cache_dir()
+    else:
+        if not str(cache_dir).strip():
+            raise CacheError("the cache folder is an empty path", fix="pass a folder, e.g. --cache-dir ~/.cache/holotrace, or --no-cache")
+        d = Path(str(cache_dir)).expanduser()
+        if not d.is_absolute():
+            d = Path.cwd() / d
+    if d.exists() and not d.is_dir():
+        raise CacheError("the cache folder is not a folder", path=d, fix="pass a folder for the cache, or --no-cache")
+    if check and not _ours(d):
+        raise CacheError("is not a holotrace cache folder (it holds other files)", path=d,
+                         fix="pass a new or empty folder as the cache, or --no-cache")
+    return d
+
+
+def _ours(d: Path) -> bool:
+    """The folder is a holotrace cache, or may become one: absent, empty, or holding only entries."""
+    try:
+        return all(_is_entry_name(c.name) and c.is_dir() for c in d.iterdir())
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _is_entry_name(name: str) -> bool:
+    return bool(_ENTRY.match(name)) or name.startswith(_WORK)
+
+
+def _claim(d: Path) -> bool:
+    """Make sure ``d`` exists if it is ours to use; False when it is not."""
+    if not _ours(d):
+        return False
+    d.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+# --------------------------------------------------------------------------- keys and fingerprints
 
 
 def key_for(path: str | Path, all_args: bool = False, tag: str = "") -> str:
-    """Cache key of a file: its path, size and mtime, the decoder format, and ``tag`` (the caller's
-    version of what it derives and stores beside the decoded columns, e.g. the rule table's)."""
+    """Name of a file's entry: its absolute path, the decoder format, the entry layout, ``tag`` (the
+    caller's version of what it derives and stores beside the decoded columns) and ``all_args``."""
     p = Path(path).resolve()
-    st = p.stat()
-    text = f"{p}|{st.st_size}|{st.st_mtime_ns}|v{FORMAT_VERSION}.{tag}|{int(all_args)}"
+    text = f"{p}|v{FORMAT_VERSION}.{CACHE_VERSION}.{tag}|{int(all_args)}"
     return hashlib.sha1(text.encode()).hexdigest()[:24]
 
 
-def load(path: str | Path, cache_dir: Path, all_args: bool = False, tag: str = "") -> Optional[DecodedFile]:
-    """The cached decode of ``path``, or None when absent or stale."""
+def fingerprint(path: str | Path) -> Optional[dict]:
+    """What identifies a file's content cheaply: size, mtime_ns, inode and a hash of its head and tail."""
     try:
-        entry = cache_dir / key_for(path, all_args, tag)
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            h = hashlib.blake2b(digest_size=16)
+            h.update(fh.read(_EDGE))
+            if st.st_size > _EDGE:
+                fh.seek(max(_EDGE, st.st_size - _EDGE))
+                h.update(fh.read(_EDGE))
     except OSError:
         return None
-    info_file = entry / "info.json"
-    if not info_file.exists():
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "hash": h.hexdigest()}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def load(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, tag: str = "") -> Optional[DecodedFile]:
+    """The cached decode of ``path``, or None when absent, stale or damaged (never an error)."""
+    if cache_dir is None:
         return None
     try:
-        import pyarrow as pa
-
-        info = json.loads(info_file.read_text(encoding="utf-8"))
-        tables = {}
-        for t in TABLES:
-            f = entry / f"{t}.arrow"
-            if f.exists():
-                with pa.OSFile(str(f), "rb") as fh:
-                    tab = pa.ipc.open_file(fh).read_all()
-                tables[t] = {name: _to_numpy(tab.column(name)) for name in tab.column_names}
-            else:
-                tables[t] = {}
-        raw_args = None
-        if all_args and (entry / "raw_args.json").exists():
-            raw_args = json.loads((entry / "raw_args.json").read_text(encoding="utf-8"))
+        return _read(cache_dir / key_for(path, all_args, tag), path, all_args)
     except Exception:  # a damaged entry is a miss, never an error
         return None
+
+
+def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
+    import pyarrow as pa
+
+    info = json.loads((entry / "info.json").read_text(encoding="utf-8"))
+    if not isinstance(info, dict) or info.get("holotrace_cache") != CACHE_VERSION:
+        return None
+    fp = fingerprint(path)
+    if fp is None or info.get("fingerprint") != fp:
+        return None
+    token = info["token"]
+    tables = {}
+    for t in TABLES:
+        want = info["tables"].get(t)
+        if want is None:
+            tables[t] = {}
+            continue
+        data = (entry / f"{t}.arrow").read_bytes()
+        if len(data) != want["bytes"] or zlib.crc32(data) != want["crc32"]:
+            return None
+        tab = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+        meta = tab.schema.metadata or {}
+        if meta.get(b"holotrace_token") != token.encode() or tab.num_rows != want["rows"]:
+            return None
+        tables[t] = {name: _to_numpy(tab.column(name)) for name in tab.column_names}
+    raw_args = None
+    if all_args:
+        raw_args = json.loads((entry / "raw_args.json").read_text(encoding="utf-8"))
+        if not isinstance(raw_args, list) or len(raw_args) != len(tables["events"].get("ts_ns", ())):
+            return None
     return DecodedFile(
         path=str(path), meta=info["meta"], strings=info["strings"], events=tables["events"], instants=tables["instants"],
         counters=tables["counters"], flows=tables["flows"], names=tables["names"], n_trace_events=info["n_trace_events"],
@@ -92,17 +194,20 @@ def _to_numpy(col) -> np.ndarray:
     return col.to_numpy()
 
 
+# --------------------------------------------------------------------------- writing
+
 _pending: list = []
 
 
-def store_in_background(d: DecodedFile, cache_dir: Path, all_args: bool = False, tag: str = "") -> None:
+def store_in_background(d: DecodedFile, cache_dir: Optional[Path], all_args: bool = False, tag: str = "",
+                        fp: Optional[dict] = None) -> None:
     """Write the cache entry on a thread (pyarrow releases the GIL), so analyses can start at once.
 
     ``flush()`` waits for pending writes; it also runs at interpreter exit.
     """
     import threading
 
-    t = threading.Thread(target=store, args=(d, cache_dir, all_args, tag), name="holotrace-cache-write", daemon=False)
+    t = threading.Thread(target=store, args=(d, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False)
     t.start()
     _pending.append(t)
 
@@ -116,48 +221,111 @@ def flush() -> None:
 atexit.register(flush)
 
 
-def store(d: DecodedFile, cache_dir: Path, all_args: bool = False, tag: str = "") -> Optional[Path]:
-    """Write ``d`` to the cache; returns the entry folder, or None when the cache is not writable."""
+def store(d: DecodedFile, cache_dir: Optional[Path], all_args: bool = False, tag: str = "",
+          fp: Optional[dict] = None) -> Optional[Path]:
+    """Write ``d`` to the cache; returns the entry folder, or None when it was not written (the cache
+    folder is not writable or not a holotrace cache, or the file changed since ``fp`` was taken)."""
+    if cache_dir is None:
+        return None
+    tmp = None
     try:
         import pyarrow as pa
 
-        cache_dir.mkdir(parents=True, exist_ok=True)
+        now = fingerprint(d.path)
+        if now is None or (fp is not None and fp != now):
+            return None  # the file changed while it was decoded: its entry would not describe it
+        if not _claim(cache_dir):
+            return None
         entry = cache_dir / key_for(d.path, all_args, tag)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=cache_dir))
+        tmp = Path(tempfile.mkdtemp(prefix=_WORK[0], dir=cache_dir))
+        token = os.urandom(12).hex()
+        described = {}
         for t in TABLES:
             cols = getattr(d, t)
             if cols:
-                table = pa.table({k: pa.array(v) for k, v in cols.items()})
-                options = pa.ipc.IpcWriteOptions(compression="lz4")
-                with pa.OSFile(str(tmp / f"{t}.arrow"), "wb") as fh, pa.ipc.new_file(fh, table.schema, options=options) as w:
+                table = pa.table({k: pa.array(v) for k, v in cols.items()}).replace_schema_metadata({"holotrace_token": token})
+                f = tmp / f"{t}.arrow"
+                with pa.OSFile(str(f), "wb") as fh, pa.ipc.new_file(fh, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
                     w.write_table(table)
+                data = f.read_bytes()
+                described[t] = {"rows": table.num_rows, "bytes": len(data), "crc32": zlib.crc32(data)}
         info = {
+            "holotrace_cache": CACHE_VERSION, "token": token, "fingerprint": now, "tables": described,
             "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
-            "ts_is_float": d.ts_is_float, "problems": [p.__dict__ for p in d.problems], "format": d.format,
-            "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
+            "ts_is_float": d.ts_is_float, "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
+            "format": d.format, "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
         }
-        (tmp / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")
         if all_args and d.raw_args is not None:
             (tmp / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
+        (tmp / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")  # last: an entry without it is no entry
+        old = None
         if entry.exists():
-            shutil.rmtree(entry, ignore_errors=True)
-        os.replace(tmp, entry)
+            old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"
+            try:
+                os.rename(entry, old)
+            except OSError:
+                old = None
+        os.rename(tmp, entry)  # fails when another writer put its entry there first: theirs stays
+        tmp = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         return entry
-    except OSError:
-        shutil.rmtree(locals().get("tmp", ""), ignore_errors=True) if locals().get("tmp") else None
+    except Exception:  # the cache is an optimisation: a failed write is no error
         return None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
-def clear(cache_dir: Optional[Path] = None) -> tuple[int, int]:
-    """Remove every cache entry. Returns (entries removed, bytes freed)."""
+# --------------------------------------------------------------------------- clearing
+
+
+class Cleared(tuple):
+    """(entries removed, bytes freed); ``left``: things in the folder that were not entries (kept)."""
+
+    left: int = 0
+
+
+def clear(cache_dir: Optional[Path] = None) -> Cleared:
+    """Remove every cache entry of a holotrace cache folder: (entries removed, bytes freed).
+
+    Raises :class:`CacheError` for a folder that is not a holotrace cache: nothing in it is touched then.
+    """
     flush()
-    d = cache_dir or default_cache_dir()
+    d = cache_dir if cache_dir is not None else default_cache_dir()
     if not d.exists():
-        return 0, 0
-    n = size = 0
-    for entry in d.iterdir():
-        if entry.is_dir():
-            size += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-            shutil.rmtree(entry, ignore_errors=True)
-            n += 1
-    return n, size
+        return Cleared((0, 0))
+    if not d.is_dir():
+        raise CacheError("the cache folder is not a folder", path=d, fix="pass the cache folder ('holotrace cache dir' prints it)")
+    if not _ours(d):
+        raise CacheError("is not a holotrace cache folder (it holds files that are not cache entries): nothing was removed",
+                         path=d, fix="pass the cache folder ('holotrace cache dir' prints it)")
+    n = size = left = 0
+    for child in d.iterdir():
+        files = _entry_files(child)
+        if files is None:
+            left += 1
+            continue
+        for f in files:
+            try:
+                size += f.stat().st_size
+            except OSError:
+                pass
+        shutil.rmtree(child, ignore_errors=True)
+        n += not child.name.startswith(_WORK)
+    out = Cleared((n, size))
+    out.left = left
+    return out
+
+
+def _entry_files(child: Path) -> Optional[list]:
+    """The files of a cache entry, or None when ``child`` is not one (then it is left alone)."""
+    if not _is_entry_name(child.name) or child.is_symlink() or not child.is_dir():
+        return None
+    try:
+        files = list(child.iterdir())
+    except OSError:
+        return []
+    if any(f.name not in _ENTRY_FILES or f.is_symlink() or not f.is_file() for f in files):
+        return None
+    return files

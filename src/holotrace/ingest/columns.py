@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 
+from holotrace.findings import FindingCode, Severity
 from holotrace.ingest import _scan
 from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
 
@@ -91,12 +92,36 @@ def compact_ints(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class Problem:
+    """Something found while decoding; becomes a validation finding.
+
+    ``message`` never holds the count: ``count`` does, and a counted problem's text starts with it once
+    problems are merged (``text()``); problems merge on (code, message), summing their counts.
+    """
+
+    code: FindingCode
+    message: str
+    count: int = 1
+    example: Optional[str] = None
+    severity: Optional[str] = None  # the code's default when None
+    counted: bool = False  # the text reads "<count> <message>"
+
+    def __post_init__(self) -> None:
+        self.code = FindingCode.parse(self.code)
+        self.severity = Severity(self.severity or self.code.severity).value
+
+    def text(self) -> str:
+        return f"{self.count} {self.message}" if self.counted else self.message
+
+
+_W_TS, _W_DUR = -10, -11  # what a bad value was (scanner): ts, dur; -2/-3/-4 pid/tid/id; >= 0 an arg column
+
+
+@dataclass
 class PieceOut:
     tables: dict = field(default_factory=dict)
     phase_counts: dict = field(default_factory=dict)
-    missing: Optional[tuple] = None  # (count, (position, name, ts, dur)) of events left out
-    negative: Optional[tuple] = None
-    too_long: Optional[tuple] = None
+    problems: list = field(default_factory=list)  # (Problem, piece-local event position of its example or None)
     bad: dict = field(default_factory=dict)  # column -> (count, example, default)
     raw_args: list = field(default_factory=list)
 
@@ -136,38 +161,83 @@ def piece_tables(r: dict, piece: bytes, strings: list, all_args: bool) -> PieceO
     u, c = np.unique(ph, return_counts=True)
     out.phase_counts = {(strings[k] if k >= 0 else "None"): v for k, v in zip(u.tolist(), c.tolist())}
     has_dur = (flags & 2).astype(bool)
+    badv = np.frombuffer(r["badv"], dtype=np.int64).reshape(-1, 4)
+    badv = badv[badv[:, 0] < n]
+    ovf = np.zeros(n, dtype=bool)
+    ovf[badv[(badv[:, 1] != _W_TS) & (badv[:, 1] != _W_DUR), 0]] = True
     ev = np.flatnonzero(has_dur)
     if len(ev):
-        _events(out, r, piece, ev, len(ev) == n, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur)
+        _events(out, r, piece, ev, len(ev) == n, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur, ovf, badv)
     if len(ev) < n:
-        _side(out, r, ~has_dur, ph, cat, name, pid, tid, ts, ids, arg, strings, base)
+        side = ~has_dur
+        drop_t = side & ((flags & 8) != 0) & ~ovf
+        drop_o = side & ovf
+        if drop_t.any() or drop_o.any():
+            _note_bad(out, piece, badv, drop_t, drop_o, name, strings, "other events")
+            side = side & ~drop_t & ~drop_o
+        _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base)
     return out
 
 
-def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur) -> None:
+def _note_bad(out: PieceOut, piece, badv: np.ndarray, bad_time: np.ndarray, overflow: np.ndarray, name, strings, what: str) -> None:
+    """Problems for rows left out for an unusable ts/dur (``bad_time``) or a too big integer (``overflow``)."""
+    for mask, code, text in ((bad_time, FindingCode.BAD_TIME, "have a ts/dur that is not a usable number (Infinity, text, beyond 146 years); they were left out"),
+                             (overflow, FindingCode.BAD_NUMBER, "have an integer that does not fit in 64 bits; they were left out")):
+        cnt = int(mask.sum())
+        if not cnt:
+            continue
+        is_time = (badv[:, 1] == _W_TS) | (badv[:, 1] == _W_DUR)
+        rows = badv[mask[badv[:, 0]] & (is_time if code is FindingCode.BAD_TIME else ~is_time)]
+        row, w, a, length = (int(x) for x in rows[0]) if len(rows) else (int(np.argmax(mask)), 0, 0, 0)
+        field_name = "ts" if w == _W_TS else "dur" if w == _W_DUR else column_name(w)
+        value = bytes(piece[a:a + min(length, 80)]).decode("utf-8", "replace") + ("..." if length > 80 else "")
+        nid = int(name[row])
+        example = f"name={strings[nid] if nid >= 0 else None!r} {field_name}={value}"
+        if code is FindingCode.BAD_TIME:
+            out.problems.append((Problem(FindingCode.BAD_TIME, f"{what} {text}", cnt, example, counted=True), row))
+        else:
+            out.problems.append((Problem(FindingCode.BAD_NUMBER, f"{what} {text}", cnt, example, counted=True), row))
+
+
+def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur, ovf, badv) -> None:
     def sel(a):
         return a if whole else a[ev]
 
     m = len(ev)
-    e_cat, e_name, e_ts, e_dur = sel(cat), sel(name), sel(ts), sel(dur)
-    ok = (sel(flags) & 5) == 5
+    e_cat, e_name, e_ts, e_dur, e_flags, e_ovf = sel(cat), sel(name), sel(ts), sel(dur), sel(flags), sel(ovf)
+    ok = ((e_flags & 5) == 5) & ~e_ovf
+    bad_t = ((e_flags & 24) != 0) & ~e_ovf
+    missing = ~ok & ~bad_t & ~e_ovf
     neg = (e_dur < 0) & ok
     long = (e_dur > _MAX_DUR_NS) & ok
 
     def who(i: int) -> tuple:
         nid = int(e_name[i])
-        return int(base + ev[i]), strings[nid] if nid >= 0 else None
+        return int(ev[i]), strings[nid] if nid >= 0 else None
 
-    if not ok.all():
-        i = int(np.argmin(ok))
-        f = int(sel(flags)[i])
-        out.missing = (int((~ok).sum()), (*who(i), _us(int(e_ts[i]), bool(f & 1)), _us(int(e_dur[i]), bool(f & 4))))
+    if missing.any():
+        i = int(np.argmax(missing))
+        f = int(e_flags[i])
+        pos, nm = who(i)
+        written = {int(w): bytes(piece[a:a + min(n, 40)]).decode("utf-8", "replace") for row, w, a, n in badv[badv[:, 0] == pos].tolist()}
+        out.problems.append((Problem(FindingCode.MISSING_TIME, "events with a duration have no ts or dur (missing, null or NaN); they were left out",
+                                     int(missing.sum()), f"name={nm!r} ts={written.get(_W_TS, _us(int(e_ts[i]), bool(f & 1)))} "
+                                     f"dur={written.get(_W_DUR, _us(int(e_dur[i]), bool(f & 4)))}", counted=True), pos))
+    if bad_t.any() or e_ovf.any():
+        full_t, full_o = np.zeros(len(flags), dtype=bool), np.zeros(len(flags), dtype=bool)
+        full_t[ev[bad_t]] = True
+        full_o[ev[e_ovf]] = True
+        _note_bad(out, piece, badv, full_t, full_o, name, strings, "events with a duration")
     if neg.any():
         i = int(np.argmax(neg))
-        out.negative = (int(neg.sum()), (*who(i), _us(int(e_dur[i]), True)))
+        pos, nm = who(i)
+        out.problems.append((Problem(FindingCode.NEGATIVE_DURATION, "events have a negative duration; they were left out", int(neg.sum()),
+                                     f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}", counted=True), pos))
     if long.any():
         i = int(np.argmax(long))
-        out.too_long = (int(long.sum()), (*who(i), _us(int(e_dur[i]), True)))
+        pos, nm = who(i)
+        out.problems.append((Problem(FindingCode.ABSURD_DURATION, "events last longer than 7 days", int(long.sum()),
+                                     f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}", counted=True), pos))
     keep = ok & ~neg
     cols = {"cat": e_cat, "name": e_name, "pid": sel(pid), "tid": sel(tid), "ts_ns": e_ts, "index": base + ev, "dur_ns": e_dur}
     uniq, inv = np.unique(e_cat, return_inverse=True)
@@ -242,7 +312,7 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) ->
             cols = common(rows)
             cols["series"] = np.frombuffer(r["c_key"], dtype=np.int32)[sel]
             cols["value"] = np.frombuffer(r["c_val"], dtype=np.float64)[sel]
-            tables["counters"] = cols
+            tables["counters"] = cols  # NaN samples stay (non_standard_json says the file has them)
     for table, cols in tables.items():
         out.tables[table] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
 

@@ -28,7 +28,8 @@ from holotrace.ingest import _scan
 from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (used by callers of this module)
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes
 from holotrace.ingest._read import split_header as _split_header
-from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, column_name, compact_ints, concatenate, piece_strings, piece_tables, to_file  # noqa: F401
+from holotrace.findings import FindingCode
+from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column_name, compact_ints, concatenate, piece_strings, piece_tables, to_file  # noqa: F401
 
 CHUNK_BYTES = 8 * 1024 * 1024  # piece size: a scanning thread's unit of work (4-32 MB measured: 8 fastest, 16+ raise the peak)
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
@@ -37,17 +38,6 @@ _DEC_TOP_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 # --------------------------------------------------------------------------- results
-
-
-@dataclass
-class Problem:
-    """Something found while decoding; becomes a validation finding."""
-
-    code: str
-    severity: str  # "error" | "warning" | "info"
-    message: str
-    count: int = 1
-    example: Optional[str] = None
 
 
 @dataclass
@@ -77,10 +67,15 @@ def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = 
     A gzip stream that ends early yields what could be decompressed and adds a
     ``truncated_gzip`` problem instead of failing.
     """
-    def truncated() -> None:
-        problems.append(Problem("truncated_gzip", "error", "gzip stream ends early: the file was cut; only the part before the cut was read"))
+    def note(kind: str, detail: str) -> None:
+        if kind == "truncated":
+            problems.append(Problem(FindingCode.TRUNCATED_GZIP, "gzip stream ends early: the file was cut; only the part before the cut was read"))
+        elif kind == "damaged":
+            problems.append(Problem(FindingCode.TRUNCATED_GZIP, f"gzip data is damaged ({detail}): only the part before the damage was read"))
+        else:
+            problems.append(Problem(FindingCode.TRAILING_DATA, f"bytes after the end of the gzip stream are not gzip data ({detail}); they were ignored"))
 
-    return raw_bytes(Path(path), chunk, truncated if problems is not None else None, is_gzip)
+    return raw_bytes(Path(path), chunk, note if problems is not None else None, is_gzip)
 
 
 # --------------------------------------------------------------------------- the tables of a file
@@ -102,15 +97,11 @@ class _Tables:
         self.raw_args: Optional[list] = [] if all_args else None
         self.n = 0
         self.on_bytes = None
+        self.damage = ""  # what the event list's damage looks like, for the message
 
     def add(self, r: dict, piece, out: Optional[PieceOut]) -> None:
         """Append a scanned piece (``out``: its tables from ``piece_tables``, made on the scanning thread)."""
         n = r["n"]
-        if "overflow" in r:
-            j, start, length = r["overflow"]
-            name = column_name(j)
-            raise TraceEventError(f"integer {bytes(piece[start:start + length]).decode('ascii', 'replace')} in '{name}' does not fit in 64 bits",
-                                  path=self.path, fix="the file is damaged or not written by the PyTorch profiler")
         self.nonstd = self.nonstd or r["nonstd"]
         if not n:
             return
@@ -129,18 +120,12 @@ class _Tables:
             part = self.parts[table]
             for k, v in cols.items():
                 part.setdefault(k, []).append(v)
-        if out.missing:
-            cnt, (pos, name, ts, dur) = out.missing
-            self.problems.append(Problem("missing_time", "error", f"{cnt} events with a duration have a missing, NaN or non-numeric ts/dur; they were left out", cnt,
-                                         f"event #{pos + self.n}: name={name!r} ts={ts!r} dur={dur!r}"))
-        if out.negative:
-            cnt, (pos, name, dur) = out.negative
-            self.problems.append(Problem("negative_duration", "error", f"{cnt} events have a negative duration; they were left out", cnt, f"event #{pos + self.n}: name={name!r} dur={dur!r}"))
-        if out.too_long:
-            cnt, (pos, name, dur) = out.too_long
-            self.problems.append(Problem("absurd_duration", "warning", f"{cnt} events last longer than 7 days", cnt, f"event #{pos + self.n}: name={name!r} dur={dur!r}"))
+        for p, pos in out.problems:
+            if pos is not None:
+                p.example = f"event #{pos + self.n}: {p.example}"
+            self.problems.append(p)
         for col, (cnt, example, default) in out.bad.items():
-            self.problems.append(Problem("bad_arg_type", "warning", f"arg '{col}' has {cnt} non-integer values (read as {default})", cnt, example))
+            self.problems.append(Problem(FindingCode.BAD_ARG_TYPE, f"non-integer values of arg '{col}' (read as {default})", cnt, example, counted=True))
         if self.all_args:
             self.raw_args.extend(out.raw_args)
         self.n += n
@@ -164,7 +149,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     p = Path(path)
     spath = str(p)
     problems: list[Problem] = []
-    gz = [False]
+    gz = [False, 0]  # is gzip, bytes of BOM skipped
     stream = iter_bytes(p, chunk_bytes, problems, gz)
     total = [0]
 
@@ -192,13 +177,14 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
         if header_end < 0:
             try:
                 top = msgspec.json.decode(bytes(buf))
-            except msgspec.DecodeError as e:
+            except (msgspec.DecodeError, RecursionError) as e:
                 if problems:
-                    raise TraceReadError("gzip stream ends early (truncated file) and no events could be read", path=spath) from None
-                raise _json_error(spath, e) from None
+                    raise TraceReadError("gzip stream ends early (truncated file) and no events could be read", path=spath,
+                                         fix="re-copy or re-export the file") from None
+                raise _json_error(spath, e, "(cut off or damaged before its event list)") from None
             if isinstance(top, dict):
                 raise TraceFormatError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=spath, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
-            raise TraceFormatError("JSON is not a trace object", path=spath)
+            raise TraceFormatError("JSON is not a trace object", path=spath, fix="pass a Kineto trace (.json or .json.gz)")
     if fmt == "object":
         header = bytes(buf[:header_end])
         head_text = header[: header.rfind(b'"traceEvents"')].rstrip()
@@ -206,8 +192,8 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
             head_text = head_text[:-1]
         try:
             meta = _decode_meta(head_text + b"}")
-        except (msgspec.DecodeError, ValueError) as e:
-            raise _json_error(spath, e) from None
+        except (msgspec.DecodeError, ValueError, RecursionError) as e:
+            raise _json_error(spath, e, "before 'traceEvents'") from None
     # 2. scan the pieces, in order
     tables = _Tables(spath, all_args)
     tables.on_bytes = on_bytes
@@ -219,7 +205,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
             size = os.fstat(fd).st_size
             seen = total[0]
             total[0] = size
-            items = _range_items(fd, range_cuts(fd, header_end, size, max(1, chunk_bytes)), seen, on_bytes)
+            items = _range_items(fd, range_cuts(fd, header_end + gz[1], size, max(1, chunk_bytes)), seen, on_bytes)
         else:
             items = ((_const(pc), last, 0) for pc, last in pieces(bytes(buf[header_end:]), stream, max(1, chunk_bytes), count))
         del buf
@@ -234,13 +220,19 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
         if complete:
             meta.update(tail_meta)
         elif tables.n == 0:
-            raise TraceFormatError("trailing metadata after the (empty) event list is not valid JSON", path=spath)
+            raise TraceFormatError("metadata after the (empty) event list is not valid JSON", path=spath, fix="the file is damaged; re-export the trace")
     elif tables.n == 0:
-        raise TraceFormatError("not valid JSON: the event list could not be read", path=spath, fix="the file is damaged or truncated; re-export the trace")
+        raise TraceFormatError(f"the event list could not be read{tables.damage or ' (damaged at its first event)'}", path=spath,
+                               fix="the file is damaged or truncated; re-export the trace")
     if not complete:
-        problems.append(Problem("truncated_json", "error", f"the event list is cut off or damaged after {tables.n} events: those were read, the rest (and any metadata after the events) is lost"))
+        if state == "end":
+            problems.append(Problem(FindingCode.TRUNCATED_JSON, f"every one of the {tables.n} events was read, but the metadata after the event list is damaged "
+                                                               f"(not valid JSON/UTF-8, or not closed): it was ignored"))
+        else:
+            problems.append(Problem(FindingCode.TRUNCATED_JSON, f"the event list is cut off or damaged after {tables.n} events{tables.damage}: those were read, "
+                                                               f"the rest (and any metadata after the events) is lost"))
     if tables.nonstd:
-        problems.append(Problem("non_standard_json", "warning", "the file uses non-standard JSON (NaN or Infinity literals)"))
+        problems.append(Problem(FindingCode.NON_STANDARD_JSON, "the file uses non-standard JSON (NaN or Infinity literals)"))
     out = tables.finish()
     del tables.parts
     _scan.trim()  # the pieces' buffers are gone: give their memory back
@@ -248,7 +240,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
         if phase_counts.get(k):
-            problems.append(Problem("unsupported_phase", "info", f"{phase_counts[k]} events of phase '{k}' (begin/end pairs are not reconstructed)", phase_counts[k]))
+            problems.append(Problem(FindingCode.UNSUPPORTED_PHASE, f"events of phase '{k}' (begin/end pairs are not reconstructed)", phase_counts[k], counted=True))
     return DecodedFile(path=spath, meta=meta, strings=tables.strings, events=out["events"], instants=out["instants"],
                        counters=out["counters"], flows=out["flows"], names=out["names"], n_trace_events=tables.n,
                        phase_counts=phase_counts, ts_is_float=tables.ts_is_float, problems=_merge_problems(problems),
@@ -319,6 +311,11 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
             tail.append(piece[r["end"] + 1:])
         elif st != ST_DONE or last:
             state = "cut"
+            if st == ST_ERR:
+                at = bytes(piece[r["end"]:r["end"] + 24]).decode("utf-8", "replace")
+                tables.damage = f" (unexpected {at!r}; a list element that is not an event object, or broken JSON)"
+            else:
+                tables.damage = " (the file ends inside an event)"
 
     try:
         for get, last, progress in items:
@@ -346,25 +343,27 @@ def _tail_meta(tail: bytes, fmt: str) -> tuple[dict, bool]:
         return {}, False
     try:
         return _decode_meta(b"{" + t[1:]), True
-    except (msgspec.DecodeError, ValueError):
+    except (msgspec.DecodeError, ValueError, RecursionError):
         return {}, False
 
 
-def _json_error(path: str, e: Exception) -> TraceFormatError:
-    return TraceFormatError(f"not valid JSON ({e})", path=path, fix="the file is damaged or not a JSON trace")
+def _json_error(path: str, e: Exception, where: str = "") -> TraceFormatError:
+    why = "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0] if str(e) else type(e).__name__
+    return TraceFormatError(f"not valid JSON {where} ({why})".replace("  ", " "), path=path, fix="the file is damaged or not a JSON trace")
 
 
 def _merge_problems(problems: list[Problem]) -> list[Problem]:
+    """Problems of the same code and message (from different pieces) become one, their counts summed;
+    the count goes into the text here, once."""
     merged: dict[tuple, Problem] = {}
     for p in problems:
-        key = (p.code, p.message if p.code not in ("missing_time", "negative_duration", "absurd_duration", "bad_arg_type") else p.message.split(" ", 1)[1])
+        key = (p.code, p.message)
         if key in merged:
             merged[key].count += p.count
         else:
-            merged[key] = Problem(p.code, p.severity, p.message, p.count, p.example)
+            merged[key] = Problem(p.code, p.message, p.count, p.example, p.severity, p.counted)
     for p in merged.values():
-        if p.code in ("missing_time", "negative_duration", "absurd_duration"):
-            p.message = f"{p.count} " + p.message.split(" ", 1)[1]
+        p.message, p.counted = p.text(), False
     return list(merged.values())
 
 

@@ -19,10 +19,12 @@ from typing import Optional, Sequence, Union
 import msgspec
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
+from holotrace.ingest._read import NotATraceError
 from holotrace.ingest.decode import _split_header, iter_bytes
 from holotrace.findings import Finding, FindingCode, rank_ranges
 
 SNIFF_BYTES = 4 * 1024 * 1024
+MAX_RANK = 1 << 24  # ranks and world sizes at or above this are not believed (no job is that large)
 _NAME_RANK = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -64,10 +66,14 @@ def sniff(path: Path) -> dict:
     if fmt == "array":
         rest = bytes(buf[end:]).lstrip()
         if not rest.startswith(b"{") and not rest.startswith(b"]"):
-            raise TraceFormatError("JSON array that is not a list of trace events", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+            raise NotATraceError("JSON array that is not a list of trace events", path=path, fix="pass a Kineto trace (.json or .json.gz)")
         return {}
     if end < 0:
-        raise TraceFormatError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=path, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
+        try:  # a whole JSON document without the key is another kind of file; a cut one is a damaged trace
+            msgspec.json.decode(bytes(buf))
+        except (msgspec.DecodeError, RecursionError):
+            raise TraceFormatError("file is cut off or damaged before its event list", path=path, fix="re-copy or re-export the trace") from None
+        raise NotATraceError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=path, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
     head = bytes(buf[:end])
     head = head[: head.rfind(b'"traceEvents"')].rstrip()
     if head.endswith(b","):
@@ -93,10 +99,10 @@ def _rank_of(header: dict) -> Optional[int]:
     r = d.get("rank")
     if isinstance(r, bool):
         return None
-    if isinstance(r, int) and r >= 0:
+    if isinstance(r, str) and r.strip().isdigit() and len(r.strip()) < 10:
+        r = int(r)
+    if isinstance(r, int) and 0 <= r < MAX_RANK:
         return r
-    if isinstance(r, str) and r.strip().isdigit():
-        return int(r)
     return None
 
 
@@ -117,6 +123,8 @@ def _candidates(path: Union[str, Path, Sequence[Union[str, Path]]]) -> tuple[lis
         raise TraceNotFoundError("path does not exist", path=p, fix="check the path")
     if p.is_file():
         return [p], True
+    if not p.is_dir():
+        raise TraceReadError("is not a regular file (a FIFO, socket or device)", path=p, fix="save the trace to a file and pass that file")
     if not os.access(p, os.R_OK | os.X_OK):
         raise TraceReadError("folder is not readable (permission denied)", path=p, fix="check its permissions")
     files = sorted(q for q in p.iterdir() if q.is_file() and not q.name.startswith("."))
@@ -160,16 +168,21 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                 raise
             reason = e.problem
             skipped.append((str(f), reason))
-            sev = "info" if isinstance(e, TraceFormatError) and "traceEvents" in reason or "not JSON" in reason or "array" in reason else "error"
-            if "empty" in reason:
-                sev = "error"
+            sev = "info" if isinstance(e, NotATraceError) else "error"  # a damaged trace is an error, another kind of file a note
             findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded: {reason}", file=str(f), severity=sev))
             continue
         rank = _rank_of(header)
         src = "distributedInfo"
+        dist = TraceFile(str(f), rank, src, header).dist
+        ws = dist.get("world_size")
+        for key, bad in (("rank", dist.get("rank") is not None and rank is None),
+                         ("world_size", ws is not None and not (type(ws) is int and 0 < ws < MAX_RANK))):
+            if bad:
+                findings.append(Finding.of(FindingCode.BAD_RANK_INFO, f"distributedInfo.{key} is {str(dist.get(key))[:40]}, not a usable "
+                                           f"number (a whole number below {MAX_RANK}): it was ignored", file=str(f)))
         if rank is None:
             m = _NAME_RANK.search(f.name)
-            if m:
+            if m and len(m.group(1)) < 8:
                 rank, src = int(m.group(1)), "file name"
         found.append(TraceFile(str(f), rank, src, header))
     if not found:
@@ -205,7 +218,7 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                                        f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
                                        rank=r, file=dup.path, count=len(group)))
     # one job? compare world size and backend
-    ws = {t.dist.get("world_size") for t in files if isinstance(t.dist.get("world_size"), int)}
+    ws = {t.dist.get("world_size") for t in files if type(t.dist.get("world_size")) is int and 0 < t.dist.get("world_size") < MAX_RANK}
     be = {t.dist.get("backend") for t in files if isinstance(t.dist.get("backend"), str)}
     if len(ws) > 1 or len(be) > 1:
         detail = []
@@ -217,12 +230,12 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
     if len(ws) == 1:
         world = ws.pop()
         present = {t.rank for t in files}
-        missing = [r for r in range(world) if r not in present]
+        n_missing = world - sum(1 for r in present if r is not None and r < world)  # no list as long as world_size
         beyond = sorted(r for r in present if r is not None and r >= world)
-        if missing:
+        if n_missing:
             findings.append(Finding.of(FindingCode.MISSING_RANKS,
-                                       f"world_size is {world} but {len(missing)} rank(s) have no trace: {rank_ranges(missing)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
-                                       count=len(missing), severity="error" if len(files) > 1 else "info"))
+                                       f"world_size is {world} but {n_missing} rank(s) have no trace: {_gaps(present, world)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
+                                       count=n_missing, severity="error" if len(files) > 1 else "info"))
         if beyond:
             findings.append(Finding.of(FindingCode.RANK_OUT_OF_RANGE, f"rank(s) {rank_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
     if strict:
@@ -232,3 +245,13 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                                       path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
                                       fix="fix the set of files, or load without --strict to see every finding")
     return Discovery(files, skipped, findings)
+
+
+def _gaps(present: set, world: int, most: int = 20) -> str:
+    """The ranks below ``world`` not in ``present``, as ranges (``'1-3, 7-1023'``), without listing them."""
+    out, lo = [], 0
+    for r in sorted(x for x in present if x is not None and x < world) + [world]:
+        if r > lo:
+            out.append(str(lo) if r - 1 == lo else f"{lo}-{r - 1}")
+        lo = r + 1
+    return ", ".join(out[:most]) + (f" and {len(out) - most} more ranges" if len(out) > most else "")
