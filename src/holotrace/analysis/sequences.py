@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.callstack import CallGraph, call_graph
+from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import JobView, job_view
@@ -98,7 +99,11 @@ def match_names(view: JobView, ids: np.ndarray, operator: str, how: str = "subst
     elif how == "exact":
         test = {operator}
     elif how == "regex":
-        test = re.compile(operator).search
+        try:
+            test = re.compile(operator).search
+        except re.error as e:
+            raise AnalysisError(f"operator pattern {operator!r} is not a valid regular expression ({e})",
+                                fix="escape special characters such as ( [ * + ?, or match as a substring")
     else:
         raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
     hit = view.name_ids(test)

@@ -12,16 +12,34 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "FORMATS"]
+from holotrace.errors import HolotraceError
+
+__all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
 
 FORMATS = ("csv", "parquet", "json")
 ELLIPSIS = "…"
+
+
+# control characters (C0, DEL, C1) and the bidirectional overrides: a name from a trace never moves the
+# cursor, changes colours, sets a window title or reorders what a terminal shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def sanitize(text: str) -> str:
+    """``text`` for a terminal: control characters written as escapes (``\\x1b``, ``\\r``, ``\\u202e``)."""
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
 def shorten(text: str, width: int) -> str:
@@ -65,7 +83,7 @@ def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
     if pd.api.types.is_bool_dtype(s):
         return ["yes" if v else "no" for v in s.tolist()]
     if not _is_num(s):
-        return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in s.tolist()]
+        return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else sanitize(str(v)) for v in s.tolist()]
     values = s.to_numpy(dtype=np.float64)
     finite = values[np.isfinite(values)]
     if digits is None:
@@ -104,12 +122,12 @@ def format_table(
         The table as text (no trailing newline). An empty frame renders as ``(none)``.
     """
     digits = dict(digits or {})
-    lines = [title] if title else []
+    lines = [sanitize(title)] if title else []
     if df.empty:
         lines.append("  (none)")
         return "\n".join(lines)
     shown = df if max_rows is None or len(df) <= max_rows else df.head(max_rows)
-    cols = [str(c) for c in shown.columns]
+    cols = [sanitize(str(c)) for c in shown.columns]
     cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
     numeric = [_is_num(shown[c]) for c in shown.columns]
     widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
@@ -143,13 +161,13 @@ def format_table(
 def format_markdown(df: pd.DataFrame, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None) -> str:
     """Render a frame as a markdown table (``|`` in cells escaped); ``title`` becomes a ``###`` heading."""
     digits = dict(digits or {})
-    lines = [f"### {title}", ""] if title else []
+    lines = [f"### {sanitize(title)}", ""] if title else []
     if df.empty:
         lines.append("(none)")
         return "\n".join(lines)
     cells = [_format_column(df[c], digits.get(str(c))) for c in df.columns]
     numeric = [_is_num(df[c]) for c in df.columns]
-    esc = lambda v: str(v).replace("|", "\\|")  # noqa: E731
+    esc = lambda v: sanitize(str(v)).replace("|", "\\|")  # noqa: E731
     lines.append("| " + " | ".join(esc(c) for c in df.columns) + " |")
     lines.append("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
     for row in zip(*cells):
@@ -186,11 +204,27 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
         The paths written, in order.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if not str(out_dir).strip():
+        raise HolotraceError("the output folder is an empty path", fix="pass a folder to write the tables into")
+    if out.exists() and not out.is_dir():
+        raise HolotraceError("--output names a file, not a folder", path=out, fix="pass a folder (it is created if absent)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise HolotraceError(f"cannot create the output folder ({e.strerror or e})", path=out, fix="pass a folder you can write to") from None
     written = []
     for fmt in formats:
         if fmt not in FORMATS:
             raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
+    try:
+        _write_all(frames, out, formats, written)
+    except OSError as e:
+        raise HolotraceError(f"cannot write the output ({e.strerror or e})", path=getattr(e, "filename", None) or out,
+                             fix="pass a folder you can write to") from None
+    return written
+
+
+def _write_all(frames: Mapping[str, pd.DataFrame], out: Path, formats: Iterable[str], written: list) -> None:
     for key, df in frames.items():
         for fmt in formats:
             p = out / f"{key}.{fmt}"
@@ -201,4 +235,3 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
             else:
                 p.write_text(json.dumps(to_records(df), indent=1) + "\n", encoding="utf-8")
             written.append(p)
-    return written
