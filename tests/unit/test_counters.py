@@ -183,3 +183,17 @@ def test_writer_keeps_metadata_after_events(tmp_path):
     trace_file.write_trace_with_events(p, tmp_path / "o.json", ['{"ph": "C"}'], top_keys=["a", "x", "y", "traceEvents"])
     doc = json.loads((tmp_path / "o.json").read_text())
     assert doc == {"a": [1], "traceEvents": [{"ph": "X"}, {"ph": "C"}], "x": [{"b": 1}], "y": "]"}
+
+
+def test_writer_large_plain_file_reads_only_its_ends(tmp_path):
+    from holotrace.render import trace_file
+
+    p = tmp_path / "big.json"
+    events = [{"ph": "X", "name": "a" * 1000, "args": {"x": "]}, {"}} for _ in range(3000)]  # over 3 MB
+    doc = {"schemaVersion": 1, "traceEvents": events, "traceName": "]", "extra": [{"k": [1]}]}
+    p.write_text(json.dumps(doc))
+    out = trace_file.write_trace_with_events(p, tmp_path / "o.json", ['{"ph": "C", "name": "n"}'],
+                                             top_keys=["schemaVersion", "traceName", "extra", "traceEvents"])
+    back = json.loads(out.read_text())
+    assert back["traceEvents"][:-1] == events and back["traceEvents"][-1] == {"ph": "C", "name": "n"}
+    assert {k: back[k] for k in ("schemaVersion", "traceName", "extra")} == {"schemaVersion": 1, "traceName": "]", "extra": [{"k": [1]}]}

@@ -162,6 +162,72 @@ def gzip_bytes(data: bytes, level: int = 6, piece: int = 8 << 20, threads: Optio
     return b"".join([header, *body, trailer])
 
 
+def _plain_tail_end(src: Path, top_keys) -> Optional[tuple[int, bool]]:
+    """For an uncompressed object trace: (position of the events' closing ``]``, the list is empty), found
+    by reading only the file's head and its last MB; None when that does not settle it."""
+    size = src.stat().st_size
+    with open(src, "rb") as fh:
+        head = fh.read(4 << 20)
+        if head[:2] == b"\x1f\x8b" or head.lstrip(_WS)[:1] != b"{":
+            return None
+        m = _EVENTS_KEY.search(head)
+        if m is None or size <= (1 << 20) + m.end():
+            return None
+        fh.seek(size - (1 << 20))
+        tail = fh.read()
+    try:
+        pos = _events_end(head[:m.end()] + b"\n" + tail, src, top_keys)
+    except TraceFormatError:
+        return None
+    base = size - len(tail) - (m.end() + 1)
+    if pos <= m.end():  # the candidate fell into the head part: let the full read decide
+        return None
+    before = tail[:pos - m.end() - 1].rstrip(_WS)
+    return base + pos, before.endswith(b"[")
+
+
+def _write_atomic(dst: Path, write) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(dst.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _copy_range(src: Path, fh, length: int) -> None:
+    """The first ``length`` bytes of ``src`` into ``fh`` (in the kernel where the system allows)."""
+    fh.flush()
+    with open(src, "rb") as inp:
+        done = 0
+        try:
+            while done < length:
+                n = os.copy_file_range(inp.fileno(), fh.fileno(), length - done, done, None)
+                if n <= 0:
+                    break
+                done += n
+        except (AttributeError, OSError):
+            pass
+        if done < length:
+            inp.seek(done)
+            fh.seek(done)
+            left = length - done
+            while left:
+                b = inp.read(min(left, 16 << 20))
+                if not b:
+                    raise TraceReadError("file shrank while being copied", path=src)
+                fh.write(b)
+                left -= len(b)
+        fh.seek(length)
+
+
 def write_trace_with_events(source: Union[str, Path], output: Union[str, Path], events: Sequence[str], *,
                             top_keys: Optional[Iterable[str]] = None, compress: Optional[bool] = None) -> Path:
     """Write ``source``'s trace to ``output`` with ``events`` (JSON object texts) appended to ``traceEvents``.
@@ -172,27 +238,33 @@ def write_trace_with_events(source: Union[str, Path], output: Union[str, Path], 
         compress: gzip the output; default: exactly when ``output`` ends in ``.gz``.
 
     Every other byte of the input is kept as it is. The file is written to a temporary name and renamed,
-    so a reader never sees half a file; an existing output is replaced.
+    so a reader never sees half a file; an existing output is replaced. An uncompressed input written
+    uncompressed is copied without reading its event list into memory.
     """
     src, dst = Path(source), Path(output)
+    if compress is None:
+        compress = dst.name.endswith(".gz")
+    extra = ",\n".join(events).encode() if events else b""
+    if not compress:
+        found = _plain_tail_end(src, top_keys)
+        if found is not None:
+            end, empty = found
+            with open(src, "rb") as fh:
+                fh.seek(end)
+                rest = fh.read()
+
+            def write_plain(out):
+                _copy_range(src, out, end)
+                out.write(b"".join([(b"\n" if empty else b",\n") if extra else b"", extra, b"\n", rest]))
+
+            _write_atomic(dst, write_plain)
+            return dst
     data = read_trace_bytes(src)
     end = _events_end(data, src, top_keys)
     before = data[:end].rstrip(_WS)
     sep = b"\n" if before.endswith(b"[") else b",\n"
-    extra = ",\n".join(events).encode() if events else b""
     out = b"".join([before, sep if extra else b"", extra, b"\n", data[end:]])
-    if compress is None:
-        compress = dst.name.endswith(".gz")
     if compress:
         out = gzip_bytes(out)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(dst.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(out)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _write_atomic(dst, lambda fh: fh.write(out))
     return dst
