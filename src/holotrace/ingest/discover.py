@@ -80,14 +80,14 @@ def sniff(path: Path) -> dict:
         head = head[:-1]
     try:
         raw = msgspec.json.decode(head + b"}", type=dict[str, msgspec.Raw])
-    except msgspec.DecodeError as e:
-        raise TraceFormatError(f"not valid JSON before 'traceEvents' ({e})", path=path) from None
+    except (msgspec.DecodeError, RecursionError) as e:
+        raise TraceFormatError(f"not valid JSON before 'traceEvents' ({e})", path=path, fix="the file is damaged; re-export the trace") from None
     meta = {}
     for k in ("distributedInfo", "schemaVersion", "deviceProperties"):
         if k in raw:
             try:
                 meta[k] = msgspec.json.decode(raw[k])
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 pass
     return meta
 
