@@ -8,7 +8,8 @@ Native API::
     per_step(job, rank=0, steps=range(3, 6))       # one row per step and bound_by class
 
 The longest path reproduces ``networkx.dag_longest_path`` (ties: first predecessor in edge insertion order,
-last node = first maximum in networkx's topological order), so HTA's path is found, not only its length.
+last node = first maximum in networkx's topological order), so HTA's path is found, not only its length; it is
+computed by chain scans in numpy (:mod:`holotrace.analysis.critical_path_longest`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
+from holotrace.analysis.critical_path_longest import dag_longest_path
 from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType, Graph, build_graph, clip, window
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, RuleSet
@@ -97,7 +99,7 @@ def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
             return False, w, empty, empty
     if not len(g.src):
         return False, w, empty, empty
-    res = _dag_longest_path(g.src, g.dst, w)
+    res = dag_longest_path(g.src, g.dst, w)
     if res is None:
         log.error("critical path: the graph has a cycle")
         return False, w, empty, empty
@@ -109,64 +111,6 @@ def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
     want = nodes[:-1] * n_nodes + nodes[1:]
     eids = srt[np.searchsorted(key[srt], want)]
     return True, w, nodes, eids
-
-
-def _dag_longest_path(src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> Optional[np.ndarray]:
-    """networkx 3.x ``dag_longest_path`` on the edge list (insertion order), or None on a cycle."""
-    # node order of the DiGraph: first appearance, src before dst, edge by edge
-    both = np.empty(2 * len(src), dtype=np.int64)
-    both[0::2], both[1::2] = src, dst
-    _, first = np.unique(both, return_index=True)
-    nodes = both[np.sort(first)]
-    # successors in insertion order (CSR by src), predecessors in insertion order (CSR by dst)
-    so = np.argsort(src, kind="stable")
-    n_max = int(both.max()) + 1
-    sptr = np.zeros(n_max + 1, dtype=np.int64)
-    np.add.at(sptr, src + 1, 1)
-    sptr = np.cumsum(sptr)
-    po = np.argsort(dst, kind="stable")
-    pptr = np.zeros(n_max + 1, dtype=np.int64)
-    np.add.at(pptr, dst + 1, 1)
-    pptr = np.cumsum(pptr)
-    succ = dst[so].tolist()
-    psrc = src[po].tolist()
-    pw = w[po].tolist()
-    sp, pp = sptr.tolist(), pptr.tolist()
-    indeg = np.diff(pptr).tolist()
-    zero = [v for v in nodes.tolist() if indeg[v] == 0]
-    topo = []
-    while zero:
-        gen, zero = zero, []
-        for v in gen:
-            for c in succ[sp[v]:sp[v + 1]]:
-                indeg[c] -= 1
-                if indeg[c] == 0:
-                    zero.append(c)
-        topo.extend(gen)
-    if len(topo) != len(nodes):
-        return None
-    dist = [0.0] * n_max
-    back = list(range(n_max))
-    best_v, best = topo[0], None
-    for v in topo:
-        a, b = pp[v], pp[v + 1]
-        if a == b:
-            d, u = 0.0, v
-        else:
-            d, u = dist[psrc[a]] + pw[a], psrc[a]
-            for k in range(a + 1, b):
-                x = dist[psrc[k]] + pw[k]
-                if x > d:
-                    d, u = x, psrc[k]
-            if d < 0:
-                d, u = 0.0, v
-        dist[v], back[v] = d, u
-        if best is None or d > best:
-            best, best_v = d, v
-    path = [best_v]
-    while back[path[-1]] != path[-1]:
-        path.append(back[path[-1]])
-    return np.array(path[::-1], dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- breakdown and summary (§5)
