@@ -76,8 +76,32 @@ class CPEdge:
     weight: float = 0
 
 
+def _lazy(descriptor, name: str):
+    """networkx's resetting descriptor for ``name``, which first fills the graph from the arrays when read."""
+
+    class Lazy(type(descriptor)):
+        def __get__(self, obj, owner=None):
+            if obj is None:
+                return self
+            od = obj.__dict__
+            if od.get("_pending"):
+                od["_pending"] = False
+                obj._populate()
+            return od[name]
+
+    return Lazy()
+
+
 class CPGraph(nx.DiGraph):
-    """HTA's critical-path graph object over a :class:`holotrace.analysis.critical_path.CriticalPath`."""
+    """HTA's critical-path graph object over a :class:`holotrace.analysis.critical_path.CriticalPath`.
+
+    The networkx adjacency and the ``CPEdge`` objects are filled from the arrays on first use of the graph
+    API (nodes, edges, networkx algorithms); the breakdown, summary and path members never need them."""
+
+    _adj = _lazy(nx.DiGraph.__dict__["_adj"], "_adj")
+    _succ = _adj
+    _pred = _lazy(nx.DiGraph.__dict__["_pred"], "_pred")
+    _node = _lazy(nx.Graph.__dict__["_node"], "_node")
 
     def __init__(self, cp: "_cp.CriticalPath", rank: int):
         super().__init__()
@@ -85,14 +109,29 @@ class CPGraph(nx.DiGraph):
         self.rank = rank
         g = cp.graph
         self._index = cp.view["index"]
-        w = cp.graph_weight if cp.graph_weight is not None else g.weight
-        src, dst, typ, orig = g.src.tolist(), g.dst.tolist(), g.type.tolist(), g.weight.tolist()
-        self._edge_objs = [CPEdge(s, d, _TYPES[t], _num(o)) for s, d, t, o in zip(src, dst, typ, orig)]
-        self.add_edges_from((s, d, {"weight": _num(x), "object": e})
-                            for s, d, x, e in zip(src, dst, w.tolist(), self._edge_objs))
         self.critical_path_nodes: List[int] = cp.path_nodes.tolist()
-        self.critical_path_edges_set: Set[CPEdge] = {self._edge_objs[i] for i in cp.path_edges.tolist()}
         self.critical_path_events_set: Set[int] = set(self._index[g.node_row[cp.path_nodes]].tolist())
+        self.__dict__["_pending"] = True
+
+    def _populate(self) -> None:
+        g, cp = self.cp.graph, self.cp
+        w = cp.graph_weight if cp.graph_weight is not None else g.weight
+        self.add_edges_from((s, d, {"weight": x, "object": e})
+                            for s, d, x, e in zip(g.src.tolist(), g.dst.tolist(), _nums(w), self._edge_objs))
+
+    @cached_property
+    def _edge_objs(self) -> List[CPEdge]:
+        g = self.cp.graph
+        return [CPEdge(s, d, _TYPES[t], o) for s, d, t, o in zip(g.src.tolist(), g.dst.tolist(), g.type.tolist(),
+                                                                  _nums(g.weight))]
+
+    @cached_property
+    def critical_path_edges_set(self) -> Set[CPEdge]:
+        g, e = self.cp.graph, self.cp.path_edges
+        if "_edge_objs" in self.__dict__:
+            return {self._edge_objs[i] for i in e.tolist()}
+        return {CPEdge(s, d, _TYPES[t], o) for s, d, t, o in zip(g.src[e].tolist(), g.dst[e].tolist(),
+                                                                 g.type[e].tolist(), _nums(g.weight[e]))}
 
     # ------------------------------------------------------------------ HTA's members
     @cached_property
@@ -204,3 +243,11 @@ def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
 def _num(x: float):
     """An integral float as int (HTA's weights and times are ints on integer-µs traces)."""
     return int(x) if float(x).is_integer() else float(x)
+
+
+def _nums(a: np.ndarray) -> list:
+    """:func:`_num` over an array (one conversion when every value is integral)."""
+    a = np.asarray(a, dtype=np.float64)
+    if np.array_equal(a, np.rint(a)):
+        return a.astype(np.int64).tolist()
+    return [_num(x) for x in a.tolist()]
