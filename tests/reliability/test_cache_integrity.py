@@ -13,7 +13,7 @@ import pytest
 import holotrace
 from holotrace.ingest import cache
 
-from conftest import doc, kernel
+from _reliability import doc, kernel
 
 COLS = ("ts_ns", "dur_ns", "name", "kind")
 

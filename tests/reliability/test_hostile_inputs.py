@@ -18,7 +18,7 @@ from holotrace import errors
 from holotrace.exec.pool import cpu_count, plan
 from holotrace.render.tables import format_table, sanitize
 
-from conftest import doc, kernel, one_line_error
+from _reliability import doc, kernel, one_line_error
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 SMALL = DATA / "hta_cpu_only"  # one real rank, 2.4 kB gzip

@@ -369,6 +369,19 @@ static int note_bad(Scan *S, int what, const Val *v, int64_t row) {
     return buf_put(&S->badv, q, 32) ? NOMEM : OK;
 }
 
+/* a repeated key whose last value is usable: forget what an earlier value of it noted (the last one counts) */
+static void unnote(Scan *S, int what, int64_t row) {
+    int64_t *q = (int64_t *)S->badv.p;
+    size_t n = S->badv.n / 32;
+    while (n > 0 && q[4 * (n - 1)] == row) {
+        if (q[4 * (n - 1) + 1] == what) {
+            memmove(q + 4 * (n - 1), q + 4 * n, S->badv.n - 32 * n);
+            S->badv.n -= 32;
+        }
+        n--;
+    }
+}
+
 static int note_int(Scan *S, int j, int r, const Val *v, int64_t row) {
     if (r == 3) return note_bad(S, j, v, row);
     if (r == 2 && j >= 0) {
@@ -387,7 +400,10 @@ static int store_arg(Scan *S, int j, const Val *v, int64_t row) {
     switch (kind) {
     case K_INT: case K_LABEL: case K_QUIET:
         r = val_int(v, kind == K_LABEL, &x);
-        if (r == 0) return col_set(S, j, row, x);
+        if (r == 0) {
+            if (S->badv.n) unnote(S, j, row);
+            return col_set(S, j, row, x);
+        }
         if (r == 3 || (r == 2 && kind == K_INT)) return note_int(S, j, r, v, row);
         return OK;
     case K_FLOAT: {
@@ -416,6 +432,7 @@ static int store_arg(Scan *S, int j, const Val *v, int64_t row) {
             if (int_base0(v->ca, v->cb, &x)) return OK;
         } else if (v->t == V_TRUE || v->t == V_FALSE) x = v->t == V_TRUE;
         else return OK;
+        if (S->badv.n) unnote(S, j, row);
         return col_set(S, j, row, x);
     default:
         if (val_sid(S, v, kind, &id)) return ERR;

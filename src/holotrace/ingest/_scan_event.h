@@ -163,8 +163,10 @@ static int parse_event(Scan *S) {
                 break;
             case 6: case 7: case 10:
                 r = val_int(&v, field != 10, &x);
-                if (r == 0) AT(field == 6 ? S->pid : field == 7 ? S->tid : S->id, int64_t, row) = x;
-                else if (r == 3 && (r = note_bad(S, field == 6 ? W_PID : field == 7 ? W_TID : W_ID, &v, row))) return r;
+                if (r == 0) {
+                    AT(field == 6 ? S->pid : field == 7 ? S->tid : S->id, int64_t, row) = x;
+                    if (S->badv.n) unnote(S, field == 6 ? W_PID : field == 7 ? W_TID : W_ID, row);
+                } else if (r == 3 && (r = note_bad(S, field == 6 ? W_PID : field == 7 ? W_TID : W_ID, &v, row))) return r;
                 break;
             case 8: case 9: {
                 /* a repeated key: the last one counts, flags included */
@@ -172,6 +174,7 @@ static int parse_event(Scan *S) {
                 if (field == 8) *fl &= (uint8_t)~(F_TS_OK | F_TS_BAD);
                 else *fl &= (uint8_t)~(F_DUR | F_DUR_OK | F_DUR_BAD);
                 AT(field == 8 ? S->ts : S->dur, int64_t, row) = 0;
+                if (S->badv.n) unnote(S, field == 8 ? W_TS : W_DUR, row);
                 if (v.t == V_NULL) break; /* missing: no value */
                 int isf, ok = val_time(S, &v, &x, &isf); /* 1 ok, 0 unusable, 2 NaN (no value: missing) */
                 if (ok != 1 && (r = note_bad(S, field == 8 ? W_TS : W_DUR, &v, row))) return r;
