@@ -5,7 +5,12 @@ path recomputed (the path may move to other edges, so a saving is never the naiv
 
 * ``launch_overhead`` — kernel launch delays and the launch calls' own duration shrunk to 0;
 * ``kernel_gaps`` — kernel-to-kernel gaps removed;
-* ``communication`` — communication kernels fully overlapped (their duration off the path);
+* ``communication`` — communication fully overlapped with compute: each communication kernel loses its
+  transfer time (on a multi-rank job the shortest duration of that collective instance across ranks, since the
+  rest is waiting for other ranks; on one rank its whole duration);
+* ``slowest_rank`` — the rank that arrives last at each collective brought to the median: this rank's wait in
+  the collective shrinks to what it would be if the last rank arrived like the median one (from
+  :func:`holotrace.analysis.stragglers.collective_waits`; multi-rank jobs only);
 * ``top_kernels`` — the ``top_n`` longest kernels on the path ``k``× faster;
 * ``data_loading`` — edges attributed to ``data_load_events`` removed (only with ``data_load_events``).
 
@@ -23,16 +28,16 @@ import pandas as pd
 from holotrace.analysis.critical_path import CriticalPath, _step_rows, longest_path
 from holotrace.analysis.critical_path_graph import EdgeType, build_graph, clip
 from holotrace.model import classify
-from holotrace.model.classify import NATIVE, KernelType, RuleSet
+from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
 
 __all__ = ["what_if", "FIXES"]
 
-FIXES = ("launch_overhead", "kernel_gaps", "communication", "top_kernels", "data_loading")
+FIXES = ("launch_overhead", "kernel_gaps", "communication", "slowest_rank", "top_kernels", "data_loading")
 
 
-def _masks(cp: CriticalPath, jv, *, top_n: int, data_load_events) -> dict:
-    """Per fix: ``(edge mask, factor)`` — the weights of masked edges are multiplied by ``factor``."""
+def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_load_events) -> dict:
+    """Per fix: ``(edge mask, counterfactual weights)``; the mask marks the edges the fix re-times."""
     g, v = cp.graph, cp.view
     attr = np.where(g.attr >= 0, g.attr, 0)
     has = g.attr >= 0
@@ -42,11 +47,30 @@ def _masks(cp: CriticalPath, jv, *, top_n: int, data_load_events) -> dict:
     gpu = has & (v["stream"][attr] != -1)
     comm_str = jv.per_string(lambda s: classify.kernel_type_of_name(s) == KernelType.COMMUNICATION, missing=0, dtype=bool)
     comm = gpu & op & jv.lookup(name, comm_str)
+    w0 = g.weight
+
+    def scaled(mask, factor):
+        w = w0.copy()
+        w[mask] = w[mask] * factor
+        return mask, w
+
+    def minus(mask, amount):
+        w = w0.copy()
+        w[mask] = np.maximum(w[mask] - amount[mask], 0.0)
+        return mask, w
+
     out = {
-        "launch_overhead": ((g.type == EdgeType.KERNEL_LAUNCH_DELAY) | (op & has & np.isin(name, launch_ids)), 0.0),
-        "kernel_gaps": (g.type == EdgeType.KERNEL_KERNEL_DELAY, 0.0),
-        "communication": (comm, 0.0),
+        "launch_overhead": scaled((g.type == EdgeType.KERNEL_LAUNCH_DELAY) | (op & has & np.isin(name, launch_ids)), 0.0),
+        "kernel_gaps": scaled(g.type == EdgeType.KERNEL_KERNEL_DELAY, 0.0),
     }
+    if cross is None:
+        out["communication"] = scaled(comm, 0.0)
+    else:
+        transfer, slow, _ = cross
+        t = transfer[attr]
+        out["communication"] = minus(comm, np.where(np.isnan(t), w0, t))
+        sv = np.where(comm, np.nan_to_num(slow[attr]), 0.0)
+        out["slowest_rank"] = minus(comm & (sv > 0), sv)
     # the top-N kernels on the path (by their weight there), every edge of theirs k x faster
     on_path = np.zeros(len(g.src), dtype=bool)
     on_path[cp.path_edges] = True
@@ -56,14 +80,48 @@ def _masks(cp: CriticalPath, jv, *, top_n: int, data_load_events) -> dict:
         top = g.attr[kern][np.argsort(-w, kind="stable")]
         _, first = np.unique(top, return_index=True)
         chosen = top[np.sort(first)][:top_n]
-        out["top_kernels"] = (op & np.isin(g.attr, chosen), None)
-    else:
-        out["top_kernels"] = (np.zeros(len(g.src), dtype=bool), None)
+        out["top_kernels"] = scaled(op & np.isin(g.attr, chosen), 1.0 / k)
     if data_load_events:
         pats = list(data_load_events)
         dl = jv.per_string(lambda s: any(p in s for p in pats), missing=0, dtype=bool)
-        out["data_loading"] = (op & has & jv.lookup(name, dl), 0.0)
+        out["data_loading"] = scaled(op & has & jv.lookup(name, dl), 0.0)
     return out
+
+
+def _cross_rank(source, rules: RuleSet, rank: int, jv):
+    """Per row of ``rank``'s view: the transfer time of its collective instance (shortest duration across
+    ranks) and the wait it would lose if the last-arriving rank arrived like the median one (NaN elsewhere, view
+    unit); None when none of its collectives is matched across ranks."""
+    from holotrace.analysis.stragglers import collective_waits
+
+    rv, unit_ns = jv[rank], jv.unit_ns
+    w = collective_waits(source, rules=rules)
+    if w.empty or not (w["rank"] == rank).any():
+        return None
+    key = ["step", "collective", "occurrence"]
+    w = w.sort_values(key + ["dur_us"], kind="stable")
+    g = w.groupby(key, sort=False)["dur_us"]
+    lo = g.transform("min")
+    nth = g.cumcount()
+    second = w["dur_us"].where(nth == 1).groupby([w[c] for c in key], sort=False).transform("max")
+    target = np.minimum(second, g.transform("median"))     # the last arrival's duration once it is on time
+    w = w.assign(transfer=lo, saving=np.clip(np.minimum(w["wait_us"], target - lo), 0.0, None))
+    mine = w[w["rank"] == rank]
+    # this rank's communication kernels, numbered as collective_waits numbers them
+    sel = np.flatnonzero((rv["kind"] == int(Kind.KERNEL)) & (rv["kernel_type"] == int(KernelType.COMMUNICATION)))
+    rows = pd.DataFrame({"row": sel, "step": np.nan_to_num(rv["iteration"][sel], nan=-1).astype(np.int64),
+                         "name": rv["name"][sel], "ts": rv["ts"][sel]}).sort_values(["step", "name", "ts"], kind="stable")
+    rows["occurrence"] = rows.groupby(["step", "name"], sort=False).cumcount()
+    rows["collective"] = jv.names(rows["name"].to_numpy())
+    m = rows.merge(mine[key + ["transfer", "saving", "last_arrival"]], on=key, how="inner")
+    per_us = 1000.0 / unit_ns
+    transfer = np.full(rv.n, np.nan)
+    slow = np.full(rv.n, np.nan)
+    transfer[m["row"].to_numpy()] = np.rint(m["transfer"].to_numpy() * per_us)
+    slow[m["row"].to_numpy()] = np.rint(m["saving"].to_numpy() * per_us)
+    late = np.full(rv.n, -1, dtype=np.int64)
+    late[m["row"].to_numpy()] = m["last_arrival"].to_numpy()
+    return transfer, slow, late
 
 
 def _evidence(cp: CriticalPath, mask: np.ndarray, strings, n: int = 3) -> tuple[int, str]:
@@ -97,6 +155,7 @@ def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rul
         step_rows = [(-1, -1)]
     wanted = None if steps is None else {int(s) for s in steps}
     to_us = 1.0 / 1000.0 if jv.unit_ns == 1 else 1.0
+    cross = _cross_rank(source, rules, rank, jv)
     out = []
     for s, row in step_rows:
         if wanted is not None and s not in wanted:
@@ -108,13 +167,16 @@ def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rul
         if not cp.success:
             continue
         base = cp.length
-        for fix, (mask, factor) in _masks(cp, jv, top_n=top_n, data_load_events=data_load_events).items():
+        for fix, (mask, weight) in _counterfactuals(cp, jv, cross, k=k, top_n=top_n,
+                                                    data_load_events=data_load_events).items():
             if not mask.any():
                 continue
-            weight = g.weight.copy()
-            weight[mask] = weight[mask] * (1.0 / k if factor is None else factor)
             alt = _length(g, rv, weight)
             n_edges, ev = _evidence(cp, mask, jv.strings)
+            if fix == "slowest_rank" and n_edges:
+                e = cp.path_edges[mask[cp.path_edges]]
+                late = sorted(set(cross[2][g.attr[e]].tolist()) - {-1})
+                ev = f"waiting for rank {', '.join(map(str, late))}: {ev}"
             saving = max(base - alt, 0.0)
             out.append({"step": s, "fix": fix, "saving": saving * to_us, "pct": 100.0 * saving / base if base else 0.0,
                         "path_length": base * to_us, "edges": n_edges, "evidence": ev})
