@@ -35,7 +35,7 @@ _LAZY = {
     "infer_device_type": "holotrace.compat.types",
     "TraceDiff": "holotrace.compat.trace_diff",
     "LabeledTrace": "holotrace.compat.trace_diff",
-    "DeviceType": "holotrace.compat.trace_diff",
+    "DeviceType": "holotrace.compat.types",
     "Filter": "holotrace.compat.filters",
     "IterationFilter": "holotrace.compat.filters",
     "IterationIndexFilter": "holotrace.compat.filters",
