@@ -73,3 +73,12 @@ def test_directory_arguments_give_hta_labels_and_folder_labels(pair):
     df = TraceDiff.compare_traces(str(shared / "traces" / "hta_trace_diff_control"), test)
     assert list(df.columns[:2]) == ["Control_counts", "Control_total_duration"]
     assert LabeledTrace(t=control.t).label == "hta_trace_diff_control"  # deterministic, not t<random>
+
+
+def test_one_device_type_enum():
+    import holotrace
+    from holotrace.compat import trace_diff, types
+
+    assert holotrace.DeviceType is types.DeviceType is trace_diff.DeviceType
+    assert [(m.name, m.value) for m in types.DeviceType] == [("UNKNOWN", 0), ("CPU", 1), ("GPU", 2), ("ALL", 3)]
+    assert types.infer_device_type(pd.DataFrame({"stream": [-1, -1]})) is holotrace.DeviceType.CPU

@@ -34,8 +34,7 @@ from holotrace.analysis import idle, launches, overlap, steps, temporal
 from holotrace.analysis.annotations import shorten_names
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet
-from holotrace.model.filter import filter_view
-from holotrace.model.view import JobView, job_view
+from holotrace.model.view import JobView, job_view, take_rows
 
 __all__ = ["JobDiff", "Trip", "diff_jobs", "parse_rule", "check_rules", "METRICS", "NORMALISATIONS"]
 
@@ -89,30 +88,81 @@ def _steps_of(view: JobView, wanted: Optional[Sequence[int]]) -> list:
     return list(wanted)
 
 
+def _cells(view: JobView, step_list: list) -> tuple[JobView, np.ndarray]:
+    """The view cut into one cell per (rank, step), each cell a "rank" of the returned view, and the step
+    position of each cell. A cell holds the step's GPU work and the rows linked to it (its launch calls):
+    every row the per-step metrics read, so that each analysis runs once over all cells."""
+    pos = {s: k for k, s in enumerate(step_list)}
+    cells, where = {}, []
+    for r in view.ranks:
+        v = view[r]
+        g = np.flatnonzero(v["gpu"])
+        it = v["iteration"][g]
+        keep = np.isin(it, np.asarray(step_list, dtype=it.dtype))
+        g, it = g[keep], it[keep]
+        p = v["partner"][g]
+        linked = p >= 0
+        rows = np.concatenate([g, p[linked]])
+        step = np.concatenate([it, it[linked]])
+        order = np.lexsort((rows, step))
+        rows, step = rows[order], step[order]
+        cut = np.flatnonzero(np.diff(step)) + 1
+        for part, sp in zip(np.split(rows, cut), np.split(step, cut)):
+            if len(part):
+                rows_u = part[np.concatenate([[True], part[1:] != part[:-1]])]  # a row linked twice: once
+                cells[len(where)] = take_rows(v, rows_u)
+                where.append(pos[int(sp[0])])
+    return (JobView(cells, view.strings, view.rules, view.unit_ns, view.include_last_step),
+            np.asarray(where, dtype=np.int64))
+
+
 def _per_step_metrics(view: JobView, step_list: list) -> pd.DataFrame:
     """One row per step (or one for the whole job when it has no steps) of every metric."""
-    st = steps.step_times(view)
-    rows = []
-    for s in step_list or [None]:
-        sub = view if s is None else filter_view(view, steps=(s,))
-        tb = temporal.breakdown(sub)
-        span = tb["span_us"].sum()
-        pct = (lambda c: 100.0 * tb[c].sum() / span if span > 0 else np.nan)  # noqa: E731
-        ib = idle.idle_breakdown(sub)
-        by_cause = ib.groupby("idle_category")["idle_us"].sum() / max(len(sub.ranks), 1)
-        ov = overlap.comm_comp_overlap(sub)
-        comm = ov["comm_us"].sum()
-        ls = launches.launch_stats(sub)
-        delays = np.concatenate([d["launch_delay"].to_numpy() for d in ls.values()]) if ls else np.empty(0)
-        step_time = (st.loc[st["step"] == s, "dur_us"].mean() if s is not None
-                     else float(tb["span_us"].mean()) if len(tb) else np.nan)
-        rows.append({"step": -1 if s is None else s, "step_time": step_time, "idle": pct("idle_us"),
-                     "compute": pct("compute_us"), "non_compute": pct("non_compute_us"),
-                     "host_wait": by_cause.get("host_wait", 0.0), "kernel_wait": by_cause.get("kernel_wait", 0.0),
-                     "other_idle": by_cause.get("other", 0.0),
-                     "overlap": 100.0 * ov["overlap_us"].sum() / comm if comm > 0 else np.nan,
-                     "launch_delay": float(np.median(delays)) if len(delays) else np.nan})
-    return pd.DataFrame(rows)
+    n_ranks = max(len(view.ranks), 1)
+    if step_list:
+        cv, where = _cells(view, step_list)
+        n = len(step_list)
+    else:  # the whole trace is one step: each rank is one cell
+        cv, where, n = view, np.zeros(len(view.ranks), dtype=np.int64), 1
+    of = {c: int(w) for c, w in zip(cv.ranks, where)}
+
+    def per_step(frame: pd.DataFrame, col: str) -> np.ndarray:
+        if not len(frame):
+            return np.zeros(n)
+        at = np.asarray([of[c] for c in frame["rank"].tolist()], dtype=np.int64)
+        return np.bincount(at, weights=frame[col].to_numpy(np.float64), minlength=n)
+
+    have = len(cv.ranks) > 0
+    tb = temporal.breakdown(cv) if have else pd.DataFrame({"rank": [], "span_us": []})
+    span = per_step(tb, "span_us")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = {c: np.where(span > 0, 100.0 * per_step(tb, f"{c}_us") / np.where(span > 0, span, 1), np.nan)
+               for c in ("idle", "compute", "non_compute")} if have else {c: np.full(n, np.nan) for c in
+                                                                          ("idle", "compute", "non_compute")}
+        ib = idle.idle_breakdown(cv) if have else None
+        cause = {c: (per_step(ib[ib["idle_category"] == c], "idle_us") if have else np.zeros(n)) / n_ranks
+                 for c in idle.CATEGORIES}
+        ov = overlap.comm_comp_overlap(cv) if have else None
+        comm = per_step(ov, "comm_us") if have else np.zeros(n)
+        ovl = np.where(comm > 0, 100.0 * (per_step(ov, "overlap_us") if have else comm) / np.where(comm > 0, comm, 1),
+                       np.nan)
+    ls = launches.launch_stats(cv) if have else {}
+    delays = [[] for _ in range(n)]
+    for c, d in ls.items():
+        delays[of[c]].append(d["launch_delay"].to_numpy())
+    delay = np.asarray([float(np.median(np.concatenate(d))) if d and sum(map(len, d)) else np.nan for d in delays])
+    if step_list:
+        st = steps.step_times(view)
+        means = st.groupby("step")["dur_us"].mean()
+        step_time = np.asarray([float(means.get(s, np.nan)) for s in step_list])
+    else:
+        tb_all = temporal.breakdown(view)
+        step_time = np.asarray([float(tb_all["span_us"].mean()) if len(tb_all) else np.nan])
+    return pd.DataFrame({"step": np.asarray(step_list if step_list else [-1], dtype=np.int64),
+                         "step_time": step_time, "idle": pct["idle"], "compute": pct["compute"],
+                         "non_compute": pct["non_compute"], "host_wait": cause["host_wait"],
+                         "kernel_wait": cause["kernel_wait"], "other_idle": cause["other"], "overlap": ovl,
+                         "launch_delay": delay})
 
 
 def _normalise(names: np.ndarray, how: str) -> np.ndarray:
@@ -134,49 +184,104 @@ def _normalise(names: np.ndarray, how: str) -> np.ndarray:
     return np.asarray(out, dtype=object)
 
 
-def _op_rows(view: JobView, step_list: list, how: str) -> pd.DataFrame:
-    """Every kernel / operator / annotation instance: ``family, key, raw, rank, step, dur_us``."""
+class _Ops(NamedTuple):
+    """Every kernel / operator / annotation instance of one side, keyed by (family, normalised name)."""
+
+    key: np.ndarray  # int64: row of ``keys``
+    rank: np.ndarray  # int64: position of the rank in ``ranks``
+    step: np.ndarray  # int64: position of the step in the compared steps
+    dur: np.ndarray  # the view's unit
+    us: object  # the view's conversion to µs
+    keys: pd.DataFrame  # family, key
+    names: pd.DataFrame  # family, key, raw: the distinct raw names of each key
+    ranks: list
+
+
+def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     parts = []
-    for r in view.ranks:
+    for k, r in enumerate(view.ranks):
         v = view[r]
         kind = v["kind"]
-        for family, kinds in _OP_KINDS.items():
-            sel = v["gpu"] if kinds is None else np.isin(kind, kinds)
-            rows = np.flatnonzero(sel)
-            if not len(rows):
-                continue
-            parts.append(pd.DataFrame({"family": family, "name_id": v["name"][rows], "rank": np.int64(r),
-                                       "step": v["iteration"][rows].astype(np.int64),
-                                       "dur_us": view.us(v["dur"][rows])}))
+        for fam, kinds in enumerate(_OP_KINDS.values()):
+            rows = np.flatnonzero(v["gpu"] if kinds is None else np.isin(kind, kinds))
+            it = v["iteration"][rows]
+            if step_list:
+                keep = np.isin(it, np.asarray(step_list, dtype=it.dtype))
+                rows, it = rows[keep], it[keep]
+            if len(rows):
+                parts.append((np.int64(fam), v["name"][rows], k, it, v["dur"][rows]))
     if not parts:
-        return pd.DataFrame({"family": [], "key": [], "raw": [], "rank": [], "step": [], "dur_us": []})
-    df = pd.concat(parts, ignore_index=True)
-    if step_list:
-        df = df[df["step"].isin(step_list)]
-    uniq, inv = np.unique(df["name_id"].to_numpy(), return_inverse=True)
-    raw = view.names(uniq)
-    df["raw"] = raw[inv.reshape(-1)]
+        empty = np.empty(0, dtype=np.int64)
+        return _Ops(empty, empty, empty, empty, view.us, pd.DataFrame({"family": [], "key": []}),
+                    pd.DataFrame({"family": [], "key": [], "raw": []}), list(view.ranks))
+    fam = np.concatenate([np.full(len(p[1]), p[0]) for p in parts])
+    name = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    rank = np.concatenate([np.full(len(p[1]), p[2], dtype=np.int64) for p in parts])
+    it = np.concatenate([p[3] for p in parts]).astype(np.int64)
+    dur = np.concatenate([p[4] for p in parts])  # the view's unit (µs at the end)
+    pairs, inv = np.unique((name + 1) * 3 + fam, return_inverse=True)  # distinct (name, family)
+    p_fam, p_name = pairs % 3, pairs // 3 - 1
+    raw = view.names(p_name)
     keys = _normalise(raw, how)
-    keys = np.where([bool(_STEP.match(k)) for k in keys.tolist()], "ProfilerStep#N", keys).astype(object)
-    df["key"] = keys[inv.reshape(-1)]
-    return df.drop(columns="name_id")
+    keys = np.asarray(["ProfilerStep#N" if _STEP.match(s) else s for s in keys.tolist()], dtype=object)
+    families = np.asarray(list(_OP_KINDS), dtype=object)[p_fam]
+    key_of: dict = {}
+    key_id = np.asarray([key_of.setdefault((f, s), len(key_of)) for f, s in zip(families.tolist(), keys.tolist())],
+                        dtype=np.int64)
+    table = pd.DataFrame(list(key_of), columns=["family", "key"])
+    names = pd.DataFrame({"family": families, "key": keys, "raw": raw})
+    step = np.searchsorted(np.asarray(sorted(step_list), dtype=np.int64), it) if step_list else np.zeros_like(it)
+    return _Ops(key_id[inv.reshape(-1)], rank, step, dur, view.us, table, names, list(view.ranks))
 
 
-def _op_stats(df: pd.DataFrame, n_steps: int, n_ranks: int) -> pd.DataFrame:
+def _sort_groups(group: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``group`` and ``dur`` sorted by group, then duration: one sort of ``group << bits | dur`` when both fit
+    in 63 bits (integer ns), else a two-key sort."""
+    if len(dur) and dur.dtype.kind in "iu" and dur.min() >= 0:
+        bits = int(dur.max()).bit_length()
+        if bits + int(group.max()).bit_length() <= 63:
+            packed = np.sort((group << bits) | dur.astype(np.int64))
+            return packed >> bits, packed & ((1 << bits) - 1)
+    order = np.lexsort((dur, group))
+    return group[order], dur[order]
+
+
+def _group_stats(group: np.ndarray, dur: np.ndarray, step: np.ndarray, n_steps: int) -> tuple:
+    """Per distinct ``group``: the groups, count, total, mean, p50, p95 (linear interpolation, as pandas) and
+    the total of each step (groups × steps), in the unit of ``dur``."""
+    g, x = _sort_groups(group, dur)
+    start = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]])) if len(g) else np.empty(0, dtype=np.int64)
+    count = np.diff(np.append(start, len(g)))
+    total = np.add.reduceat(x, start).astype(np.float64) if len(g) else np.empty(0)
+
+    def quantile(q: float) -> np.ndarray:
+        at = start + q * (count - 1)
+        lo = np.floor(at).astype(np.int64)
+        hi = np.minimum(lo + 1, start + count - 1)
+        return x[lo] + (x[hi] - x[lo]) * (at - lo)
+
+    uniq = g[start]
+    slot = np.searchsorted(uniq, group)
+    per_step = np.bincount(slot * n_steps + step, weights=dur, minlength=len(uniq) * n_steps).reshape(-1, n_steps)
+    return uniq, count, total, total / np.maximum(count, 1), quantile(0.5), quantile(0.95), per_step
+
+
+def _op_stats(o: _Ops, n_steps: int) -> pd.DataFrame:
     """Per (family, key, rank) and merged (rank −1): count, totals, instance statistics, per-step spread."""
-    both = pd.concat([df, df.assign(rank=np.int64(-1))], ignore_index=True)
-    g = both.groupby(["family", "key", "rank"], sort=False)["dur_us"]
-    out = g.agg(count="count", total_us="sum", mean_us="mean", p50_us="median").reset_index()
-    out["p95_us"] = g.quantile(0.95).to_numpy()
-    per_step = both.groupby(["family", "key", "rank", "step"], sort=False)["dur_us"].sum()
-    ranks_of = np.where(out["rank"].to_numpy() == -1, n_ranks, 1)
-    sq = per_step.unstack("step", fill_value=0.0)
-    full = sq.reindex(pd.MultiIndex.from_frame(out[["family", "key", "rank"]]), fill_value=0.0).to_numpy()
-    if full.shape[1] < n_steps:  # steps without this name count as zero
-        full = np.hstack([full, np.zeros((len(full), n_steps - full.shape[1]))])
-    out["per_step_us"] = out["total_us"] / max(n_steps, 1) / ranks_of
-    out["per_step_sigma"] = (full.std(axis=1, ddof=1) / ranks_of) if full.shape[1] > 1 else 0.0
-    return out
+    n_ranks = max(len(o.ranks), 1)
+    frames = []
+    for group, per_rank in ((o.key * n_ranks + o.rank, True), (o.key, False)):
+        uniq, count, total, mean, p50, p95, per_step = _group_stats(group, o.dur, o.step, n_steps)
+        total, mean, p50, p95, per_step = (o.us(a) for a in (total, mean, p50, p95, per_step))
+        key = uniq // n_ranks if per_rank else uniq
+        div = 1 if per_rank else n_ranks
+        sigma = per_step.std(axis=1, ddof=1) / div if n_steps > 1 else np.zeros(len(uniq))
+        frames.append(pd.DataFrame({
+            "family": o.keys["family"].to_numpy()[key], "key": o.keys["key"].to_numpy()[key],
+            "rank": np.asarray(o.ranks, dtype=np.int64)[uniq % n_ranks] if per_rank else np.full(len(uniq), -1),
+            "count": count.astype(np.int64), "total_us": total, "mean_us": mean, "p50_us": p50, "p95_us": p95,
+            "per_step_us": total / n_steps / div, "per_step_sigma": sigma}))
+    return pd.concat(frames, ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------- the diff
@@ -198,7 +303,9 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     views = []
     for src in (base, new):
         v = job_view(src, rules)
-        views.append(filter_view(v, ranks=ranks) if ranks is not None else v)
+        if ranks is not None:  # a subset of the ranks: their views as they are
+            v = JobView({r: v[r] for r in v.select(ranks)}, v.strings, v.rules, v.unit_ns, v.include_last_step)
+        views.append(v)
     bsteps, nsteps = _steps_of(views[0], base_steps), _steps_of(views[1], new_steps)
     notes = []
     if views[0].ranks != views[1].ranks:
@@ -215,13 +322,12 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     metrics = pd.DataFrame([_metric_row(m, unit, per[0][m], per[1][m]) for m, unit in METRICS.items()])
 
     o = [_op_rows(v, s, normalize) for v, s in zip(views, (bsteps, nsteps))]
-    stats = [_op_stats(d, max(len(s), 1), max(len(v.ranks), 1)) for d, s, v in zip(o, (bsteps, nsteps), views)]
-    ops = _join_ops(*stats)
-    kb, kn = (set(pd.unique(d.loc[d["family"] == "kernel", "raw"])) for d in o)
+    ops = _join_ops(*(_op_stats(d, max(len(s), 1)) for d, s in zip(o, (bsteps, nsteps))))
+    kb, kn = (set(d.names.loc[d.names["family"] == "kernel", "raw"].tolist()) for d in o)
     if kb and kn and len(kb & kn) < 0.3 * min(len(kb), len(kn)):
         notes.append(f"only {len(kb & kn)} of {len(kb)} base / {len(kn)} new kernel names are shared: are these "
                      f"the same model?")
-    merged = _merged_names(pd.concat(o, ignore_index=True))
+    merged = _merged_names(pd.concat([d.names for d in o], ignore_index=True))
     contrib = _contributors(ops, metrics)
     return JobDiff(metrics, ops, contrib, merged, notes, bsteps, nsteps, (tuple(views[0].ranks), tuple(views[1].ranks)))
 
@@ -252,7 +358,8 @@ def _join_ops(b: pd.DataFrame, n: pd.DataFrame) -> pd.DataFrame:
     cols = key + ["status", "count_base", "count_new", "total_us_base", "total_us_new", "mean_us_base", "mean_us_new",
                   "p50_us_base", "p50_us_new", "p95_us_base", "p95_us_new", "per_step_us_base", "per_step_us_new",
                   "per_step_sigma_base", "delta_per_step_us", "delta_pct"]
-    order = np.lexsort((out["key"].to_numpy().astype(str), -out["delta_per_step_us"].abs().to_numpy(),
+    size = np.round(out["delta_per_step_us"].abs().to_numpy(), 6)  # to the ps: summation order makes no order
+    order = np.lexsort((out["family"].to_numpy().astype(str), out["key"].to_numpy().astype(str), -size,
                         out["rank"].to_numpy()))
     return out[cols].iloc[order].reset_index(drop=True)
 

@@ -22,7 +22,6 @@ The counting itself is numpy over the HTA view's columns (one decode per distinc
 from __future__ import annotations
 
 import logging
-from enum import Enum
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
@@ -31,6 +30,7 @@ import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
 from holotrace.compat.hta_table import hta_table
+from holotrace.compat.types import DeviceType
 from holotrace.model.classify import HTA
 from holotrace.model.view import JobView, job_view
 
@@ -39,14 +39,6 @@ __all__ = ["DeviceType", "TraceDir", "LabeledTrace", "TraceDiff"]
 log = logging.getLogger("holotrace.compat")
 
 TraceDir = str
-
-
-class DeviceType(Enum):
-    """Which rows a comparison reads: CPU (``stream == -1``), GPU (``stream != -1``) or both."""
-
-    CPU = 1
-    GPU = 2
-    ALL = 3
 
 
 def _job_of(t):

@@ -68,7 +68,11 @@ for _name, _rx in classify.HTA_CATEGORY_PATTERNS.items():
     globals()[_name] = GroupingPattern(re.compile(_rx), False, _name.lower())
 
 
-class DeviceType(enum.IntEnum):
+class DeviceType(enum.Enum):
+    """HTA's device selector, one enum for both of HTA's (``hta.common.types.DeviceType`` and
+    ``hta.trace_diff.DeviceType``, which lacks UNKNOWN): what :func:`infer_device_type` answers and which rows
+    ``TraceDiff`` compares (CPU: ``stream == -1``, GPU: ``stream != -1``, ALL: both)."""
+
     UNKNOWN = 0
     CPU = 1
     GPU = 2
