@@ -15,7 +15,6 @@ from typing import List, Tuple
 import pandas as pd
 
 from holotrace.analysis import memory as _memory
-from holotrace.errors import PlottingUnavailableError
 
 __all__ = ["MemoryAnalysis"]
 
@@ -28,8 +27,6 @@ class MemoryAnalysis:
 
     def _process_raw_events(self) -> Tuple[List[int], List[List[int]]]:
         """HTA's ``([timestamps ns], [[bytes per category] per timestamp])``."""
-        from holotrace.render.timeline import memory_export_figure, write_figure
-
         times, sizes = _memory.memory_export_series(_memory.read_memory_export(self.path), hta_compat=True)
         return times.tolist(), sizes.tolist()
 
@@ -41,23 +38,21 @@ class MemoryAnalysis:
         """Peak live bytes per category and in total, with the time of each peak."""
         return _memory.memory_export_peaks(self.path)
 
-    def plot_memory_timeline(self, save_graph: bool = False):
-        """Stacked memory per category over time; ``save_graph`` writes ``images/memory_plot.png``.
-
-        Returns the figure (HTA returns None and shows it).
-        """
-        try:
-            import plotly  # noqa: F401
-        except ImportError:  # pragma: no cover - plotly missing
-            raise PlottingUnavailableError("plot_memory_timeline needs plotly, which is not installed",
-                                           fix="pip install 'holotrace[plot]', or use MemoryAnalysis.timeline()") from None
-        from holotrace.render.timeline import memory_export_figure, write_figure
+    def memory_timeline_figure(self):
+        """The plotly figure of :meth:`plot_memory_timeline`: stacked GiB per category over ms."""
+        from holotrace.render.timeline import memory_export_figure
 
         times, sizes = _memory.memory_export_series(_memory.read_memory_export(self.path), hta_compat=True)
-        fig = memory_export_figure(times, sizes, _memory.MEMORY_CATEGORIES)
+        return memory_export_figure(times, sizes, _memory.MEMORY_CATEGORIES)
+
+    def plot_memory_timeline(self, save_graph: bool = False) -> None:
+        """Stacked memory per category over time: shown in a notebook, or written to ``images/memory_plot.png``
+        with ``save_graph`` (a static image needs kaleido). :meth:`memory_timeline_figure` returns the figure."""
+        from holotrace.render.timeline import show_figure, write_figure
+
+        fig = self.memory_timeline_figure()
         if save_graph:
             os.makedirs("images", exist_ok=True)
-            write_figure(fig, "images/memory_plot.png")
+            write_figure(fig, os.path.join("images", "memory_plot.png"))
         else:
-            fig.show()
-        return fig
+            show_figure(fig)
