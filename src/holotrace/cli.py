@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 from holotrace import __version__
 from holotrace.commands import COMMANDS
 from holotrace.errors import HolotraceError
+from holotrace.text import sanitize
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE_OR_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -45,7 +46,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except HolotraceError as e:
         if debug:
             raise
-        print(f"holotrace: error: {e}", file=sys.stderr)
+        print(f"holotrace: error: {sanitize(str(e))}", file=sys.stderr)
         return EXIT_USAGE_OR_INPUT
     except KeyboardInterrupt:
         print("holotrace: interrupted", file=sys.stderr)
@@ -55,7 +56,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as e:  # a bug: say so in one line, traceback with --debug
         if debug:
             raise
-        print(f"holotrace: internal error: {type(e).__name__}: {e} (run again with --debug for the traceback)", file=sys.stderr)
+        print(f"holotrace: internal error: {type(e).__name__}: {sanitize(str(e))} (run again with --debug for the traceback)",
+              file=sys.stderr)
         return EXIT_INTERNAL
 
 

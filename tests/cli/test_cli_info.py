@@ -53,3 +53,14 @@ def test_help_and_cache_commands(tmp_path):
     assert r.returncode == 0 and "doctor" in r.stdout and "info" in r.stdout
     r = run("cache", "clear", "--cache-dir", str(tmp_path / "c"))
     assert r.returncode == 0 and "removed 0" in r.stdout
+
+
+def test_control_characters_in_a_path_are_escaped_in_the_error_line(tmp_path, capsys):
+    from holotrace.cli import main
+
+    bad = tmp_path / "evil\x1b]0;title\x07.json"
+    bad.write_text("not json at all", encoding="utf-8")
+    assert main(["info", str(bad), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "evil\\x1b]0;title\\x07.json" in err and len(err.strip().splitlines()) == 1

@@ -227,7 +227,29 @@ def _case_events(tmp_path: Path) -> Path:
     return _write(tmp_path / "events.json", text)
 
 
+def _case_extremes(tmp_path: Path) -> Path:
+    """bad_time, bad_number, bad_rank_info."""
+    ev = [
+        '{"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 2}',
+        '{"ph": "X", "cat": "cpu_op", "name": "inf", "pid": 1, "tid": 1, "ts": 1, "dur": Infinity}',
+        '{"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 18446744073709551616, "tid": 1, "ts": 1, "dur": 1}',
+    ]
+    text = '{"distributedInfo": {"rank": 0, "world_size": -1}, "traceEvents": [' + ", ".join(ev) + "]}"
+    return _write(tmp_path / "extremes.json", text)
+
+
+def _case_trailing(tmp_path: Path) -> Path:
+    """trailing_data: a complete gzip stream followed by bytes that are not one."""
+    tb = TraceBuilder(rank=0)
+    tb.cpu_op("op", 0, 5)
+    f = tmp_path / "tail.json.gz"
+    f.write_bytes(gzip.compress(json.dumps(tb.document()).encode()) + b"junk")
+    return f
+
+
 CASES = {
+    "extremes": (_case_extremes, {"bad_time", "bad_number", "bad_rank_info"}),
+    "trailing": (_case_trailing, {"trailing_data"}),
     "discovery": (_case_discovery, {"skipped_file", "rank_assigned", "duplicate_rank", "mixed_jobs", "no_events"}),
     "world": (_case_world, {"missing_ranks", "rank_out_of_range", "steps_missing_on_ranks", "clock_skew"}),
     "gzip": (_case_gzip, {"truncated_gzip", "truncated_json", "no_profiler_steps"}),

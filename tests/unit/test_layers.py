@@ -27,7 +27,7 @@ ALLOWED = {
     "cli": {"base", "commands", "package"},
     "package": {"base", "loader", "model", "compat"},
 }
-BASE_MODULES = {"errors", "schema", "findings"}
+BASE_MODULES = {"errors", "schema", "findings", "text"}
 
 
 def _layer(module: str) -> str:

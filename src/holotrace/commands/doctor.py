@@ -8,6 +8,7 @@ from pathlib import Path
 
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
+from holotrace.text import sanitize
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": not errors, "ranks": job.ranks, "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
                           "findings": [f.as_dict() for f in job.findings]}, indent=2, default=str))
         return 1 if errors else 0
-    print(f"{job.path}: {len(job.ranks)} rank(s) loaded")
+    print(sanitize(f"{job.path}: {len(job.ranks)} rank(s) loaded"))
     order = {"error": 0, "warning": 1, "info": 2}
     for f in sorted(job.findings, key=lambda f: (order.get(f.severity, 3), f.rank if f.rank is not None else -1)):
         where = []
@@ -31,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
         if f.file:
             where.append(Path(f.file).name)
         loc = f" ({', '.join(where)})" if where else ""
-        print(f"{f.severity.upper():7} {f.code.value}{loc}: {f.message}")
+        print(sanitize(f"{f.severity.upper():7} {f.code.value}{loc}: {f.message}"))
         if f.example:
-            print(f"        example: {f.example}")
+            print(sanitize(f"        example: {f.example}"))
     if not job.findings:
         print("no findings: the job looks consistent")
     print(f"{'FAIL' if errors else 'OK'}: {len(errors)} error(s), "

@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import zlib
 from pathlib import Path
@@ -92,11 +93,19 @@ def resolve_dir(cache_dir=None, *, check: bool = False) -> Path:
 def _ours(d: Path) -> bool:
     """The folder is a holotrace cache, or may become one: absent, empty, or holding only entries."""
     try:
-        return all(_is_entry_name(c.name) and c.is_dir() for c in d.iterdir())
+        return all(_is_entry_name(c.name) and _dir_or_gone(c) for c in d.iterdir())
     except FileNotFoundError:
         return True
     except OSError:
         return False
+
+
+def _dir_or_gone(c: Path) -> bool:
+    """A folder, or a name another process removed since it was listed (a concurrent clear or rename)."""
+    try:
+        return stat.S_ISDIR(c.lstat().st_mode)
+    except FileNotFoundError:
+        return True
 
 
 def _is_entry_name(name: str) -> bool:
