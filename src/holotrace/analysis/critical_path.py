@@ -32,7 +32,7 @@ from holotrace.model.view import job_view
 
 log = logging.getLogger("holotrace.critical_path")
 
-__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "longest_path", "BOUND_CLASSES"]
+__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "step_paths", "longest_path", "BOUND_CLASSES"]
 
 BOUND_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
                  "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
@@ -184,10 +184,10 @@ def summary(cp: CriticalPath) -> pd.Series:
     return df.groupby("bound_by").duration.sum() / df.duration.sum() * 100
 
 
-def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
-             data_load_events: Optional[Sequence[str]] = None) -> pd.DataFrame:
-    """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
-    class with ``step, bound_by, duration, pct, path_length`` (durations in the view's unit)."""
+def step_paths(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
+               data_load_events: Optional[Sequence[str]] = None):
+    """``(step number, CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers), in
+    time order. Raises ``ValueError`` naming the rank's steps when a requested step is not there."""
     rules = rules or NATIVE
     view = job_view(source, rules, ranks=[rank])
     rv = view[rank]
@@ -196,8 +196,8 @@ def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, ru
     wanted = numbers if steps is None else [int(s) for s in steps]
     missing = sorted(set(wanted) - set(numbers))
     if missing:
-        raise ValueError(f"step(s) {missing} not on rank {rank} (steps: {numbers[:1]}..{numbers[-1:]})")
-    out = []
+        have = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
+        raise ValueError(f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})")
     for s, row in step_rows:
         if s not in wanted:
             continue
@@ -206,6 +206,18 @@ def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, ru
         g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
         cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
         cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
+        yield s, cp
+
+
+def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
+             data_load_events: Optional[Sequence[str]] = None, paths: Optional[dict] = None) -> pd.DataFrame:
+    """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
+    class with ``step, bound_by, duration, pct, path_length`` (durations in the view's unit). ``paths``: a dict
+    that receives each step's :class:`CriticalPath`."""
+    out = []
+    for s, cp in step_paths(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events):
+        if paths is not None:
+            paths[s] = cp
         df = breakdown(cp)
         if df is None:
             continue

@@ -1,8 +1,13 @@
-"""``holotrace critical-path PATH --rank R --step N``: the critical path of one step (or a range), by what bounds it."""
+"""``holotrace critical-path PATH --rank R --step N``: the critical path of one step (or a range), by what bounds it.
+
+With ``--output DIR`` the step tables and the overlaid trace (critical events flagged, flow arrows for the path's
+dependency, launch and sync edges) are written into DIR, never beside the trace: one step →
+``DIR/overlaid_critical_path_<trace file>``, several → ``DIR/step-<N>/overlaid_critical_path_<trace file>``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from holotrace.analysis import critical_path as _cp
 from holotrace.commands._load import add_load_options, load_job
@@ -36,11 +41,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
+    if args.rank not in job.ranks:
+        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
     steps = parse_steps(args.step)
-    df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE)
+    paths: dict = {}
+    try:
+        df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE, paths=paths)
+    except ValueError as exc:
+        raise AnalysisError(str(exc), path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
         columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
     report = Report(title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df)])
+    if getattr(args, "output", None):
+        from holotrace.render.critical_path_overlay import overlay_path
+
+        trace = job.rank(args.rank).file
+        done = [s for s, cp in paths.items() if cp.success]
+        for s in done:
+            out = args.output if len(done) == 1 else os.path.join(args.output, f"step-{s}")
+            written = overlay_path(paths[s], trace, out)
+            report.meta.setdefault("overlays", {})[str(s)] = written
+            report.header.append(f"overlay of step {s}: {written}")
     return emit(report, args)
 
 

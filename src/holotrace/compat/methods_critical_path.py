@@ -5,15 +5,10 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple, Union
 
-import numpy as np
-
 from holotrace.analysis import critical_path as _cp
-from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType
 from holotrace.compat.facade_base import FacadeBase, log
 
 __all__ = ["CriticalPathMethods"]
-
-_DEFAULT_VIZ = (EdgeType.DEPENDENCY, EdgeType.KERNEL_LAUNCH_DELAY, EdgeType.SYNC_DEPENDENCY)
 
 
 class CriticalPathMethods(FacadeBase):
@@ -42,29 +37,11 @@ class CriticalPathMethods(FacadeBase):
                                        only_show_critical_events: bool = True, show_all_edges: bool = False) -> str:
         """Write the rank's trace with the critical path overlaid into ``output_dir``; returns the file path
         (``""`` when ``output_dir`` exists and is not a folder)."""
-        from holotrace.render.critical_path_overlay import write_overlay
+        from holotrace.render.critical_path_overlay import overlay_path
 
         out = os.path.expanduser(output_dir)
         if os.path.exists(out) and not os.path.isdir(out):
             log.error("%s: exists and is not a folder; pass a folder for the overlaid trace", out)
             return ""
-        cp = critical_path_graph.cp
-        g = cp.graph
-        if only_show_critical_events:
-            show_all_edges = False
-        on_path = np.zeros(len(g.src), dtype=bool)
-        on_path[cp.path_edges] = True
-        if show_all_edges:
-            zero_launch = (g.type == EdgeType.KERNEL_LAUNCH_DELAY) & (g.weight == 0)
-            if os.environ.get("CRITICAL_PATH_SHOW_ZERO_WEIGHT_LAUNCH_EDGE", "0") == "1":
-                zero_launch[:] = False
-            drawn = np.flatnonzero(~zero_launch)
-        else:
-            drawn = cp.path_edges[np.isin(g.type[cp.path_edges], _DEFAULT_VIZ)]
-        index = cp.view["index"]
-        pos = lambda nodes: index[g.node_row[nodes]]  # noqa: E731
-        edges = list(zip(pos(g.src[drawn]).tolist(), g.node_start[g.src[drawn]].tolist(), pos(g.dst[drawn]).tolist(),
-                         g.node_start[g.dst[drawn]].tolist(), g.weight[drawn].tolist(), on_path[drawn].tolist(),
-                         EDGE_TYPE_NAMES[g.type[drawn]].tolist()))
-        critical = set(index[g.node_row[cp.path_nodes]].tolist())
-        return write_overlay(self.job.rank(rank).file, out, critical, edges, only_critical=only_show_critical_events)
+        return overlay_path(critical_path_graph.cp, self.job.rank(rank).file, out,
+                            only_critical=only_show_critical_events, show_all_edges=show_all_edges)

@@ -12,7 +12,39 @@ import msgspec
 
 from holotrace.render.trace_file import gzip_bytes, read_trace_bytes
 
-__all__ = ["write_overlay"]
+__all__ = ["write_overlay", "overlay_path"]
+
+
+def overlay_path(cp, trace_path: str, output_dir: str, *, only_critical: bool = True, show_all_edges: bool = False) -> str:
+    """Write the overlay of a :class:`holotrace.analysis.critical_path.CriticalPath` (see module docstring):
+    critical-path edges of the default types, or every graph edge with ``show_all_edges`` (except zero-weight
+    launch edges unless ``CRITICAL_PATH_SHOW_ZERO_WEIGHT_LAUNCH_EDGE=1``); returns the file's path."""
+    import os
+
+    import numpy as np
+
+    from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType
+
+    g = cp.graph
+    if only_critical:
+        show_all_edges = False
+    on_path = np.zeros(len(g.src), dtype=bool)
+    on_path[cp.path_edges] = True
+    if show_all_edges:
+        zero_launch = (g.type == EdgeType.KERNEL_LAUNCH_DELAY) & (g.weight == 0)
+        if os.environ.get("CRITICAL_PATH_SHOW_ZERO_WEIGHT_LAUNCH_EDGE", "0") == "1":
+            zero_launch[:] = False
+        drawn = np.flatnonzero(~zero_launch)
+    else:
+        viz = (EdgeType.DEPENDENCY, EdgeType.KERNEL_LAUNCH_DELAY, EdgeType.SYNC_DEPENDENCY)  # HTA's default
+        drawn = cp.path_edges[np.isin(g.type[cp.path_edges], viz)]
+    index = cp.view["index"]
+    pos = lambda nodes: index[g.node_row[nodes]]  # noqa: E731
+    edges = list(zip(pos(g.src[drawn]).tolist(), g.node_start[g.src[drawn]].tolist(), pos(g.dst[drawn]).tolist(),
+                     g.node_start[g.dst[drawn]].tolist(), g.weight[drawn].tolist(), on_path[drawn].tolist(),
+                     EDGE_TYPE_NAMES[g.type[drawn]].tolist()))
+    critical = set(index[g.node_row[cp.path_nodes]].tolist())
+    return write_overlay(trace_path, output_dir, critical, edges, only_critical=only_critical)
 
 
 def write_overlay(trace_path: str, output_dir: str, critical: set, edges: Sequence[tuple], *,
