@@ -64,3 +64,23 @@ def test_what_if_savings_bounded_and_ranked(simple_add):
     assert len(df)
     assert (df.saving >= 0).all() and (df.saving <= df.path_length + 1e-9).all()
     assert (np.diff(df.saving.to_numpy()) <= 1e-9).all()
+
+
+def test_facade_overlay_counts(tmp_path):
+    """Spec 25 §10.1: the default overlay keeps 167 complete events (159 critical) and draws 21 edges."""
+    pytest.importorskip("networkx")
+    import gzip
+    import json
+
+    ta = holotrace.TraceAnalysis(trace_dir=str(shared_or_skip() / "traces" / "hta_critical_path_simple_add"), cache=False)
+    graph, ok = ta.critical_path_analysis(rank=0, annotation=ANNO, instance_id=1)
+    assert ok
+    path = ta.overlay_critical_path_analysis(0, graph, str(tmp_path / "o"))
+    assert path.startswith(str(tmp_path / "o")) and "overlaid_critical_path_" in path
+    doc = json.loads(gzip.decompress(open(path, "rb").read()))
+    ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    complete = [e for e in ev if e.get("ph") == "X"]
+    assert len(complete) == 167
+    assert sum(1 for e in complete if (e.get("args") or {}).get("critical") == 1) == 159
+    flows = [e for e in ev if e.get("cat") == "critical_path"]
+    assert len(flows) == 42
