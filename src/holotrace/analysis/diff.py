@@ -34,7 +34,7 @@ from holotrace.analysis import idle, launches, overlap, steps, temporal
 from holotrace.analysis.annotations import shorten_names
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet
-from holotrace.model.view import JobView, job_view, take_rows
+from holotrace.model.view import JobView, RankView, job_view
 
 __all__ = ["JobDiff", "Trip", "diff_jobs", "parse_rule", "check_rules", "METRICS", "NORMALISATIONS"]
 
@@ -44,6 +44,9 @@ METRICS = {"step_time": "us", "idle": "pct", "compute": "pct", "non_compute": "p
 NORMALISATIONS = ("none", "short", "template")
 _STEP = re.compile(r"^ProfilerStep#\d+$")  # steps are matched by position: their names compare as one
 _OP_KINDS = {"kernel": None, "op": (int(Kind.CPU_OP),), "annotation": (int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION))}
+_FAMILY_OF_KIND = np.full(256, -1, dtype=np.int8)  # Kind code → family of CPU-side names (int8 codes index it)
+_FAMILY_OF_KIND[int(Kind.CPU_OP)] = 1
+_FAMILY_OF_KIND[[int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION)]] = 2
 
 
 @dataclass
@@ -88,30 +91,45 @@ def _steps_of(view: JobView, wanted: Optional[Sequence[int]]) -> list:
     return list(wanted)
 
 
+def _step_pos(it: np.ndarray, step_list: list) -> np.ndarray:
+    """Position in ``step_list`` of each iteration (−1: not a compared step)."""
+    order = np.argsort(np.asarray(step_list, dtype=np.int64), kind="stable")
+    ss = np.asarray(step_list, dtype=np.float64)[order]
+    at = np.minimum(np.searchsorted(ss, it), len(ss) - 1)
+    return np.where(ss[at] == it, order[at], -1)
+
+
+def _take(v: RankView, rows: np.ndarray) -> RankView:
+    """``take_rows`` for a few rows of a large rank: ``partner`` renumbered by a search in ``rows``."""
+    cols = {k: a[rows] for k, a in v.cols.items()}
+    p = cols["partner"]
+    at = np.minimum(np.searchsorted(rows, p), len(rows) - 1)
+    cols["partner"] = np.where((p >= 0) & (rows[at] == p), at, -1)
+    return RankView(v.rank, cols, v.model, v.clock_offset)
+
+
 def _cells(view: JobView, step_list: list) -> tuple[JobView, np.ndarray]:
     """The view cut into one cell per (rank, step), each cell a "rank" of the returned view, and the step
     position of each cell. A cell holds the step's GPU work and the rows linked to it (its launch calls):
     every row the per-step metrics read, so that each analysis runs once over all cells."""
-    pos = {s: k for k, s in enumerate(step_list)}
     cells, where = {}, []
     for r in view.ranks:
         v = view[r]
         g = np.flatnonzero(v["gpu"])
-        it = v["iteration"][g]
-        keep = np.isin(it, np.asarray(step_list, dtype=it.dtype))
-        g, it = g[keep], it[keep]
+        pos = _step_pos(v["iteration"][g], step_list)
+        g, pos = g[pos >= 0], pos[pos >= 0]
         p = v["partner"][g]
         linked = p >= 0
         rows = np.concatenate([g, p[linked]])
-        step = np.concatenate([it, it[linked]])
+        step = np.concatenate([pos, pos[linked]])
         order = np.lexsort((rows, step))
         rows, step = rows[order], step[order]
         cut = np.flatnonzero(np.diff(step)) + 1
         for part, sp in zip(np.split(rows, cut), np.split(step, cut)):
             if len(part):
                 rows_u = part[np.concatenate([[True], part[1:] != part[:-1]])]  # a row linked twice: once
-                cells[len(where)] = take_rows(v, rows_u)
-                where.append(pos[int(sp[0])])
+                cells[len(where)] = _take(v, rows_u)
+                where.append(int(sp[0]))
     return (JobView(cells, view.strings, view.rules, view.unit_ns, view.include_last_step),
             np.asarray(where, dtype=np.int64))
 
@@ -201,25 +219,22 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     parts = []
     for k, r in enumerate(view.ranks):
         v = view[r]
-        kind = v["kind"]
-        for fam, kinds in enumerate(_OP_KINDS.values()):
-            rows = np.flatnonzero(v["gpu"] if kinds is None else np.isin(kind, kinds))
-            it = v["iteration"][rows]
-            if step_list:
-                keep = np.isin(it, np.asarray(step_list, dtype=it.dtype))
-                rows, it = rows[keep], it[keep]
-            if len(rows):
-                parts.append((np.int64(fam), v["name"][rows], k, it, v["dur"][rows]))
-    if not parts:
-        empty = np.empty(0, dtype=np.int64)
-        return _Ops(empty, empty, empty, empty, view.us, pd.DataFrame({"family": [], "key": []}),
-                    pd.DataFrame({"family": [], "key": [], "raw": []}), list(view.ranks))
-    fam = np.concatenate([np.full(len(p[1]), p[0]) for p in parts])
-    name = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    rank = np.concatenate([np.full(len(p[1]), p[2], dtype=np.int64) for p in parts])
-    it = np.concatenate([p[3] for p in parts]).astype(np.int64)
-    dur = np.concatenate([p[4] for p in parts])  # the view's unit (µs at the end)
-    pairs, inv = np.unique((name + 1) * 3 + fam, return_inverse=True)  # distinct (name, family)
+        fam = _FAMILY_OF_KIND[v["kind"]]
+        for rows, f in ((np.flatnonzero(v["gpu"]), None), (np.flatnonzero(fam >= 0), fam)):
+            parts.append((np.zeros(len(rows), np.int64) if f is None else f[rows].astype(np.int64), v["name"][rows],
+                          np.full(len(rows), k, dtype=np.int64), v["iteration"][rows], v["dur"][rows]))
+    fam, name, rank, it, dur = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64)
+                                for i in range(5))
+    step = _step_pos(it, step_list) if step_list else np.zeros(len(it), dtype=np.int64)
+    if step_list:
+        keep = step >= 0
+        fam, name, rank, step, dur = fam[keep], name[keep], rank[keep], step[keep], dur[keep]
+    code = (name.astype(np.int64) + 1) * 3 + fam  # distinct (name, family): by a table over the job's strings
+    present = np.zeros(3 * (len(view.strings) + 1), dtype=bool)
+    present[code] = True
+    pairs = np.flatnonzero(present)
+    slot = np.full(len(present), -1, dtype=np.int64)
+    slot[pairs] = np.arange(len(pairs))
     p_fam, p_name = pairs % 3, pairs // 3 - 1
     raw = view.names(p_name)
     keys = _normalise(raw, how)
@@ -228,10 +243,9 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     key_of: dict = {}
     key_id = np.asarray([key_of.setdefault((f, s), len(key_of)) for f, s in zip(families.tolist(), keys.tolist())],
                         dtype=np.int64)
-    table = pd.DataFrame(list(key_of), columns=["family", "key"])
+    table = pd.DataFrame(list(key_of), columns=["family", "key"]) if key_of else pd.DataFrame({"family": [], "key": []})
     names = pd.DataFrame({"family": families, "key": keys, "raw": raw})
-    step = np.searchsorted(np.asarray(sorted(step_list), dtype=np.int64), it) if step_list else np.zeros_like(it)
-    return _Ops(key_id[inv.reshape(-1)], rank, step, dur, view.us, table, names, list(view.ranks))
+    return _Ops(key_id[slot[code]] if len(code) else code, rank, step, dur, view.us, table, names, list(view.ranks))
 
 
 def _sort_groups(group: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,7 +316,7 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     rules = rules or NATIVE
     views = []
     for src in (base, new):
-        v = job_view(src, rules)
+        v = views[0] if views and src is base else job_view(src, rules)  # one job twice: one view
         if ranks is not None:  # a subset of the ranks: their views as they are
             v = JobView({r: v[r] for r in v.select(ranks)}, v.strings, v.rules, v.unit_ns, v.include_last_step)
         views.append(v)
@@ -320,7 +334,6 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
             notes.append(f"{label} has no GPU activity: GPU figures are missing (NaN) on that side")
     per = [_per_step_metrics(v, s) for v, s in zip(views, (bsteps, nsteps))]
     metrics = pd.DataFrame([_metric_row(m, unit, per[0][m], per[1][m]) for m, unit in METRICS.items()])
-
     o = [_op_rows(v, s, normalize) for v, s in zip(views, (bsteps, nsteps))]
     ops = _join_ops(*(_op_stats(d, max(len(s), 1)) for d, s in zip(o, (bsteps, nsteps))))
     kb, kn = (set(d.names.loc[d.names["family"] == "kernel", "raw"].tolist()) for d in o)
