@@ -158,3 +158,13 @@ def test_helpers_from_rule_table():
     assert not ComputeKernelGroupingPattern.match("nccl_x") and ComputeKernelGroupingPattern.match("gemm")
     assert get_memory_kernel_type("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD"
     assert get_memory_kernel_type("Memset (Device)") == "Memset"
+
+
+def test_parse_keeps_every_step_and_align_and_filter_drops_the_last():
+    from holotrace.compat.trace import Trace
+
+    t = Trace(trace_dir=str(Path(__file__).resolve().parents[1] / "data" / "traces" / "hta_trace_filter_2rank"))
+    t.parse_traces()
+    assert sorted(set(t.get_trace(0)["iteration"].dropna().astype(int)) - {-1}) == [551, 552]
+    t.align_and_filter_trace()
+    assert sorted(set(t.get_trace(0)["iteration"].dropna().astype(int)) - {-1}) == [551]

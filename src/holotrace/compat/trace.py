@@ -247,10 +247,16 @@ class Trace:
 
     def parse_traces(self, max_ranks: int = -1, use_multiprocessing: bool = True,
                      use_memory_profiling: bool = True) -> None:
-        self.load_traces()
+        """Read every rank with every step kept (as HTA's parse, before its last-step filter)."""
+        self.load_traces(include_last_profiler_step=True)
 
     def align_and_filter_trace(self, include_last_profiler_step: Optional[bool] = False) -> None:
-        """Done when loading (HTA's alignment and last-step filter are part of the view)."""
+        """HTA's last-step filter on parsed traces (times are aligned when read); a no-op when already applied."""
+        if self.is_parsed and self.view.include_last_step and not include_last_profiler_step:
+            from holotrace.model.classify import HTA
+            from holotrace.model.view import job_view
+
+            self._attach(self.job, job_view(self.job, HTA, include_last_step=False))
 
     # ------------------------------------------------------------------ queries
     def get_ranks(self) -> List[int]:
