@@ -15,8 +15,9 @@ from holotrace.commands import summary
 from holotrace.findings import AFFECTING_CODES, CROSS_RANK_CODES, Finding, FindingCode, Severity
 from tracebuilder import TraceBuilder
 
-SRC = Path(holotrace.__file__).resolve().parent
-DOC = SRC.parents[1] / "docs" / "loading.md"
+REPO = Path(__file__).resolve().parents[2]  # the checkout (the package may be installed elsewhere)
+SRC = REPO / "src" / "holotrace"
+DOC = REPO / "docs" / "loading.md"
 
 # call sites whose code argument is not a literal: each passes on a code built (and checked) elsewhere
 PASS_THROUGH = {
