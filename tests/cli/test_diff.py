@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 from holotrace.analysis.diff import check_rules, diff_jobs, parse_rule
@@ -150,3 +151,17 @@ def test_bad_input(jobs, tmp_path, capsys):
     rc = main(["diff", str(jobs["base"]), str(jobs["base"]), "--base-steps", "40-41", "--no-cache", "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and "steps [40, 41] are not in the job" in err
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])  # ns (one packed sort) and µs floats (two-key sort)
+def test_per_name_statistics_by_hand(dtype):
+    from holotrace.analysis.diff import _group_stats
+
+    group = np.array([1, 0, 0, 0, 1], dtype=np.int64)
+    dur = np.array([10, 3, 1, 2, 30], dtype=dtype)
+    step = np.array([0, 0, 1, 1, 1], dtype=np.int64)
+    uniq, count, total, mean, p50, p95, per_step = _group_stats(group, dur, step, 2)
+    assert uniq.tolist() == [0, 1] and count.tolist() == [3, 2] and total.tolist() == [6.0, 40.0]
+    assert mean.tolist() == [2.0, 20.0] and p50.tolist() == [2.0, 20.0]
+    assert p95 == pytest.approx([2.9, 29.0])  # sorted 1,2,3: 2 + 0.9 * (3 - 2); 10,30: 10 + 0.95 * 20
+    assert per_step.tolist() == [[3.0, 3.0], [10.0, 30.0]]
