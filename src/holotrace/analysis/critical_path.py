@@ -124,14 +124,20 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, short: np.n
     stream = cp.view["stream"][rows[op]]
     quirks = cp.rules.hta_quirks
     pats = cp.data_load_events or []
-    for i, s in zip(op.tolist(), stream.tolist()):
-        name = short[i] if quirks else full[i]
-        if s < 0:
-            dl = pats and any((re.search(p, short[i]) if quirks else p in full[i]) for p in pats)
-            out[i] = "data_loading" if dl else "cpu_bound"
-        else:
-            comm = classify.kernel_type_of_name(name, hta_compat=quirks) == KernelType.COMMUNICATION
-            out[i] = "gpu_communication_bound" if comm else "gpu_compute_bound"
+    names = short[op] if quirks else full[op]
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)      # one test per distinct name
+    inv = inv.reshape(-1)
+    comm = np.array([classify.kernel_type_of_name(x, hta_compat=quirks) == KernelType.COMMUNICATION for x in uniq],
+                    dtype=bool)[inv]
+    if pats:
+        test = (lambda x: any(re.search(p, x) for p in pats)) if quirks else (lambda x: any(p in x for p in pats))
+        su, sinv = np.unique(short[op].astype(str), return_inverse=True) if quirks else (uniq, inv)
+        dl = np.array([test(x) for x in su], dtype=bool)[sinv.reshape(-1)]
+    else:
+        dl = np.zeros(len(op), dtype=bool)
+    cpu = stream < 0
+    out[op] = np.where(cpu, np.where(dl, "data_loading", "cpu_bound"),
+                       np.where(comm, "gpu_communication_bound", "gpu_compute_bound"))
     return out
 
 

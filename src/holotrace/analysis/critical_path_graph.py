@@ -227,8 +227,9 @@ def _threads(jv, view, strings, rows: np.ndarray) -> np.ndarray:
     fwd, bwd = single_tid("forward"), single_tid("autograd")
     if fwd and bwd and fwd != bwd:
         tid[tid == bwd] = fwd
-    pid = view["pid"][rows]
-    _, code = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
+    _, pc = np.unique(view["pid"][rows], return_inverse=True)
+    tu, tc = np.unique(tid, return_inverse=True)
+    _, code = np.unique(pc.reshape(-1).astype(np.int64) * len(tu) + tc.reshape(-1), return_inverse=True)
     return code.reshape(-1)
 
 
