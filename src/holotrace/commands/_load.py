@@ -17,12 +17,40 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)")
     g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_executor_options(g)
     f = p.add_argument_group("selection")
     f.add_argument("--ranks", metavar="LIST", help="analyse only these ranks, e.g. 0-3,7 (default: all)")
     f.add_argument("--steps", metavar="LIST", help="analyse only these ProfilerStep numbers, e.g. 5-9 (default: all)")
 
 
+def add_executor_options(g) -> None:
+    """``--executor`` and ``--ray-address`` (where per-file and per-rank work runs)."""
+    g.add_argument("--executor", choices=("local", "ray"), default=None,
+                   help="where per-file work runs: local processes or a Ray cluster (default: $HOLOTRACE_EXECUTOR, else local)")
+    g.add_argument("--ray-address", metavar="auto|HOST:PORT", default=None,
+                   help="the Ray cluster to join (default: $HOLOTRACE_RAY_ADDRESS, else a Ray instance on this machine)")
+
+
+def executor_of(args: argparse.Namespace):
+    """The executor the options (or the environment) name; None when it is the local pool."""
+    from holotrace.exec.executor import ENV_EXECUTOR, get_executor
+    import os
+
+    name = getattr(args, "executor", None) or os.environ.get(ENV_EXECUTOR) or "local"
+    if name.strip().lower() == "local":
+        return None
+    return get_executor(name, address=getattr(args, "ray_address", None), workers=getattr(args, "workers", None))
+
+
 def load_job(args: argparse.Namespace) -> Job:
+    ex = executor_of(args)
+    if ex is not None:
+        from holotrace.exec.pool import use_executor
+
+        with ex, use_executor(ex):
+            job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+                       progress_bar=False if getattr(args, "quiet", False) else None)
+        return select_job(job, args)
     job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
                progress_bar=False if getattr(args, "quiet", False) else None)
     return select_job(job, args)

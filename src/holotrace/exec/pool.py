@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Optional, Sequence, TypeVar
 
@@ -68,8 +69,25 @@ def plan(requested: Optional[int], sizes: Sequence[int]) -> tuple[int, list[int]
     return procs, [per if s >= THREAD_MIN_FILE_BYTES else 1 for s in sizes]
 
 
+_EXECUTOR: list = []  # the executor installed by ``use_executor`` (innermost last)
+
+
+@contextmanager
+def use_executor(executor):
+    """Within the block, ``run_map`` hands work for several processes to ``executor`` (an
+    :class:`holotrace.exec.executor.Executor`, e.g. Ray's) instead of the local pool."""
+    _EXECUTOR.append(executor)
+    try:
+        yield executor
+    finally:
+        _EXECUTOR.remove(executor)
+
+
 def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Optional[Callable[[int, R], None]] = None) -> list[R]:
-    """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores)."""
+    """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores), or on the
+    executor installed by :func:`use_executor` when ``workers`` > 1."""
+    if _EXECUTOR and int(workers) > 1 and len(items) > 1 and getattr(_EXECUTOR[-1], "name", "local") != "local":
+        return _delegate(_EXECUTOR[-1], fn, items, on_done)
     results: list = [None] * len(items)
     workers = min(int(workers), len(items), cpu_count())
     if workers <= 1:
@@ -85,6 +103,18 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Opt
             results[i] = f.result()
             if on_done:
                 on_done(i, results[i])
+    return results
+
+
+def _delegate(executor, fn, items, on_done) -> list:
+    """``run_map`` on another executor: results in input order, ``on_done`` in input order too, and a task's
+    failure raised here as it would be by the pool."""
+    results = executor.map(fn, items)
+    for i, r in enumerate(results):
+        if type(r).__name__ == "TaskFailed":
+            raise RuntimeError(f"a task on the {executor.name} executor failed: {r}")
+        if on_done:
+            on_done(i, r)
     return results
 
 
