@@ -23,7 +23,8 @@ ALLOWED = {
     "analysis": {"base", "exec", "model"},
     "render": {"base", "model", "analysis"},
     "compat": {"base", "exec", "model", "analysis", "render", "loader"},
-    "commands": {"base", "exec", "ingest", "model", "analysis", "render", "loader"},
+    "scale": {"base", "exec", "ingest", "model", "loader", "analysis"},
+    "commands": {"base", "exec", "ingest", "model", "analysis", "render", "loader", "scale"},
     "cli": {"base", "commands", "package"},
     "package": {"base", "loader", "model", "compat"},
 }

@@ -1,0 +1,133 @@
+"""What one rank contributes to the job's answers, small enough to send over a network.
+
+:func:`rank_summary` runs the analyses of ``holotrace summary`` on one rank (holotrace's rules) and keeps
+their per-rank rows, plus what the cross-rank answers need: kernel statistics as mergeable moments
+(count, sum, min, max, mean, std per kernel name), the rank's collective kernels (for matching across
+ranks), a launch-delay sketch (mergeable quantiles) and the worst launches. No frame has a row per event,
+except ``collectives`` (one row per communication kernel). :mod:`holotrace.analysis.reduce` combines the
+summaries of every rank into the job's tables.
+
+Times that the analyses measure from the job's first event (``steps.start_us``, the launches' ``ts``) are
+measured here from ``info["origin_ns"]`` (the source's first event; the rank's own when the source holds
+one rank); the reduce moves them to the job's origin exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis import idle, kernels, launches, overlap, steps, temporal
+from holotrace.model.classify import NATIVE, Kind, KernelType
+from holotrace.model.view import job_view
+
+__all__ = ["RankSummary", "rank_summary", "delay_sketch", "sketch_quantiles", "SKETCH_ACCURACY", "FRAMES"]
+
+#: relative accuracy of the launch-delay quantiles read from merged sketches
+SKETCH_ACCURACY = 0.01
+_GAMMA = (1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)
+_LOG_GAMMA = float(np.log(_GAMMA))
+_ZERO_BUCKET = np.iinfo(np.int64).min  # values ≤ 1e-9 µs
+#: the frames of a summary, in a fixed order
+FRAMES = ("temporal", "temporal_by_step", "kernel_types_by_rank", "kernel_stats", "kernel_rank_stats", "gpu_ops",
+          "idle", "idle_interval_stats", "overlap", "steps", "collectives", "launch_sketch", "launch_worst")
+#: columns of the ``collectives`` frame (the rank's view columns that the cross-rank matching reads)
+COLLECTIVE_COLUMNS = ("ts", "dur", "end", "kind", "kernel_type", "gpu", "iteration", "name")
+
+
+@dataclass
+class RankSummary:
+    """One rank's summary: ``frames`` (see :data:`FRAMES`) and ``info`` (plain values: origin, launch counts,
+    and whatever the caller adds, e.g. model facts and findings)."""
+
+    rank: int
+    frames: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    def nbytes(self) -> int:
+        """Memory of the frames (deep)."""
+        return int(sum(f.memory_usage(index=True, deep=True).sum() for f in self.frames.values()))
+
+
+def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, launch_delay_cutoff: float = 100.0) -> RankSummary:
+    """The summary of ``rank`` (default: the source's only or first rank) under holotrace's rules.
+
+    Args:
+        source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView` (holotrace's rules).
+        top_launches: how many of the rank's worst delayed launches to keep.
+        launch_delay_cutoff: µs above which a launch delay is an outlier (as ``holotrace summary``).
+    """
+    view = job_view(source, NATIVE)
+    r = int(view.ranks[0] if rank is None else view.select([rank])[0])
+    sel = [r]
+    starts = [int(view[x]["ts"].min()) + view[x].clock_offset for x in view.ranks if view[x].n]
+    origin = min(starts) if starts else 0
+    all_names = len(view.strings) + 1  # a "top" that keeps every kernel
+    dist = kernels.rank_distribution(view, rules=NATIVE, ranks=sel, top=all_names).drop(columns=["sum_vs_median"])
+    frames = {
+        "temporal": temporal.breakdown(view, rules=NATIVE, ranks=sel),
+        "temporal_by_step": temporal.breakdown(view, rules=NATIVE, ranks=sel, per_step=True),
+        "kernel_types_by_rank": kernels.type_breakdown(view, rules=NATIVE, ranks=sel, by_rank=True),
+        "kernel_stats": kernels.kernel_stats(view, rules=NATIVE, ranks=sel),
+        "kernel_rank_stats": dist,
+        "gpu_ops": kernels.top_kernels(view, rules=NATIVE, ranks=sel, top=all_names),
+        "idle": idle.idle_breakdown(view, rules=NATIVE, ranks=sel),
+        "idle_interval_stats": idle.idle_interval_stats(view, rules=NATIVE, ranks=sel),
+        "overlap": overlap.comm_comp_overlap(view, rules=NATIVE, ranks=sel),
+        "steps": steps.step_times(view, rules=NATIVE, ranks=sel),
+        "collectives": _collectives(view, r),
+    }
+    stats = launches.launch_stats(view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True)
+    rows = launches.all_launches(stats)
+    delay = rows["launch_delay"].to_numpy(dtype=np.float64)
+    frames["launch_sketch"] = delay_sketch(delay)
+    frames["launch_worst"] = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches).reset_index(drop=True)
+    v = view[r]
+    info = {"rank": r, "origin_ns": origin, "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
+            "clock_offset_ns": int(v.clock_offset), "launches": int(len(delay)),
+            "launch_outliers": int(rows["launch_delay_outlier"].sum()) if len(rows) else 0,
+            "launch_delay_cutoff": float(launch_delay_cutoff), "profiler_steps": steps.profiler_steps(view, rules=NATIVE, ranks=sel)}
+    return RankSummary(r, frames, info)
+
+
+def _collectives(view, r: int) -> pd.DataFrame:
+    """The rank's communication kernels (view columns, names as text) and its first event: what
+    :func:`holotrace.analysis.stragglers.collective_waits` reads to match collectives across ranks."""
+    v = view[r]
+    comm = (v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION))
+    if v.n:
+        comm[int(np.argmin(v["ts"]))] = True  # the first event keeps the rank's start on the common clock
+    rows = np.flatnonzero(comm)
+    out = {c: v[c][rows] for c in COLLECTIVE_COLUMNS if c != "name"}
+    out["name"] = pd.Series(view.names(v["name"][rows]), dtype=object)
+    return pd.DataFrame(out)
+
+
+def delay_sketch(values: np.ndarray) -> pd.DataFrame:
+    """A mergeable quantile sketch of non-negative values: counts per logarithmic bucket (relative accuracy
+    :data:`SKETCH_ACCURACY`). Merge sketches by adding counts of equal buckets."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    small = x <= 1e-9
+    b = np.full(len(x), _ZERO_BUCKET, dtype=np.int64)
+    b[~small] = np.ceil(np.log(x[~small]) / _LOG_GAMMA).astype(np.int64)
+    keys, counts = np.unique(b, return_counts=True)
+    return pd.DataFrame({"bucket": keys.astype(np.int64), "count": counts.astype(np.int64)})
+
+
+def sketch_quantiles(sketch: pd.DataFrame, qs) -> list[float]:
+    """Quantiles (0..1) of the values a (merged) sketch counts; NaN when it is empty. Each is within
+    :data:`SKETCH_ACCURACY` relative error of a value at that rank."""
+    if sketch.empty:
+        return [float("nan")] * len(qs)
+    s = sketch.groupby("bucket", sort=True)["count"].sum()
+    keys, cum = s.index.to_numpy(), np.cumsum(s.to_numpy())
+    n = int(cum[-1])
+    out = []
+    for q in qs:
+        k = keys[int(np.searchsorted(cum, q * (n - 1), side="right"))]
+        out.append(0.0 if k == _ZERO_BUCKET else float(2 * _GAMMA ** k / (_GAMMA + 1)))
+    return out

@@ -1,0 +1,252 @@
+"""A job as a map over ranks and a reduce over their summaries, on any executor.
+
+:func:`summarize` finds the job's files (in this process: file heads only), maps :func:`summarize_file` over
+them on an executor (the local process pool, or Ray), and reduces the returned summaries
+(:func:`holotrace.analysis.reduce.reduce_summaries`). Each task reads one file (through the cache when
+asked), runs the analyses on that rank and returns its :class:`~holotrace.analysis.rank_summary.RankSummary`:
+no event table ever comes back. :func:`ingest` does the same and writes each rank's tables and summary to a
+folder; :func:`read_ingest` reduces what a folder holds, naming the ranks it lacks. A file that cannot be read
+becomes a finding; the other ranks complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Optional, Sequence
+
+import numpy as np
+
+from holotrace.analysis.rank_summary import RankSummary, rank_summary
+from holotrace.analysis.reduce import reduce_summaries
+from holotrace.errors import HolotraceError, TraceFormatError
+from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed, get_executor
+from holotrace.findings import Finding, FindingCode, rank_ranges
+from holotrace.ingest.discover import discover
+from holotrace.loader import load
+from holotrace.model.job import Job
+from holotrace.model.validate import check_job, check_rank
+from holotrace.scale import store
+
+__all__ = ["JobSummary", "summarize", "summarize_file", "ingest", "read_ingest"]
+
+# codes found on the whole set of files or the whole job (the driver's), not on one file
+_JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, FindingCode.DUPLICATE_RANK, FindingCode.BAD_RANK_INFO,
+                        FindingCode.MIXED_JOBS, FindingCode.MISSING_RANKS, FindingCode.RANK_OUT_OF_RANGE,
+                        FindingCode.NO_PROFILER_STEPS, FindingCode.STEPS_MISSING_ON_RANKS, FindingCode.CLOCK_SKEW})
+
+
+@dataclass
+class JobSummary:
+    """The job's frames (``frames``: the tables of ``holotrace summary`` and more, see
+    :func:`~holotrace.analysis.reduce.reduce_summaries`), its ranks and findings."""
+
+    path: str
+    ranks: list
+    frames: dict
+    findings: list
+    world_size: Optional[int] = None
+    summary_bytes: list = field(default_factory=list)  # per rank: size of its summary as sent
+    executor: str = "local"
+
+    @property
+    def cross_rank_warning(self) -> Optional[str]:
+        bad = [f for f in self.findings if f.code.cross_rank]
+        return "; ".join(f.message for f in bad) if bad else None
+
+
+@dataclass(frozen=True)
+class _Failed:
+    rank: int
+    file: str
+    problem: str
+
+
+def summarize_file(task: tuple):
+    """Task: one file → its rank's summary (model facts and findings in ``info``); a :class:`_Failed` when the
+    file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
+    path, rank, use_cache, cache_dir, out = task
+    try:
+        one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
+    except HolotraceError as e:
+        problem = e.problem + (f" ({e.fix})" if e.fix else "")
+        if out is not None:
+            store.write_failure(Path(out), rank, path, problem)
+        return _Failed(rank, path, problem)
+    t = one.rank(one.ranks[0])
+    t.rank = rank  # the rank the job's discovery gave this file
+    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path)
+    checks = check_rank(job, t)
+    decode = [f for f in one.findings if f.code not in _JOB_CODES and f not in checks]
+    s = rank_summary(job, rank)
+    s.info.update({"file": path, "n_events": int(t.n_events), "has_steps": bool(t.has_steps), "meta_world_size": _world(t.meta),
+                   "findings_decode": [dataclasses.replace(f, rank=rank).as_dict() for f in decode],
+                   "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks]})
+    if out is not None:
+        store.write_rank(Path(out), t, one.strings, s)
+    return s
+
+
+def _world(meta: dict) -> Optional[int]:
+    di = meta.get("distributedInfo")
+    return di.get("world_size") if isinstance(di, dict) and isinstance(di.get("world_size"), int) else None
+
+
+def _finding(d: dict) -> Finding:
+    return Finding.of(d["code"], d["message"], d.get("rank"), d.get("file"), d.get("count", 1), d.get("example"), severity=d.get("severity"))
+
+
+def _select(files: list, ranks: Optional[Sequence[int]]) -> list:
+    if ranks is None:
+        return files
+    want = {int(r) for r in ranks}
+    return [f for f in files if f.rank in want]
+
+
+def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]) -> list:
+    ex = executor or LocalExecutor()
+    bar = None
+    if (progress_bar if progress_bar is not None else sys.stderr.isatty()) and tasks:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), unit="rank", desc=f"ranks ({ex.name})", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+    try:
+        return ex.map(summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+        if executor is None:
+            ex.close()
+
+
+def _assemble(path: str, files: dict, results: list, found_findings: list, *, top: int, world: Optional[int], executor: str,
+              explicit: bool = False) -> JobSummary:
+    """Findings in the loader's order (discovery, unreadable files, decoding, per-rank checks, job checks) and the reduce."""
+    summaries = [r for r in results if isinstance(r, RankSummary)]
+    findings = list(found_findings)
+    failed = []
+    for r, res in zip(files, results):
+        if isinstance(res, _Failed):
+            failed.append((r, res.file, res.problem))
+        elif isinstance(res, TaskFailed):
+            failed.append((r, files[r], f"the task failed: {res}"))
+        elif isinstance(res, dict):  # a failure read back from an ingest folder
+            failed.append((r, res["file"], res["problem"]))
+    if failed and (explicit or not summaries):
+        r, f, problem = failed[0]
+        raise TraceFormatError(f"rank {r} could not be read: {problem}", path=f, fix="check the file (holotrace doctor PATH)")
+    for r, f, problem in failed:
+        findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded, rank {r} is missing from every number: {problem}", rank=r, file=f))
+    summaries.sort(key=lambda s: s.rank)
+    for key in ("findings_decode", "findings_check"):
+        findings += [_finding(d) for s in summaries for d in s.info.get(key, [])]
+    stubs = {s.rank: SimpleNamespace(rank=s.rank, n_events=s.info.get("n_events", 0), has_steps=s.info.get("has_steps", False),
+                                     clock_offset_ns=s.info.get("clock_offset_ns", 0),
+                                     columns={"ts_ns": np.array([(s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0)])})
+             for s in summaries}
+    findings += check_job(SimpleNamespace(traces=stubs))
+    if world is None:
+        world = next((s.info.get("meta_world_size") for s in summaries if s.info.get("meta_world_size")), None)
+    frames = reduce_summaries(summaries, top=top)
+    from holotrace.scale.store import summary_to_bytes
+
+    sizes = [len(summary_to_bytes(s)) for s in summaries]
+    return JobSummary(path, [s.rank for s in summaries], frames, findings, world, sizes, executor)
+
+
+def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
+              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None) -> JobSummary:
+    """The job's summary by a map over its ranks on ``executor`` (default: the local pool) and a reduce.
+
+    Args:
+        path: folder of trace files, one file, or an ingest folder (then :func:`read_ingest`).
+        executor: where the per-rank work runs (:func:`holotrace.exec.executor.get_executor`).
+        ranks: only these ranks.
+        cache: read/write each file's cache entry (on ``cache_dir``, which every worker must reach).
+    """
+    if not isinstance(path, (list, tuple)) and store.is_ingest_folder(path):
+        return read_ingest(path, ranks=ranks, top=top)
+    found = discover(path)
+    files = _select(found.files, ranks)
+    cdir = str(cache_dir) if cache_dir is not None else None
+    tasks = [(f.path, f.rank, cache, cdir, None) for f in files]
+    results = _map(executor, tasks, progress_bar)
+    explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
+    return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, top=top, world=_found_world(found),
+                     executor=(executor.name if executor else "local"), explicit=explicit)
+
+
+def _found_world(found) -> Optional[int]:
+    ws = {t.dist.get("world_size") for t in found.files if type(t.dist.get("world_size")) is int}
+    return ws.pop() if len(ws) == 1 else None
+
+
+def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
+           cache_dir=None, progress_bar: Optional[bool] = None) -> dict:
+    """Write each selected rank's tables and summary under ``output`` (see :mod:`holotrace.scale.store`).
+
+    Returns ``{"ranks": written, "failed": [(rank, file, problem)], "bytes": summary bytes per rank}``.
+    """
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    found = discover(path)
+    files = _select(found.files, ranks)
+    t0 = time.perf_counter()
+    tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in files]
+    results = _map(executor, tasks, progress_bar)
+    written = [r.rank for r in results if isinstance(r, RankSummary)]
+    failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(files, results) if not isinstance(r, RankSummary)]
+    for r, f, problem in failed:
+        if isinstance(problem, str) and not store.rank_dir(out, r).is_dir():
+            store.write_failure(out, r, f, problem)
+    sel = [f.rank for f in files]
+    manifest = {"path": str(path), "world_size": _found_world(found), "job_ranks": [f.rank for f in found.files],
+                "ranks": sel, "files": {str(f.rank): f.path for f in files},
+                "findings": [x.as_dict() for x in found.findings], "seconds": round(time.perf_counter() - t0, 3),
+                "executor": executor.name if executor else "local"}
+    store.write_manifest(out, manifest, min(sel) if sel else 0, max(sel) if sel else 0)
+    return {"ranks": written, "failed": failed}
+
+
+def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10) -> JobSummary:
+    """Reduce the summaries an ingest folder holds. Ranks of the job without a summary (never ingested, or
+    ingested by a run still going) are a ``missing_ranks`` finding; ranks whose file failed, ``skipped_file``."""
+    want = {int(r) for r in ranks} if ranks is not None else None
+    manifests, summaries, failures = store.read_folder(folder, want)
+    job_ranks = sorted({int(r) for m in manifests for r in m.get("job_ranks", [])})
+    if want is not None:
+        job_ranks = [r for r in job_ranks if r in want]
+    seen, found_findings = set(), []
+    for m in manifests:  # every run discovered the same job: each finding once
+        for d in m.get("findings", []):
+            key = (d["code"], d["message"])
+            if key not in seen:
+                seen.add(key)
+                found_findings.append(_finding(d))
+    have = {s.rank for s in summaries} | {int(f["rank"]) for f in failures}
+    missing = [r for r in job_ranks if r not in have]
+    if missing:
+        found_findings.append(Finding.of(FindingCode.MISSING_RANKS,
+                                         f"{len(missing)} rank(s) of the job have no ingested summary in this folder: {rank_ranges(missing)}; "
+                                         f"ingest them (holotrace ingest PATH --output DIR --ranks {rank_ranges(missing).replace(' ', '')}); "
+                                         f"cross-rank numbers cover only the ingested ranks", count=len(missing)))
+    files = {s.rank: s.info.get("file", "") for s in summaries}
+    files.update({int(f["rank"]): f["file"] for f in failures})
+    order = sorted(files)
+    by_rank = {s.rank: s for s in summaries}
+    by_rank.update({int(f["rank"]): f for f in failures})
+    results = [by_rank[r] for r in order]
+    world = next((m.get("world_size") for m in manifests if m.get("world_size")), None)
+    if not summaries and not failures:
+        raise TraceFormatError("the ingest folder holds no rank summary" + (f" for ranks {rank_ranges(sorted(want))}" if want else ""),
+                               path=str(folder), fix="run holotrace ingest PATH --output DIR (with --ranks for a part of the job)")
+    return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, top=top, world=world, executor="ingest")
+
+
+def get(name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None) -> Executor:
+    """:func:`holotrace.exec.executor.get_executor` (here for callers of this module)."""
+    return get_executor(name, address=address, workers=workers)
