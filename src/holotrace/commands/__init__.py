@@ -9,7 +9,7 @@ vanishes from the help.
 
 # no ``from __future__ import annotations`` here: it would shadow the ``annotations`` command module
 
-from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, launches, memory, sequences, stragglers, summary
+from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, launches, memory, report, sequences, stragglers, summary
 from holotrace.commands.base import Command
 
 __all__ = ["COMMANDS", "Command"]
@@ -28,5 +28,6 @@ COMMANDS: tuple[Command, ...] = (
     memory.COMMAND,
     counters.COMMAND,
     cupti.COMMAND,
+    report.COMMAND,
     cache.COMMAND,
 )

@@ -1,0 +1,176 @@
+"""``holotrace report PATH -o report.html``: one self-contained HTML file that tells the story of the job.
+
+Findings first, then GPU time per rank, idle causes and overlap, step times and the slowest rank, top kernels
+with their per-rank distributions, launch delays, queue length and memory bandwidth, the critical path with
+the ranked fixes, and a zoomable GPU timeline of one step. Every number comes from the analyses under
+holotrace's rules; the file inlines its style and script and opens with no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from holotrace import findings as findings_mod
+from holotrace.analysis import counters, idle, kernels, launches, overlap, steps, stragglers, temporal
+from holotrace.analysis.timeline import gpu_timeline
+from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands.base import Command
+from holotrace.errors import AnalysisError
+from holotrace.model.classify import NATIVE
+from holotrace.model.view import job_view
+
+__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_load_options(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write (e.g. report.html)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels (default 10)")
+    p.add_argument("--timeline-step", type=int, default=None, metavar="N",
+                   help="ProfilerStep shown on the timeline and analysed on the critical path (default: the middle step)")
+    p.add_argument("--critical-path-rank", type=int, default=None, metavar="R",
+                   help="rank whose critical path is analysed (default: the slowest rank, else the first)")
+    p.add_argument("--no-critical-path", action="store_true", help="leave out the critical path and the ranked fixes")
+    p.add_argument("--launch-delay-cutoff", type=float, default=100, metavar="US",
+                   help="launch delays above this are outliers (default 100 us)")
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_job(args)
+    data = report_data(job, top=args.top, timeline_step=args.timeline_step, critical_path=not args.no_critical_path,
+                       critical_path_rank=args.critical_path_rank, launch_delay_cutoff=args.launch_delay_cutoff)
+    size = write_report(data, args.output)
+    print(f"wrote {args.output} ({size / 1e6:.2f} MB)")
+    return 0
+
+
+COMMAND = Command(
+    name="report",
+    help="one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline",
+    description="Write one HTML file that needs no network: the job and its findings, per-rank GPU time "
+                "(compute / communication / memory / idle), idle causes, communication overlap, step times and "
+                "the slowest rank, top kernels with their per-rank distributions, launch delays, queue length and "
+                "memory bandwidth when recorded, the critical path of one step with the ranked fixes, and a "
+                "zoomable GPU timeline of that step for every rank.",
+    add_arguments=add_arguments,
+    run=run,
+)
+
+
+def write_report(data: dict, output) -> int:
+    """Render ``data`` and write it to ``output`` (through a temporary file); returns the size in bytes."""
+    from holotrace.render.report import render_report
+
+    html = render_report(data).encode("utf-8")
+    out = Path(output)
+    if out.is_dir():
+        raise AnalysisError("is a folder", path=out, fix="give a file name, e.g. -o report.html")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(html)
+    os.replace(tmp, out)
+    return len(html)
+
+
+def _findings(job) -> pd.DataFrame:
+    rows = [f.as_dict() for f in job.findings]
+    cols = ["severity", "code", "rank", "file", "count", "message", "example"]
+    f = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
+    order = f["severity"].map({"error": 0, "warning": 1, "info": 2}).fillna(3)
+    return f.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def _ranks_text(job) -> str:
+    r = list(job.ranks)
+    text = f"{r[0]}-{r[-1]} ({len(r)})" if len(r) > 2 and r == list(range(r[0], r[-1] + 1)) else ", ".join(map(str, r))
+    return text + (f", world size {job.world_size}" if job.world_size else "")
+
+
+def _steps_text(step_list) -> str:
+    if not step_list:
+        return "none (no ProfilerStep#N)"
+    return f"{step_list[0]}-{step_list[-1]} ({len(step_list)})" if len(step_list) > 3 else ", ".join(map(str, step_list))
+
+
+def _span_ms(view) -> float:
+    lo = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
+    hi = [int(view[r]["end"].max()) + view[r].clock_offset for r in view.ranks if view[r].n]
+    return (max(hi) - min(lo)) / 1e6 if lo else 0.0
+
+
+def _critical(view, rank: int, step, enabled: bool) -> dict:
+    from holotrace.analysis import critical_path as cpm
+    from holotrace.analysis.what_if import what_if
+
+    if not enabled:
+        return {"critical_path": None, "critical_path_note": "left out (--no-critical-path)"}
+    wanted = None if step is None else [step]
+    paths: dict = {}
+    try:
+        cpm.per_step(view, rank=rank, steps=wanted, rules=NATIVE, paths=paths)
+        wi = what_if(view, rank=rank, steps=wanted, rules=NATIVE)
+    except ValueError as e:  # the rank has no such step
+        return {"critical_path": None, "critical_path_note": f"not computed: {e}"}
+    one = paths.get(step) if step is not None else next(iter(paths.values()), None)
+    cp = cpm.breakdown(one) if one is not None else None
+    cp = cp if cp is not None else pd.DataFrame(columns=["bound_by", "duration"])
+    wi = wi.drop_duplicates(subset=["step", "fix"], keep="first").reset_index(drop=True)  # one row per fix
+    return {"critical_path": cp, "what_if": wi, "critical_path_rank": rank, "critical_path_step": step}
+
+
+def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool = True, critical_path_rank=None,
+                launch_delay_cutoff: float = 100.0) -> dict:
+    """Every frame the report shows, computed under holotrace's rules (analyses run on threads)."""
+    view = job_view(job, NATIVE)
+    step_list = steps.profiler_steps(view, rules=NATIVE)
+    if timeline_step is not None and timeline_step not in step_list:
+        raise AnalysisError(f"--timeline-step {timeline_step} is not a step of the job", path=job.path,
+                         fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps")
+    step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
+    jobs = {
+        "tb": lambda: temporal.breakdown(view, rules=NATIVE),
+        "types_by_rank": lambda: kernels.type_breakdown(view, rules=NATIVE, by_rank=True),
+        "types": lambda: kernels.type_breakdown(view, rules=NATIVE),
+        "idle": lambda: idle.idle_breakdown(view, rules=NATIVE),
+        "overlap": lambda: overlap.comm_comp_overlap(view, rules=NATIVE),
+        "steps": lambda: steps.step_times(view, rules=NATIVE),
+        "straggler_summary": lambda: stragglers.straggler_summary(view, rules=NATIVE) if len(view.ranks) > 1 else None,
+        "top_kernels": lambda: kernels.top_kernels(view, rules=NATIVE, top=top),
+        "rank_distribution": lambda: kernels.rank_distribution(view, rules=NATIVE, top=top),
+        "launch_stats": lambda: launches.launch_stats(view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True),
+        "queue_length": lambda: counters.queue_length(view, rules=NATIVE),
+        "memory_bandwidth": lambda: counters.memory_bandwidth(view, rules=NATIVE),
+        "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
+    }
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        futures = {k: pool.submit(f) for k, f in jobs.items()}
+        res = {k: f.result() for k, f in futures.items()}
+        ss = res["straggler_summary"]
+        cp_rank = critical_path_rank if critical_path_rank is not None else (
+            int(ss["rank"].iloc[0]) if ss is not None and len(ss) else view.ranks[0])
+        if cp_rank not in view.ranks:
+            raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path, fix=f"choose one of {view.ranks}")
+        cp = _critical(view, cp_rank, step, critical_path)
+    from holotrace.render.report import gpu_time_split
+
+    la = launches.all_launches(res["launch_stats"])
+    devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
+    meta = {"name": Path(str(job.path)).name, "path": str(job.path), "ranks_text": _ranks_text(job),
+            "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
+            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "ranks": list(job.ranks), "steps": step_list,
+            "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
+    return {"meta": meta, "findings": _findings(job), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
+            "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],
+            "overlap": res["overlap"], "steps": res["steps"], "straggler_summary": ss,
+            "top_kernels": res["top_kernels"], "rank_distribution": res["rank_distribution"],
+            "launches": la, "launch_summary": launches.launch_summary(res["launch_stats"]),
+            "launch_delay_cutoff": launch_delay_cutoff,
+            "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
+            "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
+            "timeline": res["timeline"], "timeline_step": step, **cp}

@@ -1,0 +1,119 @@
+"""``holotrace report`` as a user runs it: one self-contained HTML file whose shown numbers are the analyses'."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import holotrace
+from holotrace.analysis import kernels, temporal
+from holotrace.model.classify import NATIVE
+from holotrace.render.report import SECTIONS, gpu_time_split
+
+JOB = Path(__file__).resolve().parents[1] / "data" / "traces" / "hta_trace_filter_2rank"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "holotrace.cli", "report", *args], capture_output=True, text=True)
+
+
+class _Tables(HTMLParser):
+    """Cell texts of every ``<table data-table=...>``; section ids in order; external references."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.sections, self.external, self._t, self._cell = {}, [], [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and "data-table" in a:
+            self._t = self.tables.setdefault(a["data-table"], [])
+        elif tag == "tr" and self._t is not None:
+            self._t.append([])
+        elif tag in ("td", "th") and self._t is not None:
+            self._cell = ""
+        elif tag == "section":
+            self.sections.append(a.get("id"))
+        for k in ("src", "href"):
+            if a.get(k) and not a[k].startswith("#"):
+                self.external.append(a[k])
+        if tag == "link":
+            self.external.append(str(a))
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self._t[-1].append(self._cell)
+            self._cell = None
+        elif tag == "table":
+            self._t = None
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    r = run(str(JOB), "-o", str(out), "--no-cache", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {out}" in r.stdout
+    text = out.read_text(encoding="utf-8")
+    p = _Tables()
+    p.feed(text)
+    return text, p
+
+
+def _col(rows, i):
+    return [float(r[i].replace(",", "")) for r in rows[1:]]
+
+
+def test_self_contained_in_the_issue_order(report):
+    text, p = report
+    assert p.sections == list(SECTIONS)
+    assert p.external == []  # nothing fetched: no src, no href but in-page anchors, no <link>
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg)", text)
+    assert "default-src 'none'" in text  # and the page forbids any request
+    assert len(text.encode()) < 500_000
+    assert text.index('id="job"') < text.index("Findings that affect the numbers") < text.index('id="gpu-time"')
+
+
+def test_numbers_are_the_analysis_frames(report):
+    _, p = report
+    job = holotrace.load(str(JOB))
+    tb = temporal.breakdown(job, rules=NATIVE)
+    split = gpu_time_split(tb, kernels.type_breakdown(job, rules=NATIVE, by_rank=True))
+    rows = p.tables["gpu_time"]
+    # hand-checked on this job: rank 0 span 1,222.847 ms, idle 675.191 ms, compute 210.320 ms
+    assert rows[1][1:] == ["210.32", "336.98", "0.35", "675.19", "1,222.85"]
+    np.testing.assert_allclose(_col(rows, 2), np.round(split["communication_ms"], 2), atol=0.006)
+    # the parts add up to the span
+    np.testing.assert_allclose(split[["compute_ms", "communication_ms", "memory_ms", "other_ms", "idle_ms"]].sum(axis=1),
+                               split["span_ms"], rtol=1e-9)
+    top = kernels.top_kernels(job, rules=NATIVE, top=10)
+    np.testing.assert_allclose(_col(p.tables["top_kernels"], 3), np.round(top["sum_us"] / 1e3, 2), atol=0.006)
+    assert ["ranks", "0, 1, world size 128"] in p.tables["facts"]
+
+
+def test_findings_at_the_top(report):
+    text, _ = report
+    assert 'data-findings="1"' in text and "missing_ranks" in text
+
+
+def test_timeline_step_and_bad_choices(tmp_path):
+    out = tmp_path / "r.html"
+    r = run(str(JOB), "-o", str(out), "--timeline-step", "552", "--no-critical-path", "--quiet")
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "GPU operations of step 552" in text and "left out (--no-critical-path)" in text
+    bad = run(str(JOB), "-o", str(out), "--timeline-step", "7", "--quiet")
+    assert bad.returncode == 2 and "--timeline-step 7 is not a step" in bad.stderr and "[551, 552]" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    folder = run(str(JOB), "-o", str(tmp_path), "--quiet")
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
