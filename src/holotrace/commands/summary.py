@@ -41,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from holotrace.commands import _scale_report
+
+    if _scale_report.wants_scale(args):  # --executor, $HOLOTRACE_EXECUTOR or an ingest folder: map over ranks, reduce summaries
+        return emit(_scale_report.scale_report(_scale_report.summary_of_args(args), top=getattr(args, "top", 10)), args)
     job = load_job(args)
     return emit(build_report(job, top=getattr(args, "top", 10)), args)
 
