@@ -164,3 +164,19 @@ def test_generated_8rank_report_names_the_straggler(browser, tmp_path):
     lanes = page.evaluate("() => JSON.parse(document.getElementById('tl-data').textContent).lanes.length")
     assert lanes >= 16  # every rank's compute and communication streams
     page.close()
+
+
+def test_diff_report_in_chromium(browser, tmp_path):
+    from holotrace.render.report_diff import DIFF_SECTIONS
+
+    out = tmp_path / "diff.html"
+    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "diff", str(REAL_JOB), str(REAL_JOB), "--base-steps",
+                        "551", "--new-steps", "552", "--report", str(out), "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    page, errors, requests = _open(browser, out, tmp_path / "diff.png")
+    assert errors == [] and requests == []
+    assert page.eval_on_selector_all("section[data-section]", "s => s.map(x => x.id)") == list(DIFF_SECTIONS)
+    for sid in DIFF_SECTIONS[1:]:
+        assert page.eval_on_selector_all(f"#{sid} svg.plot .mark", "m => m.length") > 0, sid
+    assert float(page.get_attribute("[data-step-delta]", "data-step-delta")) == pytest.approx(19175.424, abs=1e-3)
+    page.close()

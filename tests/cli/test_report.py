@@ -117,3 +117,26 @@ def test_timeline_step_and_bad_choices(tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
     folder = run(str(JOB), "-o", str(tmp_path), "--quiet")
     assert folder.returncode == 2 and "is a folder" in folder.stderr
+
+
+def test_diff_report_biggest_contributor_first(tmp_path):
+    from holotrace.analysis.diff import diff_jobs
+    from holotrace.render.report_diff import DIFF_SECTIONS
+
+    out = tmp_path / "diff.html"
+    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "diff", str(JOB), str(JOB), "--base-steps", "551",
+                        "--new-steps", "552", "--fail-on", "step_time>+1%", "--min-effect", "0", "--report", str(out),
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr  # step 552 is 3.2 % slower than step 551: the rule trips
+    p = _Tables()
+    p.feed(out.read_text(encoding="utf-8"))
+    assert p.sections == list(DIFF_SECTIONS) and p.external == []
+    job = holotrace.load(str(JOB))
+    d = diff_jobs(job, job, rules=NATIVE, base_steps=[551], new_steps=[552])
+    rows = p.tables["contributors"]
+    shown = _col(rows, 3)
+    assert shown == sorted(shown, key=abs, reverse=True)  # biggest change first
+    np.testing.assert_allclose(shown, d.contributors["delta_us"].head(len(shown)) / 1e3, atol=5.01e-4)
+    assert rows[1][0] == "idle:host_wait" and rows[1][3] == "121.477"  # 981,898 -> 1,103,375 us of host wait
+    text = out.read_text()
+    assert "trips step_time&gt;+1%" in text and "19.175 ms slower" in text  # 607,608.064 -> 626,783.488 us

@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="kernel-name normalisation before matching: none, short (HTA's short names), template "
                         "(template arguments removed)")
     g.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
+    g.add_argument("--report", metavar="FILE", help="also write a self-contained HTML report of the comparison (e.g. diff.html)")
     ld = p.add_argument_group("loading")
     ld.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
     ld.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")
@@ -75,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
                   ranks=parse_int_ranges(args.ranks, "rank") if args.ranks else None, normalize=args.normalize)
     trips = check_rules(d, rules, min_effect=k)
     emit(build_report(d, trips, args.base, args.new, rules, k, top=args.top), args)
+    if getattr(args, "report", None):
+        from holotrace.commands.report import write_html
+        from holotrace.render.report_diff import render_diff_report
+
+        write_html(render_diff_report(d, trips, args.base, args.new, top=args.top), args.report)
     return 1 if trips else 0
 
 

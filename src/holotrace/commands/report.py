@@ -25,7 +25,7 @@ from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 
-__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report"]
+__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report", "write_html"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,17 +64,22 @@ COMMAND = Command(
 
 
 def write_report(data: dict, output) -> int:
-    """Render ``data`` and write it to ``output`` (through a temporary file); returns the size in bytes."""
+    """Render ``data`` and write it to ``output``; returns the size in bytes."""
     from holotrace.render.report import render_report
 
-    html = render_report(data).encode("utf-8")
+    return write_html(render_report(data), output)
+
+
+def write_html(html: str, output) -> int:
+    """Write ``html`` to ``output`` through a temporary file beside it; returns the size in bytes."""
+    data = html.encode("utf-8")
     out = Path(output)
     if out.is_dir():
         raise AnalysisError("is a folder", path=out, fix="give a file name, e.g. -o report.html")
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(html)
+    tmp.write_bytes(data)
     os.replace(tmp, out)
-    return len(html)
+    return len(data)
 
 
 def _findings(job) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["stacked_bars", "bars", "histogram", "strip", "lines", "fmt", "PALETTE"]
+__all__ = ["stacked_bars", "bars", "diverging_bars", "histogram", "strip", "lines", "fmt", "PALETTE"]
 
 #: series colours (distinct in lightness, so they stay apart in grey)
 PALETTE = ("#1f5fa8", "#e08a1e", "#6aa84f", "#c9c9c9", "#8e44ad", "#b03a2e", "#16a085", "#7f8c8d")
@@ -231,3 +231,31 @@ def lines(name: str, series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, xu
     body.append(f'<text x="{left + pw / 2:.0f}" y="{height - 3}" text-anchor="middle" class="ax">{escape(xunit)}</text>'
                 f'<text x="4" y="{top + 8}" class="ax">{escape(yunit)}</text>')
     return _svg(name, width, height, body, f"line chart of {len(series)} series")
+
+
+def diverging_bars(name: str, labels: Sequence[str], values: Sequence[float], *, unit: str, digits: int = 1,
+                   width: int = 760) -> str:
+    """Horizontal bars left (negative: less, faster) or right (positive: more, slower) of a zero line, each
+    with its signed value written beside it and a word in its title."""
+    vals = np.asarray(values, dtype=np.float64)
+    left = min(12 + 7 * max((len(s) for s in labels), default=4), 360)
+    bh, n = 16, len(labels)
+    h = 14 + n * (bh + 5) + 18
+    half = (width - left - 70) / 2
+    zero = left + half
+    vmax = float(np.nanmax(np.abs(vals))) if n and np.nanmax(np.abs(vals)) > 0 else 1.0
+    body = [f'<line x1="{zero:.1f}" x2="{zero:.1f}" y1="4" y2="{h - 16}" stroke="#333"/>']
+    for i, (lab, v) in enumerate(zip(labels, vals)):
+        y = 8 + i * (bh + 5)
+        w = abs(v) / vmax * half
+        x = zero if v >= 0 else zero - w
+        col, word = (PALETTE[5], "more") if v > 0 else (PALETTE[2], "less")
+        tx = zero + w + 4 if v >= 0 else zero - w - 4
+        anchor = "start" if v >= 0 else "end"
+        body.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end" class="ax">{escape(lab[:50])}</text>'
+                    f'<rect class="mark" x="{x:.1f}" y="{y}" width="{max(w, 0.5):.1f}" height="{bh}" fill="{col}">'
+                    f'<title>{escape(lab)}: {v:+,.{digits}f} {escape(unit)} ({word})</title></rect>'
+                    f'<text x="{tx:.1f}" y="{y + 12}" text-anchor="{anchor}" class="ax">{v:+,.{digits}f}</text>')
+    body.append(f'<text x="{zero:.0f}" y="{h - 3}" text-anchor="middle" class="ax">{escape(unit)} (left: less, '
+                f'right: more)</text>')
+    return _svg(name, width, h, body, f"change of {n} values in {unit}")
