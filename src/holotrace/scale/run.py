@@ -70,6 +70,7 @@ def summarize_file(task: tuple):
     """Task: one file → its rank's summary (model facts and findings in ``info``); a :class:`_Failed` when the
     file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
     path, rank, use_cache, cache_dir, out = task
+    t0 = time.perf_counter()
     try:
         one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
     except HolotraceError as e:
@@ -88,7 +89,19 @@ def summarize_file(task: tuple):
                    "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks]})
     if out is not None:
         store.write_rank(Path(out), t, one.strings, s)
+    s.info["map_seconds"] = round(time.perf_counter() - t0, 4)
+    s.info["worker_peak_rss"] = _peak_rss()
     return s
+
+
+def _peak_rss() -> Optional[int]:
+    """This process's peak resident memory so far (bytes), where the platform tells."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    except (ImportError, OSError):
+        return None
 
 
 def _world(meta: dict) -> Optional[int]:
