@@ -9,7 +9,7 @@ vanishes from the help.
 
 # no ``from __future__ import annotations`` here: it would shadow the ``annotations`` command module
 
-from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, ingest, launches, memory, report, sequences, stragglers, summary
+from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, ingest, launches, memory, report, sequences, stragglers, summary, timeline
 from holotrace.commands.base import Command
 
 __all__ = ["COMMANDS", "Command"]
@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     counters.COMMAND,
     cupti.COMMAND,
     report.COMMAND,
+    timeline.COMMAND,
     cache.COMMAND,
     ingest.COMMAND,
 )

@@ -1,0 +1,132 @@
+"""Every rank of a job merged into one Chrome-trace file on the job's common clock, for Perfetto UI.
+
+One process per rank (``pid`` = rank, named ``rank R``), its CPU threads and GPU streams inside as threads
+(a GPU stream's ``tid`` is its stream number; a CPU thread whose id equals a stream number of the same rank is
+moved to ``tid + 2**31`` so the two never share a track). Each duration event keeps its name, category,
+duration and the args that link work across threads (``correlation``, ``External id``, and ``stream`` /
+``device`` on the GPU). Times are written in µs with three decimals (exact ns) relative to the job's origin,
+which is the file's ``baseTimeNanoseconds``: loading the file back puts every event at its original place on
+the common clock. Findings become instant events (``"ph": "i"``) at the start of their rank (or of the job).
+
+:func:`merged_events` yields the JSON text of the events; :func:`write_merged_trace` writes the file
+(gzip-compressed when the name ends in ``.gz``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+
+from holotrace.render.trace_file import gzip_bytes
+
+__all__ = ["merged_events", "write_merged_trace", "CPU_TID_SHIFT"]
+
+CPU_TID_SHIFT = 2 ** 31
+
+
+def _json_strings(strings, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct id its JSON string literal (decoded and escaped once); returns (literals, inverse)."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    lits = np.array([json.dumps(strings[int(i)] if i >= 0 else "") for i in uniq.tolist()], dtype=object)
+    return lits, inv.reshape(-1)
+
+
+def _ts_text(ns: np.ndarray) -> list[str]:
+    """Exact µs text with three decimals of non-negative ns values."""
+    q, r = np.divmod(ns, 1000)
+    return [f"{a}.{b:03d}" for a, b in zip(q.tolist(), r.tolist())]
+
+
+def _rank_events(job, r: int, origin: int, gpu_only: bool) -> Iterator[str]:
+    t = job.rank(r)
+    c = t.columns
+    stream = c["stream"].astype(np.int64)
+    keep = stream >= 0 if gpu_only else np.ones(len(stream), dtype=bool)
+    rows = np.flatnonzero(keep)
+    if not len(rows):
+        return
+    gpu = stream[rows] >= 0
+    tid = c["tid"][rows].astype(np.int64)
+    streams = np.unique(stream[rows][gpu])
+    tid = np.where(gpu, stream[rows], np.where(np.isin(tid, streams), tid + CPU_TID_SHIFT, tid))
+    ts = c["ts_ns"][rows].astype(np.int64) + int(t.clock_offset_ns) - origin
+    dur = np.maximum(c["dur_ns"][rows].astype(np.int64), 0)
+    names, ninv = _json_strings(job.strings, c["name"][rows].astype(np.int64))
+    cats, cinv = _json_strings(job.strings, c["cat"][rows].astype(np.int64))
+    corr = c["correlation"][rows].astype(np.int64)
+    ext = c["external_id"][rows].astype(np.int64)
+    dev = c["device"][rows].astype(np.int64)
+    args = np.full(len(rows), "", dtype=object)
+    has = corr >= 0
+    args[has] = [f',"correlation":{v}' for v in corr[has].tolist()]
+    has = ext >= 0
+    args[has] = args[has] + np.array([f',"External id":{v}' for v in ext[has].tolist()], dtype=object)
+    args[gpu] = args[gpu] + np.array([f',"stream":{s},"device":{d}' for s, d in zip(stream[rows][gpu].tolist(),
+                                                                                    np.maximum(dev[gpu], 0).tolist())], dtype=object)
+    tss, durs = _ts_text(ts), _ts_text(dur)
+    nl, cl = names[ninv].tolist(), cats[cinv].tolist()
+    a = [("{" + x[1:] + "}") if x else "{}" for x in args.tolist()]
+    tl = tid.tolist()
+    yield from (f'{{"ph":"X","name":{n},"cat":{k},"pid":{r},"tid":{d},"ts":{s},"dur":{u},"args":{g}}}'
+                for n, k, d, s, u, g in zip(nl, cl, tl, tss, durs, a))
+    yield (f'{{"ph":"M","name":"process_name","pid":{r},"tid":0,"args":{{"name":"rank {r}"}}}},'
+           f'{{"ph":"M","name":"process_sort_index","pid":{r},"tid":0,"args":{{"sort_index":{r}}}}}')
+    for s in streams.tolist():
+        yield (f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{s},"args":{{"name":"GPU stream {s}"}}}},'
+               f'{{"ph":"M","name":"thread_sort_index","pid":{r},"tid":{s},"args":{{"sort_index":{100000 + s}}}}}')
+
+
+def _finding_events(job, origin: int, starts: dict) -> Iterator[str]:
+    for f in job.findings:
+        d = f.as_dict()
+        r = d.get("rank")
+        text = json.dumps(f"{d['severity']} {d['code']}: {d['message']}")
+        if r is not None and r in starts:
+            yield (f'{{"ph":"i","s":"p","name":{text},"cat":"holotrace_finding","pid":{int(r)},"tid":0,'
+                   f'"ts":{_ts_text(np.array([starts[r]]))[0]},"args":{{"code":{json.dumps(str(d["code"]))}}}}}')
+        else:
+            yield (f'{{"ph":"i","s":"g","name":{text},"cat":"holotrace_finding","pid":0,"tid":0,"ts":0.000,'
+                   f'"args":{{"code":{json.dumps(str(d["code"]))}}}}}')
+
+
+def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
+                  findings: bool = True) -> tuple[int, Iterator[str]]:
+    """``(origin_ns, events)``: the job's origin on the common clock and the JSON text of every event."""
+    chosen = [r for r in job.ranks if ranks is None or r in set(ranks)]
+    starts, origin = {}, None
+    for r in chosen:
+        t = job.rank(r)
+        if t.n_events:
+            starts[r] = int(t.columns["ts_ns"].min()) + int(t.clock_offset_ns)
+    origin = min(starts.values()) if starts else 0
+    rel = {r: s - origin for r, s in starts.items()}
+
+    def gen():
+        for r in chosen:
+            yield from _rank_events(job, r, origin, gpu_only)
+        if findings:
+            yield from _finding_events(job, origin, rel)
+
+    return origin, gen()
+
+
+def write_merged_trace(job, output, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
+                       findings: bool = True) -> tuple[int, int]:
+    """Write the merged trace to ``output`` (``.gz``: gzip); returns ``(events written, bytes written)``."""
+    origin, events = merged_events(job, ranks=ranks, gpu_only=gpu_only, findings=findings)
+    body = list(events)
+    head = json.dumps({"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": origin,
+                       "traceName": f"holotrace merged timeline of {Path(str(job.path)).name}",
+                       "otherData": {"source": str(job.path), "ranks": [int(r) for r in job.ranks if ranks is None or r in set(ranks)]}})
+    data = (head[:-1] + ',"traceEvents":[\n' + ",\n".join(body) + "\n]}\n").encode("utf-8")
+    out = Path(output)
+    if str(out).endswith(".gz"):
+        data = gzip_bytes(data)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, out)
+    return sum(b.count('"ph":') for b in body), len(data)
