@@ -140,3 +140,16 @@ def test_diff_report_biggest_contributor_first(tmp_path):
     assert rows[1][0] == "idle:host_wait" and rows[1][3] == "121.477"  # 981,898 -> 1,103,375 us of host wait
     text = out.read_text()
     assert "trips step_time&gt;+1%" in text and "19.175 ms slower" in text  # 607,608.064 -> 626,783.488 us
+
+
+def test_timeline_keeps_the_first_operations_of_a_long_step(monkeypatch):
+    import holotrace.render.report as rep
+    from holotrace.analysis.timeline import gpu_timeline
+
+    job = holotrace.load(str(JOB))
+    tl = gpu_timeline(job, rules=NATIVE, iterations=[551])
+    monkeypatch.setattr(rep, "MAX_TIMELINE_OPS", 1000)
+    html = rep._timeline_section({"timeline": tl, "timeline_step": 551})
+    cut = np.sort(tl["start"].to_numpy())[1000]
+    kept = int((tl["start"].to_numpy() < cut).sum())
+    assert kept <= 1000 and f'data-events="{kept}"' in html and f"Only the first {kept:,} of {len(tl):,}" in html

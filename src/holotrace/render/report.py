@@ -30,6 +30,8 @@ _TITLES = {"job": "The job", "gpu-time": "Where the GPU time went", "steps": "St
 _TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
 _TYPE_COLOURS = ("#e08a1e", "#6aa84f", "#1f5fa8", "#8c8c8c")
 _TYPE_LETTERS = ("N", "M", "C", "O")
+#: at most this many GPU operations on the timeline (about 20 bytes each in the file)
+MAX_TIMELINE_OPS = 150_000
 
 
 def page(title: str, sections: Sequence[tuple[str, str, str]], *, subtitle: str = "") -> str:
@@ -313,13 +315,19 @@ def _timeline_section(d: Mapping[str, Any]) -> str:
     tl, step = d["timeline"], d["timeline_step"]
     if tl is None or tl.empty:
         return _empty_note("no GPU operations to show")
+    total, note = len(tl), ""
+    if total > MAX_TIMELINE_OPS:  # keep the file attachable: the first operations of the step, all ranks
+        cut = np.partition(tl["start"].to_numpy(), MAX_TIMELINE_OPS)[MAX_TIMELINE_OPS]
+        tl = tl[tl["start"].to_numpy() < cut]
+        note = (f" Only the first {len(tl):,} of {total:,} operations are drawn (the step's first "
+                f"{(cut - tl['start'].min()) / 1e6:,.2f} ms); choose a shorter step with --timeline-step.")
     data = timeline_data(tl, step)
     key = "".join(f'<span><i style="background:{c}"></i>{l} = {t.lower()}</span>'
                   for t, c, l in zip(_TYPES, _TYPE_COLOURS, _TYPE_LETTERS))
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     what = f"step {step}" if step is not None else "the whole trace"
     return (f"<p>GPU operations of {escape(what)} on every rank, one lane per stream, on the job's common clock "
-            f"({len(tl):,} operations). Wheel or buttons zoom, drag pans, hover names an operation.</p>"
+            f"({len(tl):,} operations). Wheel or buttons zoom, drag pans, hover names an operation.{escape(note)}</p>"
             f'<div class="key">{key}</div>'
             '<div class="tl-bar"><button id="tl-in" type="button">+ zoom in</button><button id="tl-out" type="button">'
             '− zoom out</button><button id="tl-reset" type="button">whole step</button> <span id="tl-window"></span></div>'
