@@ -221,8 +221,8 @@ def _annotations(view: JobView, v: RankView, rules: RuleSet, gpu: bool) -> np.nd
     """Rows of the rank's GPU-timeline (``gpu``) or CPU user annotations, under ``rules``."""
     if rules.hta_table:  # HTA selects by the exact category string
         cid = view.strings.id(GPU_CATEGORY if gpu else CPU_CATEGORY)
-        return np.flatnonzero(v["cat"] == cid) if cid >= 0 else np.empty(0, dtype=np.int64)
-    return np.flatnonzero(v["kind"] == int(Kind.GPU_ANNOTATION if gpu else Kind.USER_ANNOTATION))
+        return v.rows_where("cat", cid) if cid >= 0 else np.empty(0, dtype=np.int64)
+    return v.rows_where("kind", int(Kind.GPU_ANNOTATION if gpu else Kind.USER_ANNOTATION))
 
 
 def annotate_gpu_ops(source, rank: int, *, rules: RuleSet | None = None,

@@ -28,24 +28,26 @@ _TEXT_DEFAULTS = {"input_dims": "-1", "input_type": "-1", "input_strides": "-1",
 _VIEW_ARGS = ("stream", "correlation")
 
 
-def hta_table(view: RankView, strings, *, args: bool = True) -> pd.DataFrame:
+def hta_table(view: RankView, strings, *, args: bool = True, rows=None) -> pd.DataFrame:
     """HTA's table of one rank from its HTA view; ``args=False`` leaves out the arg columns but
-    ``stream`` and ``correlation``."""
-    data = {c: view[c].copy() for c in ("index", "cat", "name", "pid", "tid", "ts", "dur")}
+    ``stream`` and ``correlation``; ``rows`` (positions in the view) builds only those rows, in that order."""
+    pick = (lambda a: a.copy()) if rows is None else (lambda a: a[rows])  # noqa: E731  (never the view's memory)
+    model_rows = view["row"] if rows is None else view["row"][rows]
+    data = {c: pick(view[c]) for c in ("index", "cat", "name", "pid", "tid", "ts", "dur")}
     for col in ARG_COLUMNS:
         if col in _VIEW_ARGS:
-            data[col] = view[col].copy()
+            data[col] = pick(view[col])
         elif not args:
             continue
         elif col in _TEXT_DEFAULTS:
-            data[col] = text_column(strings, view.arg(col), _TEXT_DEFAULTS[col])
+            data[col] = text_column(strings, view.model[col][model_rows], _TEXT_DEFAULTS[col])
         else:
-            v = view.arg(col)
+            v = view.model[col][model_rows]
             data[col] = v.astype(np.float64 if v.dtype.kind == "f" else np.int64)
     for col in ("index_correlation", "iteration", "end"):
-        data[col] = view[col].copy()
-    data["s_name"] = text_column(strings, view["name"])
-    data["s_cat"] = text_column(strings, view["cat"])
+        data[col] = pick(view[col])
+    data["s_name"] = text_column(strings, data["name"])
+    data["s_cat"] = text_column(strings, data["cat"])
     return pd.DataFrame(data, index=np.asarray(data["index"]), copy=False)
 
 

@@ -36,15 +36,15 @@ class AnnotationMethods(FacadeBase):
         are attributed to the annotation containing their start (HTA under
         pandas 3 never attributes them; ``hta_compat=True`` keeps that).
         """
-        from holotrace.compat.hta_table import text_column
+        from holotrace.compat.hta_table import hta_table, text_column
 
         names = self.view[rank]["name"]
         if self.job.strings.id("gpu_user_annotation") < 0:
             log.warning("Trace for rank %s does not contain any GPU user annotations", rank)
             return None
         ops, ann = _anno.annotate_gpu_ops(self.view, rank, rules=self._rules(hta_compat))
-        table = self._table(rank, args=True)  # HTA returns the table's rows, every column but the names
-        out = table.iloc[ops, table.columns.get_indexer(table.columns.drop(["s_name", "s_cat"]))]
+        # HTA returns rows of its table, every column but the names: build just those rows
+        out = hta_table(self.view[rank], self.job.strings, rows=ops).drop(columns=["s_name", "s_cat"])
         out = out.assign(end=out["ts"] + out["dur"], user_annotation=np.where(ann >= 0, names[np.clip(ann, 0, None)], -1))
         if expand_names:
             def text(ids):  # each distinct name decoded (and shortened) once

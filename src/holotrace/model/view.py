@@ -56,6 +56,7 @@ class RankView(Mapping):
     cols: Mapping[str, np.ndarray]
     model: Mapping[str, np.ndarray] = field(repr=False)  # the rank's model columns (other args by ``row``)
     clock_offset: int = 0  # add to ``ts`` to put the rank on the job's common clock (rules' unit)
+    _rows: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.cols[key]
@@ -70,6 +71,15 @@ class RankView(Mapping):
     def n(self) -> int:
         """Number of events."""
         return len(self.cols["ts"])
+
+    def rows_where(self, column: str, value: int) -> np.ndarray:
+        """Positions of the rows whose ``column`` equals ``value``, ascending (computed once per view:
+        the columns never change)."""
+        key = (column, int(value))
+        out = self._rows.get(key)
+        if out is None:
+            out = self._rows[key] = np.flatnonzero(self.cols[column] == value)
+        return out
 
     def bounds(self, sel=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """``(start, end)`` of the selected rows in one dtype (HTA's ends are float µs)."""
