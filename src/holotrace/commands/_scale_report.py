@@ -13,7 +13,6 @@ import os
 import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
-from holotrace.commands import summary as _summary
 from holotrace.commands._output import Report, Section
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
@@ -48,8 +47,10 @@ def summary_of_args(args: argparse.Namespace):
                          top=getattr(args, "top", 10), progress_bar=False if quiet else None)
 
 
-def scale_report(js, *, top: int = 10) -> Report:
-    """The summary report of a :class:`~holotrace.scale.JobSummary` (the sections of ``holotrace summary``)."""
+def scale_report(js, *, layout, top: int = 10) -> Report:
+    """The summary report of a :class:`~holotrace.scale.JobSummary`, laid out by ``layout`` (the module
+    :mod:`holotrace.commands.summary`, whose section builders the in-memory summary uses)."""
+    _summary = layout
     f = js.frames
     tb, st, dist = f["temporal"], f["steps"], f["kernel_rank_distribution"]
     findings = pd.DataFrame([x.as_dict() for x in js.findings], columns=["severity", "code", "rank", "file", "count", "message", "example"])

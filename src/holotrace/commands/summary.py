@@ -10,6 +10,7 @@ detail included).
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from holotrace.commands import _scale_report
 
     if _scale_report.wants_scale(args):  # --executor, $HOLOTRACE_EXECUTOR or an ingest folder: map over ranks, reduce summaries
-        return emit(_scale_report.scale_report(_scale_report.summary_of_args(args), top=getattr(args, "top", 10)), args)
+        js = _scale_report.summary_of_args(args)
+        return emit(_scale_report.scale_report(js, layout=sys.modules[__name__], top=getattr(args, "top", 10)), args)
     job = load_job(args)
     return emit(build_report(job, top=getattr(args, "top", 10)), args)
 
