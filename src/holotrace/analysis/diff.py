@@ -33,7 +33,7 @@ import pandas as pd
 from holotrace.analysis import idle, launches, overlap, steps, temporal
 from holotrace.analysis.annotations import shorten_names
 from holotrace.errors import AnalysisError
-from holotrace.model.classify import NATIVE, Kind, RuleSet
+from holotrace.model.classify import NATIVE, Kind, RuleSet, profiler_step_number
 from holotrace.model.view import JobView, RankView, job_view
 
 __all__ = ["JobDiff", "Trip", "diff_jobs", "parse_rule", "check_rules", "METRICS", "NORMALISATIONS"]
@@ -42,7 +42,6 @@ __all__ = ["JobDiff", "Trip", "diff_jobs", "parse_rule", "check_rules", "METRICS
 METRICS = {"step_time": "us", "idle": "pct", "compute": "pct", "non_compute": "pct", "host_wait": "us",
            "kernel_wait": "us", "other_idle": "us", "overlap": "pct", "launch_delay": "us"}
 NORMALISATIONS = ("none", "short", "template")
-_STEP = re.compile(r"^ProfilerStep#\d+$")  # steps are matched by position: their names compare as one
 _OP_KINDS = {"kernel": None, "op": (int(Kind.CPU_OP),), "annotation": (int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION))}
 _FAMILY_OF_KIND = np.full(256, -1, dtype=np.int8)  # Kind code → family of CPU-side names (int8 codes index it)
 _FAMILY_OF_KIND[int(Kind.CPU_OP)] = 1
@@ -238,7 +237,8 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     p_fam, p_name = pairs % 3, pairs // 3 - 1
     raw = view.names(p_name)
     keys = _normalise(raw, how)
-    keys = np.asarray(["ProfilerStep#N" if _STEP.match(s) else s for s in keys.tolist()], dtype=object)
+    keys = np.asarray(["ProfilerStep#N" if profiler_step_number(s) >= 0 else s  # steps are matched by position
+                       for s in keys.tolist()], dtype=object)
     families = np.asarray(list(_OP_KINDS), dtype=object)[p_fam]
     key_of: dict = {}
     key_id = np.asarray([key_of.setdefault((f, s), len(key_of)) for f, s in zip(families.tolist(), keys.tolist())],

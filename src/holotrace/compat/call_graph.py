@@ -19,6 +19,7 @@ import pandas as pd
 
 from holotrace.analysis.callstack import call_graph
 from holotrace.analysis.callstack_columns import STACK_COLUMNS, stack_columns
+from holotrace.model import classify
 from holotrace.model.classify import HTA, HTA_FIXED
 
 __all__ = ["CallGraph", "CallStackGraph", "CallStackIdentity", "CallStackNode", "LegacyCallGraph",
@@ -177,8 +178,8 @@ class CallGraph:
             stacks[ident] = csg = CallStackGraph(df.loc[rows_idx], ident, nodes, root, df)
             self.call_stacks.append(csg)
             thread_names = [names[i] if i >= 0 else "" for i in rv["name"][sel].tolist()]
-            label = ("main" if any(s.startswith("ProfilerStep#") for s in thread_names) else
-                     "bwd" if any("autograd::" in s for s in thread_names) else
+            label = ("main" if any(classify.is_step_range_name(s) for s in thread_names) else
+                     "bwd" if any(classify.is_autograd_name(s) for s in thread_names) else
                      (thread_names[0] if thread_names else "empty"))
             rows.append((rank, int(pid), int(tid), label, len(self.call_stacks) - 1, root, 1))
         self.rank_to_stacks[rank] = stacks

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.errors import AnalysisError
+from holotrace.model import classify
 
 __all__ = ["Filter", "IterationFilter", "IterationIndexFilter", "FirstIterationFilter", "RankFilter", "TimeRangeFilter",
            "NameFilter", "GPUKernelFilter", "CPUOperatorFilter", "QueryFilter", "ZeroDurationFilter", "CompositeFilter",
@@ -30,7 +31,7 @@ __all__ = ["Filter", "IterationFilter", "IterationIndexFilter", "FirstIterationF
            "BeforeOperatorFilter", "CombinedOperatorFilter"]
 
 log = logging.getLogger("holotrace.compat")
-_GPU_CATEGORY = re.compile(r"(.*kernel)|(^gpu_mem)|(^mtia_ccp_events)|(^cuda_sync)")
+_GPU_CATEGORY = re.compile(classify.HTA_CATEGORY_PATTERNS["GPU_EVENT_CATEGORY_PATTERN"])  # HTA's GPU-event categories
 _INT = (int, np.integer)
 
 
