@@ -154,14 +154,16 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
         "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = {k: pool.submit(f) for k, f in jobs.items()}
-        res = {k: f.result() for k, f in futures.items()}
-        ss = res["straggler_summary"]
+        ss = jobs.pop("straggler_summary")()  # names the critical path's rank: the longest analysis starts first
         cp_rank = critical_path_rank if critical_path_rank is not None else (
             int(ss["rank"].iloc[0]) if ss is not None and len(ss) else view.ranks[0])
         if cp_rank not in view.ranks:
-            raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path, fix=f"choose one of {view.ranks}")
-        cp = _critical(view, cp_rank, step, critical_path)
+            raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
+                                fix=f"choose one of {view.ranks}")
+        cp_future = pool.submit(_critical, view, cp_rank, step, critical_path)
+        futures = {k: pool.submit(f) for k, f in jobs.items()}
+        res = {k: f.result() for k, f in futures.items()}
+        cp = cp_future.result()
     from holotrace.render.report import gpu_time_split
 
     la = launches.all_launches(res["launch_stats"])
