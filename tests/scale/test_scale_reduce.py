@@ -10,7 +10,6 @@ from conftest import BUNDLED
 import holotrace
 from holotrace.analysis import idle, kernels, overlap, steps, stragglers, temporal
 from holotrace.analysis.rank_summary import SKETCH_ACCURACY, delay_sketch, sketch_quantiles
-from holotrace.analysis.reduce import merge_moments
 from holotrace.exec.executor import ExecutorError, LocalExecutor, TaskFailed, get_executor
 from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize

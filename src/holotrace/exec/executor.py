@@ -17,7 +17,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Callable, Optional, Sequence, TypeVar
+from typing import Optional, TypeVar
 
 from holotrace.exec.pool import cpu_count
 from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call
