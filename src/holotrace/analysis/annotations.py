@@ -290,18 +290,28 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
         raise ValueError(f"unknown sort {sort!r}; use 'time' or 'name'")
     view = job_view(source, rules or NATIVE)
     rules = rules or view.rules
+    chosen = view.select(ranks)
+    picked = [(r, _annotations(view, view[r], rules, gpu)) for r in chosen]
+    picked = [(r, rows) for r, rows in picked if len(rows)]
     parts = []
-    for r in view.select(ranks):
-        v = view[r]
-        rows = _annotations(view, v, rules, gpu)
-        if not len(rows):
-            continue
-        stats = _by_name(view, v["name"][rows], v["dur"][rows])
-        part = dict(zip(("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"), stats))
-        if num_kernels is not None and len(part["name"]) > num_kernels:
-            part = _fold(view, v, rows, rules, num_kernels, duration_ratio, allowlist)
-        part["rank"] = np.full(len(part["name"]), int(r), dtype=np.int64)
-        parts.append(part)
+    if picked:
+        # one grouping over every rank: key = (rank position, name id); a missing name (-1) groups as ""
+        width = len(view.strings) + 1
+        key = np.concatenate([k * width + np.where(view[r]["name"][rows] >= 0, view[r]["name"][rows], width - 1)
+                              for k, (r, rows) in enumerate(picked)])
+        dur = np.concatenate([view[r]["dur"][rows] for r, rows in picked])
+        codes, count, total, high, low, mean, std = group_stats(key, dur)
+        which, ids = codes // width, codes % width
+        text = np.array([view.strings[int(i)] if i < width - 1 else "" for i in ids.tolist()], dtype=object)
+        stats = dict(zip(("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"),
+                         (text, count, *(view.us(x) for x in (total, high, low, mean, std)))))
+        for k, (r, rows) in enumerate(picked):
+            sel = which == k
+            part = {c: a[sel] for c, a in stats.items()}
+            if num_kernels is not None and len(part["name"]) > num_kernels:
+                part = _fold(view, view[r], rows, rules, num_kernels, duration_ratio, allowlist)
+            part["rank"] = np.full(len(part["name"]), int(r), dtype=np.int64)
+            parts.append(part)
     cols = ["rank", "name", "count", "sum_us", "mean_us", "min_us", "max_us", "std_us"]
     if not parts:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "name" else np.float64) for c in cols})
