@@ -24,6 +24,7 @@ PASS_THROUGH = {
     ("model/validate.py", "p.code"),  # a decoding Problem's code, checked by Finding's constructor
     ("ingest/decode.py", "p.code"),  # merging Problems keeps their code
     ("findings.py", "code"),  # Finding.of builds the Finding it was given the code of
+    ("scale/run.py", "d['code']"),  # a finding read back from a rank summary, checked by Finding's constructor
 }
 
 
