@@ -1,14 +1,19 @@
-"""The job's tables from per-rank summaries only (:mod:`holotrace.analysis.rank_summary`).
+"""The job's tables from per-rank summaries only (:mod:`holotrace.analysis.rank_summary`), folded in as they arrive.
 
-:func:`reduce_summaries` gives the frames ``holotrace summary`` shows, equal to the analyses run on the
-whole job: per-rank tables are the ranks' rows stacked; the job's kernel-type table sums the ranks' rows;
-top kernels and per-rank kernel distributions combine per-name totals; collective waits and stragglers
-run :func:`holotrace.analysis.stragglers.collective_waits` on the ranks' collective records. Besides,
-``kernel_moments`` merges every rank's moments into job-wide kernel statistics (count, sum, min, max,
-mean, sample std), and ``launch_overview`` reads launch-delay quantiles from the merged sketches.
+:class:`Reducer` takes one summary at a time (:meth:`Reducer.add`, any order, each rank once) and keeps only
+what the job's tables need, in compact columns (numpy arrays, each distinct text once): the per-rank rows of
+the stacked tables, the per-rank kernel rows, the collective records (a few columns per communication
+kernel, names as small codes), the merged launch-delay sketch and each rank's facts. The summary itself can
+then be dropped, so a driver folding summaries as its workers return them holds a few KB per rank instead
+of the summaries. :meth:`Reducer.frames` gives the frames ``holotrace summary`` shows, equal to the analyses
+run on the whole job: per-rank tables are the ranks' rows stacked; the job's kernel-type table sums the
+ranks' rows; top kernels and per-rank kernel distributions combine per-name totals; collective waits and
+stragglers run :func:`holotrace.analysis.stragglers.collective_waits` on the ranks' collective records.
+Besides, ``kernel_moments`` merges every rank's moments into job-wide kernel statistics (count, sum, min,
+max, mean, sample std), and ``launch_overview`` reads launch-delay quantiles from the merged sketches.
 Differences from the analyses on the whole job are last-bit float rounding of sums over ranks (top
 kernels, the distribution's choice of kernels on exact ties) and the launch-delay median and p95 (within
-:data:`~holotrace.analysis.rank_summary.SKETCH_ACCURACY`).
+:data:`~holotrace.analysis.rank_summary.SKETCH_ACCURACY`). :func:`reduce_summaries` folds a list.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ from holotrace.model.classify import NATIVE
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView
 
-__all__ = ["reduce_summaries", "job_origin_ns", "merge_moments"]
+__all__ = ["Reducer", "reduce_summaries", "job_origin_ns", "merge_moments"]
 
 _STACKED = ("temporal", "temporal_by_step", "kernel_types_by_rank", "kernel_stats", "idle", "idle_interval_stats", "overlap")
+# frames kept as per-rank rows, stacked in rank order at the end
+_ROWS = _STACKED + ("steps", "gpu_ops", "kernel_rank_stats", "launch_worst")
+_JOIN_AFTER = 32  # a table's chunks are joined into one past this many (few arrays, whatever the rank count)
 
 
 def job_origin_ns(summaries: Sequence[RankSummary]) -> int:
@@ -35,51 +43,182 @@ def job_origin_ns(summaries: Sequence[RankSummary]) -> int:
     return min(firsts) if firsts else 0
 
 
-def _stack(summaries: Sequence[RankSummary], key: str) -> pd.DataFrame:
-    return _stack_frames([s.frames[key] for s in summaries], summaries, key)
-
-
-def _shift_us(t_us: np.ndarray, by_ns: int) -> np.ndarray:
-    """``t_us`` (integer ns / 1000, as the analyses compute it) moved by ``by_ns``, rounded as the analyses
-    would have computed it from the other origin."""
+def _shift_us(t_us: np.ndarray, by_ns) -> np.ndarray:
+    """``t_us`` (integer ns / 1000, as the analyses compute it) moved by ``by_ns`` (one value or one per row),
+    rounded as the analyses would have computed it from the other origin."""
     ns = np.rint(np.asarray(t_us, dtype=np.float64) * 1000.0).astype(np.int64)
-    return (ns + np.int64(by_ns)) / 1000.0
+    return (ns + np.asarray(by_ns, dtype=np.int64)) / 1000.0
+
+
+class _Text:
+    """Each distinct text once, however many ranks repeat it (kernel names are long and shared)."""
+
+    def __init__(self):
+        self.known: dict = {}
+
+    def compact(self, col: pd.Series) -> np.ndarray:
+        """The column as a numpy array of its own (no view into the frame), texts shared."""
+        a = col.to_numpy()
+        if a.dtype != object:
+            return a.copy()
+        codes, uniq = pd.factorize(a)
+        shared = np.empty(len(uniq), dtype=object)
+        for i, u in enumerate(uniq):  # distinct values of one rank's table: a few dozen
+            shared[i] = self.known.setdefault(u, u)
+        out = np.empty(len(a), dtype=object)
+        out[:] = a
+        hit = codes >= 0
+        out[hit] = shared[codes[hit]]
+        return out
+
+    def codes(self, col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct texts sorted, shared; int32 position of each row's text)."""
+        names = col.to_numpy(dtype=object)
+        if not len(names):
+            return np.empty(0, dtype=object), np.empty(0, dtype=np.int32)
+        uniq, inv = np.unique(names.astype(str), return_inverse=True)
+        shared = np.empty(len(uniq), dtype=object)
+        for i, u in enumerate(uniq.tolist()):
+            shared[i] = self.known.setdefault(u, u)
+        return shared, inv.reshape(-1).astype(np.int32)
+
+
+class _Rows:
+    """One table's rows from many ranks in compact columns; :meth:`frame` stacks them in rank order."""
+
+    __slots__ = ("chunks", "template", "template_rank")
+
+    def __init__(self):
+        self.chunks: list = []  # (rank of each row, {column: array})
+        self.template = None  # the lowest rank's frame, empty: columns and dtypes of the stacked frame
+        self.template_rank = None
+
+    def add(self, rank: int, df: pd.DataFrame, text: _Text) -> None:
+        if self.template_rank is None or rank < self.template_rank:
+            self.template, self.template_rank = df.iloc[:0].reset_index(drop=True), rank
+        if not len(df):
+            return
+        self.chunks.append((np.full(len(df), rank, dtype=np.int64), {c: text.compact(df[c]) for c in df.columns}))
+        if len(self.chunks) > _JOIN_AFTER:
+            self.chunks = [self._joined()]
+
+    def _joined(self) -> tuple:
+        ranks = np.concatenate([c[0] for c in self.chunks])
+        return ranks, {c: np.concatenate([ch[1][c] for ch in self.chunks]) for c in self.chunks[0][1]}
+
+    def frame(self, shift: str = "", by_rank: dict | None = None) -> pd.DataFrame:
+        """The rows in rank order (each rank's rows in their order), with the lowest rank's dtypes; ``shift``
+        (a column of µs) moved by ``by_rank[rank]`` ns."""
+        if self.template is None:
+            return pd.DataFrame()
+        if not self.chunks:
+            return self.template
+        ranks, cols = self._joined()
+        order = np.argsort(ranks, kind="stable")
+        df = pd.DataFrame({c: v[order] for c, v in cols.items()})
+        if shift:
+            uniq, inv = np.unique(ranks[order], return_inverse=True)
+            by = np.array([by_rank[int(r)] for r in uniq], dtype=np.int64)
+            df[shift] = _shift_us(df[shift].to_numpy(), by[inv.reshape(-1)])
+        return df.astype(self.template.dtypes.to_dict())
+
+
+class Reducer:
+    """Folds rank summaries in as they arrive (:meth:`add`) and gives the job's frames (:meth:`frames`).
+
+    Holds, per rank, its rows of the job's tables and its collective records in compact columns, and its
+    ``info``; kernel texts once for the job; the launch-delay sketch merged as it goes.
+    """
+
+    def __init__(self):
+        self._text = _Text()
+        self._rows = {k: _Rows() for k in _ROWS}
+        self._coll: dict = {}  # rank -> ({column: array}, distinct names, name codes)
+        self._buckets = np.empty(0, dtype=np.int64)
+        self._counts = np.empty(0, dtype=np.int64)
+        self._worst_n = 0
+        self.infos: dict = {}  # rank -> the summary's info
+
+    @property
+    def ranks(self) -> list:
+        return sorted(self.infos)
+
+    def add(self, s: RankSummary) -> None:
+        """Fold one rank's summary in (each rank once); the summary is not kept."""
+        if s.rank in self.infos:
+            raise ValueError(f"rank {s.rank} was already reduced")
+        self.infos[s.rank] = s.info
+        for k in _ROWS:
+            self._rows[k].add(s.rank, s.frames[k], self._text)
+        self._worst_n = max(self._worst_n, len(s.frames["launch_worst"]))
+        f = s.frames["collectives"]
+        names, codes = self._text.codes(f["name"])
+        self._coll[s.rank] = ({c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}, names, codes)
+        sk = s.frames["launch_sketch"]
+        if len(sk):
+            b = np.concatenate([self._buckets, sk["bucket"].to_numpy(np.int64)])
+            c = np.concatenate([self._counts, sk["count"].to_numpy(np.int64)])
+            self._buckets, inv = np.unique(b, return_inverse=True)
+            self._counts = np.zeros(len(self._buckets), dtype=np.int64)
+            np.add.at(self._counts, inv.reshape(-1), c)
+
+    def origin_ns(self) -> int:
+        firsts = [i["first_ns"] for i in self.infos.values() if i.get("first_ns") is not None]
+        return min(firsts) if firsts else 0
+
+    def frames(self, *, top: int = 10) -> dict[str, object]:
+        """The job's frames (as :func:`reduce_summaries`)."""
+        out: dict[str, object] = {k: self._rows[k].frame() for k in _STACKED}
+        origin = self.origin_ns()
+        moved = {r: int(i["origin_ns"]) - origin for r, i in self.infos.items()}
+        out["steps"] = self._rows["steps"].frame("start_us", moved)
+        types = out["kernel_types_by_rank"]
+        job_types = types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index() if len(types) else types[["kernel_type", "time_us"]]
+        out["kernel_types"] = kernels._with_pctg(job_types)
+        out["top_kernels"] = _top_kernels(self._rows["gpu_ops"].frame(), top)
+        rank_stats = self._rows["kernel_rank_stats"].frame()
+        out["kernel_rank_distribution"] = _rank_distribution(rank_stats, top)
+        out["kernel_moments"] = merge_moments(rank_stats)
+        waits = stragglers.collective_waits(self._collective_view(), rules=NATIVE)
+        out["collective_waits"] = waits
+        out["straggler_report"] = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
+        out["straggler_summary"] = stragglers.straggler_summary(None, rules=NATIVE, report=out["straggler_report"])
+        out["launch_overview"], out["launch_worst"] = self._launches(moved)
+        out["profiler_steps"] = sorted({x for i in self.infos.values() for x in i.get("profiler_steps", [])})
+        return out
+
+    def _collective_view(self) -> JobView:
+        """A job view holding each rank's collective records (and first event), with one string table."""
+        strings = StringTable()
+        views = {}
+        for r in sorted(self._coll):
+            cols, names, codes = self._coll[r]
+            ids = np.array([strings.add(str(x)) for x in names], dtype=np.int64)  # distinct collective names: a few
+            cols = dict(cols, name=ids[codes] if len(codes) else np.empty(0, dtype=np.int64))
+            cols["row"] = np.arange(len(codes), dtype=np.int64)
+            views[r] = RankView(r, cols, {}, int(self.infos[r].get("clock_offset_ns", 0)))
+        return JobView(views, strings, NATIVE, 1, True)
+
+    def _launches(self, moved: dict) -> tuple[dict, pd.DataFrame]:
+        """Launch-delay overview over every rank (median and p95 from the merged sketch) and the worst launches."""
+        sketch = pd.DataFrame({"bucket": self._buckets, "count": self._counts}) if len(self._buckets) else pd.DataFrame({"bucket": [], "count": []})
+        med, p95 = sketch_quantiles(sketch, [0.5, 0.95])
+        infos = self.infos.values()
+        overview = {"launches": int(sum(i.get("launches", 0) for i in infos)), "median_us": med, "p95_us": p95,
+                    "outliers": int(sum(i.get("launch_outliers", 0) for i in infos))}
+        w = self._rows["launch_worst"].frame("ts", moved)
+        if not len(w):
+            return overview, w
+        w = w.sort_values(["launch_delay", "rank", "ts"], ascending=[False, True, True], kind="stable").head(self._worst_n).reset_index(drop=True)
+        return overview, w
 
 
 def reduce_summaries(summaries: Sequence[RankSummary], *, top: int = 10) -> dict[str, object]:
     """The job's frames from the summaries of its ranks (any order; each rank once)."""
-    summ = sorted(summaries, key=lambda s: s.rank)
-    out: dict[str, object] = {k: _stack(summ, k) for k in _STACKED}
-    origin = job_origin_ns(summ)
-    st = []
-    for s in summ:
-        f = s.frames["steps"]
-        if len(f):
-            f = f.copy()
-            f["start_us"] = _shift_us(f["start_us"].to_numpy(), s.info["origin_ns"] - origin)
-        st.append(f)
-    out["steps"] = _stack_frames(st, summ, "steps")
-    types = out["kernel_types_by_rank"]
-    job_types = types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index() if len(types) else types[["kernel_type", "time_us"]]
-    out["kernel_types"] = kernels._with_pctg(job_types)
-    out["top_kernels"] = _top_kernels(_stack(summ, "gpu_ops"), top)
-    rank_stats = _stack(summ, "kernel_rank_stats")
-    out["kernel_rank_distribution"] = _rank_distribution(rank_stats, top)
-    out["kernel_moments"] = merge_moments(rank_stats)
-    waits = stragglers.collective_waits(_collective_view(summ), rules=NATIVE)
-    out["collective_waits"] = waits
-    out["straggler_report"] = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
-    out["straggler_summary"] = stragglers.straggler_summary(None, rules=NATIVE, report=out["straggler_report"])
-    out["launch_overview"], out["launch_worst"] = _launches(summ, origin)
-    out["profiler_steps"] = sorted({x for s in summ for x in s.info.get("profiler_steps", [])})
-    return out
-
-
-def _stack_frames(parts: list, summ, key: str) -> pd.DataFrame:
-    nonempty = [p for p in parts if len(p)]
-    if not nonempty:
-        return summ[0].frames[key].iloc[:0].reset_index(drop=True) if summ else pd.DataFrame()
-    return pd.concat(nonempty, ignore_index=True).astype(summ[0].frames[key].dtypes.to_dict())
+    red = Reducer()
+    for s in summaries:
+        red.add(s)
+    return red.frames(top=top)
 
 
 def _top_kernels(ops: pd.DataFrame, top: int) -> pd.DataFrame:
@@ -149,42 +288,3 @@ def merge_moments(stats: pd.DataFrame) -> pd.DataFrame:
     cnt = out["count"].to_numpy(np.float64)
     out["std_us"] = np.where(cnt > 1, np.sqrt(np.maximum(m2_tot.to_numpy(), 0) / np.maximum(cnt - 1, 1)), 0.0)
     return out.sort_values(["sum_us", "name"], ascending=[False, True], kind="stable", ignore_index=True)[cols]
-
-
-def _collective_view(summ: Sequence[RankSummary]) -> JobView:
-    """A job view holding each rank's collective records (and first event), with one string table."""
-    strings = StringTable()
-    views = {}
-    for s in summ:
-        f = s.frames["collectives"]
-        names = f["name"].to_numpy(dtype=object)
-        uniq, inv = np.unique(names.astype(str), return_inverse=True) if len(names) else (np.empty(0, dtype=str), np.empty(0, dtype=np.int64))
-        ids = np.array([strings.add(str(x)) for x in uniq], dtype=np.int64)  # distinct collective names: a few
-        cols = {c: f[c].to_numpy() for c in COLLECTIVE_COLUMNS if c != "name"}
-        cols["name"] = ids[inv.reshape(-1)] if len(names) else np.empty(0, dtype=np.int64)
-        cols["row"] = np.arange(len(f), dtype=np.int64)
-        views[s.rank] = RankView(s.rank, cols, {}, int(s.info.get("clock_offset_ns", 0)))
-    return JobView(views, strings, NATIVE, 1, True)
-
-
-def _launches(summ: Sequence[RankSummary], origin: int) -> tuple[dict, pd.DataFrame]:
-    """Launch-delay overview over every rank (median and p95 from the merged sketches) and the worst launches."""
-    sketches = [s.frames["launch_sketch"] for s in summ if len(s.frames["launch_sketch"])]
-    sketch = pd.concat(sketches, ignore_index=True) if sketches else pd.DataFrame({"bucket": [], "count": []})
-    med, p95 = sketch_quantiles(sketch, [0.5, 0.95])
-    overview = {"launches": int(sum(s.info.get("launches", 0) for s in summ)), "median_us": med, "p95_us": p95,
-                "outliers": int(sum(s.info.get("launch_outliers", 0) for s in summ))}
-    worst = []
-    for s in summ:
-        f = s.frames["launch_worst"]
-        if len(f):
-            f = f.copy()
-            f["ts"] = _shift_us(f["ts"].to_numpy(), s.info["origin_ns"] - origin)
-            worst.append(f)
-    if not worst:
-        return overview, summ[0].frames["launch_worst"].iloc[:0] if summ else pd.DataFrame()
-    w = pd.concat(worst, ignore_index=True)
-    n = max(len(s.frames["launch_worst"]) for s in summ)
-    w = w.sort_values(["launch_delay", "rank", "ts"], ascending=[False, True, True], kind="stable").head(n).reset_index(drop=True)
-    return overview, w
-

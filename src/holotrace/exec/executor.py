@@ -20,7 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Optional, TypeVar
 
 from holotrace.exec.pool import cpu_count
-from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call
+from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call, _finish
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,15 +44,13 @@ class LocalExecutor(Executor):
     def workers(self) -> int:
         return self._workers
 
-    def map(self, fn, items, *, on_done=None) -> list:
+    def map(self, fn, items, *, on_done=None, keep=None) -> list:
         items = list(items)
         results: list = [None] * len(items)
         n = min(self._workers, len(items))
         if n <= 1:
             for i, x in enumerate(items):
-                results[i] = _call(fn, x)
-                if on_done:
-                    on_done(i, results[i])
+                results[i] = _finish(i, _call(fn, x), keep, on_done)
             return results
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
         ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
@@ -63,11 +61,10 @@ class LocalExecutor(Executor):
                 for f in done:
                     i = pending.pop(f)
                     try:
-                        results[i] = f.result()
+                        r = f.result()
                     except Exception as e:  # the process died (killed, out of memory)
-                        results[i] = TaskFailed(type(e).__name__, str(e) or "the worker process died")
-                    if on_done:
-                        on_done(i, results[i])
+                        r = TaskFailed(type(e).__name__, str(e) or "the worker process died")
+                    results[i] = _finish(i, r, keep, on_done)
         except BaseException:
             ex.shutdown(wait=False, cancel_futures=True)
             raise

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call
+from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call, _finish
 
 __all__ = ["RayExecutor"]
 
@@ -58,7 +58,7 @@ class RayExecutor(Executor):
         ray = _ray()
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def map(self, fn, items, *, on_done=None) -> list:
+    def map(self, fn, items, *, on_done=None, keep=None) -> list:
         ray = _ray()
         items = list(items)
         results: list = [None] * len(items)
@@ -78,11 +78,10 @@ class RayExecutor(Executor):
                 for ref in done:
                     i = pending.pop(ref)
                     try:
-                        results[i] = ray.get(ref)
+                        r = ray.get(ref)
                     except ray.exceptions.RayError as e:  # worker lost beyond the retries, task cancelled ...
-                        results[i] = TaskFailed(type(e).__name__, str(e).splitlines()[0] if str(e) else "the Ray task failed")
-                    if on_done:
-                        on_done(i, results[i])
+                        r = TaskFailed(type(e).__name__, str(e).splitlines()[0] if str(e) else "the Ray task failed")
+                    results[i] = _finish(i, r, keep, on_done)
         except BaseException:
             for ref in pending:
                 try:

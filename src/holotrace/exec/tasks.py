@@ -35,9 +35,12 @@ class Executor:
     #: workers run on this machine (the parent may hand them paths on local disk)
     local = True
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T], *, on_done: Optional[Callable[[int, object], None]] = None) -> list:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, on_done: Optional[Callable[[int, object], None]] = None,
+            keep: Optional[Callable[[int, object], object]] = None) -> list:
         """``[fn(x) for x in items]``; a task that raises gives a :class:`TaskFailed`. ``on_done(i, result)`` is
-        called in this process as each task finishes (in completion order)."""
+        called in this process as each task finishes (in completion order). ``keep(i, result)``, called first,
+        gives what the returned list holds for that task instead of the result (a caller folding results as
+        they arrive keeps only a small part of each)."""
         raise NotImplementedError
 
     @property
@@ -53,6 +56,14 @@ class Executor:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _finish(i: int, result, keep, on_done):
+    """What the map keeps of task ``i``'s result, after the caller's callbacks."""
+    kept = keep(i, result) if keep is not None else result
+    if on_done is not None:
+        on_done(i, result)
+    return kept
 
 
 def _call(fn, x):

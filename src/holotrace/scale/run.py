@@ -1,10 +1,11 @@
 """A job as a map over ranks and a reduce over their summaries, on any executor.
 
 :func:`summarize` finds the job's files (in this process: file heads only), maps :func:`summarize_file` over
-them on an executor (the local process pool, or Ray), and reduces the returned summaries
-(:func:`holotrace.analysis.reduce.reduce_summaries`). Each task reads one file (through the cache when
-asked), runs the analyses on that rank and returns its :class:`~holotrace.analysis.rank_summary.RankSummary`:
-no event table ever comes back. :func:`ingest` does the same and writes each rank's tables and summary to a
+them on an executor (the local process pool, or Ray), and folds each returned summary into a
+:class:`holotrace.analysis.reduce.Reducer` as it arrives, keeping only the rank's facts (``info``). Each task
+reads one file (through the cache when asked), runs the analyses on that rank and returns its
+:class:`~holotrace.analysis.rank_summary.RankSummary`: no event table ever comes back, and the driver holds
+no summary longer than it takes to fold it in. :func:`ingest` does the same and writes each rank's tables and summary to a
 folder; :func:`read_ingest` reduces what a folder holds, naming the ranks it lacks. A file that cannot be read
 becomes a finding; the other ranks complete.
 """
@@ -22,7 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from holotrace.analysis.rank_summary import RankSummary, rank_summary
-from holotrace.analysis.reduce import reduce_summaries
+from holotrace.analysis.reduce import Reducer
 from holotrace.errors import HolotraceError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed, get_executor
 from holotrace.findings import Finding, FindingCode, rank_ranges
@@ -43,14 +44,14 @@ _JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, Fin
 @dataclass
 class JobSummary:
     """The job's frames (``frames``: the tables of ``holotrace summary`` and more, see
-    :func:`~holotrace.analysis.reduce.reduce_summaries`), its ranks and findings."""
+    :meth:`~holotrace.analysis.reduce.Reducer.frames`), its ranks and findings."""
 
     path: str
     ranks: list
     frames: dict
     findings: list
     world_size: Optional[int] = None
-    summary_bytes: list = field(default_factory=list)  # per rank: size of its summary as sent
+    summary_bytes: list = field(default_factory=list)  # per rank: size of its summary serialized (lz4 Arrow IPC)
     executor: str = "local"
 
     @property
@@ -89,6 +90,8 @@ def summarize_file(task: tuple):
                    "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks]})
     if out is not None:
         store.write_rank(Path(out), t, one.strings, s)
+    else:
+        s.info["summary_bytes"] = len(store.summary_to_bytes(s))
     s.info["map_seconds"] = round(time.perf_counter() - t0, 4)
     s.info["worker_peak_rss"] = _peak_rss()
     return s
@@ -120,15 +123,29 @@ def _select(files: list, ranks: Optional[Sequence[int]]) -> list:
     return [f for f in files if f.rank in want]
 
 
-def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]) -> list:
+def _light(s: RankSummary) -> RankSummary:
+    """The summary without its frames (what the driver keeps of a rank once it is folded in)."""
+    return RankSummary(s.rank, {}, s.info)
+
+
+def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool], reducer: Optional[Reducer] = None) -> list:
+    """The tasks' results in order, each summary folded into ``reducer`` as it arrives and kept without its frames."""
     ex = executor or LocalExecutor()
+
+    def keep(i: int, r):
+        if not isinstance(r, RankSummary):
+            return r
+        if reducer is not None:
+            reducer.add(r)
+        return _light(r)
+
     bar = None
     if (progress_bar if progress_bar is not None else sys.stderr.isatty()) and tasks:
         from tqdm import tqdm
 
         bar = tqdm(total=len(tasks), unit="rank", desc=f"ranks ({ex.name})", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
     try:
-        return ex.map(summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None)
+        return ex.map(summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None, keep=keep)
     finally:
         if bar is not None:
             bar.close()
@@ -136,9 +153,10 @@ def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]
             ex.close()
 
 
-def _assemble(path: str, files: dict, results: list, found_findings: list, *, top: int, world: Optional[int], executor: str,
-              explicit: bool = False) -> JobSummary:
-    """Findings in the loader's order (discovery, unreadable files, decoding, per-rank checks, job checks) and the reduce."""
+def _assemble(path: str, files: dict, results: list, found_findings: list, reducer: Reducer, *, top: int, world: Optional[int],
+              executor: str, explicit: bool = False) -> JobSummary:
+    """Findings in the loader's order (discovery, unreadable files, decoding, per-rank checks, job checks) and the
+    reduce's frames. ``results``: per file, the rank's summary without frames (folded into ``reducer``) or its failure."""
     summaries = [r for r in results if isinstance(r, RankSummary)]
     findings = list(found_findings)
     failed = []
@@ -164,10 +182,8 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, *, to
     findings += check_job(SimpleNamespace(traces=stubs))
     if world is None:
         world = next((s.info.get("meta_world_size") for s in summaries if s.info.get("meta_world_size")), None)
-    frames = reduce_summaries(summaries, top=top)
-    from holotrace.scale.store import summary_to_bytes
-
-    sizes = [len(summary_to_bytes(s)) for s in summaries]
+    frames = reducer.frames(top=top)
+    sizes = [int(s.info.get("summary_bytes", 0)) for s in summaries]
     return JobSummary(path, [s.rank for s in summaries], frames, findings, world, sizes, executor)
 
 
@@ -187,9 +203,10 @@ def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequ
     files = _select(found.files, ranks)
     cdir = str(cache_dir) if cache_dir is not None else None
     tasks = [(f.path, f.rank, cache, cdir, None) for f in files]
-    results = _map(executor, tasks, progress_bar)
+    reducer = Reducer()
+    results = _map(executor, tasks, progress_bar, reducer)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
-    return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, top=top, world=_found_world(found),
+    return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, reducer, top=top, world=_found_world(found),
                      executor=(executor.name if executor else "local"), explicit=explicit)
 
 
@@ -229,7 +246,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     """Reduce the summaries an ingest folder holds. Ranks of the job without a summary (never ingested, or
     ingested by a run still going) are a ``missing_ranks`` finding; ranks whose file failed, ``skipped_file``."""
     want = {int(r) for r in ranks} if ranks is not None else None
-    manifests, summaries, failures = store.read_folder(folder, want)
+    manifests, summary_files, failures = store.read_folder(folder, want)
     job_ranks = sorted({int(r) for m in manifests for r in m.get("job_ranks", [])})
     if want is not None:
         job_ranks = [r for r in job_ranks if r in want]
@@ -240,6 +257,14 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
             if key not in seen:
                 seen.add(key)
                 found_findings.append(_finding(d))
+    reducer, summaries = Reducer(), []
+    for r, f in summary_files:  # one summary in memory at a time
+        data = f.read_bytes()
+        s = store.summary_from_bytes(data, str(f))
+        s.info["summary_bytes"] = len(data)
+        reducer.add(s)
+        summaries.append(_light(s))
+        del s, data
     have = {s.rank for s in summaries} | {int(f["rank"]) for f in failures}
     missing = [r for r in job_ranks if r not in have]
     if missing:
@@ -257,7 +282,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     if not summaries and not failures:
         raise TraceFormatError("the ingest folder holds no rank summary" + (f" for ranks {rank_ranges(sorted(want))}" if want else ""),
                                path=str(folder), fix="run holotrace ingest PATH --output DIR (with --ranks for a part of the job)")
-    return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, top=top, world=world, executor="ingest")
+    return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, reducer, top=top, world=world, executor="ingest")
 
 
 def get(name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None) -> Executor:

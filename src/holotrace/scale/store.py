@@ -124,8 +124,9 @@ def write_manifest(out: Path, manifest: dict, first: int, last: int) -> Path:
     return p
 
 
-def read_folder(folder, ranks: Optional[set] = None) -> tuple[list[dict], list[RankSummary], list[dict]]:
-    """``(manifests, summaries, failures)`` of an ingest folder (only ``ranks`` when given)."""
+def read_folder(folder, ranks: Optional[set] = None) -> tuple[list[dict], list[tuple[int, Path]], list[dict]]:
+    """``(manifests, [(rank, its summary file)], failures)`` of an ingest folder (only ``ranks`` when given); the
+    caller reads the summaries one at a time (:func:`summary_from_bytes`)."""
     p = Path(folder)
     if not is_ingest_folder(p):
         raise TraceNotFoundError("no ingest manifest (ingest-*.json) in this folder", path=str(p),
@@ -145,7 +146,7 @@ def read_folder(folder, ranks: Optional[set] = None) -> tuple[list[dict], list[R
         if ranks is not None and r not in ranks:
             continue
         if d.is_dir() and (d / "summary.arrow").is_file():
-            summaries.append(summary_from_bytes((d / "summary.arrow").read_bytes(), str(d / "summary.arrow")))
+            summaries.append((r, d / "summary.arrow"))
         elif d.name.endswith(".failed.json") and not rank_dir(p, r).is_dir():
             failures.append(json.loads(d.read_text()))
     return manifests, summaries, failures
