@@ -59,6 +59,9 @@ def test_corrupt_rank_on_ray_is_a_finding(ray_cluster, job16_corrupt):
 def test_ray_executor_order_and_failures(ray_cluster):
     out = _ray_executor().map(int, ["0", "x", "2"])  # a function every worker can import
     assert out[0] == 0 and out[2] == 2 and out[1] == TaskFailed("ValueError", "invalid literal for int() with base 10: 'x'")
+    done = []
+    kept = _ray_executor().map(int, ["1", "5"], keep=lambda i, r: r * 10, on_done=lambda i, r: done.append((i, r)))
+    assert kept == [10, 50] and sorted(done) == [(0, 1), (1, 5)]  # on_done sees the result, the list holds what keep gave
 
 
 def test_cli_summary_same_under_local_and_ray(ray_cluster, job16):

@@ -105,6 +105,29 @@ def test_merged_moments_equal_statistics_over_every_instance(job16):
         np.testing.assert_allclose(m[a].to_numpy(), every[b].to_numpy(), rtol=1e-9, atol=1e-9)
 
 
+def test_folding_order_does_not_change_any_frame(job16):
+    from holotrace.analysis.reduce import Reducer, reduce_summaries
+    from holotrace.scale.run import summarize_file
+
+    summaries = [summarize_file((str(job16 / f"rank-{r}.pt.trace.json"), r, False, None, None)) for r in range(16)]
+    in_order = reduce_summaries(summaries)
+    shuffled = [summaries[i] for i in np.random.default_rng(7).permutation(16)]
+    red = Reducer()
+    for s in shuffled:
+        red.add(s)
+    assert red.ranks == list(range(16))
+    with pytest.raises(ValueError, match="rank 3 was already reduced"):
+        red.add(summaries[3])
+    for key, v in red.frames().items():
+        if isinstance(v, pd.DataFrame):
+            pd.testing.assert_frame_equal(v, in_order[key], check_exact=True, obj=key)
+        else:
+            assert v == pytest.approx(in_order[key], nan_ok=True) if isinstance(v, dict) else v == in_order[key]
+    assert len(in_order["collective_waits"]) > 0 and in_order["straggler_summary"]["rank"].iloc[0] == 5
+    js = summarize(job16, executor=LocalExecutor(2))
+    pd.testing.assert_frame_equal(js.frames["collective_waits"], in_order["collective_waits"], check_exact=True)
+
+
 def test_sketch_quantiles_within_accuracy():
     rng = np.random.default_rng(3)
     x = rng.lognormal(3.0, 1.5, 20_000)
@@ -125,8 +148,10 @@ def test_local_executor_keeps_order_and_turns_errors_into_results():
     done = []
     with LocalExecutor(2) as ex:
         out = ex.map(_square, [0, 1, 2, 3], on_done=lambda i, r: done.append(i))
+        kept = ex.map(_square, [0, 1, 3], keep=lambda i, r: -r)  # what the list holds of each result
     assert out[:2] == [0, 1] and out[3] == 9 and out[2] == TaskFailed("ValueError", "two is bad")
     assert sorted(done) == [0, 1, 2, 3]
+    assert kept == [0, -1, -9]
 
 
 def test_executor_by_name_and_environment(monkeypatch):
