@@ -107,14 +107,16 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Opt
 
 
 def _delegate(executor, fn, items, on_done) -> list:
-    """``run_map`` on another executor: results in input order, ``on_done`` in input order too, and a task's
-    failure raised here as it would be by the pool."""
-    results = executor.map(fn, items)
-    for i, r in enumerate(results):
+    """``run_map`` on another executor: results in input order, ``on_done`` as each task finishes (so a
+    progress bar moves), and a task's failure raised here as it would be by the pool."""
+    def done(i, r):
+        if on_done is not None and type(r).__name__ != "TaskFailed":
+            on_done(i, r)
+
+    results = executor.map(fn, items, on_done=done if on_done is not None else None)
+    for r in results:
         if type(r).__name__ == "TaskFailed":
             raise RuntimeError(f"a task on the {executor.name} executor failed: {r}")
-        if on_done:
-            on_done(i, r)
     return results
 
 
