@@ -164,3 +164,31 @@ def test_savings_never_exceed_the_path(tmp_path):
     df = what_if(_load(tmp_path, "a", a), rank=1)
     assert (df.saving >= 0).all() and (df.saving <= df.path_length + 1e-9).all()
     assert (np.diff(df.saving.to_numpy()) <= 1e-9).all()
+
+
+# ---------------------------------------------------------------- GPU copies of the step annotation
+def test_one_path_per_step_with_gpu_annotation_twins(tmp_path):
+    """A ``gpu_user_annotation`` copy of each ``ProfilerStep`` (written without a stream, as some exporters do)
+    is not a second step: each step gives one path, and its classes sum to the path once."""
+    from holotrace.analysis.critical_path import per_step
+
+    s = _Sim()
+    lengths = []
+    for n in (1, 2):
+        s.t0 = s.t = s.t0 + sum(lengths) + 10.0 * n
+        for _ in range(4):
+            s.op(GEMM, 50.0)
+        lengths.append(s.step(n))
+        s.tb.annotation(f"ProfilerStep#{n}", s.t0 + 6.0, lengths[-1] - 8.0, tid=7, cat="gpu_user_annotation")
+    job = _load(tmp_path, "twins", [s])
+    df = per_step(job, rank=0)
+    assert sorted(set(df.step)) == [1, 2]
+    assert not df.duplicated(["step", "bound_by"]).any(), df
+    total = df.groupby("step").duration.sum()
+    assert (total == df.groupby("step").path_length.first()).all()
+    # the path of a step spans its kernels: 4 x 50 us of compute, not twice that
+    comp = df[df.bound_by == "gpu_compute_bound"].set_index("step").duration
+    assert comp.to_dict() == {1: 200_000.0, 2: 200_000.0}
+    wi = what_if(job, rank=0)
+    assert not wi.duplicated(["step", "fix"]).any(), wi
+    assert set(wi.step) == {1, 2}

@@ -25,7 +25,7 @@ import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
 from holotrace.analysis.critical_path_longest import dag_longest_path
-from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType, Graph, build_graph, clip, window
+from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType, Graph, build_graph, clip, cpu_rows, window
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, RuleSet
 from holotrace.model.view import job_view
@@ -236,11 +236,15 @@ def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, ru
 
 
 def _step_rows(rv, strings, rules) -> list[tuple[int, int]]:
-    """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start."""
+    """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start: one row per step number
+    (the first to start). GPU-timeline copies (``gpu_user_annotation``) are not steps, even when they carry no
+    stream."""
     nums = np.array([rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
                      for x in strings.table] + [-1], dtype=np.int64)
     name = rv["name"]
     sn = nums[np.where(name >= 0, name, len(nums) - 1)]
-    rows = np.flatnonzero((sn >= 0) & (rv["stream"] == -1))
+    rows = np.flatnonzero((sn >= 0) & cpu_rows(rv))
     rows = rows[np.argsort(rv["ts"][rows], kind="stable")]
+    _, first = np.unique(sn[rows], return_index=True)
+    rows = rows[np.sort(first)]
     return list(zip(sn[rows].tolist(), rows.tolist()))

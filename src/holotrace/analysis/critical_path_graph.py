@@ -21,7 +21,7 @@ from holotrace.model import classify
 
 log = logging.getLogger("holotrace.critical_path")
 
-__all__ = ["EdgeType", "EDGE_TYPE_NAMES", "Graph", "build_graph", "window", "KERNEL_KERNEL_DELAY_THRESHOLD_US"]
+__all__ = ["EdgeType", "EDGE_TYPE_NAMES", "Graph", "build_graph", "window", "cpu_rows", "KERNEL_KERNEL_DELAY_THRESHOLD_US"]
 
 KERNEL_KERNEL_DELAY_THRESHOLD_US = 1500
 
@@ -73,7 +73,7 @@ def window(view, strings, annotation: str, instance, *, time_ordered: bool = Fal
         raise LookupError(f"no event name contains {annotation!r}")
     rows = np.flatnonzero(np.isin(view["name"], ids))
     if time_ordered:
-        rows = rows[view["stream"][rows] == -1]
+        rows = rows[cpu_rows(view)[rows]]
         rows = rows[np.argsort(ts[rows], kind="stable")]
     i0, i1 = (0, 0) if instance is None else (instance if isinstance(instance, tuple) else (instance, instance))
     i0, i1 = int(i0), int(i1)
@@ -82,6 +82,13 @@ def window(view, strings, annotation: str, instance, *, time_ordered: bool = Fal
                          f"(use 0..{len(rows) - 1})")
     sel = rows[i0:i1 + 1]
     return float(ts[sel].min()), float((ts[sel] + view["dur"][sel]).max())
+
+
+def cpu_rows(view) -> np.ndarray:
+    """CPU-timeline rows: no stream and not a GPU-timeline kind (a ``gpu_user_annotation`` written without a
+    stream is still a GPU range)."""
+    kind = view["kind"]
+    return (view["stream"] == -1) & ~((kind >= 10) & (kind < 20))
 
 
 def clip(view, strings, start: float, end: float) -> np.ndarray:
