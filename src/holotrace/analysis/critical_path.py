@@ -32,7 +32,7 @@ from holotrace.model.view import job_view
 
 log = logging.getLogger("holotrace.critical_path")
 
-__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "step_paths", "longest_path", "BOUND_CLASSES"]
+__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "step_paths", "longest_path", "solve", "BOUND_CLASSES"]
 
 BOUND_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
                  "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
@@ -52,6 +52,8 @@ class CriticalPath:
     graph_weight: Optional[np.ndarray] = None   # weights as used for the path (≤ -1 zeroed)
     path_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     path_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    zeroed_edges: int = 0        # edges of weight <= -1 set to 0 for the path (clock skew between CPU and GPU)
+    zeroed_on_path: int = 0      # of those, edges on the path (the only ones that can change its length)
 
     @property
     def length(self) -> float:
@@ -72,14 +74,27 @@ def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", in
     win = window(rv, view.strings, annotation, instance, time_ordered=not rules.hta_table)
     rows = clip(rv, view.strings, *win)
     g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
-    cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
-    cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
+    return solve(CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None))
+
+
+def solve(cp: CriticalPath) -> CriticalPath:
+    """Fill ``cp``'s longest path; the zeroed negative weights are counted on ``cp`` and logged once: a warning
+    when one is on the path (the path's length then differs from the graph as built), else at debug level."""
+    cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(cp.graph, cp.view)
+    neg = cp.graph.weight <= -1
+    cp.zeroed_edges = int(neg.sum())
+    if cp.zeroed_edges:
+        cp.zeroed_on_path = int(neg[cp.path_edges].sum()) if cp.success else 0
+        level = logging.WARNING if cp.zeroed_on_path else logging.DEBUG
+        log.log(level, "critical path of rank %d: %d negative edge weight(s) set to 0 (%d on the path)",
+                cp.graph.rank, cp.zeroed_edges, cp.zeroed_on_path)
     return cp
 
 
 # --------------------------------------------------------------------------- longest path (§4)
 def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
-    """``(success, graph weights, path nodes, path edge ids)`` with networkx's tie rules."""
+    """``(success, graph weights, path nodes, path edge ids)`` with networkx's tie rules; weights ``<= -1`` are
+    zeroed (silently: :func:`solve` counts and reports them)."""
     w = g.weight.copy()
     empty = np.zeros(0, dtype=np.int64)
     strict = os.environ.get("CRITICAL_PATH_STRICT_NEGATIVE_WEIGHT_CHECKS", "0") == "1"
@@ -87,9 +102,7 @@ def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
     if strict and (w < -1).any():
         log.error("critical path: %d edge(s) with negative weight below -1", int((w < -1).sum()))
         return False, w, empty, empty
-    if neg.any():
-        log.warning("critical path: %d negative edge weight(s) set to 0 for the path", int(neg.sum()))
-        w[neg] = 0.0
+    w[neg] = 0.0
     sync = g.type == EdgeType.SYNC_DEPENDENCY
     if sync.any():
         s_src = view["stream"][g.node_row[g.src[sync]]]
@@ -210,16 +223,16 @@ def step_paths(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, 
         win = (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
         rows = clip(rv, view.strings, *win)
         g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
-        cp = CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
-        cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
-        yield s, cp
+        yield s, solve(CriticalPath(g, rv, view.strings, rules, view.unit_ns,
+                                    list(data_load_events) if data_load_events else None))
 
 
 def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
              data_load_events: Optional[Sequence[str]] = None, paths: Optional[dict] = None) -> pd.DataFrame:
     """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
-    class with ``step, bound_by, duration, pct, path_length`` (durations in the view's unit). ``paths``: a dict
-    that receives each step's :class:`CriticalPath`."""
+    class with ``step, bound_by, duration, pct, path_length, zeroed_edges`` (durations in the view's unit;
+    ``zeroed_edges``: negative edge weights of the step's graph set to 0). ``paths``: a dict that receives each
+    step's :class:`CriticalPath`."""
     out = []
     for s, cp in step_paths(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events):
         if paths is not None:
@@ -231,8 +244,8 @@ def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, ru
         agg = df.groupby("bound_by").duration.sum()
         for k, d in agg.items():
             out.append({"step": s, "bound_by": k, "duration": float(d), "pct": float(d / total * 100) if total else 0.0,
-                        "path_length": float(total)})
-    return pd.DataFrame(out, columns=["step", "bound_by", "duration", "pct", "path_length"])
+                        "path_length": float(total), "zeroed_edges": cp.zeroed_edges})
+    return pd.DataFrame(out, columns=["step", "bound_by", "duration", "pct", "path_length", "zeroed_edges"])
 
 
 def _step_rows(rv, strings, rules) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path import CriticalPath, _step_rows, longest_path
+from holotrace.analysis.critical_path import CriticalPath, _step_rows, longest_path, solve
 from holotrace.analysis.critical_path_graph import EdgeType, build_graph, clip
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
@@ -162,8 +162,7 @@ def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rul
             continue
         win = (float(rv["ts"].min()), float("inf")) if row < 0 else (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
         g = build_graph(jv, rank, clip(rv, jv.strings, *win), win, rules=rules, data_load_events=data_load_events)
-        cp = CriticalPath(g, rv, jv.strings, rules, jv.unit_ns, list(data_load_events) if data_load_events else None)
-        cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(g, rv)
+        cp = solve(CriticalPath(g, rv, jv.strings, rules, jv.unit_ns, list(data_load_events) if data_load_events else None))
         if not cp.success:
             continue
         base = cp.length

@@ -237,6 +237,8 @@ def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
               tuple(meta["window"]))
     cp = _cp.CriticalPath(g, view[rank], view.strings, rules, view.unit_ns, meta["data_load_events"],
                           bool(meta["success"]), arrays["graph_weight"], arrays["path_nodes"], arrays["path_edges"])
+    neg = g.weight <= -1
+    cp.zeroed_edges, cp.zeroed_on_path = int(neg.sum()), int(neg[cp.path_edges].sum()) if cp.success else 0
     return CPGraph(cp, rank)
 
 
