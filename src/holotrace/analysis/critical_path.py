@@ -127,7 +127,10 @@ def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
 
 
 # --------------------------------------------------------------------------- breakdown and summary (§5)
-def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, short: np.ndarray, full: np.ndarray) -> np.ndarray:
+def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.ndarray, short_u: np.ndarray,
+              full_u: np.ndarray) -> np.ndarray:
+    """Class per path edge; names are tested once per distinct name (``inv``: each edge's position in the
+    distinct ``short_u``/``full_u``)."""
     out = np.full(len(etype), "", dtype=object)
     out[etype == EdgeType.KERNEL_KERNEL_DELAY] = "gpu_kernel_kernel_overhead"
     out[etype == EdgeType.KERNEL_LAUNCH_DELAY] = "gpu_kernel_launch_overhead"
@@ -137,15 +140,13 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, short: np.n
     stream = cp.view["stream"][rows[op]]
     quirks = cp.rules.hta_quirks
     pats = cp.data_load_events or []
-    names = short[op] if quirks else full[op]
-    uniq, inv = np.unique(names.astype(str), return_inverse=True)      # one test per distinct name
-    inv = inv.reshape(-1)
-    comm = np.array([classify.kernel_type_of_name(x, hta_compat=quirks) == KernelType.COMMUNICATION for x in uniq],
-                    dtype=bool)[inv]
+    names_u = short_u if quirks else full_u
+    comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
+                       for x in names_u], dtype=bool)
+    comm = comm_u[inv[op]]
     if pats:
         test = (lambda x: any(re.search(p, x) for p in pats)) if quirks else (lambda x: any(p in x for p in pats))
-        su, sinv = np.unique(short[op].astype(str), return_inverse=True) if quirks else (uniq, inv)
-        dl = np.array([test(x) for x in su], dtype=bool)[sinv.reshape(-1)]
+        dl = np.array([test(str(x)) for x in names_u], dtype=bool)[inv[op]]
     else:
         dl = np.zeros(len(op), dtype=bool)
     cpu = stream < 0
@@ -166,13 +167,16 @@ def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
     rows = g.attr[e]
     ok = rows >= 0
     r = np.clip(rows, 0, None)
-    names = np.where(ok, v["name"][r], -1)
-    full = cp.strings.decode(names)
-    short = shorten_names(full)
+    # names: decoded and shortened once per distinct id
+    ids_u, inv = np.unique(np.where(ok, v["name"][r], -1), return_inverse=True)
+    inv = inv.reshape(-1)
+    full_u = cp.strings.decode(ids_u)
+    short_u = shorten_names(full_u)
     etype = g.type[e]
-    bound = _bound_by(cp, etype, rows, short, full)
+    bound = _bound_by(cp, etype, rows, inv, short_u, full_u)
     dur = g.weight[e] if cp.rules.hta_quirks else cp.graph_weight[e]
     idx = np.where(ok, v["index"][r].astype(np.float64), np.where(rows == -2, -1.0, np.nan))
+    cat_u, cat_inv = np.unique(np.where(ok, v["cat"][r], -1), return_inverse=True)
 
     def col(a, dtype=object):
         out = np.full(len(e), np.nan, dtype=object if dtype is object else np.float64)
@@ -182,17 +186,38 @@ def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
     return pd.DataFrame({
         "event_idx": idx,
         "duration": dur.astype(np.float64),
-        "type": EDGE_TYPE_NAMES[etype],
-        "s_name": col(short),
-        "cat": col(cp.strings.decode(np.where(ok, v["cat"][r], -1))),
+        "type": _text(EDGE_TYPE_NAMES, etype),
+        "s_name": _text(short_u, inv, ok),
+        "cat": _text(cp.strings.decode(cat_u), cat_inv.reshape(-1), ok),
         "pid": col(v["pid"][r].astype(object)),
         "tid": col(v["tid"][r].astype(object)),
         "stream": col(v["stream"][r].astype(np.float64), float),
         "index": idx,
-        "bound_by": bound,
+        "bound_by": _text(*_codes(bound)),
         "ts": col(v["ts"][r].astype(np.float64), float),
         "event_dur": col(v["dur"][r].astype(np.float64), float),
     })
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u, inv = np.unique(values.astype(object), return_inverse=True)
+    return u, inv.reshape(-1)
+
+
+def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series:
+    """A text column (pandas' default string dtype) of ``uniq[codes]``, missing where ``ok`` is False: each
+    distinct string is encoded once (a take on an Arrow array, not one conversion per row)."""
+    dtype = pd.Series(["x"]).dtype        # what pandas makes of text: ``str`` (pandas 3) or object
+    if dtype == object or getattr(dtype, "storage", None) != "pyarrow":
+        out = np.asarray(uniq, dtype=object)[codes]
+        if ok is not None:
+            out = np.where(ok, out, np.nan)
+        return pd.Series(out, dtype=dtype)
+    import pyarrow as pa
+
+    mask = None if ok is None else ~ok
+    arr = pa.array([str(x) for x in uniq], type=pa.string()).take(pa.array(np.asarray(codes, dtype=np.int64), mask=mask))
+    return pd.Series(pd.array(arr, dtype=dtype), copy=False)
 
 
 def summary(cp: CriticalPath) -> pd.Series:
