@@ -2,7 +2,8 @@
 
 All ranks on the job's common clock, one process per rank with its CPU threads and GPU streams inside,
 the findings as instant events. ``--ranks`` / ``--steps`` keep only those ranks and steps, ``--gpu-only``
-only GPU work, to keep the file small.
+only GPU work, to keep the file small. ``--critical-path`` computes the critical path of every chosen step of
+every chosen rank and draws it as flow arrows between the path's events (which carry ``args.critical_path``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the Chrome-trace file to write (.json, or .json.gz to compress)")
     p.add_argument("--gpu-only", action="store_true", help="only GPU work (kernels, copies, sets and GPU annotations)")
     p.add_argument("--no-findings", action="store_true", help="leave out the findings' instant events")
+    p.add_argument("--critical-path", action="store_true",
+                   help="draw the critical path of each chosen step and rank as flow arrows (its events get "
+                        "args.critical_path = step)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,10 +36,32 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.output).is_dir():
         raise AnalysisError("is a folder", path=args.output, fix="give a file name, e.g. -o merged.json.gz")
     job = load_job(args)
-    n, size = write_merged_trace(job, args.output, gpu_only=args.gpu_only, findings=not args.no_findings)
-    print(f"wrote {args.output}: {n:,} events of {len(job.ranks)} rank(s), {size / 1e6:.2f} MB "
+    paths = _critical_paths(job, args) if args.critical_path else None
+    n, size = write_merged_trace(job, args.output, gpu_only=args.gpu_only, findings=not args.no_findings,
+                                 critical_paths=paths)
+    note = ""
+    if paths is not None:
+        n_paths = sum(cp.success for v in paths.values() for _, cp in v)
+        note = f", the critical path of {n_paths} step(s) as flows"
+    print(f"wrote {args.output}: {n:,} events of {len(job.ranks)} rank(s){note}, {size / 1e6:.2f} MB "
           "(open it in https://ui.perfetto.dev)")
     return 0
+
+
+def _critical_paths(job, args) -> dict:
+    """``{rank: [(step, CriticalPath), ...]}`` for the chosen steps (all of the job's when none is chosen)."""
+    from holotrace.analysis.critical_path import step_paths
+    from holotrace.model.classify import NATIVE
+    from holotrace.model.view import job_view
+
+    view = job_view(job, NATIVE)
+    out = {}
+    for r in job.ranks:
+        out[r] = list(step_paths(view, rank=r, rules=NATIVE))
+    if not any(out.values()):
+        raise AnalysisError("no ProfilerStep on the chosen ranks: no critical path to draw", path=job.path,
+                            fix="drop --critical-path, or choose ranks and steps that hold ProfilerStep ranges")
+    return out
 
 
 COMMAND = Command(
