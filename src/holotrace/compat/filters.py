@@ -71,15 +71,19 @@ class Filter:
         log.warning("%s: %s; the frame is returned unfiltered", type(self).__name__, why)
         return df
 
+    def _isin(self, df: pd.DataFrame, column: str, values, missing: str) -> pd.DataFrame:
+        """The rows whose ``column`` is one of ``values`` (``missing`` says why when the column is absent)."""
+        if column not in df.columns:
+            return self._cannot(df, missing)
+        return df[df[column].isin(values)]
+
 
 class IterationFilter(Filter):
     def __init__(self, iterations: Union[int, List[int]], strict: bool = False):
         self.iterations, self.strict = _ints(iterations, "iterations"), strict
 
     def __call__(self, df, symbol_table=None):
-        if "iteration" not in df.columns:
-            return self._cannot(df, "no iteration column")
-        return df[df["iteration"].isin(self.iterations)]
+        return self._isin(df, "iteration", self.iterations, "no iteration column")
 
 
 class IterationIndexFilter(Filter):
@@ -108,9 +112,7 @@ class RankFilter(Filter):
         self.ranks, self.strict = _ints(ranks, "ranks"), strict
 
     def __call__(self, df, symbol_table=None):
-        if "rank" not in df.columns:
-            return self._cannot(df, "no rank column (concatenate the ranks' frames with a rank column)")
-        return df[df["rank"].isin(self.ranks)]
+        return self._isin(df, "rank", self.ranks, "no rank column (concatenate the ranks' frames with a rank column)")
 
 
 class TimeRangeFilter(Filter):
