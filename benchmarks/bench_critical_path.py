@@ -7,8 +7,8 @@ Each measurement runs in its own process: load the rank with ``TraceAnalysis``, 
 first use) and the best of ``--repeat`` (one run for HTA). Peak memory is the
 process's maximum resident set size (load included) and its growth during the analysis.
 
-    python benchmarks/bench_critical_path.py /tmp/job100 /tmp/job500 \
-        --hta-python "$HOLOTRACE_HTA_PYTHON" --json /tmp/cp_bench.json
+    python benchmarks/bench_critical_path.py jobs/one100 jobs/one500 \
+        --hta-python "$HOLOTRACE_HTA_PYTHON" --json cp_bench.json
 
 Each PATH is a folder with one rank file (benchmarks/generate.py --ranks 1 --target-mb N --out PATH).
 """
