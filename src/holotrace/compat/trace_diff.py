@@ -100,28 +100,22 @@ class LabeledTrace:
 
     # ------------------------------------------------------------------ selection
     def _ranks(self, rank) -> List[int]:
-        have = self.ranks()
-        if rank is None:
-            if not have:
-                raise ValueError(f"Trace {self.label} doesn't have any rank.")
-            return have[:1]
-        ranks = _int_list(rank, "rank")
-        for r in ranks:
-            if r not in have:
-                raise ValueError(f"Invalid argument rank={rank}.")
-        return ranks
+        return self._choose(rank, self.ranks(), "rank", f"Invalid argument rank={rank}.")
 
     def _iterations(self, iteration) -> List[int]:
-        have = self.iterations()
-        if iteration is None:
+        return self._choose(iteration, self.iterations(), "iteration", None)
+
+    def _choose(self, asked, have: List[int], what: str, bad: Optional[str]) -> List[int]:
+        """HTA's selection rule: None → the first available; otherwise every asked value must exist."""
+        if asked is None:
             if not have:
-                raise ValueError(f"Trace {self.label} doesn't have any iteration.")
+                raise ValueError(f"Trace {self.label} doesn't have any {what}.")
             return have[:1]
-        its = _int_list(iteration, "iteration")
-        for i in its:
-            if i not in have:
-                raise ValueError(f"Invalid argument iteration={i}.")
-        return its
+        chosen = _int_list(asked, what)
+        for x in chosen:
+            if x not in have:
+                raise ValueError(bad or f"Invalid argument {what}={x}.")
+        return chosen
 
     def _rows(self, rank: int, iterations: List[int], device_type: DeviceType) -> np.ndarray:
         v = self.view[rank]
