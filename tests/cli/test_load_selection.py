@@ -62,3 +62,12 @@ def test_a_selection_of_nothing_is_a_one_line_error(job, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert "--steps 7-8 selects no events" in err and "[1, 2, 3, 4]" in err
+
+
+def test_a_huge_range_is_refused_in_one_line():
+    from holotrace.errors import AnalysisError
+    from holotrace.model.filter import MAX_LISTED, parse_int_ranges
+
+    assert parse_int_ranges("0-3,7", "rank") == (0, 1, 2, 3, 7)
+    with pytest.raises(AnalysisError, match=f"names more than {MAX_LISTED:,} values"):
+        parse_int_ranges("0-2000000000", "step")

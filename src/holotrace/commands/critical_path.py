@@ -15,21 +15,16 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
+from holotrace.model.filter import parse_int_ranges
 
 __all__ = ["COMMAND", "add_arguments", "run", "parse_steps"]
 
 
 def parse_steps(text):
-    """``"12"`` → [12]; ``"10-14"`` → [10..14]; None → every step."""
+    """``"12"`` → [12]; ``"10-14"`` → [10..14]; None → every step (bad text: a one-line error)."""
     if text is None:
         return None
-    try:
-        if "-" in text.strip("-"):
-            a, b = text.split("-", 1)
-            return list(range(int(a), int(b) + 1))
-        return [int(text)]
-    except ValueError:
-        raise AnalysisError(f"--step {text!r} is not a step number or range", fix="use e.g. --step 12 or --step 10-14") from None
+    return list(parse_int_ranges(text, "step"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

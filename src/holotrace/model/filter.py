@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -53,8 +53,12 @@ class TraceFilter:
         return self.ranks is None and not self.rows_filtered
 
 
+MAX_LISTED = 1_000_000  # values a rank/step list may expand to (a typo like 0-2000000000 is not a request)
+
+
 def parse_int_ranges(text: str, what: str = "value") -> tuple:
-    """``"0-3,7"`` → ``(0, 1, 2, 3, 7)``; bad text raises a one-line :class:`AnalysisError`."""
+    """``"0-3,7"`` → ``(0, 1, 2, 3, 7)``; bad text, or a list over :data:`MAX_LISTED` values, raises a one-line
+    :class:`AnalysisError`."""
     out: list[int] = []
     for part in str(text).replace(" ", "").split(","):
         m = re.fullmatch(r"(-?\d+)(?:-(-?\d+))?", part)
@@ -63,6 +67,9 @@ def parse_int_ranges(text: str, what: str = "value") -> tuple:
         a, b = int(m.group(1)), int(m.group(2) if m.group(2) is not None else m.group(1))
         if b < a:
             raise AnalysisError(f"{what} range {part!r} ends before it starts", fix="write the smaller number first")
+        if len(out) + (b - a + 1) > MAX_LISTED:
+            raise AnalysisError(f"{what} list {text!r} names more than {MAX_LISTED:,} values",
+                                fix="name the ranks or steps the job has")
         out.extend(range(a, b + 1))
     return tuple(dict.fromkeys(out))
 
