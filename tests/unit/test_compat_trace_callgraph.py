@@ -168,3 +168,12 @@ def test_parse_keeps_every_step_and_align_and_filter_drops_the_last():
     assert sorted(set(t.get_trace(0)["iteration"].dropna().astype(int)) - {-1}) == [551, 552]
     t.align_and_filter_trace()
     assert sorted(set(t.get_trace(0)["iteration"].dropna().astype(int)) - {-1}) == [551]
+
+
+def test_merge_kernel_intervals_by_hand():
+    from holotrace.compat.types import merge_kernel_intervals
+
+    df = pd.DataFrame({"ts": [10, 0, 5, 30], "dur": [5, 5, 2, 1]})  # [0,5] touches [5,7]; [10,15]; [30,31]
+    out = merge_kernel_intervals(df)
+    assert out.values.tolist() == [[0, 7], [10, 15], [30, 31]]
+    assert df["ts"].tolist() == [0, 5, 10, 30] and df["end"].tolist() == [5, 7, 15, 31]  # HTA sorts in place

@@ -11,6 +11,7 @@ from typing import List, Optional, Union
 
 import pandas as pd
 
+from holotrace.analysis import intervals
 from holotrace.analysis.annotations import shorten_names
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
@@ -146,9 +147,8 @@ def merge_kernel_intervals(df: pd.DataFrame) -> pd.DataFrame:
     """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``df`` by ``ts`` in place."""
     df.sort_values(by="ts", inplace=True)
     df["end"] = df["ts"] + df["dur"]
-    prev_max = df["end"].cummax().shift(1)
-    group = (df["ts"] > prev_max).cumsum()
-    return df.groupby(group).agg({"ts": "min", "end": "max"}).reset_index(drop=True)
+    iv = intervals.merge(df["ts"].to_numpy(), df["end"].to_numpy())
+    return pd.DataFrame({"ts": iv.start, "end": iv.end})
 
 
 def flatten_column_names(df: pd.DataFrame) -> None:
