@@ -21,13 +21,12 @@ end instant is placed 1 ns inside it, so that Perfetto binds it to that event.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from holotrace.render.trace_file import gzip_bytes
+from holotrace.render.trace_file import gzip_bytes, write_atomic
 
 __all__ = ["merged_events", "write_merged_trace", "first_free_flow_id", "CPU_TID_SHIFT"]
 
@@ -209,7 +208,5 @@ def write_merged_trace(job, output, *, ranks: Optional[Sequence[int]] = None, gp
     out = Path(output)
     if str(out).endswith(".gz"):
         data = gzip_bytes(data)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
+    write_atomic(out, lambda fh: fh.write(data))
     return sum(b.count('"ph":') for b in body), len(data)

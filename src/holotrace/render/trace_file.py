@@ -186,7 +186,9 @@ def _plain_tail_end(src: Path, top_keys) -> Optional[tuple[int, bool]]:
     return base + pos, before.endswith(b"[")
 
 
-def _write_atomic(dst: Path, write) -> None:
+def write_atomic(dst: Path, write) -> None:
+    """Write ``dst`` through ``write(fh)`` into a temporary file beside it, then rename: a reader never sees a
+    partial file, and the temporary file is removed on failure."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(dst.parent))
     try:
@@ -257,7 +259,7 @@ def write_trace_with_events(source: Union[str, Path], output: Union[str, Path], 
                 _copy_range(src, out, end)
                 out.write(b"".join([(b"\n" if empty else b",\n") if extra else b"", extra, b"\n", rest]))
 
-            _write_atomic(dst, write_plain)
+            write_atomic(dst, write_plain)
             return dst
     data = read_trace_bytes(src)
     end = _events_end(data, src, top_keys)
@@ -266,5 +268,5 @@ def write_trace_with_events(source: Union[str, Path], output: Union[str, Path], 
     out = b"".join([before, sep if extra else b"", extra, b"\n", data[end:]])
     if compress:
         out = gzip_bytes(out)
-    _write_atomic(dst, lambda fh: fh.write(out))
+    write_atomic(dst, lambda fh: fh.write(out))
     return dst

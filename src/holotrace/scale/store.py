@@ -99,13 +99,17 @@ def write_rank(out: Path, trace, strings, summary: RankSummary) -> Path:
     tmp = final.with_name(final.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    _write_table(tmp / "events.arrow", pa.table(dict(trace.columns)))
-    for name in ("instants", "counters", "flows", "names"):
-        side = getattr(trace, name)
-        if len(side):
-            _write_table(tmp / f"{name}.arrow", pa.Table.from_pandas(side, preserve_index=False))
-    _write_table(tmp / "strings.arrow", pa.table({"string": pa.array(list(strings.table), type=pa.string())}))
-    (tmp / "summary.arrow").write_bytes(summary_to_bytes(summary))
+    try:
+        _write_table(tmp / "events.arrow", pa.table(dict(trace.columns)))
+        for name in ("instants", "counters", "flows", "names"):
+            side = getattr(trace, name)
+            if len(side):
+                _write_table(tmp / f"{name}.arrow", pa.Table.from_pandas(side, preserve_index=False))
+        _write_table(tmp / "strings.arrow", pa.table({"string": pa.array(list(strings.table), type=pa.string())}))
+        (tmp / "summary.arrow").write_bytes(summary_to_bytes(summary))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # no half-written rank folder is left behind
+        raise
     shutil.rmtree(final, ignore_errors=True)
     failed = final.with_name(final.name + ".failed.json")
     if failed.exists():
