@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.link import isin_ids
@@ -92,20 +93,7 @@ def launch_stats(
                          "ts": view.us(ts.take(cpu) + v.clock_offset - origin)})
         return pd.DataFrame(cols, copy=False)
 
-    return _on_threads(one, chosen)
-
-
-def _on_threads(fn, ranks: list[int]) -> dict[int, pd.DataFrame]:
-    """``{r: fn(r)}`` in ``ranks`` order, on threads (numpy releases the GIL)."""
-    from holotrace.exec.pool import cpu_count
-
-    workers = min(cpu_count(), len(ranks))
-    if workers < 2:
-        return {r: fn(r) for r in ranks}
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as ex:
-        return dict(zip(ranks, ex.map(fn, ranks)))
+    return thread_map(one, chosen)
 
 
 _GPU_WORK = np.zeros(256, dtype=bool)  # by Kind code (int8: negative codes index from the end, all False)
