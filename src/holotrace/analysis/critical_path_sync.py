@@ -26,10 +26,13 @@ def launch_calls(view, strings) -> np.ndarray:
 
 def _groups(keys: np.ndarray):
     """dict key-tuple -> positions (ascending) for rows of a 2-column key array."""
-    out: dict = {}
-    for i, k in enumerate(map(tuple, keys.tolist())):
-        out.setdefault(k, []).append(i)
-    return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
+    if not len(keys):
+        return {}
+    order = np.lexsort((np.arange(len(keys)), keys[:, 1], keys[:, 0]))  # by key, then position
+    k = keys[order]
+    cut = np.flatnonzero((k[1:] != k[:-1]).any(axis=1)) + 1
+    return {tuple(int(x) for x in part[0]): pos.astype(np.int64)  # one entry per (device, stream), not per row
+            for part, pos in zip(np.split(k, cut), np.split(order, cut))}
 
 
 def sync_sources(view, strings, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
