@@ -105,9 +105,9 @@ def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[
         return res
     ranges = np.flatnonzero(rv["cat"] == cat_id)
     ranges = ranges[np.argsort(rv["ts"][ranges], kind="stable")]
-    launch_test = view.per_string(lambda s: 1 if s.startswith("cudaLaunchKernel") else 0, prefix="cudaLaunchKernel")
-    cat_test = view.per_string(lambda s: 1 if s.startswith("cuda_runtime") else 0, prefix="cuda_runtime")
-    launches = np.flatnonzero((view.lookup(rv["name"], launch_test) == 1) & (view.lookup(rv["cat"], cat_test) == 1))
+    launch_test = view.per_string(classify.is_cupti_launch_name, prefix="cudaLaunchKernel", missing=False, dtype=bool)
+    cat_test = view.per_string(classify.is_cupti_launch_category, prefix="cuda_runtime", missing=False, dtype=bool)
+    launches = np.flatnonzero(view.lookup(rv["name"], launch_test) & view.lookup(rv["cat"], cat_test))
     launches = launches[np.argsort(rv["ts"][launches], kind="stable")]
     if len(ranges) != len(launches):
         msg = (f"rank {rank}: {len(ranges)} CUPTI counter ranges but {len(launches)} kernel launches; they are paired "

@@ -45,7 +45,7 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
     op = g.type == EdgeType.OPERATOR_KERNEL
     launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.CP_QUEUE_LAUNCH_APIS))
     gpu = has & (v["stream"][attr] != -1)
-    comm_str = jv.per_string(lambda s: classify.kernel_type_of_name(s) == KernelType.COMMUNICATION, missing=0, dtype=bool)
+    comm_str = jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool)
     comm = gpu & op & jv.lookup(name, comm_str)
     w0 = g.weight
 

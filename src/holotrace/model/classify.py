@@ -162,9 +162,9 @@ def kernel_type_of_names(names: Iterable[str], *, hta_compat: bool = False) -> n
     return types[inv.reshape(-1)]
 
 
-def is_communication_kernel_names(names: Iterable[str]) -> np.ndarray:
+def is_communication_kernel(name: str) -> bool:
     """Every communication kernel family: nccl*/ncclKernel*/ncclDevKernel*, rccl*, hccl*, hip collectives."""
-    return kernel_type_of_names(names) == KernelType.COMMUNICATION
+    return kernel_type_of_name(name) == KernelType.COMMUNICATION
 
 
 def profiler_step_number(name: str) -> int:
@@ -355,6 +355,16 @@ CUPTI_RANGE_CATEGORY = "cuda_profiler_range"
 CUPTI_MISSING_NAME = "__missing__"
 
 
+def is_cupti_launch_name(name: str) -> bool:
+    """The name of a launch call paired with a CUPTI counter range (``cudaLaunchKernel*``)."""
+    return name.startswith("cudaLaunchKernel")
+
+
+def is_cupti_launch_category(cat: str) -> bool:
+    """The category of a launch call paired with a CUPTI counter range (``cuda_runtime*``)."""
+    return cat.startswith("cuda_runtime")
+
+
 def is_cupti_launch(cat: str, name: str) -> bool:
     """A launch call paired with a CUPTI counter range."""
-    return cat.startswith("cuda_runtime") and name.startswith("cudaLaunchKernel")
+    return is_cupti_launch_category(cat) and is_cupti_launch_name(name)

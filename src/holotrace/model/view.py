@@ -131,8 +131,10 @@ class JobView:
     def per_string(self, rule, *, prefix: str = "", missing=-1, dtype=np.int64) -> np.ndarray:
         """``rule(s)`` for every string of the job (index = id; the last entry, for id −1, is ``missing``).
 
-        Only strings starting with ``prefix`` are tested (the others get ``missing``). The array is computed
-        once per view and rule: a pure function of the job's strings, so analyses may share it.
+        Only strings starting with ``prefix`` are tested (the others get ``missing``). For a named rule (a
+        module function or a method) the array is computed once per view and kept: a pure function of the job's
+        strings, so analyses may share it. A lambda or a function defined inside a call is a new object at every
+        call: its array is computed each time and not kept (it could never be found again).
         """
         key = (rule, prefix, missing, np.dtype(dtype).str)
         out = self._per_string.get(key)
@@ -142,7 +144,8 @@ class JobView:
             for i, s in enumerate(table):
                 if s.startswith(prefix):
                     out[i] = rule(s)
-            self._per_string[key] = out
+            if "<" not in getattr(rule, "__qualname__", "<"):  # "<lambda>", "<locals>": not findable again
+                self._per_string[key] = out
         return out
 
     def lookup(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
