@@ -55,11 +55,6 @@ def clamp_workers(requested: Optional[int], sizes: Sequence[int]) -> int:
     return max(1, n)
 
 
-def default_workers(sizes: Sequence[int]) -> int:
-    """As many workers as cores, bounded by the number of files and by memory."""
-    return clamp_workers(None, sizes)
-
-
 def plan(requested: Optional[int], sizes: Sequence[int]) -> tuple[int, list[int]]:
     """(processes, scanning threads per file): files spread over processes first, the cores left
     over scan each big file's pieces on threads. ``requested`` bounds the total (None: cores)."""
