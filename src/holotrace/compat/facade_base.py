@@ -14,7 +14,6 @@ import pandas as pd
 
 from holotrace.analysis.callstack import CallGraph, call_graph
 from holotrace.compat.hta_table import hta_table
-from holotrace.errors import PlottingUnavailableError
 from holotrace.model.classify import HTA, HTA_FIXED, RuleSet
 from holotrace.model.view import JobView
 
@@ -24,15 +23,12 @@ __all__ = ["FacadeBase", "log"]
 
 
 def _plots():
-    try:
-        import plotly  # noqa: F401
-    except ImportError:
-        raise PlottingUnavailableError(
-            "visualize=True needs plotly, which is not installed",
-            fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only",
-        ) from None
+    """The plot builders (:mod:`holotrace.render.plots`), once plotly, which draws them here, is known to be there."""
     from holotrace.render import plots
+    from holotrace.render.plotly_figures import require_plotly
 
+    require_plotly("visualize=True",
+                   fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only")
     return plots
 
 
@@ -82,10 +78,12 @@ class FacadeBase:
             self._graphs[key] = call_graph(self.view, rank, rules=rules)
         return self._graphs[key]
 
-    def _figures(self, build: Callable[[object], list], show: bool = True, renderer: str = "") -> None:
-        """Build (and, inside a notebook, show) the figures of a method; requires plotly."""
-        plots = _plots()
-        self.figures = build(plots)
-        if show:
-            plots.show(self.figures, renderer=renderer)
+    def _figures(self, build: Callable[[object], object], show: bool = True, renderer: str = "") -> None:
+        """Build (and, inside a notebook, show) the figures of a method; requires plotly. ``build`` gets the plot
+        builders (:mod:`holotrace.render.plots`) and returns a chart description or a list of them; the plotly
+        renderer draws each as one figure."""
+        from holotrace.render import plotly_figures
 
+        self.figures = plotly_figures.figures(build(_plots()))
+        if show:
+            plotly_figures.show(self.figures, renderer=renderer)

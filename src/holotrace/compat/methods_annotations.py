@@ -83,7 +83,7 @@ class AnnotationMethods(FacadeBase):
             ("sum (us)", "sum_us"), ("max (us)", "max_us"), ("min (us)", "min_us"), ("stddev", "std_us"),
             ("mean (us)", "mean_us"), ("rank", "rank"))}})
         if visualize:
-            self._figures(lambda p: p.annotation_figures(out), renderer=image_renderer or "")
+            self._figures(lambda p: p.annotation_pies(out), renderer=image_renderer or "")
         return out
 
     # ------------------------------------------------------------------ stragglers
@@ -124,5 +124,5 @@ class AnnotationMethods(FacadeBase):
                                           num_candidates=num_candidates,
                                           scorer=hta_scorer if straggler_identification_impl else None)
         if visualize:
-            self._figures(lambda p: p.straggler_figures(out))
+            self._figures(lambda p: p.stragglers_ranked(out))
         return out

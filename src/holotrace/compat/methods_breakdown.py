@@ -33,7 +33,7 @@ class BreakdownMethods(FacadeBase):
         for c in ("idle", "compute", "non_compute"):
             out[f"{c}_time_pctg"] = np.round(t[f"{c}_pctg"].to_numpy(), 2)
         if visualize:
-            self._figures(lambda p: p.temporal_figures(out))
+            self._figures(lambda p: p.temporal_breakdown(out))
         return out
 
     def get_gpu_kernel_breakdown(
@@ -63,7 +63,7 @@ class BreakdownMethods(FacadeBase):
                                 "mean (us)": k["mean_us"].to_numpy(), "kernel_type": k["kernel_type"].to_numpy(),
                                 "rank": k["rank"].to_numpy()})
         if visualize:
-            self._figures(lambda p: p.kernel_figures(types, kernels), renderer=image_renderer)
+            self._figures(lambda p: [p.kernel_type_pie(types), *p.kernel_per_rank(kernels)], renderer=image_renderer)
         return types, kernels
 
     def get_idle_time_breakdown(
@@ -99,7 +99,7 @@ class BreakdownMethods(FacadeBase):
             stats = pd.DataFrame({h: s[c].to_numpy() for h, c in cols.items()}).astype({"count": np.float64}).round(2)
             stats.index = pd.Index(s["idle_category"].to_numpy(), name="idle_category")
         if visualize:
-            self._figures(lambda p: p.idle_figures(idle, visualize_pctg))
+            self._figures(lambda p: p.idle_per_stream(idle, visualize_pctg))
         return idle, stats
 
     def get_comm_comp_overlap(self, visualize: bool = False) -> pd.DataFrame:
@@ -108,7 +108,7 @@ class BreakdownMethods(FacadeBase):
         pctg = np.where(o["has_communication"], np.round(o["overlap_pctg"].to_numpy(), 2), np.nan)
         out = pd.DataFrame({"rank": o["rank"].to_numpy(), "comp_comm_overlap_pctg": pctg})
         if visualize:
-            self._figures(lambda p: p.overlap_figures(out))
+            self._figures(lambda p: p.comm_overlap(out["rank"], out["comp_comm_overlap_pctg"]))
         return out
 
     def get_profiler_steps(self) -> List[int]:

@@ -45,7 +45,7 @@ class LaunchMethods(FacadeBase):
                                    runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
                                    include_memory_events=include_memory_events)
         if visualize:
-            self._figures(lambda p: p.launch_figures(out, runtime_cutoff, launch_delay_cutoff))
+            self._figures(lambda p: p.launch_histograms(out, runtime_cutoff, launch_delay_cutoff))
         return out
 
     def get_aten_op_kernels_and_delay(
@@ -69,7 +69,7 @@ class LaunchMethods(FacadeBase):
         out = _aten.aten_op_kernels(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks),
                                     sort_by=sort_by)
         if visualize:
-            self._figures(lambda p: p.aten_figures(out))
+            self._figures(lambda p: p.aten_tables(out))
         return out
 
     # ------------------------------------------------------------------ kernel sequences
@@ -116,7 +116,7 @@ class LaunchMethods(FacadeBase):
                                   strings=self.job.strings if compress_other_kernels else None)
         log.info("Overlaid trace file for rank %s has been generated at %s.", rank, path)
         if visualize:
-            self._figures(lambda p: p.sequence_figures(res.patterns.head(top_k), rank))
+            self._figures(lambda p: p.kernel_sequences(res.patterns.head(top_k), rank))
         return res.patterns
 
 

@@ -266,13 +266,14 @@ class TraceDiff:
     @staticmethod
     def _bars(df, suffix, diff, title, y_title, show_image, export_image_path) -> None:
         from holotrace.compat.facade_base import _plots
+        from holotrace.render import plotly_figures
 
         labels = [c[: -len("_total_duration")] for c in df.columns if c.endswith("_total_duration")]
         assert len(labels) >= 2, "a compare_traces result needs two <label>_total_duration columns"
-        plots = _plots()
-        fig = plots.diff_bars(df, [f"{labels[0]}_{suffix}", f"{labels[1]}_{suffix}", diff],
-                              [labels[0], labels[1], "Difference"], title, y_title)
+        chart = _plots().trace_diff_bars(df, [f"{labels[0]}_{suffix}", f"{labels[1]}_{suffix}", diff],
+                                         [labels[0], labels[1], "Difference"], title, y_title)
+        fig = plotly_figures.figure(chart)
         if show_image:
-            plots.show([fig])
+            plotly_figures.show([fig])
         if export_image_path:
             fig.write_image(export_image_path)

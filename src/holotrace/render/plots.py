@@ -1,117 +1,311 @@
-"""Plotly figures of the core analyses (the optional ``plot`` extra).
+"""Every plot of holotrace, built once: result frames in, chart descriptions (:mod:`holotrace.render.charts`) out.
 
-Importing this module requires plotly; callers go through
-``holotrace.compat.trace_analysis`` which turns a missing plotly into a
-:class:`~holotrace.errors.PlottingUnavailableError`. Figures are built
-from result frames only; the frames are never modified.
+One function per plot; none draws. The HTML report renders the descriptions as inline SVG
+(:mod:`holotrace.render.report_svg`), the facade's ``visualize=True`` as plotly figures
+(:mod:`holotrace.render.plotly_figures`); either renderer draws any description. The first group reads the
+HTA-shaped frames the facade returns, the second the frames of the analyses under holotrace's rules that the
+report shows (times in µs, shown in ms), the third a :class:`holotrace.analysis.diff.JobDiff`'s frames.
+Frames are never modified. Needs neither plotly nor a browser.
 """
 
 from __future__ import annotations
 
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
 import pandas as pd
-import plotly.express as px
 
-__all__ = ["temporal_figures", "kernel_figures", "idle_figures", "overlap_figures", "launch_figures", "aten_figures",
-           "sequence_figures", "annotation_figures", "straggler_figures", "show", "diff_bars"]
+from holotrace.analysis.annotations import shorten_names
+from holotrace.render.charts import (Bars, Gantt, Histogram, Line, Lines, Pie, Series, StackedBars, Strip, StripGroup,
+                                     Table)
+
+__all__ = [
+    # the facade's figures (HTA's frames)
+    "temporal_breakdown", "kernel_type_pie", "kernel_per_rank", "idle_per_stream", "comm_overlap",
+    "launch_histograms", "aten_tables", "kernel_sequences", "annotation_pies", "stragglers_ranked", "trace_diff_bars",
+    # the report's plots (holotrace's frames)
+    "gpu_time", "idle_causes", "step_times", "collective_waits", "top_kernels", "kernel_rank_spread",
+    "kernel_types", "launch_delay", "counter_lines", "critical_path", "what_if", "gpu_timeline",
+    "KERNEL_TYPES", "KERNEL_TYPE_COLOURS", "KERNEL_TYPE_LETTERS",
+    # the comparison report's plots
+    "diff_contributors", "diff_metrics", "diff_changed", "diff_appeared",
+]
+
+KERNEL_TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
+KERNEL_TYPE_COLOURS = ("#e08a1e", "#6aa84f", "#1f5fa8", "#8c8c8c")
+KERNEL_TYPE_LETTERS = ("N", "M", "C", "O")
 
 
-def temporal_figures(df: pd.DataFrame) -> list:
-    """Stacked bars of idle / compute / non-compute percent per rank."""
+def _rank_labels(ranks) -> list[str]:
+    return [f"rank {r}" for r in ranks]
+
+
+# ============================================================================ the facade's figures (HTA's frames)
+
+
+def temporal_breakdown(df: pd.DataFrame) -> StackedBars:
+    """Idle / compute / non-compute percent of each rank's kernel span, stacked (``get_temporal_breakdown``)."""
     cols = ["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
-    fig = px.bar(df, x="rank", y=cols, title="Temporal breakdown across ranks", labels={"rank": "Rank"})
-    fig.update_layout(yaxis_title="Percent of kernel span", legend_title="Time")
-    return [fig]
+    return StackedBars(name="temporal-breakdown", title="Temporal breakdown across ranks",
+                       labels=df["rank"].tolist(), series=[Series(c, df[c]) for c in cols],
+                       unit="Percent of kernel span", label_title="Rank", legend_title="Time", digits=2)
 
 
-def kernel_figures(types: pd.DataFrame, kernels: pd.DataFrame) -> list:
-    """Pie of time by kernel type, and per-kernel mean duration by rank (min/max as error bars)."""
-    figs = [px.pie(types[types["percentage"] > 0], values="percentage", names="kernel_type",
-                   title="Kernel type percentage across all ranks")]
+def kernel_type_pie(types: pd.DataFrame) -> Pie:
+    """Share of GPU time by kernel type over all ranks (types with a positive share)."""
+    shown = types[types["percentage"] > 0]
+    return Pie(name="kernel-type-share", title="Kernel type percentage across all ranks",
+               labels=shown["kernel_type"].tolist(), values=shown["percentage"], unit="%")
+
+
+def kernel_per_rank(kernels: pd.DataFrame) -> list[Bars]:
+    """Per kernel (the ``others`` rows left out): its mean duration on each rank, min and max as error bars."""
+    out = []
     for (ktype, name), part in kernels[kernels["name"] != "others"].groupby(["kernel_type", "name"], sort=False):
-        fig = px.bar(part, x="rank", y="mean (us)", title=f'Kernel type "{ktype}" - {name}',
-                     error_y=part["max (us)"] - part["mean (us)"], error_y_minus=part["mean (us)"] - part["min (us)"])
-        figs.append(fig)
-    return figs
+        mean = part["mean (us)"].to_numpy(dtype=np.float64)
+        out.append(Bars(name="kernel-per-rank", title=f'Kernel type "{ktype}" - {name}', labels=part["rank"].tolist(),
+                        series=[Series("mean (us)", mean, error_plus=part["max (us)"].to_numpy() - mean,
+                                       error_minus=mean - part["min (us)"].to_numpy())],
+                        unit="mean (us)", label_title="rank"))
+    return out
 
 
-def idle_figures(idle: pd.DataFrame, pctg: bool = True) -> list:
-    """Bars of idle time (ratio or µs) per stream, stacked by category, one figure per rank."""
+def idle_per_stream(idle: pd.DataFrame, pctg: bool = True) -> list[StackedBars]:
+    """One chart per rank: idle time (ratio, or µs) per stream, stacked by idle category."""
     y = "idle_time_ratio" if pctg else "idle_time"
-    figs = []
+    out = []
     for rank, part in idle.groupby("rank", sort=False):
-        part = part.assign(stream=part["stream"].astype(str))  # a copy: the result keeps its int streams
-        figs.append(px.bar(part, x="stream", y=y, color="idle_category", title=f"Idle time breakdown on rank {rank} per stream"))
-    return figs
+        streams = pd.unique(part["stream"])
+        cats = pd.unique(part["idle_category"])
+        pos = {s: i for i, s in enumerate(streams.tolist())}
+        series = []
+        for c in cats:
+            rows = part[part["idle_category"].to_numpy() == c]
+            v = np.zeros(len(streams))
+            v[[pos[s] for s in rows["stream"].tolist()]] = rows[y].to_numpy(dtype=np.float64)
+            series.append(Series(str(c), v))
+        out.append(StackedBars(name="idle-per-stream", title=f"Idle time breakdown on rank {rank} per stream",
+                               labels=[str(s) for s in streams], series=series, unit=y, label_title="stream",
+                               legend_title="idle_category", digits=2))
+    return out
 
 
-def overlap_figures(df: pd.DataFrame) -> list:
-    """Bar of the communication/computation overlap percent per rank."""
-    return [px.bar(df, x="rank", y="comp_comm_overlap_pctg", title="Computation-communication overlap",
-                   labels={"rank": "Rank", "comp_comm_overlap_pctg": "Overlap (% of communication time)"})]
+def comm_overlap(ranks: Sequence[int], pctg) -> Bars:
+    """Percent of each rank's communication time that computation overlaps (NaN: no communication, no bar);
+    the facade's ``get_comm_comp_overlap`` figure and the report's overlap plot."""
+    return Bars(name="overlap", title="Computation-communication overlap", labels=_rank_labels(ranks),
+                series=[Series("overlap", pctg)], unit="%", value_title="Overlap (% of communication time)",
+                label_title="Rank")
 
 
-def show(figures: list, renderer: str = "") -> None:
-    """Show figures inside a notebook; elsewhere do nothing (never opens a browser)."""
-    try:
-        from IPython import get_ipython  # type: ignore
-    except ImportError:
-        return
-    shell = get_ipython()
-    if shell is None or "Kernel" not in type(shell).__name__ and "ZMQ" not in type(shell).__name__:
-        return
-    for fig in figures:
-        fig.show(renderer=renderer or None)
-
-
-def launch_figures(stats: dict[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list:
-    import plotly.express as px
-
-    figs = []
+def launch_histograms(stats: Mapping[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list[Histogram]:
+    """Per rank: CPU durations of the short kernels' launches, of the runtime outliers, and the outlying launch
+    delays (``get_cuda_kernel_launch_stats``)."""
+    out = []
     for r, df in stats.items():
-        figs.append(px.histogram(df[df["short_kernel"]], x="cpu_duration",
-                                 title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}"))
-        figs.append(px.histogram(df[df["runtime_outlier"]], x="cpu_duration", nbins=300,
-                                 title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}"))
-        figs.append(px.histogram(df[df["launch_delay_outlier"]], x="launch_delay", nbins=300,
-                                 title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}"))
-    return figs
+        out += [Histogram(name="short-kernels", values=df.loc[df["short_kernel"], "cpu_duration"], unit="cpu_duration",
+                          title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}"),
+                Histogram(name="runtime-outliers", values=df.loc[df["runtime_outlier"], "cpu_duration"], bins=300,
+                          unit="cpu_duration",
+                          title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}"),
+                Histogram(name="launch-delay-outliers", values=df.loc[df["launch_delay_outlier"], "launch_delay"],
+                          bins=300, unit="launch_delay",
+                          title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}")]
+    return out
 
 
-def aten_figures(out: dict[int, pd.DataFrame]) -> list:
-    import plotly.graph_objects as go
-
-    figs = []
-    for r, df in out.items():
-        figs.append(go.Figure(data=[go.Table(header={"values": list(df.columns)},
-                                             cells={"values": [df[c] for c in df.columns]})],
-                              layout={"title": f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}"}))
-    return figs
+def aten_tables(out: Mapping[int, pd.DataFrame]) -> list[Table]:
+    """Per rank, the ``get_aten_op_kernels_and_delay`` frame as a table."""
+    return [Table(name="aten-ops", columns=list(df.columns), cells=[df[c].tolist() for c in df.columns],
+                  title=f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}")
+            for r, df in out.items()]
 
 
-def sequence_figures(top: pd.DataFrame, rank: int) -> list:
-    import plotly.express as px
-
-    vis = top.assign(pattern=top["pattern"].str.replace("|", "<br>", regex=False))
-    return [px.bar(vis, x=vis.index, y="count", hover_data=["pattern", "count"],
-                   title=f"Top {len(top)} frequent patterns for rank {rank}")]
-
-
-def annotation_figures(out: pd.DataFrame) -> list:
-    import plotly.express as px
-
-    return [px.pie(part, values="sum (us)", names="name", title=f"Rank {r}") for r, part in out.groupby("rank")]
+def kernel_sequences(top: pd.DataFrame, rank: int) -> Bars:
+    """Occurrences of the most frequent kernel sequences, each bar's hover text its pattern (one name a line)."""
+    hover = [f"{p.replace('|', chr(10))}\ncount={c}" for p, c in zip(top["pattern"], top["count"])]
+    return Bars(name="kernel-sequences", title=f"Top {len(top)} frequent patterns for rank {rank}",
+                labels=[str(i) for i in top.index], series=[Series("count", top["count"], hover=hover)],
+                unit="count", label_title="index", digits=0)
 
 
-def straggler_figures(ranks: list[int]) -> list:
-    import plotly.express as px
+def annotation_pies(out: pd.DataFrame) -> list[Pie]:
+    """One pie per rank: time per user annotation (``get_gpu_user_annotation_breakdown``)."""
+    return [Pie(name="annotations", title=f"Rank {r}", labels=part["name"].astype(str).tolist(),
+                values=part["sum (us)"], unit="us") for r, part in out.groupby("rank")]
 
-    return [px.bar(x=[str(r) for r in ranks], y=list(range(len(ranks), 0, -1)), title="Potential stragglers")]
+
+def stragglers_ranked(ranks: Sequence[int]) -> Bars:
+    """The potential stragglers, most likely first (the bar's height is its place from the end)."""
+    return Bars(name="stragglers", title="Potential stragglers", labels=[str(r) for r in ranks],
+                series=[Series("likelihood order", np.arange(len(ranks), 0, -1))], unit="order (higher: more likely)",
+                label_title="Rank", digits=0)
 
 
-def diff_bars(df: pd.DataFrame, columns: list, names: list, title: str, y_title: str):
-    """Grouped bars of ``columns`` (series named ``names``) per row of ``df`` (a trace comparison)."""
-    import plotly.graph_objects as go
+def trace_diff_bars(df: pd.DataFrame, columns: Sequence[str], names: Sequence[str], title: str, y_title: str) -> Bars:
+    """Grouped bars of ``columns`` (series named ``names``) per row of a ``TraceDiff.compare_traces`` frame."""
+    return Bars(name="trace-diff", title=title, labels=df.index.tolist(),
+                series=[Series(n, df[c]) for c, n in zip(columns, names)], unit=y_title, width=1000, height=1000)
 
-    fig = go.Figure([go.Bar(name=n, x=df.index, y=df[c]) for c, n in zip(columns, names)])
-    fig.update_layout(barmode="group", title=title, yaxis_title=y_title, width=1000, height=1000)
-    return fig
+
+# ============================================================================ the report's plots (holotrace's frames)
+
+
+def gpu_time(split: pd.DataFrame) -> StackedBars:
+    """Per rank: compute, communication, memory, (other,) idle ms over the GPU span, stacked
+    (the report's ``gpu_time_split`` frame)."""
+    cols = ["compute", "communication", "memory", "idle"]
+    if split["other_ms"].sum() > 0:
+        cols.insert(3, "other")
+    return StackedBars(name="gpu-time", title="GPU time per rank", labels=_rank_labels(split["rank"]),
+                       series=[Series(c, split[f"{c}_ms"]) for c in cols], unit="ms", digits=2, horizontal=True)
+
+
+def idle_causes(idle: pd.DataFrame) -> tuple[StackedBars, pd.DataFrame]:
+    """Idle ms per rank by cause, summed over streams (``idle.idle_breakdown``), and the frame it shows
+    (``rank`` and one ms column per cause)."""
+    piv = idle.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum", fill_value=0.0)
+    cats = [c for c in ("host_wait", "kernel_wait", "other") if c in piv.columns]
+    shown = pd.DataFrame({"rank": piv.index.to_numpy(), **{c: piv[c].to_numpy() / 1e3 for c in cats}})
+    chart = StackedBars(name="idle-causes", title="Idle time by cause", labels=_rank_labels(shown["rank"]),
+                        series=[Series(c.replace("_", " "), shown[c]) for c in cats], unit="ms", digits=2,
+                        horizontal=True)
+    return chart, shown
+
+
+def step_times(st: pd.DataFrame) -> Strip:
+    """Each rank's step times (``steps.step_times``), one dot per step."""
+    groups = [StripGroup(f"rank {r}", g["dur_us"].to_numpy() / 1e3, [f"step {s}" for s in g["step"]])
+              for r, g in st.groupby("rank", sort=True)]
+    return Strip(name="step-times", title="Step time per rank", groups=groups, unit="ms", digits=2)
+
+
+def collective_waits(ss: pd.DataFrame, slowest: int) -> Bars:
+    """Time each rank waited in collectives (``stragglers.straggler_summary``, by rank), the slowest outlined."""
+    ss = ss.sort_values("rank")
+    hit = np.flatnonzero(ss["rank"].to_numpy() == slowest)
+    return Bars(name="collective-waits", title="Time waited in collectives per rank", labels=_rank_labels(ss["rank"]),
+                series=[Series("waited", ss["wait_us"].to_numpy() / 1e3)], unit="ms waited in collectives",
+                digits=2, highlight=int(hit[0]) if len(hit) else -1, horizontal=True)
+
+
+def top_kernels(top: pd.DataFrame) -> Bars:
+    """Total time of the top kernels over all ranks (``kernels.top_kernels``), names shortened."""
+    short = [str(s) for s in shorten_names(top["name"].astype(str).to_numpy())]
+    return Bars(name="top-kernels", title="Top kernels by total time", labels=short,
+                series=[Series("total", top["sum_us"].to_numpy() / 1e3, hover=top["name"].astype(str).tolist())],
+                unit="ms (all ranks)", digits=2, horizontal=True)
+
+
+def kernel_rank_spread(top: pd.DataFrame, dist: pd.DataFrame) -> Strip:
+    """Per top kernel, its time on each rank (``kernels.rank_distribution``)."""
+    groups = []
+    by_name = {k: g for k, g in dist.groupby("name", sort=False)}
+    for name, short in zip(top["name"], shorten_names(top["name"].astype(str).to_numpy())):
+        g = by_name.get(name, dist.iloc[:0])
+        groups.append(StripGroup(str(short), g["sum_us"].to_numpy() / 1e3, [f"rank {r}" for r in g["rank"]]))
+    return Strip(name="kernel-ranks", title="Per-rank time of each top kernel", groups=groups, unit="ms per rank",
+                 digits=2)
+
+
+def kernel_types(types: pd.DataFrame) -> Bars:
+    """GPU time by kernel type over all ranks (``kernels.type_breakdown``)."""
+    return Bars(name="kernel-types", title="GPU time by kernel type", labels=types["kernel_type"].astype(str).tolist(),
+                series=[Series("time", types["time_us"].to_numpy() / 1e3)], unit="ms (all ranks)", digits=2,
+                horizontal=True)
+
+
+def launch_delay(delays, cutoff: Optional[float]) -> Histogram:
+    """Launch delays (µs) of every launch, on a log scale, the outlier cutoff marked."""
+    return Histogram(name="launch-delay", title="Launch delay", values=delays, log=True, cutoff=cutoff,
+                     unit="us from the end of the launch call to the GPU start")
+
+
+def counter_lines(series: Mapping[int, pd.DataFrame], column: str, *, name: str, title: str, unit: str,
+                  by_name: bool) -> Lines:
+    """A counter per rank over time (``counters.queue_length`` / ``memory_bandwidth``: ``ts`` in ns), one line
+    per rank (and per counter ``name`` when ``by_name``), x in ms from the first sample of all ranks."""
+    t0 = min(int(s["ts"].min()) for s in series.values() if len(s))
+    lines = []
+    for r, s in sorted(series.items()):
+        groups = list(s.groupby("name", sort=True)) if by_name else [("", s)]
+        for g, part in groups:
+            lines.append(Line(f"rank {r}" + (f" {g}" if g else ""), (part["ts"].to_numpy() - t0) / 1e6,
+                              part[column].to_numpy()))
+    return Lines(name=name, title=title, series=lines, x_unit="ms from the first sample", y_unit=unit)
+
+
+def critical_path(cp: pd.DataFrame) -> tuple[Bars, pd.DataFrame]:
+    """Time on one step's critical path by what bounds it (``critical_path.breakdown``: ``duration`` in ns), and
+    the frame it shows (``bound_by``, ``ms``, ``pct``)."""
+    agg = cp.groupby("bound_by", sort=False)["duration"].sum()
+    agg = agg[agg.index.astype(str) != ""].sort_values(ascending=False)
+    tot = agg.sum()
+    frame = pd.DataFrame({"bound_by": agg.index.astype(str), "ms": agg.to_numpy() / 1e6,
+                          "pct": 100 * agg.to_numpy() / tot if tot else 0.0})
+    chart = Bars(name="critical-path", title="Critical path by what bounds it", labels=frame["bound_by"].tolist(),
+                 series=[Series("on the path", frame["ms"])], unit="ms on the critical path", digits=2,
+                 horizontal=True)
+    return chart, frame
+
+
+def what_if(wi: pd.DataFrame) -> Bars:
+    """Time each fix would save on the step (``what_if.what_if``: ``saving`` in µs)."""
+    return Bars(name="what-if", title="What to fix first", labels=wi["fix"].astype(str).tolist(),
+                series=[Series("saving", wi["saving"].to_numpy() / 1e3)], unit="ms saved on the step", digits=2,
+                horizontal=True)
+
+
+def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
+    """GPU operations (a ``timeline.gpu_timeline`` frame, times in ns) on one lane per rank and stream, coloured
+    by kernel type, names shortened; times from the first operation's start."""
+    caption = f"step {step}" if step is not None else "the whole trace"
+    common = dict(name="timeline", title=f"GPU timeline of {caption}", kinds=KERNEL_TYPES,
+                  colours=KERNEL_TYPE_COLOURS, letters=KERNEL_TYPE_LETTERS, caption=caption)
+    if tl.empty:
+        e = np.zeros(0, np.int64)
+        return Gantt(lanes=(), lane=e, start=e, dur=e, kind=e, label=e, names=(), **common)
+    pairs, lane = np.unique(tl[["rank", "stream"]].to_numpy(), axis=0, return_inverse=True)
+    lane = lane.reshape(-1)
+    start = tl["start"].to_numpy(np.int64)
+    end = tl["end"].to_numpy(np.int64)
+    t0 = int(start.min())
+    order = np.lexsort((start, lane))
+    codes, uniq = pd.factorize(tl["name"].astype(str).to_numpy()[order])
+    kt = pd.Categorical(tl["kernel_type"].astype(str).to_numpy()[order], categories=list(KERNEL_TYPES)).codes
+    return Gantt(lanes=[f"rank {a} stream {b}" for a, b in pairs.tolist()], lane=lane[order], start=start[order] - t0,
+                 dur=(end - start)[order], kind=np.where(kt >= 0, kt, 3), label=codes,
+                 names=[str(x) for x in shorten_names(uniq)], t0_ns=t0, **common)
+
+
+# ============================================================================ the comparison report's plots
+
+
+def diff_contributors(c: pd.DataFrame) -> Bars:
+    """Change of a step's time by item (``JobDiff.contributors``: µs), biggest first."""
+    return Bars(name="contributors", title="Biggest contributors to the change of a step",
+                labels=c["item"].astype(str).tolist(), series=[Series("change", c["delta_us"].to_numpy() / 1e3)],
+                unit="ms per step", digits=3, diverging=True, horizontal=True)
+
+
+def diff_metrics(m: pd.DataFrame) -> Bars:
+    """Change of each per-step figure in percent of base (``JobDiff.metrics``)."""
+    labels = [f"{a} ({'pp' if u == 'pct' else u})" for a, u in zip(m["metric"], m["unit"])]
+    return Bars(name="metrics", title="Per-step figures, change from base", labels=labels,
+                series=[Series("change", m["delta_pct"].fillna(0.0))], unit="% change from base", digits=1,
+                diverging=True, horizontal=True)
+
+
+def diff_changed(f: pd.DataFrame, family: str, title: str) -> Bars:
+    """Change of time per step of the names of one family (``JobDiff.ops`` rows, µs)."""
+    return Bars(name=f"changed-{family}", title=title, labels=[str(k)[:70] for k in f["key"]],
+                series=[Series("change", f["delta_per_step_us"].to_numpy() / 1e3, hover=f["key"].astype(str).tolist())],
+                unit="ms per step", digits=3, diverging=True, horizontal=True)
+
+
+def diff_appeared(ops: pd.DataFrame) -> Bars:
+    """Time per step of the names found in one run only (``short``, ``status`` and ``delta_ms`` columns)."""
+    return Bars(name="appeared", title="Names that appeared or disappeared",
+                labels=[f"{s} ({st})" for s, st in zip(ops["short"], ops["status"])],
+                series=[Series("change", ops["delta_ms"])], unit="ms per step", digits=3, diverging=True,
+                horizontal=True)

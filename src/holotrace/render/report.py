@@ -2,14 +2,14 @@
 slowest rank, kernels, launches and counters, the critical path, and a zoomable GPU timeline of one step.
 
 :func:`render_report` turns the analyses' frames (computed by the caller, under holotrace's rules) into one
-HTML document with its style sheet and script inlined: it opens with no network. Charts are inline SVG
-(:mod:`holotrace.render.report_svg`), the timeline a canvas drawn by the inlined script from JSON. Every
-number shown comes from a frame; tables carry ``data-table`` names so the shown values can be checked.
+HTML document with its style sheet and script inlined: it opens with no network. Every plot is built by
+:mod:`holotrace.render.plots` (the same builders the facade's figures come from) and drawn by
+:mod:`holotrace.render.report_svg`: inline SVG, and the timeline a canvas drawn by the inlined script from JSON.
+Every number shown comes from a frame; tables carry ``data-table`` names so the shown values can be checked.
 """
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any, Mapping, Optional, Sequence
 
@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
+from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report_assets import SCRIPT, STYLE
 
@@ -27,9 +28,6 @@ SECTIONS = ("job", "gpu-time", "steps", "kernels", "launches", "critical-path", 
 _TITLES = {"job": "The job", "gpu-time": "Where the GPU time went", "steps": "Steps and the slowest rank",
            "kernels": "Kernels", "launches": "Launches, queues and memory bandwidth",
            "critical-path": "Critical path and what to fix first", "timeline": "GPU timeline of one step"}
-_TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
-_TYPE_COLOURS = ("#e08a1e", "#6aa84f", "#1f5fa8", "#8c8c8c")
-_TYPE_LETTERS = ("N", "M", "C", "O")
 #: at most this many GPU operations on the timeline (about 20 bytes each in the file)
 MAX_TIMELINE_OPS = 150_000
 
@@ -121,12 +119,7 @@ def gpu_time_split(tb: pd.DataFrame, types_by_rank: pd.DataFrame) -> pd.DataFram
 
 def _gpu_section(d: Mapping[str, Any]) -> str:
     split = d["gpu_split"]
-    labels = [f"rank {r}" for r in split["rank"]]
-    series = [("compute", split["compute_ms"]), ("communication", split["communication_ms"]),
-              ("memory", split["memory_ms"]), ("idle", split["idle_ms"])]
-    if split["other_ms"].sum() > 0:
-        series.insert(3, ("other", split["other_ms"]))
-    html = "<h3>GPU time per rank</h3>" + svg.stacked_bars("gpu-time", labels, series, unit="ms", digits=2)
+    html = "<h3>GPU time per rank</h3>" + svg.render(plots.gpu_time(split))
     html += table("gpu_time", split, [("rank", "rank", 0), ("compute ms", "compute_ms", 2),
                                       ("communication ms", "communication_ms", 2), ("memory ms", "memory_ms", 2),
                                       ("idle ms", "idle_ms", 2), ("span ms", "span_ms", 2)])
@@ -137,13 +130,10 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
     if idle.empty:
         html += _empty_note("no GPU operations, so no idle gaps")
     else:
-        piv = idle.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum", fill_value=0.0)
-        cats = [c for c in ("host_wait", "kernel_wait", "other") if c in piv.columns]
-        html += svg.stacked_bars("idle-causes", [f"rank {r}" for r in piv.index],
-                                 [(c.replace("_", " "), piv[c].to_numpy() / 1e3) for c in cats], unit="ms", digits=2)
-        shown = piv.reset_index()
-        html += table("idle_causes", shown.assign(**{c: shown[c] / 1e3 for c in cats}),
-                      [("rank", "rank", 0)] + [(f"{c.replace('_', ' ')} ms", c, 2) for c in cats])
+        chart, shown = plots.idle_causes(idle)
+        html += svg.render(chart)
+        html += table("idle_causes", shown, [("rank", "rank", 0)] + [(f"{c.replace('_', ' ')} ms", c, 2)
+                                                                     for c in shown.columns[1:]])
         html += _note("idle gaps between GPU operations on each stream, summed over streams: host wait = the GPU "
                       "waited for the CPU to launch; kernel wait = a short gap between kernels; other = the rest.")
     ov = d["overlap"]
@@ -152,7 +142,7 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
     if comm.empty:
         html += _empty_note("no communication kernels")
     else:
-        html += svg.bars("overlap", [f"rank {r}" for r in comm["rank"]], comm["overlap_pctg"], unit="% of communication time")
+        html += svg.render(plots.comm_overlap(comm["rank"], comm["overlap_pctg"]))
         html += table("overlap", comm, [("rank", "rank", 0), ("communication ms", "comm_us", 0),
                                         ("overlapped %", "overlap_pctg", 1)])
     return html
@@ -167,9 +157,7 @@ def _steps_section(d: Mapping[str, Any]) -> str:
     if st.empty:
         html += _empty_note("no ProfilerStep annotations: the trace has no steps")
     else:
-        groups = [(f"rank {r}", g["dur_us"].to_numpy() / 1e3, [f"step {s}" for s in g["step"]])
-                  for r, g in st.groupby("rank", sort=True)]
-        html += svg.strip("step-times", groups, unit="ms", digits=2)
+        html += svg.render(plots.step_times(st))
         per = st.groupby("rank")["dur_us"].agg(["count", "median", "max"]).reset_index()
         html += table("step_times", per.assign(median=per["median"] / 1e3, max=per["max"] / 1e3),
                       [("rank", "rank", 0), ("steps", "count", 0), ("median ms", "median", 3), ("max ms", "max", 3)])
@@ -181,9 +169,8 @@ def _steps_section(d: Mapping[str, Any]) -> str:
     html += (f'<p data-slowest-rank="{int(slow["rank"])}">Rank <b>{int(slow["rank"])}</b> arrived last at collectives '
              f'in {int(slow["steps_as_straggler"])} step(s); the other ranks waited {svg.fmt(slow["waited_for_us"] / 1e3, 2)}'
              " ms for it in all, while it waited the least.</p>")
+    html += svg.render(plots.collective_waits(ss, int(slow["rank"])))
     ss = ss.sort_values("rank")
-    html += svg.bars("collective-waits", [f"rank {r}" for r in ss["rank"]], ss["wait_us"] / 1e3, unit="ms waited in collectives",
-                     digits=2, highlight=int(np.flatnonzero(ss["rank"].to_numpy() == slow["rank"])[0]))
     html += table("stragglers", ss.assign(wait_ms=ss["wait_us"] / 1e3, waited_for_ms=ss["waited_for_us"] / 1e3),
                   [("rank", "rank", 0), ("steps as straggler", "steps_as_straggler", 0),
                    ("waited in collectives ms", "wait_ms", 2), ("others waited for it ms", "waited_for_ms", 2)])
@@ -199,28 +186,34 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
     html = "<h3>Top kernels by total time</h3>"
     if top.empty:
         return html + _empty_note("no GPU kernels")
-    short = shorten_names(top["name"].astype(str).to_numpy())
-    html += svg.bars("top-kernels", [str(s) for s in short], top["sum_us"] / 1e3, unit="ms (all ranks)", digits=2)
-    html += table("top_kernels", top.assign(short=short, sum_ms=top["sum_us"] / 1e3),
+    chart = plots.top_kernels(top)
+    html += svg.render(chart)
+    html += table("top_kernels", top.assign(short=list(chart.labels), sum_ms=top["sum_us"] / 1e3),
                   [("kernel", "short", None), ("type", "kernel_type", None), ("count", "count", 0),
                    ("total ms", "sum_ms", 2), ("mean us", "mean_us", 1)])
     if len(dist) and dist["rank"].nunique() > 1:
         html += "<h3>Per-rank time of each top kernel</h3>"
-        groups = []
-        for name in top["name"]:
-            g = dist[dist["name"] == name]
-            groups.append((str(shorten_names([str(name)])[0]), g["sum_us"].to_numpy() / 1e3, [f"rank {r}" for r in g["rank"]]))
-        html += svg.strip("kernel-ranks", groups, unit="ms per rank", digits=2)
+        html += svg.render(plots.kernel_rank_spread(top, dist))
         html += _note("one dot per rank; the rank with the most time is named: a straggler or an imbalance stands out.")
     types = d["types"]
     html += "<h3>GPU time by kernel type</h3>"
-    html += svg.bars("kernel-types", list(types["kernel_type"].astype(str)), types["time_us"] / 1e3, unit="ms (all ranks)", digits=2)
+    html += svg.render(plots.kernel_types(types))
     html += table("kernel_types", types.assign(time_ms=types["time_us"] / 1e3),
                   [("type", "kernel_type", None), ("time ms", "time_ms", 2), ("%", "pctg", 1)])
     return html
 
 
 # ---------------------------------------------------------------------------------------------- launches
+
+
+def _largest(x: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values of ``x`` (NaN left out), largest first, earlier first on ties (as
+    ``DataFrame.nlargest``, without copying the frame's columns)."""
+    ok = np.flatnonzero(~np.isnan(x))
+    if len(ok) > k:
+        cut = np.partition(x[ok], len(ok) - k)[len(ok) - k]
+        ok = ok[x[ok] >= cut]
+    return ok[np.lexsort((ok, -x[ok]))][:k]
 
 
 def _launches_section(d: Mapping[str, Any]) -> str:
@@ -230,12 +223,12 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         html += _empty_note("no launch call paired with GPU work")
     else:
         cutoff = d.get("launch_delay_cutoff", 100.0)
-        html += svg.histogram("launch-delay", la["launch_delay"].to_numpy(), unit="us from the end of the launch call "
-                              "to the GPU start", cutoff=cutoff)
+        delay = la["launch_delay"].to_numpy()
+        html += svg.render(plots.launch_delay(delay, cutoff))
         html += table("launch_summary", summ, [("rank", "rank", 0), ("launches", "launches", 0),
                                                ("delay median us", "delay_median_us", 1), ("delay p95 us", "delay_p95_us", 1),
                                                ("delay max us", "delay_max_us", 1), (f"over {cutoff:g} us", "launch_delay_outliers", 0)])
-        worst = la.nlargest(10, "launch_delay")
+        worst = la.iloc[_largest(delay, 10)]
         html += "<h3>Worst launch delays</h3>" + table(
             "worst_launch_delays", worst.assign(kernel_s=shorten_names(worst["kernel"].astype(str).to_numpy())),
             [("rank", "rank", 0), ("step", "iteration", 0), ("kernel", "kernel_s", None), ("delay us", "launch_delay", 1)])
@@ -246,14 +239,8 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         if not series:
             html += _empty_note("not in this trace")
             continue
-        t0 = min(int(s["ts"].min()) for s in series.values() if len(s))
-        lines = []
-        for r, s in sorted(series.items()):
-            groups = [("", s)] if key == "queue_length" else list(s.groupby("name", sort=True))
-            for g, part in groups:
-                lab = f"rank {r}" + (f" {g}" if g else "")
-                lines.append((lab, (part["ts"].to_numpy() - t0) / 1e6, part[col].to_numpy()))
-        html += svg.lines(key.replace("_", "-"), lines, xunit="ms from the first sample", yunit=unit)
+        html += svg.render(plots.counter_lines(series, col, name=key.replace("_", "-"), title=title, unit=unit,
+                                               by_name=key != "queue_length"))
     return html
 
 
@@ -269,16 +256,13 @@ def _critical_section(d: Mapping[str, Any]) -> str:
     if cp.empty:
         html += _empty_note("no critical path could be built for this step")
     else:
-        agg = cp.groupby("bound_by", sort=False)["duration"].sum()
-        agg = agg[agg.index.astype(str) != ""].sort_values(ascending=False)
-        frame = pd.DataFrame({"bound_by": agg.index.astype(str), "ms": agg.to_numpy() / 1e6,
-                              "pct": 100 * agg.to_numpy() / agg.sum() if agg.sum() else 0.0})
-        html += svg.bars("critical-path", list(frame["bound_by"]), frame["ms"], unit="ms on the critical path", digits=2)
+        chart, frame = plots.critical_path(cp)
+        html += svg.render(chart)
         html += table("critical_path", frame, [("bound by", "bound_by", None), ("ms", "ms", 2), ("%", "pct", 1)])
     html += "<h3>What to fix first</h3>"
     if wi is None or wi.empty:
         return html + _empty_note("no counterfactual saves time on this step")
-    html += svg.bars("what-if", list(wi["fix"].astype(str)), wi["saving"] / 1e3, unit="ms saved on the step", digits=2)
+    html += svg.render(plots.what_if(wi))
     html += table("what_if", wi.assign(saving_ms=wi["saving"] / 1e3),
                   [("fix", "fix", None), ("saves ms", "saving_ms", 2), ("% of step", "pct", 1), ("evidence", "evidence", None)])
     return html
@@ -288,27 +272,8 @@ def _critical_section(d: Mapping[str, Any]) -> str:
 
 
 def timeline_data(tl: pd.DataFrame, step) -> dict:
-    """The timeline's JSON: lanes (rank, stream), type colours and letters, kernel names, and per operation its
-    lane, start (ns, delta-encoded in lane order), duration (ns), type and name (ids)."""
-    if tl.empty:
-        return {"step": step, "span": 0, "lanes": [], "lane": [], "s": [], "d": [], "k": [], "n": [], "names": [],
-                "types": list(_TYPES), "colours": list(_TYPE_COLOURS), "letters": list(_TYPE_LETTERS)}
-    pairs, lane = np.unique(tl[["rank", "stream"]].to_numpy(), axis=0, return_inverse=True)
-    lane = lane.reshape(-1)
-    start = tl["start"].to_numpy(np.int64)
-    t0 = int(start.min())
-    end = tl["end"].to_numpy(np.int64)
-    order = np.lexsort((start, lane))
-    s = start[order] - t0
-    ds = np.diff(s, prepend=0)
-    codes, uniq = pd.factorize(tl["name"].astype(str).to_numpy()[order])
-    kt = pd.Categorical(tl["kernel_type"].astype(str).to_numpy()[order], categories=list(_TYPES)).codes
-    return {"step": step, "span": int(end.max() - t0), "t0_ns": t0,
-            "lanes": [f"rank {a} stream {b}" for a, b in pairs.tolist()],
-            "lane": lane[order].tolist(), "s": ds.tolist(), "d": (end - start)[order].tolist(),
-            "k": np.where(kt >= 0, kt, 3).tolist(), "n": codes.tolist(),
-            "names": [str(x) for x in shorten_names(uniq)], "types": list(_TYPES), "colours": list(_TYPE_COLOURS),
-            "letters": list(_TYPE_LETTERS)}
+    """The timeline's JSON (:func:`holotrace.render.report_svg.gantt_json` of :func:`plots.gpu_timeline`)."""
+    return svg.gantt_json(plots.gpu_timeline(tl, step))
 
 
 def _timeline_section(d: Mapping[str, Any]) -> str:
@@ -321,18 +286,10 @@ def _timeline_section(d: Mapping[str, Any]) -> str:
         tl = tl[tl["start"].to_numpy() < cut]
         note = (f" Only the first {len(tl):,} of {total:,} operations are drawn (the step's first "
                 f"{(cut - tl['start'].min()) / 1e6:,.2f} ms); choose a shorter step with --timeline-step.")
-    data = timeline_data(tl, step)
-    key = "".join(f'<span><i style="background:{c}"></i>{l} = {t.lower()}</span>'
-                  for t, c, l in zip(_TYPES, _TYPE_COLOURS, _TYPE_LETTERS))
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     what = f"step {step}" if step is not None else "the whole trace"
     return (f"<p>GPU operations of {escape(what)} on every rank, one lane per stream, on the job's common clock "
             f"({len(tl):,} operations). Wheel or buttons zoom, drag pans, hover names an operation.{escape(note)}</p>"
-            f'<div class="key">{key}</div>'
-            '<div class="tl-bar"><button id="tl-in" type="button">+ zoom in</button><button id="tl-out" type="button">'
-            '− zoom out</button><button id="tl-reset" type="button">whole step</button> <span id="tl-window"></span></div>'
-            f'<div id="tl-wrap"><canvas id="tl-canvas" class="plot" data-plot="timeline" data-events="{len(tl)}"></canvas>'
-            f'<div id="tl-tip"></div></div><script type="application/json" id="tl-data">{payload}</script>')
+            + svg.render(plots.gpu_timeline(tl, step)))
 
 
 _BUILDERS = {"job": _job_section, "gpu-time": _gpu_section, "steps": _steps_section, "kernels": _kernels_section,

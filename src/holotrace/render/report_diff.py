@@ -3,7 +3,8 @@
 Same format as the job report (:mod:`holotrace.render.report`): the verdict and the tripped gate rules first,
 then the biggest contributors to the change of a step's time, the per-step figures side by side, the kernels,
 operators and annotations that changed most, and the names that appeared or disappeared. Fed with a
-:class:`holotrace.analysis.diff.JobDiff` only; times are µs as in its frames.
+:class:`holotrace.analysis.diff.JobDiff` only; times are µs as in its frames. The plots come from
+:mod:`holotrace.render.plots`, drawn by :mod:`holotrace.render.report_svg`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report import page, table
 
@@ -44,8 +46,7 @@ def _contributors(d, top: int) -> str:
     c = d.contributors.head(top)
     if c.empty:
         return '<p class="note">nothing changed the step time</p>'
-    labels = [str(x) for x in c["item"]]
-    return (svg.diverging_bars("contributors", labels, c["delta_us"] / 1e3, unit="ms per step", digits=3)
+    return (svg.render(plots.diff_contributors(c))
             + table("contributors", c.assign(base_ms=c["base_us"] / 1e3, new_ms=c["new_us"] / 1e3,
                                              delta_ms=c["delta_us"] / 1e3),
                     [("item", "item", None), ("base ms", "base_ms", 3), ("new ms", "new_ms", 3), ("change ms", "delta_ms", 3)])
@@ -56,8 +57,7 @@ def _metrics(d) -> str:
     m = d.metrics
     if m.empty:
         return '<p class="note">no steps to compare</p>'
-    labels = [f"{a} ({'pp' if u == 'pct' else u})" for a, u in zip(m["metric"], m["unit"])]
-    return (svg.diverging_bars("metrics", labels, m["delta_pct"].fillna(0.0), unit="% change from base", digits=1)
+    return (svg.render(plots.diff_metrics(m))
             + table("metrics", m, [("metric", "metric", None), ("unit", "unit", None), ("base", "base", 2),
                                    ("new", "new", 2), ("change", "delta", 2), ("change %", "delta_pct", 1),
                                    ("base σ", "base_sigma", 2)]))
@@ -73,9 +73,10 @@ def _changed(d, top: int) -> str:
         if f.empty:
             html += '<p class="note">none in both runs</p>'
             continue
-        short = [str(k)[:70] for k in f["key"]]
-        html += svg.diverging_bars(f"changed-{fam}", short, f["delta_per_step_us"] / 1e3, unit="ms per step", digits=3)
-        html += table(f"changed_{fam}", f.assign(short=short, b=f["per_step_us_base"] / 1e3, n=f["per_step_us_new"] / 1e3),
+        chart = plots.diff_changed(f, fam, f"{title} that changed most")
+        html += svg.render(chart)
+        html += table(f"changed_{fam}", f.assign(short=list(chart.labels), b=f["per_step_us_base"] / 1e3,
+                                                 n=f["per_step_us_new"] / 1e3),
                       [("name", "short", None), ("count base", "count_base", 0), ("count new", "count_new", 0),
                        ("base ms/step", "b", 3), ("new ms/step", "n", 3), ("change %", "delta_pct", 1)])
     return html
@@ -88,8 +89,7 @@ def _appeared(d, top: int) -> str:
     per = ops["per_step_us_new"].fillna(0.0) - ops["per_step_us_base"].fillna(0.0)
     ops = ops.assign(delta_ms=per / 1e3, short=[str(k)[:70] for k in ops["key"]])
     ops = ops.reindex(ops["delta_ms"].abs().sort_values(ascending=False, kind="stable").index).head(top)
-    return (svg.diverging_bars("appeared", [f"{s} ({st})" for s, st in zip(ops["short"], ops["status"])],
-                               ops["delta_ms"], unit="ms per step", digits=3)
+    return (svg.render(plots.diff_appeared(ops))
             + table("appeared", ops, [("name", "short", None), ("family", "family", None), ("status", "status", None),
                                       ("change ms/step", "delta_ms", 3)]))
 

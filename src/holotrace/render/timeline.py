@@ -164,6 +164,6 @@ def write_figure(fig, path: str) -> None:
 
 def show_figure(fig) -> None:
     """Show a figure inside a notebook; elsewhere do nothing (never opens a browser)."""
-    from holotrace.render.plots import show
+    from holotrace.render.plotly_figures import show
 
     show([fig])
