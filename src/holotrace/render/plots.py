@@ -265,17 +265,20 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
     if tl.empty:
         e = np.zeros(0, np.int64)
         return Gantt(lanes=(), lane=e, start=e, dur=e, kind=e, label=e, names=(), **common)
-    pairs, lane = np.unique(tl[["rank", "stream"]].to_numpy(), axis=0, return_inverse=True)
-    lane = lane.reshape(-1)
+    rank, stream = tl["rank"].to_numpy(np.int64), tl["stream"].to_numpy(np.int64)
+    smin = int(stream.min())
+    width = int(stream.max()) - smin + 1
+    keys, lane = np.unique(rank * width + (stream - smin), return_inverse=True)  # lanes by rank, then stream
     start = tl["start"].to_numpy(np.int64)
     end = tl["end"].to_numpy(np.int64)
     t0 = int(start.min())
     order = np.lexsort((start, lane))
-    codes, uniq = pd.factorize(tl["name"].astype(str).to_numpy()[order])
-    kt = pd.Categorical(tl["kernel_type"].astype(str).to_numpy()[order], categories=list(KERNEL_TYPES)).codes
-    return Gantt(lanes=[f"rank {a} stream {b}" for a, b in pairs.tolist()], lane=lane[order], start=start[order] - t0,
-                 dur=(end - start)[order], kind=np.where(kt >= 0, kt, 3), label=codes,
-                 names=[str(x) for x in shorten_names(uniq)], t0_ns=t0, **common)
+    codes, uniq = pd.factorize(tl["name"], use_na_sentinel=False)  # names and types: one decode per distinct value
+    tcodes, tuniq = pd.factorize(tl["kernel_type"], use_na_sentinel=False)
+    kind = np.array([KERNEL_TYPES.index(t) if t in KERNEL_TYPES else 3 for t in map(str, tuniq)] or [3])[tcodes]
+    return Gantt(lanes=[f"rank {k // width} stream {k % width + smin}" for k in keys.tolist()], lane=lane[order],
+                 start=start[order] - t0, dur=(end - start)[order], kind=kind[order], label=codes[order],
+                 names=[str(x) for x in shorten_names(np.asarray(uniq, dtype=object).astype(str))], t0_ns=t0, **common)
 
 
 # ============================================================================ the comparison report's plots

@@ -228,9 +228,13 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         html += table("launch_summary", summ, [("rank", "rank", 0), ("launches", "launches", 0),
                                                ("delay median us", "delay_median_us", 1), ("delay p95 us", "delay_p95_us", 1),
                                                ("delay max us", "delay_max_us", 1), (f"over {cutoff:g} us", "launch_delay_outliers", 0)])
-        worst = la.iloc[_largest(delay, 10)]
+        pick = _largest(delay, 10)
+        kernel = la["kernel"]  # one value at a time: taking rows of a long text column copies all of it
+        worst = pd.DataFrame({"rank": la["rank"].to_numpy()[pick], "iteration": la["iteration"].to_numpy()[pick],
+                              "kernel_s": shorten_names(np.array([str(kernel.iat[i]) for i in pick], dtype=object)),
+                              "launch_delay": delay[pick]})
         html += "<h3>Worst launch delays</h3>" + table(
-            "worst_launch_delays", worst.assign(kernel_s=shorten_names(worst["kernel"].astype(str).to_numpy())),
+            "worst_launch_delays", worst,
             [("rank", "rank", 0), ("step", "iteration", 0), ("kernel", "kernel_s", None), ("delay us", "launch_delay", 1)])
     for key, title, col, unit in (("queue_length", "Launch queue length over time", "queue_length", "kernels queued"),
                                   ("memory_bandwidth", "Memory bandwidth over time", "memory_bw_gbps", "GB/s")):
