@@ -82,12 +82,14 @@ def _time_phases():
                 spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
         return run
 
-    for attr, name in (("decode_file", "decode"), ("derive_columns", "classify+links+steps"),
+    for attr, name in (("decode_into", "decode"), ("derive", "classify+links+steps"),
                        ("validate_job", "validate"), ("discover", "discover")):
         if hasattr(loader, attr):
             setattr(loader, attr, timed(name, getattr(loader, attr)))
-    if hasattr(loader, "cache_mod"):  # the write runs on a thread after load() returns: timed there
-        loader.cache_mod.store = timed("cache write (background)", loader.cache_mod.store)
+    if hasattr(loader, "Spill"):
+        loader.Spill.pack = timed("pack columns", loader.Spill.pack)
+    if hasattr(loader, "cache_mod"):  # the entry is committed on a thread after load() returns: timed there
+        loader.cache_mod.commit = timed("cache commit (background)", loader.cache_mod.commit)
     return spent
 
 

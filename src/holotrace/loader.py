@@ -5,23 +5,27 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-import sys
 import os
+import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError
+from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError, TraceReadError
 from holotrace.exec.pool import plan, run_map
-from holotrace.ingest import cache as cache_mod
-from holotrace.ingest.decode import DecodedFile, compact_ints, decode_file
+from holotrace.ingest import _scan, cache as cache_mod
+from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
+from holotrace.ingest.store import Spill, open_packed
 from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
-from holotrace.schema import ID_COLUMNS
+from holotrace.schema import ID_COLUMNS, event_columns
 from holotrace.model.classify import RULES_VERSION
-from holotrace.model.job import Job, RankTrace, derive_columns
+from holotrace.model.derive import DERIVED, derive
+from holotrace.model.job import Job, RankTrace
 from holotrace.model.strings import StringTable
 from holotrace.model.validate import findings_from_problems, validate_job
 
@@ -33,6 +37,7 @@ CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the 
 _EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION, FindingCode.BAD_TIME, FindingCode.BAD_NUMBER})  # strict: TraceEventError
 #: codes of findings that count events left out of the tables
 _DROP_CODES = _EVENT_CODES
+_ORDER = {"events": [c for c, _ in event_columns()] + list(DERIVED)}  # the events' columns: schema, then derived
 
 
 class _Failed:
@@ -59,6 +64,8 @@ def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
 
 
 def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
+    """One file, through the cache: its columns decoded and derived into a packed file (in a cache work
+    folder, else a private temporary folder) that the parent maps; ``d.packed`` names it."""
     path, use_cache, cache_dir, all_args, threads, in_parent = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
@@ -69,17 +76,47 @@ def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] =
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
-        d = decode_file(path, all_args=all_args, workers=threads, on_bytes=on_bytes)
-        derived = derive_columns(d.events, d.strings)
-        d.events.update({k: (v if k == "end_ns" else compact_ints(v)) for k, v in derived.items()})
+        with Spill() as spill:
+            d = decode_into(path, spill, all_args=all_args, workers=threads, on_bytes=on_bytes)
+            derive(spill, d.strings)
+            _scan.trim()  # derivation's chunks are gone: give their memory back
+            token = os.urandom(16)
+            work = cache_mod.work_dir(cache_dir) if use_cache else None
+            cached = work is not None
+            if work is not None:
+                try:
+                    layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
+                except OSError:  # the work folder went (a concurrent clear) or the cache's disk is full
+                    shutil.rmtree(work, ignore_errors=True)
+                    work, cached = None, False
+            if work is None:
+                work = Path(tempfile.mkdtemp(prefix="holotrace-"))
+                try:
+                    layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
+                except OSError as e:
+                    shutil.rmtree(work, ignore_errors=True)
+                    raise TraceReadError(f"no room for the decoded columns in {work.parent} ({e.strerror or e})", path=path,
+                                         fix="free disk space there, or point TMPDIR (or --cache-dir) at a folder with room") from None
     finally:
         if gc_was:
             gc.enable()
-    if use_cache:
-        if in_parent:
-            cache_mod.store_in_background(d, cache_dir, all_args, CACHE_TAG, fp)
-        else:
-            cache_mod.store(d, cache_dir, all_args, CACHE_TAG, fp)
+    d.packed = (str(work / cache_mod.COLUMNS), layout, token)
+    d.meta["_holotrace_work"] = (str(work), cached, fp)
+    return d
+
+
+def _map(d: DecodedFile, cache_dir, all_args: bool) -> DecodedFile:
+    """Map ``d``'s packed columns; then its work folder becomes its cache entry (on a thread), or goes."""
+    work = d.meta.pop("_holotrace_work", None)
+    try:
+        set_tables(d, open_packed(*d.packed))
+    finally:
+        if work is not None:
+            folder, cached, fp = work
+            if cached:
+                cache_mod.commit_in_background(d, Path(folder), cache_dir, all_args, CACHE_TAG, fp)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)  # the mapping keeps the file's data while it is used
     return d
 
 
@@ -110,7 +147,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     sizes = [_size(f.path) for f in files]
     t0 = time.perf_counter()
     # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
-    decoded: list = [cache_mod.load(f.path, cdir, all_args, CACHE_TAG) if cache else None for f in files]
+    decoded: list = [_hit(f.path, cdir, all_args) if cache else None for f in files]
     misses = [i for i, d in enumerate(decoded) if d is None]
     procs, threads = plan(workers, [sizes[i] for i in misses])
     in_parent = procs <= 1
@@ -132,6 +169,13 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             decoded[i] = d
     finally:
         bar.close()
+    for i, d in enumerate(decoded):
+        if isinstance(d, DecodedFile):
+            try:
+                decoded[i] = _map(d, cdir, all_args)
+            except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
+                again = _load_file((files[i].path, False, None, all_args, 1, True))
+                decoded[i] = _map(again, None, all_args) if isinstance(again, DecodedFile) else again
     findings = list(found.findings)
     skipped = list(found.skipped)
     failed = [(f, d) for f, d in zip(files, decoded) if isinstance(d, _Failed)]
@@ -180,6 +224,13 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
             raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
     return job
+
+
+def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:
+    d = cache_mod.load(path, cdir, all_args, CACHE_TAG)
+    if d is not None:
+        d.meta["_holotrace_cached"] = True
+    return d
 
 
 def _size(path: str) -> int:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 FORMAT_VERSION = 4  # bump whenever decoded columns change: invalidates caches
 
 
@@ -114,3 +116,15 @@ ID_COLUMNS: dict[str, tuple[str, ...]] = {
     "flows": ("cat", "name", "ph", "bp"),
     "names": ("cat", "name", "ph", "m_name", "m_labels", "m_sort_index"),
 }
+
+
+def compact_ints(a: np.ndarray) -> np.ndarray:
+    """The smallest signed integer dtype that holds ``a`` (storage only; views widen again)."""
+    if a.dtype.kind != "i" or a.dtype.itemsize == 1 or len(a) == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(dt) if np.dtype(dt).itemsize < a.dtype.itemsize else a
+    return a

@@ -61,7 +61,7 @@ def test_damaged_entry_is_a_miss_then_rewritten(primed, damage):
     env, job, fresh = primed
     entry = _entries(env.cache)[0]
     info = entry / "info.json"
-    ev = entry / "events.arrow"
+    ev = entry / cache.COLUMNS
     if damage == "info_empty":
         info.write_text("{}")
     elif damage == "info_missing":
@@ -89,9 +89,9 @@ def test_damaged_entry_is_a_miss_then_rewritten(primed, damage):
 def test_swapped_events_files_are_not_served(primed):
     env, job, fresh = primed
     a, b = _entries(env.cache)
-    ta, tb = (a / "events.arrow").read_bytes(), (b / "events.arrow").read_bytes()
-    (a / "events.arrow").write_bytes(tb)
-    (b / "events.arrow").write_bytes(ta)
+    ta, tb = (a / cache.COLUMNS).read_bytes(), (b / cache.COLUMNS).read_bytes()
+    (a / cache.COLUMNS).write_bytes(tb)
+    (b / cache.COLUMNS).write_bytes(ta)
     assert not any(_hit(p, env.cache) for p in sorted(job.iterdir()))
     assert _tables(_load(job, env.cache)) == fresh
 
@@ -124,8 +124,8 @@ def test_entries_are_written_atomically_and_marked(primed):
         assert len(e.name) == 24 and not e.name.startswith(".")
         info = json.loads((e / "info.json").read_text())
         assert info["holotrace_cache"] == cache.CACHE_VERSION
-        for t, d in info["tables"].items():
-            assert (e / f"{t}.arrow").stat().st_size == d["bytes"]
+        assert (e / cache.COLUMNS).stat().st_size == info["bytes"]
+        assert info["layout"]["events"]["ts_ns"][1] == 200  # rows of the events table
     assert not [p for p in env.cache.iterdir() if p.name.startswith(".")]  # no temporary folders left
 
 

@@ -28,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     name="cache",
     help="show or clear the cache of decoded traces",
-    description="Decoded traces are cached as Arrow IPC files (keyed by path, size, mtime and format "
-                "version, checked against the file's content on every read) so that a second load is fast. 'dir' prints "
+    description="Decoded traces are cached as the column files a load maps (keyed by path, size, mtime and format "
+                "version, checked against the file's content on every read; about 130 bytes per event) so that a "
+                "second load is fast. 'dir' prints "
                 "the folder; 'clear' removes the cache's entries and nothing else, and refuses a folder that "
                 "is not a holotrace cache.",
     add_arguments=add_arguments,

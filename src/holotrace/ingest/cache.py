@@ -1,25 +1,28 @@
-"""On-disk cache of decoded files (Arrow IPC files, lz4-compressed).
+"""On-disk cache of decoded files: each entry is the packed column file a load maps.
 
 One entry (a folder) per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), named by the file's absolute path, the
 decoder's format and the caller's tag. Nothing is ever written next to the traces unless the caller
 passes that folder as ``cache_dir``.
 
+An entry holds ``columns.bin`` (every table's columns, uncompressed, at aligned offsets: see
+:mod:`holotrace.ingest.store`) and ``info.json`` (the layout, the file's metadata and string table).
+A load maps ``columns.bin`` read-only: a cached rank comes back without reading its columns into
+memory, and a first load writes its columns straight into the folder that becomes the entry. The price
+is disk: about 130 bytes per event (a third to a quarter of the JSON's size), several times what a
+compressed table would take. Entries are never modified in place (a mapped file must not shrink under
+a reader): they are written in a work folder and renamed into place, and replaced or cleared by renaming
+and unlinking.
+
 The cache owns only what it made: each entry is a folder with a 24-hex-digit name holding only the
 files an entry has, and an ``info.json`` marked with the entry layout's version. A cache folder holds
 nothing else: a folder with anything else in it is never written to, and ``clear`` refuses it.
 
 An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's
-fingerprint at decode time (size, mtime_ns, inode and a hash of its first and last 64 KiB), and each
-table's row count, byte size, CRC-32 and a token written into the table's own schema, so a rewritten
-trace, a damaged or swapped table file or a half-deleted entry is a miss (decoded again and rewritten),
-never an error or a wrong answer. Entries are written to a temporary folder and renamed into place, so
-concurrent writers and readers never see half an entry.
-
-Why Arrow IPC and not Parquet: a cached rank must come back many times faster than it decodes. For a
-509 MB JSON rank (1.2 M events, 55 columns) reading the events table took 0.19-0.33 s from lz4 Parquet and
-0.08-0.13 s from lz4 Arrow IPC, at a smaller size on disk (36 MB vs 39 MB). Parquet stays the format of
-holotrace's *outputs*.
+fingerprint at decode time (size, mtime_ns, inode and a hash of its first and last 64 KiB), and the
+column file's size, CRC-32 and a token written into its header, so a rewritten trace, a damaged or
+swapped column file or a half-deleted entry is a miss (decoded again and rewritten), never an error or
+a wrong answer. Concurrent writers and readers never see half an entry.
 """
 
 from __future__ import annotations
@@ -36,17 +39,17 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
 from holotrace.errors import HolotraceError
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 2  # layout of an entry: bump when it changes
+CACHE_VERSION = 3  # layout of an entry: bump when it changes
+COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
-_ENTRY_FILES = frozenset({"info.json", "raw_args.json"} | {f"{t}.arrow" for t in TABLES})
+_LEGACY = {f"{t}.arrow" for t in TABLES}  # files of entries of earlier versions (cleared like the others)
+_ENTRY_FILES = frozenset({"info.json", "raw_args.json", COLUMNS} | _LEGACY)
 _EDGE = 64 * 1024  # bytes of a trace's head and tail hashed into its fingerprint
 
 
@@ -150,7 +153,8 @@ def fingerprint(path: str | Path) -> Optional[dict]:
 
 
 def load(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, tag: str = "") -> Optional[DecodedFile]:
-    """The cached decode of ``path``, or None when absent, stale or damaged (never an error)."""
+    """The cached decode of ``path`` (its tables to be mapped from ``packed``), or None when absent,
+    stale or damaged (never an error)."""
     if cache_dir is None:
         return None
     try:
@@ -160,47 +164,38 @@ def load(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, ta
 
 
 def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
-    import pyarrow as pa
-
     info = json.loads((entry / "info.json").read_text(encoding="utf-8"))
     if not isinstance(info, dict) or info.get("holotrace_cache") != CACHE_VERSION:
         return None
     fp = fingerprint(path)
     if fp is None or info.get("fingerprint") != fp:
         return None
-    token = info["token"]
-    tables = {}
-    for t in TABLES:
-        want = info["tables"].get(t)
-        if want is None:
-            tables[t] = {}
-            continue
-        data = (entry / f"{t}.arrow").read_bytes()
-        if len(data) != want["bytes"] or zlib.crc32(data) != want["crc32"]:
-            return None
-        tab = pa.ipc.open_file(pa.py_buffer(data)).read_all()
-        meta = tab.schema.metadata or {}
-        if meta.get(b"holotrace_token") != token.encode() or tab.num_rows != want["rows"]:
-            return None
-        tables[t] = {name: _to_numpy(tab.column(name)) for name in tab.column_names}
+    cols = entry / COLUMNS
+    if cols.stat().st_size != info["bytes"] or _crc(cols) != info["crc32"]:
+        return None
     raw_args = None
     if all_args:
         raw_args = json.loads((entry / "raw_args.json").read_text(encoding="utf-8"))
-        if not isinstance(raw_args, list) or len(raw_args) != len(tables["events"].get("ts_ns", ())):
+        if not isinstance(raw_args, list) or len(raw_args) != info["layout"]["events"]["ts_ns"][1]:
             return None
     return DecodedFile(
-        path=str(path), meta=info["meta"], strings=info["strings"], events=tables["events"], instants=tables["instants"],
-        counters=tables["counters"], flows=tables["flows"], names=tables["names"], n_trace_events=info["n_trace_events"],
-        phase_counts=info["phase_counts"], ts_is_float=info["ts_is_float"],
+        path=str(path), meta=info["meta"], strings=info["strings"], events={}, instants={}, counters={}, flows={}, names={},
+        n_trace_events=info["n_trace_events"], phase_counts=info["phase_counts"], ts_is_float=info["ts_is_float"],
         problems=[Problem(**p) for p in info["problems"]], raw_args=raw_args, format=info["format"], bytes_read=info["bytes_read"],
+        packed=(str(cols), info["layout"], bytes.fromhex(info["token"])),
     )
 
 
-def _to_numpy(col) -> np.ndarray:
-    """Zero-copy for the usual single-chunk numeric column (read-only views: the model never writes)."""
-    if col.num_chunks == 1:
-        return col.chunk(0).to_numpy(zero_copy_only=False)
-    return col.to_numpy()
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb", buffering=0) as fh:
+        buf = bytearray(4 << 20)
+        view = memoryview(buf)
+        while True:
+            k = fh.readinto(buf)
+            if not k:
+                return crc
+            crc = zlib.crc32(view[:k], crc)
 
 
 # --------------------------------------------------------------------------- writing
@@ -208,15 +203,26 @@ def _to_numpy(col) -> np.ndarray:
 _pending: list = []
 
 
-def store_in_background(d: DecodedFile, cache_dir: Optional[Path], all_args: bool = False, tag: str = "",
-                        fp: Optional[dict] = None) -> None:
-    """Write the cache entry on a thread (pyarrow releases the GIL), so analyses can start at once.
+def work_dir(cache_dir: Optional[Path]) -> Optional[Path]:
+    """A new work folder inside the cache folder, where a decode writes what becomes an entry (None when
+    the folder is not a holotrace cache or not writable)."""
+    if cache_dir is None:
+        return None
+    try:
+        if not _claim(cache_dir):
+            return None
+        return Path(tempfile.mkdtemp(prefix=_WORK[0], dir=cache_dir))
+    except OSError:
+        return None
 
-    ``flush()`` waits for pending writes; it also runs at interpreter exit.
-    """
+
+def commit_in_background(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "",
+                         fp: Optional[dict] = None) -> None:
+    """:func:`commit` on a thread, so analyses can start at once; ``flush()`` waits for it (it also runs
+    at interpreter exit)."""
     import threading
 
-    t = threading.Thread(target=store, args=(d, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False)
+    t = threading.Thread(target=commit, args=(d, work, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False)
     t.start()
     _pending.append(t)
 
@@ -230,43 +236,30 @@ def flush() -> None:
 atexit.register(flush)
 
 
-def store(d: DecodedFile, cache_dir: Optional[Path], all_args: bool = False, tag: str = "",
-          fp: Optional[dict] = None) -> Optional[Path]:
-    """Write ``d`` to the cache; returns the entry folder, or None when it was not written (the cache
-    folder is not writable or not a holotrace cache, or the file changed since ``fp`` was taken)."""
-    if cache_dir is None:
-        return None
-    tmp = None
-    try:
-        import pyarrow as pa
+def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "",
+           fp: Optional[dict] = None) -> Optional[Path]:
+    """Make the work folder ``work`` (holding ``d``'s packed columns) the entry of ``d``'s file.
 
+    Returns the entry folder, or None when it was not made (the file changed since ``fp`` was taken, or
+    the folder could not be written): the work folder is removed then.
+    """
+    try:
         now = fingerprint(d.path)
-        if now is None or (fp is not None and fp != now):
+        if now is None or (fp is not None and fp != now) or d.packed is None:
             return None  # the file changed while it was decoded: its entry would not describe it
-        if not _claim(cache_dir):
-            return None
         entry = cache_dir / key_for(d.path, all_args, tag)
-        tmp = Path(tempfile.mkdtemp(prefix=_WORK[0], dir=cache_dir))
-        token = os.urandom(12).hex()
-        described = {}
-        for t in TABLES:
-            cols = getattr(d, t)
-            if cols:
-                table = pa.table({k: pa.array(v) for k, v in cols.items()}).replace_schema_metadata({"holotrace_token": token})
-                f = tmp / f"{t}.arrow"
-                with pa.OSFile(str(f), "wb") as fh, pa.ipc.new_file(fh, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
-                    w.write_table(table)
-                data = f.read_bytes()
-                described[t] = {"rows": table.num_rows, "bytes": len(data), "crc32": zlib.crc32(data)}
+        cols = work / COLUMNS
+        _, layout, token = d.packed
         info = {
-            "holotrace_cache": CACHE_VERSION, "token": token, "fingerprint": now, "tables": described,
+            "holotrace_cache": CACHE_VERSION, "token": token.hex(), "fingerprint": now, "layout": layout,
+            "bytes": cols.stat().st_size, "crc32": _crc(cols),
             "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
             "ts_is_float": d.ts_is_float, "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
             "format": d.format, "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
         }
         if all_args and d.raw_args is not None:
-            (tmp / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
-        (tmp / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")  # last: an entry without it is no entry
+            (work / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
+        (work / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")  # last: an entry without it is no entry
         old = None
         if entry.exists():
             old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"
@@ -274,16 +267,16 @@ def store(d: DecodedFile, cache_dir: Optional[Path], all_args: bool = False, tag
                 os.rename(entry, old)
             except OSError:
                 old = None
-        os.rename(tmp, entry)  # fails when another writer put its entry there first: theirs stays
-        tmp = None
+        os.rename(work, entry)  # fails when another writer put its entry there first: theirs stays
+        work = None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return entry
     except Exception:  # the cache is an optimisation: a failed write is no error
         return None
     finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- clearing

@@ -15,7 +15,7 @@ import numpy as np
 
 from holotrace.findings import FindingCode, Severity
 from holotrace.ingest import _scan
-from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, event_columns
+from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, compact_ints  # noqa: F401  (part of this module's interface)
 
 _MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
 _SPECS = ARG_SPECS + META_ARG_SPECS
@@ -77,18 +77,6 @@ def _allowed(cat: str) -> np.ndarray:
 
 def column_name(j: int) -> str:
     return _SPECS[j].column if j >= 0 else _TOP_FIELDS.get(j, "?")
-
-
-def compact_ints(a: np.ndarray) -> np.ndarray:
-    """The smallest signed integer dtype that holds ``a`` (storage only; views widen again)."""
-    if a.dtype.kind != "i" or a.dtype.itemsize == 1 or len(a) == 0:
-        return a
-    lo, hi = int(a.min()), int(a.max())
-    for dt in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dt)
-        if info.min <= lo and hi <= info.max:
-            return a.astype(dt) if np.dtype(dt).itemsize < a.dtype.itemsize else a
-    return a
 
 
 @dataclass
@@ -326,23 +314,3 @@ def to_file(out: PieceOut, rmx: np.ndarray, base: int) -> None:
                 cols[k] = compact_ints(rmx[v])
             elif k == "index":
                 cols[k] = v + base
-
-
-def concatenate(parts: dict[str, dict[str, list]]) -> dict[str, dict[str, np.ndarray]]:
-    """Join each column's pieces, freeing them as it goes; store ints compactly; events in schema order."""
-    out = {}
-    for table, part in parts.items():
-        cols = {}
-        for k in list(part):
-            chunks = part.pop(k)
-            arr = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
-            del chunks
-            cols[k] = compact_ints(arr) if k not in _WIDE_COLUMNS else arr
-        out[table] = cols
-    ev = out["events"]
-    if not ev:
-        for col, dt in event_columns():
-            ev[col] = np.empty(0, dtype=dt)
-    else:
-        out["events"] = {col: ev[col] for col, _ in event_columns()}
-    return out

@@ -29,7 +29,9 @@ from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (use
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.findings import FindingCode
-from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column_name, compact_ints, concatenate, piece_strings, piece_tables, to_file  # noqa: F401
+from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column_name, compact_ints, piece_strings, piece_tables, to_file  # noqa: F401
+from holotrace.ingest.store import Spill, open_packed
+from holotrace.schema import event_columns
 
 CHUNK_BYTES = 8 * 1024 * 1024  # piece size: a scanning thread's unit of work (4-32 MB measured: 8 fastest, 16+ raise the peak)
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
@@ -59,6 +61,7 @@ class DecodedFile:
     raw_args: Optional[list] = None  # per event of ``events``, with all_args=True
     format: str = "object"  # "object" | "array" (legacy 2021 bare array)
     bytes_read: int = 0
+    packed: Optional[tuple] = None  # (packed column file, layout, token) the tables are mapped from
 
 
 def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None, is_gzip: Optional[list] = None):
@@ -84,11 +87,11 @@ def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = 
 class _Tables:
     """The pieces' columns of one file, in file order, with one string table."""
 
-    def __init__(self, path: str, all_args: bool):
+    def __init__(self, path: str, all_args: bool, spill: Spill):
         self.path = path
         self.interner = _scan.Interner()
         self.strings: list[str] = []
-        self.parts: dict[str, dict[str, list]] = {k: {} for k in ("events", "instants", "counters", "flows", "names")}
+        self.spill = spill
         self.problems: list[Problem] = []
         self.phase_counts: dict[str, int] = {}
         self.ts_is_float = False
@@ -117,9 +120,7 @@ class _Tables:
         for ph, cnt in out.phase_counts.items():
             self.phase_counts[ph] = self.phase_counts.get(ph, 0) + cnt
         for table, cols in out.tables.items():
-            part = self.parts[table]
-            for k, v in cols.items():
-                part.setdefault(k, []).append(v)
+            self.spill.append(table, cols)
         for p, pos in out.problems:
             if pos is not None:
                 p.example = f"event #{pos + self.n}: {p.example}"
@@ -129,9 +130,6 @@ class _Tables:
         if self.all_args:
             self.raw_args.extend(out.raw_args)
         self.n += n
-
-    def finish(self) -> dict[str, dict[str, np.ndarray]]:
-        return concatenate(self.parts)
 
 
 # --------------------------------------------------------------------------- the file
@@ -145,7 +143,30 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
     ``k`` more (uncompressed) bytes are read. Raises a :class:`holotrace.errors.HolotraceError`
     subclass for files that cannot be used at all. A file damaged in its tail is decoded up to
     the damage and the loss is reported in ``problems``.
+
+    The tables are read-only arrays mapped from a private file (see :mod:`holotrace.ingest.store`).
     """
+    with Spill() as spill:
+        d = decode_into(path, spill, all_args=all_args, chunk_bytes=chunk_bytes, workers=workers, on_bytes=on_bytes)
+        packed = spill.folder / "packed"
+        token = os.urandom(16)
+        layout = spill.pack(packed, {"events": [c for c, _ in event_columns()]}, token)
+        set_tables(d, open_packed(packed, layout, token))
+    return d
+
+
+def set_tables(d: DecodedFile, tables: dict[str, dict[str, np.ndarray]]) -> None:
+    """Put mapped ``tables`` into ``d``: every table present, events in schema order (empty columns of the
+    schema's dtypes when the file has no events)."""
+    for t in ("events", "instants", "counters", "flows", "names"):
+        setattr(d, t, dict(tables.get(t, {})))
+    if not d.events:
+        d.events = {col: np.empty(0, dtype=dt) for col, dt in event_columns()}
+
+
+def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES, workers: int = 1,
+                on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
+    """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty)."""
     p = Path(path)
     spath = str(p)
     problems: list[Problem] = []
@@ -195,7 +216,7 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
         except (msgspec.DecodeError, ValueError, RecursionError) as e:
             raise _json_error(spath, e, "before 'traceEvents'") from None
     # 2. scan the pieces, in order
-    tables = _Tables(spath, all_args)
+    tables = _Tables(spath, all_args, spill)
     tables.on_bytes = on_bytes
     fd = -1
     try:
@@ -233,16 +254,16 @@ def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = 
                                                                f"the rest (and any metadata after the events) is lost"))
     if tables.nonstd:
         problems.append(Problem(FindingCode.NON_STANDARD_JSON, "the file uses non-standard JSON (NaN or Infinity literals)"))
-    out = tables.finish()
-    del tables.parts
     _scan.trim()  # the pieces' buffers are gone: give their memory back
+    if not spill.rows("events") and not spill.columns("events"):  # no events: the schema's columns, empty
+        spill.append("events", {col: np.empty(0, dtype=dt) for col, dt in event_columns()})
     phase_counts = tables.phase_counts
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
         if phase_counts.get(k):
             problems.append(Problem(FindingCode.UNSUPPORTED_PHASE, f"events of phase '{k}' (begin/end pairs are not reconstructed)", phase_counts[k], counted=True))
-    return DecodedFile(path=spath, meta=meta, strings=tables.strings, events=out["events"], instants=out["instants"],
-                       counters=out["counters"], flows=out["flows"], names=out["names"], n_trace_events=tables.n,
+    return DecodedFile(path=spath, meta=meta, strings=tables.strings, events={}, instants={},
+                       counters={}, flows={}, names={}, n_trace_events=tables.n,
                        phase_counts=phase_counts, ts_is_float=tables.ts_is_float, problems=_merge_problems(problems),
                        raw_args=tables.raw_args, format=fmt, bytes_read=total[0])
 

@@ -187,27 +187,39 @@ def classify_strings(table: list[str]) -> dict[str, np.ndarray]:
     return {"kernel_type": kernel_type, "is_launch": is_launch, "step": step}
 
 
+def kind_lookup(table: list[str]) -> tuple[np.ndarray, int, np.ndarray]:
+    """Kind per category string id (one slot more, for a missing id), the id of ``mtia_ccp_events``
+    (-1 if absent) and which name ids are MTIA DMA transfers (``dma*``: memory traffic)."""
+    n = len(table)
+    lut = np.zeros(n + 1, dtype=np.int8)
+    dma = np.zeros(n + 1, dtype=bool)
+    mtia = -1
+    for i, s in enumerate(table):
+        lut[i] = CATEGORY_KINDS.get(s.lower(), Kind.OTHER)
+        dma[i] = s.startswith("dma")
+        if mtia < 0 and s == "mtia_ccp_events":
+            mtia = i
+    return lut, mtia, dma
+
+
 def kinds(cat_ids: np.ndarray, name_ids: np.ndarray, table: list[str]) -> np.ndarray:
     """Kind code (int8) per event."""
     n = len(table)
-    lut = np.zeros(n + 1, dtype=np.int8)
-    for i, s in enumerate(table):
-        lut[i] = CATEGORY_KINDS.get(s.lower(), Kind.OTHER)
+    lut, mtia, dma = kind_lookup(table)
     out = lut[np.where(cat_ids >= 0, cat_ids, n)]
-    # MTIA DMA activity is memory traffic
-    mtia = [i for i, s in enumerate(table) if s == "mtia_ccp_events"]
-    if mtia:
-        dma = np.zeros(n + 1, dtype=bool)
-        for i, s in enumerate(table):
-            dma[i] = s.startswith("dma")
-        sel = (cat_ids == mtia[0]) & dma[np.where(name_ids >= 0, name_ids, n)]
+    if mtia >= 0:  # MTIA DMA activity is memory traffic
+        sel = (cat_ids == mtia) & dma[np.where(name_ids >= 0, name_ids, n)]
         out[sel] = Kind.MEMCPY
     return out
 
 
 def unknown_categories(cat_ids: np.ndarray, table: list[str]) -> dict[str, int]:
     """Categories no rule knows, with their event counts (reported, never dropped)."""
-    counts = np.bincount(cat_ids[cat_ids >= 0], minlength=len(table))  # ids are dense: a count per string
+    return unknown_category_counts(np.bincount(cat_ids[cat_ids >= 0], minlength=len(table)), table)  # ids are dense
+
+
+def unknown_category_counts(counts: np.ndarray, table: list[str]) -> dict[str, int]:
+    """:func:`unknown_categories` from the event count of each category string id."""
     ids = np.flatnonzero(counts)
     return {table[i]: int(counts[i]) for i in ids.tolist() if table[i].lower() not in CATEGORY_KINDS}
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.errors import RankNotFoundError
-from holotrace.model import classify, link
+from holotrace.model.derive import derive_columns
 from holotrace.findings import Finding  # noqa: F401  (re-exported: part of the model's API)
 from holotrace.model.strings import StringTable
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Job", "RankTrace", "derive_columns"]
 from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
 
@@ -46,7 +51,9 @@ class RankTrace:
         self._strings = strings
         self._columns = events
         self._side = side
-        self._events: Optional[pd.DataFrame] = None
+        self._events: Optional["pd.DataFrame"] = None
+        self._step_table: Optional["pd.DataFrame"] = None
+        self._first_ts: Optional[int] = None
         self.raw_args = raw_args
         self._derive()
 
@@ -54,13 +61,21 @@ class RankTrace:
         c = self._columns
         if "kind" not in c:
             c.update(derive_columns(c, self._strings.table))
-        is_step = c["is_step"]
-        self.has_steps = bool(is_step.any())
-        self.step_table = self._steps(is_step, c["step_number"])
+        self.has_steps = bool(c["is_step"].any())
 
-    def _steps(self, is_step: np.ndarray, step_num: np.ndarray) -> pd.DataFrame:
+    @property
+    def step_table(self) -> "pd.DataFrame":
+        """The ``ProfilerStep`` rows: step, ts_ns, dur_ns, end_ns, sorted by start (built on first use)."""
+        if self._step_table is None:
+            self._step_table = self._steps()
+        return self._step_table
+
+    def _steps(self) -> "pd.DataFrame":
+        import pandas as pd
+
         c = self._columns
-        s = np.flatnonzero(is_step)
+        s = np.flatnonzero(c["is_step"])
+        step_num = c["step_number"]
         return pd.DataFrame({
             "step": step_num[s],
             "ts_ns": c["ts_ns"][s],
@@ -70,8 +85,10 @@ class RankTrace:
 
     # ------------------------------------------------------------------ public views
     @property
-    def events(self) -> pd.DataFrame:
+    def events(self) -> "pd.DataFrame":
         """The events table, built on first use (call stacks: :func:`holotrace.analysis.callstack.call_graph`)."""
+        import pandas as pd
+
         if self._events is None:
             self._events = pd.DataFrame({k: _widen(k, v) for k, v in self._columns.items()}, copy=False)
         return self._events
@@ -82,20 +99,53 @@ class RankTrace:
         return self._columns
 
     @property
-    def instants(self) -> pd.DataFrame:
+    def instants(self) -> "pd.DataFrame":
+        import pandas as pd
+
         return pd.DataFrame(self._side.get("instants", {}))
 
     @property
-    def counters(self) -> pd.DataFrame:
+    def counters(self) -> "pd.DataFrame":
+        import pandas as pd
+
         return pd.DataFrame(self._side.get("counters", {}))
 
     @property
-    def flows(self) -> pd.DataFrame:
+    def flows(self) -> "pd.DataFrame":
+        import pandas as pd
+
         return pd.DataFrame(self._side.get("flows", {}))
 
     @property
-    def names(self) -> pd.DataFrame:
+    def names(self) -> "pd.DataFrame":
+        import pandas as pd
+
         return pd.DataFrame(self._side.get("names", {}))
+
+    @property
+    def first_ts_ns(self) -> int:
+        """The earliest event start (``ts_ns``), 0 without events; read in chunks once, then kept."""
+        if self._first_ts is None:
+            ts = self._columns["ts_ns"]
+            step = 1 << 20
+            self._first_ts = min((int(ts[a:a + step].min()) for a in range(0, len(ts), step)), default=0)
+            self.release_pages()
+        return self._first_ts
+
+    def release_pages(self) -> None:
+        """Give back the memory pages of columns mapped from a file (see :mod:`holotrace.ingest.store`): the
+        operating system keeps them cached and pages them in again when they are read. Columns in the heap
+        are left alone."""
+        seen = set()
+        for side in (self._columns, *self._side.values()):
+            for a in side.values():
+                mm = getattr(getattr(a, "base", None), "obj", None)
+                if isinstance(mm, mmap.mmap) and id(mm) not in seen:
+                    seen.add(id(mm))
+                    try:
+                        mm.madvise(mmap.MADV_DONTNEED)
+                    except (AttributeError, OSError, ValueError):  # no madvise here, or the mapping is closed
+                        pass
 
     @property
     def n_events(self) -> int:
@@ -120,8 +170,7 @@ class RankTrace:
     def clock_offset_ns(self) -> int:
         """Add to ``ts_ns`` to place this rank on the job's common clock."""
         base = self.meta.get("baseTimeNanoseconds")
-        ts = self._columns["ts_ns"]
-        if isinstance(base, int) and len(ts) and int(ts.min()) < 10**16:  # ts relative to base, not epoch
+        if isinstance(base, int) and self.n_events and self.first_ts_ns < 10**16:  # ts relative to base, not epoch
             return base
         return 0
 
@@ -156,7 +205,7 @@ class Job:
     @property
     def origin_ns(self) -> int:
         """Earliest event start over all ranks, on the common clock."""
-        starts = [int(t.columns["ts_ns"].min()) + t.clock_offset_ns for t in self.traces.values() if t.n_events]
+        starts = [t.first_ts_ns + t.clock_offset_ns for t in self.traces.values() if t.n_events]
         return min(starts) if starts else 0
 
     @property
@@ -178,44 +227,3 @@ class Job:
 
     def __repr__(self) -> str:
         return f"Job(ranks={self.ranks}, findings={len(self.findings)})"
-
-
-def derive_columns(c: dict[str, np.ndarray], table: list[str]) -> dict[str, np.ndarray]:
-    """Classification and links of one rank's raw columns (ids into ``table``)."""
-    n_str = len(table)
-    lut = classify.classify_strings(table)
-    cat, name = c["cat"], c["name"]
-    safe_name = np.where(name >= 0, name, n_str)
-
-    def per_name(key: str, missing):
-        arr = lut[key]
-        full = np.empty(n_str + 1, dtype=arr.dtype)
-        full[:-1] = arr
-        full[-1] = missing
-        return full[safe_name]
-
-    out: dict[str, np.ndarray] = {}
-    kind = classify.kinds(cat, name, table)
-    out["end_ns"] = c["ts_ns"] + c["dur_ns"]
-    out["kind"] = kind
-    gpu_activity = np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY])
-    on_gpu = (kind >= 10) & (kind < 20)
-    out["kernel_type"] = np.where(gpu_activity, per_name("kernel_type", -1), -1).astype(np.int8)
-    cpu_side = (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER)
-    out["is_launch"] = per_name("is_launch", False) & cpu_side
-    gpu_side = on_gpu & (kind != classify.Kind.GPU_ANNOTATION)
-    partner = link.correlate(c["correlation"], cpu_side, gpu_side)
-    out["partner"] = partner
-    step_num = per_name("step", -1)
-    is_step = (step_num >= 0) & ((kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP))
-    out["is_step"] = is_step
-    out["step_number"] = np.where(is_step, step_num, -1)
-    it = np.full(len(kind), -1, dtype=np.int64)
-    if is_step.any():
-        s = np.flatnonzero(is_step)
-        it_cpu = link.containing_step(c["ts_ns"], c["ts_ns"][s], out["end_ns"][s], step_num[s])
-        it = np.where(~on_gpu, it_cpu, -1)
-        linked = gpu_side & (partner >= 0)
-        it[linked] = it_cpu[partner[linked]]
-    out["iteration"] = it
-    return out

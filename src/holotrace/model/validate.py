@@ -22,49 +22,138 @@ def _example(t: RankTrace, job: Job, row: int) -> str:
             f"dur={int(c['dur_ns'][row]) / 1000:.3f}us")
 
 
+CHUNK_ROWS = 1 << 18  # rows checked at a time: the working memory does not grow with the file
+
+
 def check_rank(job: Job, t: RankTrace) -> list[Finding]:
+    """Findings of one rank's events: unknown or missing categories, overlapping GPU activity on a stream,
+    GPU activity without a launch, launches without GPU activity.
+
+    The events are read in chunks of rows, and the pages of a mapped rank are given back after each, so
+    the check's memory is its chunk and the GPU rows' times (for the overlap check), not the rank's size.
+    """
     c = t.columns
     out: list[Finding] = []
     f = t.file
-    kind = c["kind"]
-    if t.n_events == 0:
+    n = t.n_events
+    if n == 0:
         out.append(Finding.of(FindingCode.NO_EVENTS, "the trace has no events with a duration (metadata only?)", t.rank, f))
         return out
-    unknown = classify.unknown_categories(c["cat"], job.strings.table)
+    table = job.strings.table
+    counts = np.zeros(len(table), dtype=np.int64)
+    nocat = n_gpu = n_orph = n_il = 0
+    first_nocat = first_orph = first_il = -1
+    streams = _StreamOverlaps()
+    gpu_kinds = np.array([int(k) for k in classify.GPU_ACTIVITY])
+    for a in range(0, n, CHUNK_ROWS):
+        b = min(n, a + CHUNK_ROWS)
+        cat, kind, partner = c["cat"][a:b], c["kind"][a:b], c["partner"][a:b]
+        has = cat >= 0
+        counts += np.bincount(cat[has], minlength=len(table))[:len(table)]
+        k = len(cat) - int(has.sum())
+        if k and first_nocat < 0:
+            first_nocat = a + int(np.argmin(has))
+        nocat += k
+        gpu = np.isin(kind, gpu_kinds)
+        n_gpu += int(gpu.sum())
+        orph = gpu & (partner < 0)
+        first_orph, n_orph = _first(orph, a, first_orph), n_orph + int(orph.sum())
+        il = c["is_launch"][a:b] & (partner < 0)
+        first_il, n_il = _first(il, a, first_il), n_il + int(il.sum())
+        g = np.flatnonzero(gpu & (c["stream"][a:b] >= 0))
+        if len(g):
+            streams.add(g + a, c["pid"][a:b][g], c["stream"][a:b][g], c["ts_ns"][a:b][g], c["end_ns"][a:b][g])
+        t.release_pages()
+    unknown = classify.unknown_category_counts(counts, table)
     if unknown:
         out.append(Finding.of(FindingCode.UNKNOWN_CATEGORY,
                               "events of categories no rule knows were kept as OTHER: " + ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items())),
                               t.rank, f, sum(unknown.values())))
-    nocat = int((c["cat"] < 0).sum())
     if nocat:
         out.append(Finding.of(FindingCode.NO_CATEGORY, f"{nocat} events have no 'cat' (HTA drops them)", t.rank, f, nocat,
-                              _example(t, job, int(np.argmax(c["cat"] < 0)))))
-    gpu = np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY])
-    # overlapping activity on one stream
-    g = np.flatnonzero(gpu & (c["stream"] >= 0))
-    if len(g) > 1:
-        order = np.lexsort((c["ts_ns"][g], c["stream"][g], c["pid"][g]))
-        r = g[order]
-        same = (c["stream"][r][1:] == c["stream"][r][:-1]) & (c["pid"][r][1:] == c["pid"][r][:-1])
-        prev_end = c["end_ns"][r][:-1]
-        ov = same & (c["ts_ns"][r][1:] < prev_end)
-        n_ov = int(ov.sum())
-        if n_ov:
-            i = int(np.argmax(ov)) + 1
-            out.append(Finding.of(FindingCode.OVERLAPPING_KERNELS,
-                                  f"{n_ov} GPU activities start before the previous one on the same stream ends", t.rank, f, n_ov,
-                                  _example(t, job, int(r[i]))))
-    orphans = gpu & (c["partner"] < 0)
-    n_orph = int(orphans.sum())
+                              _example(t, job, first_nocat)))
+    n_ov, first_ov = streams.result(c, n)
+    if n_ov:
+        out.append(Finding.of(FindingCode.OVERLAPPING_KERNELS,
+                              f"{n_ov} GPU activities start before the previous one on the same stream ends", t.rank, f, n_ov,
+                              _example(t, job, first_ov)))
     if n_orph:
-        out.append(Finding.of(FindingCode.GPU_WITHOUT_LAUNCH, f"{n_orph} of {int(gpu.sum())} GPU activities have no CPU launch in the trace",
-                              t.rank, f, n_orph, _example(t, job, int(np.argmax(orphans)))))
-    idle_launch = c["is_launch"] & (c["partner"] < 0)
-    n_il = int(idle_launch.sum())
+        out.append(Finding.of(FindingCode.GPU_WITHOUT_LAUNCH, f"{n_orph} of {n_gpu} GPU activities have no CPU launch in the trace",
+                              t.rank, f, n_orph, _example(t, job, first_orph)))
     if n_il:
         out.append(Finding.of(FindingCode.LAUNCH_WITHOUT_GPU, f"{n_il} launch calls have no GPU activity in the trace", t.rank, f, n_il,
-                              _example(t, job, int(np.argmax(idle_launch)))))
+                              _example(t, job, first_il)))
+    t.release_pages()
     return out
+
+
+def _first(mask: np.ndarray, a: int, first: int) -> int:
+    """The first row so far where ``mask`` holds (``first`` if already found)."""
+    return first if first >= 0 or not mask.any() else a + int(np.argmax(mask))
+
+
+class _StreamOverlaps:
+    """GPU activities that start before the previous one on their (pid, stream) ends, counted as chunks
+    of rows arrive.
+
+    A stream whose activities appear in the file in start order (the usual case) is checked as it goes,
+    keeping only its last start and end; a stream found out of order is checked again at the end, its
+    rows gathered and sorted by start (ties in file order).
+    """
+
+    def __init__(self):
+        self.last: dict[tuple, tuple[int, int]] = {}  # stream -> (last start, last end)
+        self.found: dict[tuple, tuple[int, int]] = {}  # stream -> (overlaps, first row)
+        self.unsorted: set = set()
+
+    def add(self, rows, pid, stream, ts, end) -> None:
+        keys, inv = np.unique(np.stack([pid.astype(np.int64), stream.astype(np.int64)]), axis=1, return_inverse=True)
+        inv = inv.ravel()
+        for k, key in enumerate(map(tuple, keys.T.tolist())):
+            sel = np.flatnonzero(inv == k) if keys.shape[1] > 1 else slice(None)
+            if key in self.unsorted:
+                continue
+            t, e, r = ts[sel], end[sel], rows[sel]
+            prev = self.last.get(key)
+            if prev is not None:
+                t, e = np.concatenate(([prev[0]], t)), np.concatenate(([prev[1]], e))
+                r = np.concatenate(([-1], r))
+            if len(t) > 1 and bool((t[1:] < t[:-1]).any()):
+                self.unsorted.add(key)
+                self.found.pop(key, None)
+                continue
+            ov = t[1:] < e[:-1]
+            cnt, first = self.found.get(key, (0, -1))
+            if ov.any() and first < 0:
+                first = int(r[int(np.argmax(ov)) + 1])
+            self.found[key] = (cnt + int(ov.sum()), first)
+            self.last[key] = (int(t[-1]), int(e[-1]))
+
+    def result(self, c: dict, n: int) -> tuple[int, int]:
+        """(overlaps, row of the first in (pid, stream, start) order, -1 if none)."""
+        for key in sorted(self.unsorted):
+            self.found[key] = _sorted_overlaps(c, n, key)
+        total = sum(cnt for cnt, _ in self.found.values())
+        first = next((r for _, (cnt, r) in sorted(self.found.items()) if cnt), -1)
+        return total, first
+
+
+def _sorted_overlaps(c: dict, n: int, key: tuple) -> tuple[int, int]:
+    """Overlaps of one stream whose activities are out of start order in the file: its rows sorted."""
+    pid, stream = key
+    gpu_kinds = np.array([int(k) for k in classify.GPU_ACTIVITY])
+    parts = []
+    for a in range(0, n, CHUNK_ROWS):
+        b = min(n, a + CHUNK_ROWS)
+        m = (c["pid"][a:b] == pid) & (c["stream"][a:b] == stream) & np.isin(c["kind"][a:b], gpu_kinds)
+        g = np.flatnonzero(m)
+        if len(g):
+            parts.append((g + a, c["ts_ns"][a:b][g], c["end_ns"][a:b][g]))
+    rows, ts, end = (np.concatenate(x) for x in zip(*parts))
+    order = np.argsort(ts, kind="stable")
+    ov = ts[order][1:] < end[order][:-1]
+    cnt = int(ov.sum())
+    return cnt, (int(rows[order[int(np.argmax(ov)) + 1]]) if cnt else -1)
 
 
 def check_job(job: Job) -> list[Finding]:
@@ -78,7 +167,7 @@ def check_job(job: Job) -> list[Finding]:
             out.append(Finding.of(FindingCode.STEPS_MISSING_ON_RANKS, f"ranks {without} have no ProfilerStep#N annotations while others do",
                                   count=len(without)))
     if len(ranks) > 1:
-        starts = {t.rank: int(t.columns["ts_ns"].min()) + t.clock_offset_ns for t in ranks}
+        starts = {t.rank: t.first_ts_ns + t.clock_offset_ns for t in ranks}
         lo, hi = min(starts.values()), max(starts.values())
         based = {t.rank for t in ranks if t.clock_offset_ns}
         if based and len(based) != len(ranks):

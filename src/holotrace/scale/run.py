@@ -20,8 +20,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional, Sequence
 
-import numpy as np
-
 from holotrace.analysis.rank_summary import RankSummary, rank_summary
 from holotrace.analysis.reduce import Reducer
 from holotrace.errors import HolotraceError, TraceFormatError
@@ -177,7 +175,7 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
         findings += [_finding(d) for s in summaries for d in s.info.get(key, [])]
     stubs = {s.rank: SimpleNamespace(rank=s.rank, n_events=s.info.get("n_events", 0), has_steps=s.info.get("has_steps", False),
                                      clock_offset_ns=s.info.get("clock_offset_ns", 0),
-                                     columns={"ts_ns": np.array([(s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0)])})
+                                     first_ts_ns=(s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0))
              for s in summaries}
     findings += check_job(SimpleNamespace(traces=stubs))
     if world is None:

@@ -1,0 +1,225 @@
+"""Columns kept in files instead of the heap.
+
+While a trace file is decoded, each piece's columns are appended to a :class:`Spill` (one file per
+column in a private folder), so the decoder holds only the pieces in flight, whatever the file's size.
+When every column is complete, :meth:`Spill.pack` writes them into one *packed file* (a header, then
+each column at an aligned offset, in its final dtype), and :func:`open_packed` maps that file read-only:
+a loaded rank's columns are views of the mapping, paged in by the operating system when an analysis
+reads them and dropped by it under memory pressure. The packed file is also what the cache keeps.
+
+A column may be appended in pieces of different integer widths (each piece is stored in the smallest
+type that holds it); the packed column has the widest of them, as concatenating the pieces would give.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+
+MAGIC = b"HOLOTRACE-COLUMNS-1\n"
+HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
+ALIGN = 64  # every column starts at a multiple of this
+
+
+class _Column:
+    """One column's spill file: segments of (dtype, rows, byte offset) appended in order."""
+
+    __slots__ = ("path", "fd", "segments", "rows", "nbytes")
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self.segments: list[tuple[np.dtype, int, int]] = []
+        self.rows = 0
+        self.nbytes = 0
+
+    def append(self, a: np.ndarray) -> None:
+        a = np.ascontiguousarray(a)
+        if self.segments and self.segments[-1][0] == a.dtype:  # grow the last segment
+            dt, rows, off = self.segments[-1]
+            self.segments[-1] = (dt, rows + len(a), off)
+        else:
+            self.segments.append((a.dtype, len(a), self.nbytes))
+        _write_all(self.fd, memoryview(a).cast("B") if a.nbytes else b"", self.nbytes)
+        self.nbytes += a.nbytes
+        self.rows += len(a)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The packed dtype: what concatenating the segments gives (empty segments do not widen it)."""
+        used = [dt for dt, rows, _ in self.segments if rows]
+        if not used:
+            return self.segments[0][0] if self.segments else np.dtype(np.int8)
+        return np.result_type(*used)
+
+    def read(self, a: int, b: int) -> np.ndarray:
+        """Rows [a, b) in the packed dtype (a copy on the heap)."""
+        out = np.empty(max(0, b - a), dtype=self.dtype)
+        pos = 0
+        start = 0
+        for dt, rows, off in self.segments:
+            lo, hi = max(a, start), min(b, start + rows)
+            if lo < hi:
+                raw = os.pread(self.fd, (hi - lo) * dt.itemsize, off + (lo - start) * dt.itemsize)
+                out[pos:pos + hi - lo] = np.frombuffer(raw, dtype=dt)
+                pos += hi - lo
+            start += rows
+        return out
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Spill:
+    """Tables appended column by column into files of a private folder (removed by :meth:`close`).
+
+    ``folder``: where the folder is made (default: the system's temporary folder).
+    """
+
+    def __init__(self, folder: Optional[Path] = None):
+        self.folder = Path(tempfile.mkdtemp(prefix=".spill-" if folder is not None else "holotrace-spill-",
+                                            dir=None if folder is None else str(folder)))
+        self._cols: dict[str, dict[str, _Column]] = {}
+        self._n = 0
+
+    def append(self, table: str, columns: dict[str, np.ndarray]) -> None:
+        cols = self._cols.setdefault(table, {})
+        for name, a in columns.items():
+            c = cols.get(name)
+            if c is None:
+                self._n += 1
+                c = cols[name] = _Column(self.folder / f"{self._n}")
+            c.append(a)
+
+    def rows(self, table: str) -> int:
+        cols = self._cols.get(table)
+        return next(iter(cols.values())).rows if cols else 0
+
+    def columns(self, table: str) -> list[str]:
+        return list(self._cols.get(table, {}))
+
+    def read(self, table: str, name: str, a: int = 0, b: Optional[int] = None) -> np.ndarray:
+        c = self._cols[table][name]
+        return c.read(a, c.rows if b is None else b)
+
+    def chunks(self, table: str, names: list[str], size: int) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """(first row, {name: rows}) for consecutive chunks of ``size`` rows of ``table``."""
+        n = self.rows(table)
+        for a in range(0, n, max(1, size)):
+            b = min(n, a + size)
+            yield a, {k: self.read(table, k, a, b) for k in names}
+
+    def pack(self, path: Path, order: dict[str, list[str]], token: bytes) -> dict:
+        """Write every column into the packed file ``path``; returns its layout (for :func:`open_packed`).
+
+        ``order``: the column order per table (columns missing from the spill are left out; columns
+        not named come after, in the order they were first appended).
+        """
+        layout: dict[str, dict[str, list]] = {}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            head = (MAGIC + token).ljust(HEADER, b"\0")
+            _write_all(fd, head, 0)
+            pos = HEADER
+            for table, cols in self._cols.items():
+                names = [k for k in order.get(table, ()) if k in cols] + [k for k in cols if k not in order.get(table, ())]
+                out = layout[table] = {}
+                for name in names:
+                    c = cols[name]
+                    dt = c.dtype
+                    out[name] = [pos, c.rows, dt.str]
+                    pos = _copy_column(c, dt, fd, pos)
+                    pad = -pos % ALIGN
+                    if pad:
+                        _write_all(fd, b"\0" * pad, pos)
+                        pos += pad
+        finally:
+            os.close(fd)
+        return layout
+
+    def close(self) -> None:
+        for cols in self._cols.values():
+            for c in cols.values():
+                c.close()
+        self._cols = {}
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> "Spill":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int) -> int:
+    """Write column ``c`` in dtype ``dt`` at ``pos`` of ``fd``; the position after it."""
+    for sdt, rows, off in c.segments:
+        if not rows:
+            continue
+        if sdt == dt:  # same type: copied inside the kernel, never through this process
+            left, src = rows * sdt.itemsize, off
+            while left:
+                k = _copy_range(c.fd, fd, left, src, pos)
+                left -= k
+                src += k
+                pos += k
+        else:
+            step = max(1, (8 << 20) // sdt.itemsize)
+            for a in range(0, rows, step):
+                k = min(step, rows - a)
+                part = np.frombuffer(os.pread(c.fd, k * sdt.itemsize, off + a * sdt.itemsize), dtype=sdt).astype(dt)
+                _write_all(fd, memoryview(part).cast("B"), pos)
+                pos += part.nbytes
+    return pos
+
+
+def _copy_range(src: int, dst: int, n: int, src_off: int, dst_off: int) -> int:
+    if hasattr(os, "copy_file_range"):
+        try:
+            k = os.copy_file_range(src, dst, n, src_off, dst_off)
+            if k > 0:
+                return k
+        except OSError:
+            pass
+    data = os.pread(src, min(n, 8 << 20), src_off)
+    if not data:
+        raise OSError("spill file is shorter than its columns")
+    _write_all(dst, data, dst_off)
+    return len(data)
+
+
+def _write_all(fd: int, data, at: int) -> None:
+    view = memoryview(data)
+    while len(view):
+        k = os.pwrite(fd, view, at)
+        view = view[k:]
+        at += k
+
+
+def open_packed(path: str | Path, layout: dict, token: Optional[bytes] = None) -> dict[str, dict[str, np.ndarray]]:
+    """Map a packed file read-only; {table: {column: read-only array}} as ``layout`` describes.
+
+    Raises ``ValueError`` when the file does not hold what the layout says (or another token).
+    """
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    if bytes(mm[:len(MAGIC)]) != MAGIC or (token is not None and bytes(mm[len(MAGIC):len(MAGIC) + len(token)]) != token):
+        raise ValueError("not a packed column file of this entry")
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for table, cols in layout.items():
+        t = out[table] = {}
+        for name, (off, rows, dts) in cols.items():
+            dt = np.dtype(dts)
+            if off < HEADER or off + rows * dt.itemsize > size:
+                raise ValueError(f"column {table}.{name} lies outside the file")
+            t[name] = np.frombuffer(mm, dtype=dt, count=rows, offset=off) if rows else np.empty(0, dtype=dt)
+    return out

@@ -1,0 +1,177 @@
+"""The columns derived from one rank's decoded events: kind, kernel type, launches, links, steps.
+
+Derivation runs over the events in chunks of rows, in two passes, so that its working memory does not
+grow with the file: the first pass classifies each chunk (every rule is a lookup by string id) and keeps
+only the rows a link or a step needs (correlated CPU and GPU rows, ``ProfilerStep`` rows); the second
+pass links each chunk's rows (the correlated partner, the step that holds each event) through those.
+
+Columns come from, and derived columns go to, anything with ``rows(table)``, ``read(table, name, a, b)``
+and ``append(table, {name: chunk})``: the decoder's file-backed :class:`holotrace.ingest.store.Spill`, or
+:class:`Arrays` for columns already in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+import numpy as np
+
+from holotrace.model import classify, link
+from holotrace.schema import compact_ints
+
+CHUNK_ROWS = 1 << 18  # rows per chunk: a few MB of working memory, whatever the file's size
+#: the derived columns, in the order they follow the decoded ones
+DERIVED = ("end_ns", "kind", "kernel_type", "is_launch", "partner", "is_step", "step_number", "iteration")
+_GPU_ACTIVITY = np.array([int(k) for k in classify.GPU_ACTIVITY])
+
+
+class Columns(Protocol):
+    def rows(self, table: str) -> int: ...
+
+    def read(self, table: str, name: str, a: int = 0, b: Optional[int] = None) -> np.ndarray: ...
+
+    def append(self, table: str, columns: dict) -> None: ...
+
+
+class Arrays:
+    """In-memory columns with the spill's interface; ``derived()`` joins what was appended."""
+
+    def __init__(self, columns: dict[str, np.ndarray]):
+        self._c = dict(columns)  # derived columns are read back from here once complete (the caller's dict is not touched)
+        self._out: dict[str, list] = {}
+
+    def rows(self, table: str) -> int:
+        return len(self._c["ts_ns"])
+
+    def read(self, table: str, name: str, a: int = 0, b: Optional[int] = None) -> np.ndarray:
+        if name not in self._c:  # a derived column appended earlier
+            self._c[name] = self._join(name)
+        return self._c[name][a:b]
+
+    def append(self, table: str, columns: dict) -> None:
+        for k, v in columns.items():
+            self._out.setdefault(k, []).append(v)
+
+    def _join(self, name: str) -> np.ndarray:
+        parts = self._out[name]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def derived(self) -> dict[str, np.ndarray]:
+        return {k: self._join(k) for k in DERIVED}
+
+
+class _Lookup:
+    """Per string id lookups of the rule table (one slot more, for a missing id -1)."""
+
+    def __init__(self, table: list[str]):
+        n = len(table)
+        lut = classify.classify_strings(table)
+        self.n = n
+        self.kernel_type = np.append(lut["kernel_type"], np.int8(-1))
+        self.is_launch = np.append(lut["is_launch"], False)
+        self.step = np.append(lut["step"], np.int64(-1))
+        self.kind, self.mtia, self.dma = classify.kind_lookup(table)
+
+    def kinds(self, cat: np.ndarray, name: np.ndarray) -> np.ndarray:
+        out = self.kind[np.where(cat >= 0, cat, self.n)]
+        if self.mtia >= 0:  # MTIA DMA activity is memory traffic
+            sel = (cat == self.mtia) & self.dma[np.where(name >= 0, name, self.n)]
+            out[sel] = classify.Kind.MEMCPY
+        return out
+
+
+def derive(src: Columns, table: list[str], chunk: int = CHUNK_ROWS) -> None:
+    """Append the derived columns (:data:`DERIVED`) of ``src``'s events table to ``src``."""
+    look = _Lookup(table)
+    n = src.rows("events")
+    row_type = np.int32 if n < 2**31 else np.int64
+    steps: list = []  # (ts, end, number) of step rows, file order
+    cpu: list = []  # (row, correlation, ts) of CPU-side rows with a correlation id
+    gpu: list = []  # (row, correlation) of GPU-side rows with one
+    for a in range(0, max(n, 1), chunk):
+        b = min(n, a + chunk)
+        cat, name = src.read("events", "cat", a, b), src.read("events", "name", a, b)
+        ts, dur = src.read("events", "ts_ns", a, b).astype(np.int64, copy=False), src.read("events", "dur_ns", a, b)
+        corr = src.read("events", "correlation", a, b)
+        kind = look.kinds(cat, name)
+        safe = np.where(name >= 0, name, look.n)
+        end = ts + dur
+        gpu_activity = np.isin(kind, _GPU_ACTIVITY)
+        cpu_side, gpu_side = _sides(kind)
+        step_num = look.step[safe]
+        is_step = (step_num >= 0) & ((kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP))
+        src.append("events", {
+            "end_ns": end,
+            "kind": kind,
+            "kernel_type": np.where(gpu_activity, look.kernel_type[safe], -1).astype(np.int8),
+            "is_launch": look.is_launch[safe] & cpu_side,
+            "is_step": is_step,
+            "step_number": compact_ints(np.where(is_step, step_num, -1)),
+        })
+        s = np.flatnonzero(is_step)
+        if len(s):
+            steps.append((ts[s], end[s], step_num[s]))
+        c = np.flatnonzero(cpu_side & (corr >= 0))
+        cpu.append(((c + a).astype(row_type), corr[c], ts[c]))
+        g = np.flatnonzero(gpu_side & (corr >= 0))
+        gpu.append(((g + a).astype(row_type), corr[g]))
+    step_ts, step_end, step_no = (np.concatenate(x) for x in zip(*steps)) if steps else (np.empty(0, np.int64),) * 3
+    cpu_rows, cpu_keys, cpu_it = _sorted_side(cpu, step_ts, step_end, step_no)
+    gpu_rows, gpu_keys, _ = _sorted_side([(r, k, None) for r, k in gpu], None, None, None)
+    del cpu, gpu
+    for a in range(0, max(n, 1), chunk):
+        b = min(n, a + chunk)
+        kind = src.read("events", "kind", a, b)
+        corr = src.read("events", "correlation", a, b)
+        cpu_side, gpu_side = _sides(kind)
+        partner = np.full(b - a, -1, dtype=np.int64)
+        it = np.full(b - a, -1, dtype=np.int64)
+        g = np.flatnonzero(gpu_side & (corr >= 0))
+        pos = _last_equal(cpu_keys, corr[g])
+        found = pos >= 0
+        partner[g[found]] = cpu_rows[pos[found]]
+        c = np.flatnonzero(cpu_side & (corr >= 0))
+        pos_c = _last_equal(gpu_keys, corr[c])
+        partner[c[pos_c >= 0]] = gpu_rows[pos_c[pos_c >= 0]]
+        if len(step_ts):
+            on_gpu = (kind >= 10) & (kind < 20)
+            ts = src.read("events", "ts_ns", a, b)
+            it = np.where(on_gpu, -1, link.containing_step(ts, step_ts, step_end, step_no))
+            it[g[found]] = cpu_it[pos[found]]
+        src.append("events", {"partner": compact_ints(partner), "iteration": compact_ints(it)})
+
+
+def _sides(kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CPU side (runtime and driver calls) and GPU side (device activity other than GPU annotations)."""
+    cpu_side = (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER)
+    gpu_side = (kind >= 10) & (kind < 20) & (kind != classify.Kind.GPU_ANNOTATION)
+    return cpu_side, gpu_side
+
+
+def _sorted_side(parts: list, step_ts, step_end, step_no):
+    """The rows of one side sorted by (correlation, row): rows, correlations, and (CPU side) the step
+    holding each row."""
+    rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int64)
+    keys = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
+    order = np.lexsort((rows, keys))
+    it = None
+    if step_ts is not None:
+        ts = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
+        it = link.containing_step(ts[order], step_ts, step_end, step_no) if len(step_ts) else None
+    return rows[order], keys[order], it
+
+
+def _last_equal(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each key, the position of the last equal entry of ``sorted_keys`` (the latest row), -1 if none."""
+    if not len(sorted_keys) or not len(keys):
+        return np.full(len(keys), -1, dtype=np.int64)
+    hi = np.searchsorted(sorted_keys, keys, side="right") - 1
+    ok = (hi >= 0) & (sorted_keys[np.clip(hi, 0, None)] == keys)
+    return np.where(ok, hi, -1)
+
+
+def derive_columns(c: dict[str, np.ndarray], table: list[str]) -> dict[str, np.ndarray]:
+    """The derived columns of one rank's in-memory columns (ids into ``table``)."""
+    src = Arrays(c)
+    derive(src, table)
+    return src.derived()

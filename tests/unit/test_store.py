@@ -1,0 +1,140 @@
+"""Columns in files: the spill a decode appends to, the packed file a rank maps, and what a load leaves behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import holotrace
+from holotrace.errors import TraceReadError
+from holotrace.ingest.store import Spill, open_packed
+from holotrace.model import derive as derive_mod
+from holotrace.model import validate as validate_mod
+from holotrace.model.derive import DERIVED, derive_columns
+
+from corpus import golden_jobs
+from tracebuilder import TraceBuilder
+
+
+def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path):
+    pieces = [np.array([1, -2, 3], dtype=np.int8), np.array([], dtype=np.int64), np.array([300, 4], dtype=np.int16),
+              np.array([5], dtype=np.int8), np.array([2**40], dtype=np.int64)]
+    want = np.concatenate([p for p in pieces if len(p)])
+    with Spill(tmp_path) as spill:
+        for p in pieces:
+            spill.append("events", {"x": p, "flag": np.ones(len(p), dtype=bool)})
+        assert spill.rows("events") == len(want)
+        assert spill.read("events", "x").dtype == np.int64
+        np.testing.assert_array_equal(spill.read("events", "x"), want)
+        np.testing.assert_array_equal(spill.read("events", "x", 2, 5), want[2:5])  # rows from three pieces
+        token = os.urandom(16)
+        layout = spill.pack(tmp_path / "packed", {"events": ["flag", "x"]}, token)
+        folder = spill.folder
+    assert not folder.exists()  # the spill's own files went
+    got = open_packed(tmp_path / "packed", layout, token)["events"]
+    assert list(got) == ["flag", "x"]
+    np.testing.assert_array_equal(got["x"], want)
+    assert got["flag"].dtype == bool and got["flag"].all()
+    assert not got["x"].flags.writeable  # mapped read-only: the model never writes
+    assert all(layout["events"][k][0] % 64 == 0 for k in ("flag", "x"))
+    with pytest.raises(ValueError):
+        open_packed(tmp_path / "packed", layout, os.urandom(16))  # another entry's token
+    with pytest.raises(ValueError):
+        open_packed(tmp_path / "packed", {"events": {"x": [64, 10**9, "<i8"]}})  # beyond the file
+
+
+def test_spill_keeps_an_all_empty_column_of_its_first_type(tmp_path):
+    with Spill(tmp_path) as spill:
+        spill.append("events", {"x": np.empty(0, dtype=np.int32)})
+        layout = spill.pack(tmp_path / "p", {}, b"t" * 16)
+    got = open_packed(tmp_path / "p", layout)["events"]["x"]
+    assert got.dtype == np.int32 and len(got) == 0
+
+
+def _builder() -> TraceBuilder:
+    """Steps, launches with kernels on two streams (one out of start order, overlapping), a graph launch,
+    a kernel without its launch and a launch without its kernel."""
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#4", 0, 100)
+    tb.annotation("ProfilerStep#5", 100, 100)
+    for i in range(30):
+        tb.launch_kernel(f"k{i % 4}", cpu_ts_us=2 + 6 * i, cpu_dur_us=2, gpu_ts_us=300 - 8 * i if i % 3 == 0 else 10 + 6 * i,
+                         gpu_dur_us=9 if i % 5 == 0 else 3, stream=7 + (i % 3 == 0))
+    tb.gpu("orphan_kernel", 50, 2, stream=9, correlation=99999)
+    tb.runtime("cudaLaunchKernel", 150, 1, correlation=88888)
+    return tb
+
+
+def _brute_force_overlaps(c):
+    gpu = np.isin(c["kind"], [10, 11, 12]) & (c["stream"] >= 0)
+    g = np.flatnonzero(gpu)
+    order = np.lexsort((c["ts_ns"][g], c["stream"][g], c["pid"][g]))
+    r = g[order]
+    same = (c["stream"][r][1:] == c["stream"][r][:-1]) & (c["pid"][r][1:] == c["pid"][r][:-1])
+    ov = same & (c["ts_ns"][r][1:] < c["end_ns"][r][:-1])
+    return int(ov.sum()), (int(r[int(np.argmax(ov)) + 1]) if ov.any() else -1)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 1 << 18])
+def test_chunked_derivation_and_validation_match_the_whole_rank_at_once(tmp_path, monkeypatch, chunk):
+    path = _builder().write(tmp_path / "t.json")
+    whole = holotrace.load(path, cache=False)
+    monkeypatch.setattr(derive_mod, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(validate_mod, "CHUNK_ROWS", chunk)
+    chunked = holotrace.load(path, cache=False)
+    a, b = whole.rank(0).columns, chunked.rank(0).columns
+    for k in DERIVED:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert [(f.code, f.count, f.example) for f in whole.findings] == [(f.code, f.count, f.example) for f in chunked.findings]
+    # the links and steps by hand: every kernel but the orphan has its launch, the lone launch has none
+    kind, partner = a["kind"], a["partner"]
+    names = whole.strings.decode(a["name"])
+    assert (partner[kind == 10] >= 0).sum() == 30 and partner[names == "orphan_kernel"][0] == -1
+    assert partner[(kind == 3) & (a["correlation"] == 88888)][0] == -1
+    assert sorted(set(a["iteration"][kind == 10].tolist())) == [-1, 4, 5]
+    # overlaps: the out-of-order stream is checked sorted, as a brute force over the whole rank
+    ov = next(f for f in chunked.findings if f.code.value == "overlapping_kernels")
+    n_ov, first = _brute_force_overlaps(a)
+    assert ov.count == n_ov > 0 and f"event #{int(a['index'][first])} " in ov.example
+
+
+@pytest.mark.parametrize("job", [j[1] for j in golden_jobs(include_shared=False)], ids=lambda p: p.name)
+def test_bundled_ranks_derive_the_same_in_small_chunks(job, monkeypatch):
+    loaded = holotrace.load(job, cache=False)
+    monkeypatch.setattr(derive_mod, "CHUNK_ROWS", 997)
+    for r in loaded.ranks:
+        c = loaded.rank(r).columns
+        small = derive_columns({k: c[k] for k in ("cat", "name", "ts_ns", "dur_ns", "correlation")}, loaded.strings.table)
+        for k in DERIVED:
+            np.testing.assert_array_equal(small[k], c[k], err_msg=f"rank {r} {k}")
+
+
+def test_a_load_leaves_no_temporary_files_and_maps_its_columns(tmp_path, monkeypatch):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    job = holotrace.load(_builder().write(tmp_path / "t.json"), cache=False)
+    assert list(tmp.iterdir()) == []
+    t = job.rank(0)
+    assert not t.columns["ts_ns"].flags.writeable and t.n_events > 60
+    before = t.columns["ts_ns"].copy()
+    t.release_pages()  # pages given back are read again from the file
+    np.testing.assert_array_equal(t.columns["ts_ns"], before)
+
+
+def test_no_room_for_the_columns_is_a_typed_error(tmp_path, monkeypatch):
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Spill, "pack", full)
+    path = _builder().write(tmp_path / "t.json")
+    with pytest.raises(TraceReadError) as e:
+        holotrace.load(path, cache=False)
+    assert "no room for the decoded columns" in str(e.value) and "TMPDIR" in str(e.value) and str(path) in str(e.value)
+    assert Path(path).exists()
