@@ -190,15 +190,14 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     for f, d in zip(files, decoded):
         if isinstance(d, _Failed):
             continue
-        first = len(strings) == 0
         remap = strings.merge(d.strings)
+        same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
         tables = {}
         for tname, id_cols in ID_COLUMNS.items():
             cols = dict(getattr(d, tname))
-            for col in id_cols if not first else ():  # the first file's ids are the job's ids
+            for col in id_cols if not same else ():
                 if col in cols:
-                    v = cols[col]
-                    cols[col] = np.where(v >= 0, remap[np.clip(v, 0, None)], -1).astype(np.int32) if len(remap) else v
+                    cols[col] = _renumber(cols[col], remap, len(strings))
             tables[tname] = cols
         meta = dict(d.meta)
         meta.pop("_holotrace_cached", None)
@@ -224,6 +223,22 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
             raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
     return job
+
+
+def _renumber(ids: np.ndarray, remap: np.ndarray, n_job: int) -> np.ndarray:
+    """A file's string ids as the job's (-1 stays -1): a new column in the smallest type, read in chunks;
+    a column without any id is kept as it is."""
+    lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
+    out = None
+    step = 1 << 20
+    for a in range(0, len(ids), step):
+        v = ids[a:a + step]
+        if out is None:
+            if int(v.max(initial=-1)) < 0:
+                continue
+            out = np.full(len(ids), -1, dtype=lut.dtype)
+        out[a:a + step] = lut[v]
+    return ids if out is None else out
 
 
 def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:

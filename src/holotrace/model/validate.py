@@ -107,10 +107,19 @@ class _StreamOverlaps:
         self.unsorted: set = set()
 
     def add(self, rows, pid, stream, ts, end) -> None:
-        keys, inv = np.unique(np.stack([pid.astype(np.int64), stream.astype(np.int64)]), axis=1, return_inverse=True)
-        inv = inv.ravel()
-        for k, key in enumerate(map(tuple, keys.T.tolist())):
-            sel = np.flatnonzero(inv == k) if keys.shape[1] > 1 else slice(None)
+        pid, stream = pid.astype(np.int64), stream.astype(np.int64)
+        narrow = int(stream.min()) >= -(2**31) and int(stream.max()) < 2**31 and int(np.abs(pid).max()) < 2**31
+        if narrow:  # one int64 per (pid, stream): distinct values by a 1-d sort, rows by comparison (few streams)
+            combined = (pid << 32) | (stream & 0xFFFFFFFF)
+            values = np.unique(combined)
+            keys = [(int(v) >> 32, int(np.int64(v) << 32 >> 32)) for v in values.tolist()]
+            sels = [np.flatnonzero(combined == v) for v in values.tolist()] if len(values) > 1 else [slice(None)]
+        else:
+            u, inv = np.unique(np.stack([pid, stream]), axis=1, return_inverse=True)
+            inv = inv.ravel()
+            keys = list(map(tuple, u.T.tolist()))
+            sels = [np.flatnonzero(inv == k) for k in range(len(keys))]
+        for key, sel in zip(keys, sels):
             if key in self.unsorted:
                 continue
             t, e, r = ts[sel], end[sel], rows[sel]
