@@ -192,19 +192,16 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             continue
         remap = strings.merge(d.strings)
         same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
-        tables = {}
-        for tname, id_cols in ID_COLUMNS.items():
-            cols = dict(getattr(d, tname))
-            for col in id_cols if not same else ():
-                if col in cols:
-                    cols[col] = _renumber(cols[col], remap, len(strings))
-            tables[tname] = cols
+        tables = {t: dict(getattr(d, t)) for t in ID_COLUMNS}
+        if not same:
+            _renumber(tables, remap, len(strings))
         meta = dict(d.meta)
         meta.pop("_holotrace_cached", None)
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
         traces[f.rank] = RankTrace(f.rank, f.path, meta, tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
                                    strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
                                    raw_args=d.raw_args, format=d.format)
+        traces[f.rank].release_pages()  # what renumbering and deriving read is paged in again when used
     if traces and all(t.n_events == 0 for t in traces.values()):
         names = ", ".join(Path(t.file).name for t in traces.values())
         dropped = [x for x in findings if x.code in _DROP_CODES]
@@ -225,20 +222,27 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     return job
 
 
-def _renumber(ids: np.ndarray, remap: np.ndarray, n_job: int) -> np.ndarray:
-    """A file's string ids as the job's (-1 stays -1): a new column in the smallest type, read in chunks;
-    a column without any id is kept as it is."""
+def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
+    """Replace a file's string-id columns by the job's ids (-1 stays -1), in the smallest type: written in
+    chunks to a packed file of their own and mapped, like the decoded columns. Columns without any id stay."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
-    out = None
     step = 1 << 20
-    for a in range(0, len(ids), step):
-        v = ids[a:a + step]
-        if out is None:
-            if int(v.max(initial=-1)) < 0:
-                continue
-            out = np.full(len(ids), -1, dtype=lut.dtype)
-        out[a:a + step] = lut[v]
-    return ids if out is None else out
+    with Spill() as spill:
+        for tname, id_cols in ID_COLUMNS.items():
+            cols = tables[tname]
+            for col in id_cols:
+                ids = cols.get(col)
+                if ids is None or int(ids.max(initial=-1)) < 0:
+                    continue
+                for a in range(0, len(ids), step):
+                    spill.append(tname, {col: lut[ids[a:a + step]]})
+        if not any(spill.columns(t) for t in ID_COLUMNS):
+            return
+        token = os.urandom(16)
+        packed = spill.folder / "renumbered"
+        layout = spill.pack(packed, {}, token)
+        for tname, cols in open_packed(packed, layout, token).items():
+            tables[tname].update(cols)
 
 
 def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:
