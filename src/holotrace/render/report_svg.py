@@ -124,7 +124,8 @@ def _bars(c: ch.Bars) -> str:
     if c.diverging:
         return _diverging(c)
     k, n, width, unit = max(len(c.series), 1), len(c.labels), c.width or _WIDTH, escape(c.unit)
-    left = _label_width(c.labels)
+    show_label_title = c.label_title and not all(lab.lower().startswith(c.label_title.lower()) for lab in c.labels)
+    left = _label_width([*c.labels, c.label_title] if show_label_title else c.labels)
     bh = 16 if k == 1 else 12
     rh = k * bh + 5
     top = 8 if k == 1 else 24
@@ -159,7 +160,7 @@ def _bars(c: ch.Bars) -> str:
                 end = max(end, b)
             body.append(f'<text x="{left + end + 4:.1f}" y="{y + bh - 4}" class="ax">{fmt(v, c.digits)}</text>')
     body.append(f'<text x="{left}" y="{h - 3}" class="ax">{escape(c.value_title or c.unit)}</text>')
-    if c.label_title and not all(lab.lower().startswith(c.label_title.lower()) for lab in c.labels):
+    if show_label_title:
         body.append(f'<text x="{left - 6}" y="{h - 3}" text-anchor="end" class="ax">{escape(c.label_title)}</text>')
     return _svg(c, width, h, body, f"bars of {n} values in {c.unit}")
 
