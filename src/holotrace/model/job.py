@@ -139,13 +139,19 @@ class RankTrace:
         seen = set()
         for side in (self._columns, *self._side.values()):
             for a in side.values():
-                mm = getattr(getattr(a, "base", None), "obj", None)
-                if isinstance(mm, mmap.mmap) and id(mm) not in seen:
-                    seen.add(id(mm))
-                    try:
+                base = getattr(a, "base", None)
+                if base is None or id(base) in seen:
+                    continue
+                seen.add(id(base))
+                release = getattr(base, "release_pages", None)  # a mapping made by the store
+                mm = getattr(base, "obj", None)  # or Python's mmap, where the C library's is not used
+                try:
+                    if release is not None:
+                        release()
+                    elif isinstance(mm, mmap.mmap):
                         mm.madvise(mmap.MADV_DONTNEED)
-                    except (AttributeError, OSError, ValueError):  # no madvise here, or the mapping is closed
-                        pass
+                except (AttributeError, OSError, ValueError):  # no madvise here, or the mapping is closed
+                    pass
 
     @property
     def n_events(self) -> int:
