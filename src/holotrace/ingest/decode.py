@@ -33,7 +33,7 @@ from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.schema import event_columns
 
-CHUNK_BYTES = 8 * 1024 * 1024  # piece size: a scanning thread's unit of work (4-32 MB measured: 8 fastest, 16+ raise the peak)
+CHUNK_BYTES = 4 * 1024 * 1024  # piece size: a scanning thread's unit of work (1-8 MB measured: 4 as fast as 8 with a peak 35-40 MB lower, 2 and less slower)
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
 
 _DEC_TOP_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])

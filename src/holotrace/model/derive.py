@@ -19,7 +19,7 @@ import numpy as np
 from holotrace.model import classify, link
 from holotrace.schema import compact_ints
 
-CHUNK_ROWS = 1 << 18  # rows per chunk: a few MB of working memory, whatever the file's size
+CHUNK_ROWS = 1 << 16  # rows per chunk: a few MB of working memory, whatever the file's size
 #: the derived columns, in the order they follow the decoded ones
 DERIVED = ("end_ns", "kind", "kernel_type", "is_launch", "partner", "is_step", "step_number", "iteration")
 _GPU_ACTIVITY = np.array([int(k) for k in classify.GPU_ACTIVITY])
@@ -80,13 +80,18 @@ class _Lookup:
         return out
 
 
-def derive(src: Columns, table: list[str], chunk: int = CHUNK_ROWS) -> None:
+def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
     """Append the derived columns (:data:`DERIVED`) of ``src``'s events table to ``src``."""
     look = _Lookup(table)
     n = src.rows("events")
+    chunk = chunk or CHUNK_ROWS
     row_type = np.int32 if n < 2**31 else np.int64
-    steps: list = []  # (ts, end, number) of step rows, file order
-    cpu: list = []  # (row, correlation, ts) of CPU-side rows with a correlation id
+    # the steps first (few rows), so that each CPU row's step is known as it is classified
+    steps = [_steps(src, look, a, min(n, a + chunk)) for a in range(0, n, chunk)]
+    steps = [x for x in steps if x is not None]
+    step_ts, step_end, step_no = (np.concatenate(x) for x in zip(*steps)) if steps else (np.empty(0, np.int64),) * 3
+    it_type = compact_ints(np.append(step_no, -1)).dtype
+    cpu: list = []  # (row, correlation, step) of CPU-side rows with a correlation id
     gpu: list = []  # (row, correlation) of GPU-side rows with one
     for a in range(0, max(n, 1), chunk):
         b = min(n, a + chunk)
@@ -95,30 +100,25 @@ def derive(src: Columns, table: list[str], chunk: int = CHUNK_ROWS) -> None:
         corr = src.read("events", "correlation", a, b)
         kind = look.kinds(cat, name)
         safe = np.where(name >= 0, name, look.n)
-        end = ts + dur
         gpu_activity = np.isin(kind, _GPU_ACTIVITY)
         cpu_side, gpu_side = _sides(kind)
         step_num = look.step[safe]
         is_step = (step_num >= 0) & ((kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP))
         src.append("events", {
-            "end_ns": end,
+            "end_ns": ts + dur,
             "kind": kind,
             "kernel_type": np.where(gpu_activity, look.kernel_type[safe], -1).astype(np.int8),
             "is_launch": look.is_launch[safe] & cpu_side,
             "is_step": is_step,
             "step_number": compact_ints(np.where(is_step, step_num, -1)),
         })
-        s = np.flatnonzero(is_step)
-        if len(s):
-            steps.append((ts[s], end[s], step_num[s]))
         c = np.flatnonzero(cpu_side & (corr >= 0))
-        cpu.append(((c + a).astype(row_type), corr[c], ts[c]))
+        c_it = link.containing_step(ts[c], step_ts, step_end, step_no).astype(it_type) if len(step_ts) else None
+        cpu.append(((c + a).astype(row_type), corr[c], c_it))
         g = np.flatnonzero(gpu_side & (corr >= 0))
         gpu.append(((g + a).astype(row_type), corr[g]))
-    step_ts, step_end, step_no = (np.concatenate(x) for x in zip(*steps)) if steps else (np.empty(0, np.int64),) * 3
-    cpu_rows, cpu_keys, cpu_it = _sorted_side(cpu, step_ts, step_end, step_no)
-    gpu_rows, gpu_keys, _ = _sorted_side([(r, k, None) for r, k in gpu], None, None, None)
-    del cpu, gpu
+    cpu_rows, cpu_keys, cpu_it = _sorted_side(cpu)
+    gpu_rows, gpu_keys, _ = _sorted_side(gpu)
     for a in range(0, max(n, 1), chunk):
         b = min(n, a + chunk)
         kind = src.read("events", "kind", a, b)
@@ -141,6 +141,21 @@ def derive(src: Columns, table: list[str], chunk: int = CHUNK_ROWS) -> None:
         src.append("events", {"partner": compact_ints(partner), "iteration": compact_ints(it)})
 
 
+def _steps(src: Columns, look: _Lookup, a: int, b: int):
+    """(start, end, number) of the ``ProfilerStep`` rows among rows [a, b), file order; None if none."""
+    cat, name = src.read("events", "cat", a, b), src.read("events", "name", a, b)
+    step_num = look.step[np.where(name >= 0, name, look.n)]
+    maybe = np.flatnonzero(step_num >= 0)
+    if not len(maybe):
+        return None
+    kind = look.kinds(cat[maybe], name[maybe])
+    s = maybe[(kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP)]
+    if not len(s):
+        return None
+    ts = src.read("events", "ts_ns", a, b)[s].astype(np.int64)
+    return ts, ts + src.read("events", "dur_ns", a, b)[s], step_num[s]
+
+
 def _sides(kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CPU side (runtime and driver calls) and GPU side (device activity other than GPU annotations)."""
     cpu_side = (kind == classify.Kind.RUNTIME) | (kind == classify.Kind.DRIVER)
@@ -148,17 +163,27 @@ def _sides(kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return cpu_side, gpu_side
 
 
-def _sorted_side(parts: list, step_ts, step_end, step_no):
-    """The rows of one side sorted by (correlation, row): rows, correlations, and (CPU side) the step
-    holding each row."""
-    rows = np.concatenate([p[0] for p in parts]) if parts else np.empty(0, np.int64)
-    keys = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
-    order = np.lexsort((rows, keys))
-    it = None
-    if step_ts is not None:
-        ts = np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64)
-        it = link.containing_step(ts[order], step_ts, step_end, step_no) if len(step_ts) else None
-    return rows[order], keys[order], it
+def _sorted_side(parts: list):
+    """The rows of one side sorted by (correlation, row): rows, correlations and (CPU side) each row's
+    step. The parts are consumed as they are joined."""
+    fields = [list(x) for x in zip(*parts)] if parts else [[], []]
+    parts.clear()
+
+    def take(i: int) -> Optional[np.ndarray]:
+        chunks, fields[i] = fields[i], None
+        if not chunks or chunks[0] is None:
+            return None
+        return np.concatenate(chunks)
+
+    keys = take(1)
+    if keys is None:
+        keys = np.empty(0, np.int64)
+    order = np.argsort(keys, kind="stable")  # rows were gathered in increasing order: ties stay by row
+    keys = keys[order]
+    rows = take(0)
+    rows = rows[order] if rows is not None else np.empty(0, np.int64)
+    it = take(2) if len(fields) > 2 else None
+    return rows, keys, (it[order] if it is not None else None)
 
 
 def _last_equal(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
