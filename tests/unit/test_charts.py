@@ -221,6 +221,61 @@ def test_pie_strip_lines_table_gantt_in_both():
                                                                  "COMPUTATION": ([0.0], [1.0])}
 
 
+STACKED = ch.Lines(name="m", title="Memory", series=[ch.Line("a", [0, 1, 2], [1, 2, 1], colour="#123456"),
+                                                     ch.Line("b", [0, 1, 2], [3, 0, 1])],
+                   points=None, step=False, stacked=True, y_unit="GiB")
+
+
+def test_stacked_lines_same_tops_in_both():
+    pf = _plotly()
+    assert [y.tolist() for _, y in ch.line_points(STACKED)] == [[1.0, 2.0, 1.0], [4.0, 2.0, 2.0]]
+    html = svg.render(STACKED)
+    assert html.count("<polygon") == 2 and 'fill="#123456"' in html  # a filled band per series, the colour hint kept
+    assert titles(html) == ["a: max 2 GiB", "b: max 3 GiB"]  # each series' own values on hover
+    # straight lines: 3 points per top; the second band's top is the sum, 4 at x=0 (the highest point: y = 10)
+    tops = re.findall(r'<polyline class="mark" points="([^"]*)"', html)
+    assert [len(t.split()) for t in tops] == [3, 3] and tops[1].split()[0].endswith(",10.0")
+    fig = pf.figure(STACKED)
+    assert [(list(t.y), t.fill, t.line.shape) for t in fig.data] == [([1.0, 2.0, 1.0], "tonexty", "linear"),
+                                                                    ([4.0, 2.0, 2.0], "tonexty", "linear")]
+    assert fig.data[0].fillcolor == fig.data[0].line.color == "#123456"
+    with pytest.raises(ValueError, match="share their x"):
+        ch.Lines(name="x", series=[ch.Line("a", [0, 1], [1, 1]), ch.Line("b", [0, 2], [1, 1])], stacked=True)
+
+
+def test_svg_draws_the_timeline_descriptions():
+    """The HTA-compatible timelines' and the memory timeline's descriptions are drawn by the report's renderer
+    too: the canvas timeline with their lanes, kinds and operations, and stacked areas."""
+    from holotrace.compat import timeline as ct
+    from holotrace.render import plots_timeline as pt
+
+    frame = pd.DataFrame({"name": ["aten::mm", "gemm", "<big>"], "ts": [100, 120, 2000], "dur": [50, 10, 3000],
+                          "stream": [-1, 7, 7], "depth": [0, -1, -1], "index": [0, 1, 2], "iteration": [1, 1, 1],
+                          "rank": [0, 0, 0], "cat": ["cpu_op", "kernel", "kernel"]})
+    for setting in (ct.TimelinePlotSetting(), ct.TimelinePlotSetting(use_global_time=True)):
+        g = pt.events_timeline(ct.prepare_timeline_events(frame, setting), "t", hover=ct.DefaultHoverColumns)
+        html = svg.render(g)
+        js = svg.gantt_json(g)
+        assert 'data-events="3"' in html and 'data-plot="events-timeline"' in html
+        assert js["lanes"] == ["cpu level 000", "gpu stream 007"] and js["types"] == ["aten::mm", "gemm", "<big>"]
+        assert js["letters"] == ["", "", ""] and js["span"] == 4_900_000  # <big>: 1900 µs + 3000 µs
+        assert "&lt;big&gt;</span>" in html and "= &lt;big" not in html  # the key names each kind, no letters
+    gk = pt.gpu_kernels_timeline(ct.prepare_timeline_gpu_events(frame.assign(iteration=1), None), "g")
+    assert 'data-events="2"' in svg.render(gk) and svg.gantt_json(gk)["lanes"] == ["rank 0 stream 7"]
+    mem = pt.memory_export([10, 20], [[1024 ** 3, 0, 0, 0, 0, 0, 0, 0], [1024 ** 3, 0, 0, 0, 2 * 1024 ** 3, 0, 0, 0]],
+                           ["Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd",
+                            "Unknown"])
+    html = svg.render(mem)
+    assert html.count("<polygon") == 8 and 'aria-label="Memory timeline"' in html
+    assert titles(html)[0] == "Parameter: max 1 Memory (GiB)" and titles(html)[4] == "Activation: max 2 Memory (GiB)"
+    many = ch.Gantt(name="g", lanes=["l"], lane=np.zeros(50), start=np.arange(50), dur=np.ones(50), kind=np.arange(50),
+                    label=np.zeros(50), names=["n"], kinds=[f"k{i}" for i in range(50)], colours=["#000"] * 50)
+    assert "and 10 more" in svg.render(many)  # a long colour key is cut
+    with pytest.raises(ValueError, match="hover fields"):
+        ch.Gantt(name="g", lanes=["l"], lane=[0], start=[0], dur=[1], kind=[0], label=[0], names=["n"], kinds=["k"],
+                 colours=["#000"], hover_fields=["a"], hover_values=[[1, 2]])
+
+
 def test_plotly_missing_is_a_typed_error_builders_and_svg_still_work(monkeypatch):
     for mod in [m for m in sys.modules if m == "plotly" or m.startswith("plotly.")]:
         monkeypatch.delitem(sys.modules, mod)

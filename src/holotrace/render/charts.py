@@ -5,7 +5,8 @@ plot, from result frames); two renderers draw them: :mod:`holotrace.render.repor
 canvas timeline of the HTML report, no dependency) and :mod:`holotrace.render.plotly_figures` (plotly figures,
 the facade's ``visualize=True``; the ``plot`` extra). A description says what is drawn (titles, category
 labels, units, values, hover texts); colours, fonts and pixel sizes are the renderer's, except the few
-hints named below. The helpers at the end are shared by both renderers, so both draw the same numbers.
+hints named below (a Gantt's colour per kind, a line's colour). The helpers at the end are shared by both
+renderers, so both draw the same numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 __all__ = ["Chart", "Series", "Bars", "StackedBars", "Pie", "Histogram", "StripGroup", "Strip", "Line", "Lines",
-           "Table", "Gantt", "histogram_edges", "histogram_values", "peaks", "x_range", "HISTOGRAM_BINS"]
+           "Table", "Gantt", "histogram_edges", "histogram_values", "peaks", "x_range", "line_points", "HISTOGRAM_BINS"]
 
 #: bins of a histogram that names none
 HISTOGRAM_BINS = 40
@@ -150,28 +151,38 @@ class Strip(Chart):
 
 @dataclass(frozen=True)
 class Line:
-    """One line: ``y`` over ``x`` (a value holds until the next sample)."""
+    """One line: ``y`` over ``x``; ``colour``: a hint (None: the renderer's palette)."""
 
     name: str
     x: np.ndarray
     y: np.ndarray
+    colour: Optional[str] = None
 
     def __post_init__(self):
         object.__setattr__(self, "x", _floats(self.x))
         object.__setattr__(self, "y", _floats(self.y))
+        if len(self.x) != len(self.y):
+            raise ValueError(f"line {self.name!r} has {len(self.x)} x values and {len(self.y)} y values")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Lines(Chart):
-    """Lines over a shared x axis; each drawn with at most ``points`` points (:func:`peaks`)."""
+    """Lines over a shared x axis; each drawn with at most ``points`` points (:func:`peaks`; None: every
+    sample). ``step``: a value holds until the next sample (False: straight lines between samples).
+    ``stacked``: the series are stacked areas, each drawn on top of the ones before it and filled down to them
+    (the series then share their ``x``); :func:`line_points` gives what both renderers draw."""
 
     series: tuple
     x_unit: str = ""
     y_unit: str = ""
-    points: int = 600
+    points: Optional[int] = 600
+    step: bool = True
+    stacked: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "series", tuple(s for s in self.series if len(s.x)))
+        if self.stacked and any(not np.array_equal(s.x, self.series[0].x) for s in self.series):
+            raise ValueError("stacked lines must share their x values")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +201,15 @@ class Table(Chart):
 class Gantt(Chart):
     """Operations on lanes over time: per operation its ``lane`` (index into ``lanes``), ``start`` and ``dur``
     (ns from ``t0_ns``), ``kind`` (index into ``kinds``, drawn in ``colours[kind]``, abbreviated
-    ``letters[kind]``) and ``label`` (index into ``names``). Operations are sorted by lane, then start."""
+    ``letters[kind]``, none when ``letters`` is empty) and ``label`` (index into ``names``). Operations are
+    sorted by lane, then start.
+
+    The time axis: µs from ``t0_ns``, or from ``axis_origin_ns`` when given (the bars' positions are then
+    ``t0_ns - axis_origin_ns + start``); dates when ``dates`` (``t0_ns`` is then ns since the Unix epoch). It
+    ends at ``axis_end`` (ns from ``t0_ns``; None: the end of the last operation), titled ``x_title``.
+    ``hover_fields`` names further values shown on hover, ``hover_values`` one sequence per field (a value per
+    operation, in the operations' order). ``legend`` and ``range_slider`` are hints for renderers that have them.
+    """
 
     lanes: tuple
     lane: np.ndarray
@@ -201,20 +220,38 @@ class Gantt(Chart):
     names: tuple
     kinds: tuple
     colours: tuple
-    letters: tuple
+    letters: tuple = ()
     t0_ns: int = 0
     caption: str = ""
+    axis_origin_ns: Optional[int] = None
+    dates: bool = False
+    axis_end: Optional[int] = None
+    x_title: str = ""
+    hover_fields: tuple = ()
+    hover_values: tuple = ()
+    legend: bool = True
+    range_slider: bool = False
 
     def __post_init__(self):
         for k in ("lane", "start", "dur", "kind", "label"):
             object.__setattr__(self, k, np.asarray(getattr(self, k), dtype=np.int64).reshape(-1))
-        for k in ("lanes", "names", "kinds", "colours", "letters"):
+        for k in ("lanes", "names", "kinds", "colours", "letters", "hover_fields"):
             object.__setattr__(self, k, _texts(getattr(self, k)))
+        values = tuple(np.asarray(v, dtype=object).reshape(-1) for v in self.hover_values)
+        if len(values) != len(self.hover_fields) or any(len(v) != len(self.lane) for v in values):
+            raise ValueError(f"{len(self.hover_fields)} hover fields need as many sequences of {len(self.lane)} values")
+        object.__setattr__(self, "hover_values", values)
 
     @property
     def span(self) -> int:
         """ns from ``t0_ns`` to the end of the last operation."""
         return int((self.start + self.dur).max()) if len(self.start) else 0
+
+    @property
+    def axis(self) -> tuple[int, int]:
+        """The time axis's range, ns from ``t0_ns``: from 0 (or an earlier start) to ``axis_end`` (or the span)."""
+        lo = min(int(self.start.min()), 0) if len(self.start) else 0
+        return lo, self.span if self.axis_end is None else int(self.axis_end)
 
 
 # ---------------------------------------------------------------------------------------------- shared helpers
@@ -251,6 +288,19 @@ def peaks(line: Line, lo: float, hi: float, points: int) -> tuple[np.ndarray, np
     np.maximum.at(top, b, line.y)
     used = np.flatnonzero(np.isfinite(top))
     return lo + (hi - lo) * (used + 0.5) / points, top[used]
+
+
+def line_points(chart: Lines) -> list[tuple[np.ndarray, np.ndarray]]:
+    """What both renderers draw of each series of ``chart``: ``(x, y)``, stacked areas as the top of each band
+    (the sum of the series up to it), reduced by :func:`peaks` to ``chart.points`` samples when it is set (a
+    reduced stacked band keeps the largest top of each bucket, so the bands stay in order)."""
+    if not chart.series:
+        return []
+    ys = np.cumsum([s.y for s in chart.series], axis=0) if chart.stacked else [s.y for s in chart.series]
+    if chart.points is None:
+        return [(s.x, y) for s, y in zip(chart.series, ys)]
+    lo, hi = x_range(chart.series)
+    return [peaks(Line(s.name, s.x, y), lo, hi, chart.points) for s, y in zip(chart.series, ys)]
 
 
 def x_range(series: Sequence[Line]) -> tuple[float, float]:

@@ -142,11 +142,11 @@ def _strip(go, c: ch.Strip):
 
 def _lines(go, c: ch.Lines):
     fig = go.Figure()
-    if c.series:
-        lo, hi = ch.x_range(c.series)
-        for s in c.series:
-            x, y = ch.peaks(s, lo, hi, c.points)
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line_shape="hv", name=s.name))
+    for s, (x, y) in zip(c.series, ch.line_points(c)):
+        kw = dict(line_color=s.colour) if s.colour else {}
+        if c.stacked:  # each band filled down to the one below it (the first down to zero)
+            kw.update(fill="tonexty", fillcolor=s.colour)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line_shape="hv" if c.step else "linear", name=s.name, **kw))
     fig.update_xaxes(title=c.x_unit or None)
     fig.update_yaxes(title=c.y_unit or None)
     return fig
@@ -157,16 +157,36 @@ def _table(go, c: ch.Table):
 
 
 def _gantt(go, c: ch.Gantt):
+    """One ``go.Bar`` per kind (``base`` = start, ``x`` = length: µs, or ms on a date axis); the hover shows the
+    kind, the operation's name (when it differs), its lane, start, length in µs and the hover fields."""
     fig = go.Figure()
     lanes = np.asarray(c.lanes, dtype=object)
     names = np.asarray(c.names, dtype=object)
+    if c.dates:
+        def at(ns):
+            stamps = (c.t0_ns + np.asarray(ns, dtype=np.int64)).astype("datetime64[ns]")
+            return np.char.replace(np.datetime_as_string(stamps, unit="us"), "T", " ")
+        per_unit, base_unit = 1e6, ""  # a bar's length on a date axis is in ms
+    else:
+        off = 0 if c.axis_origin_ns is None else c.t0_ns - c.axis_origin_ns
+        at = (lambda ns: (off + np.asarray(ns, dtype=np.float64)) / 1e3)
+        per_unit, base_unit = 1e3, " us"
+    fields = "".join(f"<br>{f}=%{{customdata[{i + 2}]}}" for i, f in enumerate(c.hover_fields))
     for k in np.unique(c.kind).tolist():
         m = c.kind == k
-        fig.add_trace(go.Bar(base=c.start[m] / 1e3, x=c.dur[m] / 1e3, y=lanes[c.lane[m]], orientation="h",
-                             name=c.kinds[k], marker_color=c.colours[k], customdata=names[c.label[m]],
-                             hovertemplate="%{customdata}<br>%{y}<br>start %{base} us, %{x} us<extra></extra>"))
-    fig.update_layout(barmode="overlay", showlegend=True, height=80 + 24 * max(len(c.lanes), 1))
-    fig.update_xaxes(title=f"µs from the first operation of {c.caption}" if c.caption else "µs", range=[0, c.span / 1e3])
+        labels = names[c.label[m]]
+        named = "" if np.all(labels == c.kinds[k]) else "<br>%{customdata[0]}"
+        fig.add_trace(go.Bar(base=at(c.start[m]), x=c.dur[m] / per_unit, y=lanes[c.lane[m]], orientation="h",
+                             name=c.kinds[k], legendgroup=c.kinds[k], marker_color=c.colours[k],
+                             customdata=np.column_stack([labels, c.dur[m] / 1e3, *(v[m] for v in c.hover_values)]),
+                             hovertemplate=f"<b>{c.kinds[k]}</b>{named}<br>%{{y}}<br>start %{{base}}{base_unit}, "
+                                           f"%{{customdata[1]}} us long{fields}<extra></extra>"))
+    fig.update_layout(barmode="overlay", showlegend=c.legend, height=80 + 24 * max(len(c.lanes), 1))
+    fig.update_xaxes(title=c.x_title or None, type="date" if c.dates else "linear")
+    if len(c.start):
+        fig.update_xaxes(range=[v.item() for v in at(np.array(c.axis))])
+    if c.range_slider:
+        fig.update_xaxes(rangeslider_visible=True)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(c.lanes), autorange="reversed")
     return fig
 

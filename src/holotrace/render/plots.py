@@ -261,7 +261,8 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
     by kernel type, names shortened; times from the first operation's start."""
     caption = f"step {step}" if step is not None else "the whole trace"
     common = dict(name="timeline", title=f"GPU timeline of {caption}", kinds=KERNEL_TYPES,
-                  colours=KERNEL_TYPE_COLOURS, letters=KERNEL_TYPE_LETTERS, caption=caption)
+                  colours=KERNEL_TYPE_COLOURS, letters=KERNEL_TYPE_LETTERS, caption=caption,
+                  x_title=f"µs from the first operation of {caption}")
     if tl.empty:
         e = np.zeros(0, np.int64)
         return Gantt(lanes=(), lane=e, start=e, dur=e, kind=e, label=e, names=(), **common)

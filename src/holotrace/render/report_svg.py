@@ -31,6 +31,7 @@ _DEFS = ('<defs><pattern id="ht-hatch" width="6" height="6" patternUnits="userSp
          '<pattern id="ht-cross" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" '
          'fill="#8e44ad"/><path d="M0 0L6 6M6 0L0 6" stroke="#fff"/></pattern></defs>')
 _WIDTH = 760
+_KEY_KINDS = 40  # kinds named in a timeline's colour key
 
 
 def fmt(x: float, digits: int = 1) -> str:
@@ -294,29 +295,39 @@ def _strip(c: ch.Strip) -> str:
 
 
 def _lines(c: ch.Lines) -> str:
-    """A step line per series over a shared x axis, each reduced by :func:`charts.peaks`; a legend at the right."""
+    """A line per series over a shared x axis (:func:`charts.line_points`: reduced by peaks, stacked bands as
+    their tops, each band filled down to the one below), in steps unless ``step`` is off; a legend at the
+    right."""
     if not c.series:
         return _empty(c, "line chart")
     width, height = c.width or _WIDTH, c.height or 200
     xlo, xhi = ch.x_range(c.series)
-    yhi = max(float(s.y.max()) for s in c.series) or 1.0
+    drawn = ch.line_points(c)
+    yhi = max(float(y.max()) for _, y in drawn) or 1.0
     left, right, top, bottom = 60, 170, 10, 34
     height = max(height, top + bottom + 12 * min(len(c.series), 16) + 8)
     pw, ph = width - left - right, height - top - bottom
-    body = []
-    for i, s in enumerate(c.series):
-        xs, ys = ch.peaks(s, xlo, xhi, c.points)
+    colours = [s.colour or PALETTE[i % len(PALETTE)] for i, s in enumerate(c.series)]
+    body, below = [], None
+    for i, (s, (xs, ys)) in enumerate(zip(c.series, drawn)):
         px = left + pw * (xs - xlo) / (xhi - xlo)
         py = top + ph - ph * ys / yhi
-        sx, sy = np.repeat(px, 2)[1:], np.repeat(py, 2)[:-1]  # a step line: a value holds until the next sample
+        sx, sy = (np.repeat(px, 2)[1:], np.repeat(py, 2)[:-1]) if c.step else (px, py)  # step: a value holds
+        if c.stacked:
+            bx, by = below if below is not None else (sx[[-1, 0]], np.full(2, top + ph))
+            ring = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(np.concatenate([sx, bx[::-1]]),
+                                                                 np.concatenate([sy, by[::-1]])))
+            body.append(f'<polygon points="{ring}" fill="{escape(colours[i])}" fill-opacity="0.8" stroke="none"/>')
+            below = (sx, sy)
         pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx, sy))
-        body.append(f'<polyline class="mark" points="{pts}" fill="none" stroke="{PALETTE[i % len(PALETTE)]}" '
+        body.append(f'<polyline class="mark" points="{pts}" fill="none" stroke="{escape(colours[i])}" '
                     f'stroke-width="1.3"><title>{escape(s.name)}: max {float(s.y.max()):,.4g} {escape(c.y_unit)}'
                     '</title></polyline>')
     for i, s in enumerate(c.series[:16]):
         yy = top + 6 + 12 * i
-        body.append(f'<line x1="{left + pw + 6}" x2="{left + pw + 18}" y1="{yy}" y2="{yy}" stroke="{PALETTE[i % len(PALETTE)]}" '
-                    f'stroke-width="2"/><text x="{left + pw + 21}" y="{yy + 4}" class="ax">{escape(s.name[:22])}</text>')
+        body.append(f'<line x1="{left + pw + 6}" x2="{left + pw + 18}" y1="{yy}" y2="{yy}" '
+                    f'stroke="{escape(colours[i])}" stroke-width="2"/><text x="{left + pw + 21}" y="{yy + 4}" '
+                    f'class="ax">{escape(s.name[:22])}</text>')
     for t in _ticks(0.0, yhi, 4):
         yy = top + ph - ph * t / yhi
         body.append(f'<text x="{left - 4}" y="{yy + 4:.1f}" text-anchor="end" class="ax">{t:,.4g}</text>'
@@ -326,7 +337,7 @@ def _lines(c: ch.Lines) -> str:
         body.append(f'<text x="{xx:.1f}" y="{height - 18}" text-anchor="middle" class="ax">{t:,.4g}</text>')
     body.append(f'<text x="{left + pw / 2:.0f}" y="{height - 3}" text-anchor="middle" class="ax">{escape(c.x_unit)}</text>'
                 f'<text x="4" y="{top + 8}" class="ax">{escape(c.y_unit)}</text>')
-    return _svg(c, width, height, body, f"line chart of {len(c.series)} series")
+    return _svg(c, width, height, body, f"{'stacked areas' if c.stacked else 'line chart'} of {len(c.series)} series")
 
 
 def _table(c: ch.Table) -> str:
@@ -347,13 +358,17 @@ def gantt_json(g: ch.Gantt) -> dict:
     return {"caption": g.caption, "span": g.span, "t0_ns": g.t0_ns, "lanes": list(g.lanes), "lane": g.lane.tolist(),
             "s": np.diff(g.start, prepend=0).tolist(), "d": g.dur.tolist(), "k": g.kind.tolist(),
             "n": g.label.tolist(), "names": list(g.names), "types": list(g.kinds), "colours": list(g.colours),
-            "letters": list(g.letters)}
+            "letters": list(g.letters) + [""] * (len(g.kinds) - len(g.letters))}
 
 
 def _gantt(g: ch.Gantt) -> str:
     """The zoomable canvas timeline: a key, zoom buttons, the canvas and its JSON."""
-    key = "".join(f'<span><i style="background:{escape(c)}"></i>{escape(l)} = {escape(t.lower())}</span>'
-                  for t, c, l in zip(g.kinds, g.colours, g.letters))
+    letters = list(g.letters) + [""] * (len(g.kinds) - len(g.letters))
+    key = "".join(f'<span><i style="background:{escape(c)}"></i>'
+                  f'{escape(l) + " = " + escape(t.lower()) if l else escape(t)}</span>'
+                  for t, c, l in list(zip(g.kinds, g.colours, letters))[:_KEY_KINDS])
+    if len(g.kinds) > _KEY_KINDS:
+        key += f"<span>and {len(g.kinds) - _KEY_KINDS:,} more</span>"
     payload = json.dumps(gantt_json(g), separators=(",", ":")).replace("</", "<\\/")
     return (f'<div class="key">{key}</div>'
             '<div class="tl-bar"><button id="tl-in" type="button">+ zoom in</button><button id="tl-out" type="button">'
