@@ -212,38 +212,141 @@ def test_names_importable_from_package():
     assert holotrace.TimelinePlotSetting is ct.TimelinePlotSetting
 
 
+# ---------------------------------------------------------------------------------------------- builders
+def test_events_timeline_builder_by_hand():
+    from holotrace.render import plots_timeline as pt
+
+    ev = ct.prepare_timeline_events(hta_frame(), symbol_table=sym_table())
+    g = pt.events_timeline(ev, "t", hover=ct.DefaultHoverColumns)
+    assert g.title == "t" and g.lanes == ("cpu level 000", "cpu level 001", "gpu stream 007", "gpu stream 020")
+    # one kind per name (the colour column) in order of first appearance, D3 colours in that order
+    assert g.kinds == ("## forward ##", "aten::mm", "at::native::anon::foo<int>", "Memcpy DtoD (Device -> Device)")
+    assert g.colours == pt.D3_COLOURS[:4] and g.kind.tolist() == [0, 1, 2, 3] and g.lane.tolist() == [0, 1, 2, 3]
+    # ns from the first start (0 µs), bars at their true dur, the axis to the widened end (4910 µs), on the
+    # columns' own values (axis origin 0)
+    assert g.t0_ns == 0 and g.axis_origin_ns == 0 and not g.dates
+    assert g.start.tolist() == [0, 10_000, 30_000, 1_910_000]
+    assert g.dur.tolist() == [3_000_000, 50_000, 10_000, 3_000_000]
+    assert g.axis == (0, 4_910_000) and g.span == 4_910_000
+    assert g.hover_fields == ("iteration", "stream", "cat", "index")  # HTA's hover columns present, in its order
+    assert [v.tolist() for v in g.hover_values] == [[-1, 3, 3, 3], [-1, -1, 7, 20],
+                                                    ["user_annotation", "cpu_op", "kernel", "gpu_memcpy"], [3, 0, 1, 2]]
+    assert g.height == 50 + 80 * 4 and g.range_slider and not g.legend
+    on_dates = pt.events_timeline(ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True),
+                                                             sym_table()), "t")
+    assert on_dates.dates and on_dates.t0_ns == 90_000 and on_dates.start.tolist() == g.start.tolist()
+    assert on_dates.hover_fields == ()
+
+
+def test_gpu_kernels_timeline_builder_by_hand():
+    from holotrace.render import plots_timeline as pt
+
+    ev = ct.prepare_timeline_gpu_events(hta_frame().assign(rank=[0, 0, 1, 1], iteration=3), sym_table())
+    g = pt.gpu_kernels_timeline(ev, "g")
+    assert g.lanes == ("rank 0 stream 7", "rank 1 stream 20") and g.kinds == ("at::native::anon::foo", "MemcpyDtoD")
+    # a date axis from 120 µs after the epoch; bars to the widened end (the kernel: 10 µs drawn as 1000 µs)
+    assert g.dates and g.t0_ns == 120_000 and g.start.tolist() == [0, 1_880_000]
+    assert g.dur.tolist() == [1_000_000, 3_000_000] and g.axis == (0, 4_880_000)
+    assert g.width == 1600 and g.height == 200 + 120 * 2 and not g.legend and not g.range_slider
+    assert g.hover_fields == ("cat", "dur", "iteration", "name", "rank", "s_cat", "s_name", "stream")
+    assert pt.gpu_kernels_timeline(ev, "g", ranks=[0, 1, 2]).height == 200 + 120 * 3
+
+
+def test_gpu_operations_builder(job):
+    from holotrace.render import plots_timeline as pt
+    from holotrace.render.plots import KERNEL_TYPE_COLOURS, KERNEL_TYPES
+
+    g = pt.gpu_operations(gpu_timeline(job), min_width_us=20)
+    assert g.lanes == ("rank 0 stream 7", "rank 0 stream 20", "rank 1 stream 7")
+    assert g.kinds == ("COMPUTATION", "COMMUNICATION", "MEMORY")
+    assert g.colours == tuple(KERNEL_TYPE_COLOURS[KERNEL_TYPES.index(k)] for k in g.kinds)  # the report's colours
+    assert g.t0_ns == 10_000 and g.axis_origin_ns == 0  # µs from the view's origin, not from the first operation
+    assert (g.start + g.t0_ns).tolist() == [10_000, 50_000, 150_000, 30_000, 20_000, 120_000]
+    assert g.dur.tolist() == [30_000, 20_000, 20_000, 50_000, 50_000, 20_000]  # 5 and 10 µs widened to 20
+    assert dict(zip(g.hover_fields, g.hover_values))["dur_us"].tolist() == [30.0, 5.0, 10.0, 50.0, 50.0, 10.0]
+    hta = pt.gpu_operations(gpu_timeline(job_view(job, HTA)))  # µs frames give the same ns
+    assert hta.t0_ns == 10_000 and hta.dur.tolist()[:2] == [30_000, 5_000]
+
+
+def test_memory_export_builder(tmp_path):
+    from holotrace.analysis.memory import MEMORY_CATEGORIES
+    from holotrace.render import charts as ch
+    from holotrace.render import plots_timeline as pt
+
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps([[-1, 1, 100, 0], [10, 2, 50, 4], [10, 3, 25, 4], [20, 4, -50, 4]]))
+    c = pt.memory_export(*holotrace.MemoryAnalysis(str(p))._process_raw_events(), MEMORY_CATEGORIES)
+    assert c.title == "Memory timeline" and [s.name for s in c.series] == list(MEMORY_CATEGORIES)
+    assert c.stacked and not c.step and c.points is None and (c.width, c.height) == (1200, 800)
+    assert [s.colour for s in c.series] == list(pt.MEMORY_COLOURS)
+    gib = 1024 ** 3
+    assert c.series[0].x.tolist() == [0.0, 0.0, 1e-5] and np.allclose(c.series[4].y, [0, 75 / gib, 25 / gib])
+    tops = ch.line_points(c)  # what is drawn: each band on top of the ones before it
+    assert np.allclose(tops[4][1], [100 / gib, 175 / gib, 125 / gib]) and np.allclose(tops[7][1], tops[4][1])
+    assert pt.memory_export([], [], MEMORY_CATEGORIES).series == ()
+
+
 # ---------------------------------------------------------------------------------------------- figures
 @needs_plotly
 def test_gpu_timeline_figure(job):
+    from holotrace.render import plotly_figures as pf
+    from holotrace.render import plots_timeline as pt
     from holotrace.render.timeline import gpu_timeline_figure
 
     fig = gpu_timeline_figure(gpu_timeline(job))
+    assert fig.to_json() == pf.figure(pt.gpu_operations(gpu_timeline(job))).to_json()  # the builder, drawn by plotly
+    assert fig.layout.title.text == "GPU timeline" and fig.layout.showlegend and fig.layout.xaxis.rangeslider.visible
     assert [t.name for t in fig.data] == ["COMPUTATION", "COMMUNICATION", "MEMORY"]  # one trace per kernel type
     comp = fig.data[0]
     assert list(comp.base) == [10.0, 50.0, 150.0, 20.0] and list(comp.x) == [30.0, 5.0, 10.0, 50.0]
+    assert list(comp.y) == ["rank 0 stream 7"] * 3 + ["rank 1 stream 7"]
     assert list(fig.layout.xaxis.range) == [10.0, 160.0]
+    assert fig.layout.xaxis.title.text == "Time (µs from the trace start)"
     assert list(fig.layout.yaxis.categoryarray) == ["rank 0 stream 7", "rank 0 stream 20", "rank 1 stream 7"]
+    for f in ("cat", "kernel_type", "iteration", "index", "dur_us"):
+        assert f"{f}=%{{customdata" in comp.hovertemplate
     wide = gpu_timeline_figure(gpu_timeline(job), min_width_us=20)
     assert list(wide.data[0].x) == [30.0, 20.0, 20.0, 50.0] and list(wide.layout.xaxis.range) == [10.0, 170.0]
 
 
 @needs_plotly
 def test_hta_timeline_figures():
+    from holotrace.render import plotly_figures as pf
+    from holotrace.render import plots_timeline as pt
+
     ev = ct.prepare_timeline_events(hta_frame(), symbol_table=sym_table())
     fig = ct.Timeline(ev, sym_table()).figure("t")
-    assert len(fig.data) == 4  # one trace per name (the colour column)
+    assert fig.to_json() == pf.figure(pt.events_timeline(ev, "t", hover=ct.DefaultHoverColumns)).to_json()
+    assert fig.layout.title.text == "t" and len(fig.data) == 4  # one trace per name (the colour column)
+    assert [(t.name, t.marker.color) for t in fig.data] == list(zip(
+        ["## forward ##", "aten::mm", "at::native::anon::foo<int>", "Memcpy DtoD (Device -> Device)"], pt.D3_COLOURS))
     # bars at their true length, the widened ends only stretch the axis
     assert sorted(float(t.x[0]) for t in fig.data) == [10.0, 50.0, 3000.0, 3000.0]
+    assert [(t.y[0], float(t.base[0])) for t in fig.data] == [("cpu level 000", 0.0), ("cpu level 001", 10.0),
+                                                             ("gpu stream 007", 30.0), ("gpu stream 020", 1910.0)]
     assert list(fig.layout.xaxis.range) == [0.0, 4910.0] and fig.layout.height == 50 + 80 * 4
+    assert list(fig.layout.yaxis.categoryarray) == list(pt.events_timeline(ev, "t").lanes)
+    assert fig.layout.xaxis.rangeslider.visible and not fig.layout.showlegend
+    hover = fig.data[1]
+    assert all(f"{c}=%{{customdata" in hover.hovertemplate for c in ("iteration", "stream", "cat", "index"))
+    assert list(hover.customdata[0][2:]) == [3, -1, "cpu_op", 0]  # aten::mm's iteration, stream, cat, index
     html = ct.plot_events_timeline("t", ev, ct.TimelinePlotSetting(plot_format=ct.PlotFormat.HTML))
     assert html.startswith("<!doctype html>") and "cdn.plot.ly" in html
     filtered = ct.Timeline(hta_frame(), sym_table(), filter_func=lambda df, st: df[df["stream"] > 0])
     assert filtered.timeline_events["task"].tolist() == ["gpu stream 007", "gpu stream 020"]
-    old = ct.timeline_gpu_figure("g", ct.prepare_timeline_gpu_events(hta_frame().assign(rank=[0, 0, 1, 1],
-                                                                                      iteration=3), sym_table()))
-    assert [t.name for t in old.data] == ["at::native::anon::foo", "MemcpyDtoD"]
+    on_dates = ct.Timeline(ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True),
+                                                      sym_table()), sym_table()).figure("d")
+    assert on_dates.layout.xaxis.type == "date" and on_dates.data[3].base[0] == "1970-01-01 00:00:00.002000"
+    assert list(on_dates.layout.xaxis.range) == ["1970-01-01 00:00:00.000090", "1970-01-01 00:00:00.005000"]
+    assert float(on_dates.data[3].x[0]) == 3.0  # ms on the date axis
+    evg = ct.prepare_timeline_gpu_events(hta_frame().assign(rank=[0, 0, 1, 1], iteration=3), sym_table())
+    old = ct.timeline_gpu_figure("g", evg)
+    assert old.to_json() == pf.figure(pt.gpu_kernels_timeline(evg, "g")).to_json()
+    assert old.layout.title.text == "g" and [t.name for t in old.data] == ["at::native::anon::foo", "MemcpyDtoD"]
+    assert [t.marker.color for t in old.data] == list(pt.D3_COLOURS[:2]) and not old.layout.showlegend
     assert old.layout.width == 1600 and old.layout.height == 200 + 120 * 2 and old.layout.xaxis.type == "date"
-    assert list(old.data[1].x) == [3.0]  # ms on the date axis
+    assert list(old.data[0].x) == [1.0] and list(old.data[1].x) == [3.0]  # ms on the date axis, the kernel widened
+    assert list(old.data[1].y) == ["rank 1 stream 20"] and "s_name=%{customdata" in old.data[1].hovertemplate
 
 
 @needs_plotly
@@ -254,16 +357,19 @@ def test_hta_timeline_from_trace_and_file(job, tmp_path):
     ct.plot_timeline_gpu_kernels_from_trace("k", trace, ranks=[1])  # outside a notebook: shows nothing
     out = tmp_path / "t.html"
     ct.Timeline(trace.get_trace(0), trace.symbol_table).plot("t", save_path=str(out))
-    assert out.stat().st_size > 1000
+    text = out.read_text()
+    assert GEMM in text and "gpu stream 020" in text and "cpu events" in text  # rank 0's names and lanes
 
 
 def test_no_plotly_is_a_typed_error(job, monkeypatch, tmp_path):
     for mod in [m for m in sys.modules if m == "plotly" or m.startswith("plotly.")]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setitem(sys.modules, "plotly", None)
+    from holotrace.render import plots_timeline as pt
     from holotrace.render.timeline import gpu_timeline_figure
 
-    frame = gpu_timeline(job)  # the data needs no plotly
+    frame = gpu_timeline(job)  # the data and the description need no plotly
+    assert len(pt.gpu_operations(frame).lane) == 6
     with pytest.raises(PlottingUnavailableError, match="needs plotly.*holotrace\\[plot\\]"):
         gpu_timeline_figure(frame)
     ev = ct.prepare_timeline_events(hta_frame(), symbol_table=sym_table())
@@ -279,11 +385,14 @@ def test_no_plotly_is_a_typed_error(job, monkeypatch, tmp_path):
 @needs_plotly
 def test_memory_analysis_plot(tmp_path, monkeypatch):
     from holotrace.analysis.memory import MEMORY_CATEGORIES
+    from holotrace.render import plotly_figures as pf
+    from holotrace.render import plots_timeline as pt
 
     p = tmp_path / "m.json"
     p.write_text(json.dumps([[-1, 1, 100, 0], [10, 2, 50, 4], [10, 3, 25, 4], [20, 4, -50, 4]]))
     ma = holotrace.MemoryAnalysis(str(p))
     fig = ma.memory_timeline_figure()
+    assert fig.to_json() == pf.figure(pt.memory_export(*ma._process_raw_events(), MEMORY_CATEGORIES)).to_json()
     assert [t.name for t in fig.data] == list(MEMORY_CATEGORIES)
     # HTA's rows: the pre-existing instant (time −1 → the first real time, 10 ns), 10 ns, 20 ns
     assert list(fig.data[0].x) == [0.0, 0.0, 1e-5]
@@ -291,6 +400,10 @@ def test_memory_analysis_plot(tmp_path, monkeypatch):
     assert np.allclose(fig.data[0].y, [100 / gib] * 3)
     assert np.allclose(fig.data[4].y, [100 / gib, 175 / gib, 125 / gib])  # stacked: parameters + activations
     assert np.allclose(fig.data[7].y, fig.data[4].y)
+    # HTA's stacked areas: each filled down to the one before it in its Pastel colour, straight lines
+    assert [(t.fill, t.fillcolor, t.line.color, t.line.shape) for t in fig.data] == [
+        ("tonexty", c, c, "linear") for c in pt.MEMORY_COLOURS]
+    assert fig.layout.xaxis.title.text == "Time (ms)" and fig.layout.yaxis.title.text == "Memory (GiB)"
     assert fig.layout.width == 1200 and fig.layout.height == 800 and fig.layout.title.text == "Memory timeline"
     assert ma.plot_memory_timeline() is None  # outside a notebook nothing is shown
     monkeypatch.chdir(tmp_path)

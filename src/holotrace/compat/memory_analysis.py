@@ -2,9 +2,10 @@
 
 The input is the file ``profile.export_memory_timeline("name.raw.json.gz")`` writes (not a Kineto trace).
 ``_process_raw_events()`` gives HTA's ``(times, sizes)`` lists exactly; ``plot_memory_timeline`` draws HTA's
-stacked areas (``plot`` extra). Additions: plain ``.json`` files are read too, :meth:`MemoryAnalysis.timeline`
-returns the data as a frame (HTA's duplicate first instant merged unless ``hta_compat``) and
-:meth:`MemoryAnalysis.peaks` the peak per category.
+stacked areas (:func:`holotrace.render.plots_timeline.memory_export` drawn by plotly, the ``plot`` extra).
+Additions: plain ``.json`` files are read too, :meth:`MemoryAnalysis.timeline` returns the data as a frame
+(HTA's duplicate first instant merged unless ``hta_compat``) and :meth:`MemoryAnalysis.peaks` the peak per
+category.
 """
 
 from __future__ import annotations
@@ -40,10 +41,11 @@ class MemoryAnalysis:
 
     def memory_timeline_figure(self):
         """The plotly figure of :meth:`plot_memory_timeline`: stacked GiB per category over ms."""
-        from holotrace.render.timeline import memory_export_figure
+        from holotrace.render import plotly_figures, plots_timeline
 
+        plotly_figures.require_plotly("the memory timeline plot")
         times, sizes = _memory.memory_export_series(_memory.read_memory_export(self.path), hta_compat=True)
-        return memory_export_figure(times, sizes, _memory.MEMORY_CATEGORIES)
+        return plotly_figures.figure(plots_timeline.memory_export(times, sizes, _memory.MEMORY_CATEGORIES))
 
     def plot_memory_timeline(self, save_graph: bool = False) -> None:
         """Stacked memory per category over time: shown in a notebook, or written to ``images/memory_plot.png``

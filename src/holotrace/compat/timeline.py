@@ -5,8 +5,9 @@
 or any frame with HTA's columns.
 
 The ``prepare_*`` functions return the frame behind the plot and need no plotly; the ``plot_*`` functions
-and :meth:`Timeline.plot` draw it with :mod:`holotrace.render.timeline` (``plot`` extra). The native data
-function is :func:`holotrace.analysis.timeline.gpu_timeline`. Differences from HTA (docs/compatibility.md):
+and :meth:`Timeline.plot` draw it: the builders of :mod:`holotrace.render.plots_timeline` describe the figure,
+:mod:`holotrace.render.plotly_figures` draws it (``plot`` extra). The native data function is
+:func:`holotrace.analysis.timeline.gpu_timeline`. Differences from HTA (docs/compatibility.md):
 settings are copied per call (HTA's module-level default is mutated by each call); names are simplified once
 per distinct symbol; missing columns raise :class:`~holotrace.errors.AnalysisError` (a ``ValueError``);
 short bars keep their true length per colour group whatever the colour column; the older module's name
@@ -269,17 +270,15 @@ def prepare_timeline_events(df: pd.DataFrame, setting: Optional[TimelinePlotSett
 
 def events_timeline_figure(title: str, events: pd.DataFrame, setting: Optional[TimelinePlotSetting] = None,
                            hover_columns: Optional[List[str]] = None):
-    """The figure :func:`plot_events_timeline` draws (bars at their true ``dur``; ``x_end`` widens the axis)."""
-    from holotrace.render.timeline import gantt_figure
+    """The figure :func:`plot_events_timeline` draws (bars at their true ``dur``; ``x_end`` widens the axis):
+    :func:`holotrace.render.plots_timeline.events_timeline` drawn by plotly."""
+    from holotrace.render import plotly_figures, plots_timeline
 
     s = setting or DefaultTimelinePlotSetting
     _missing(events, {s.x_start_column, s.x_end_column, s.task_column, s.color_column}, "plot_events_timeline")
-    tasks = sorted(pd.unique(events[s.task_column]).tolist())
-    height = 50 + (80 if len(tasks) < 20 else s.task_height) * len(tasks)
-    return gantt_figure(events, title, x_start=s.x_start_column, x_end=s.x_end_column, task=s.task_column,
-                        color=s.color_column, hover=[c for c in (hover_columns or DefaultHoverColumns)],
-                        lengths="dur" if "dur" in events.columns else None, tasks=tasks, height=height,
-                        range_slider=True)
+    return plotly_figures.figure(plots_timeline.events_timeline(
+        events, title, x_start=s.x_start_column, x_end=s.x_end_column, task=s.task_column, color=s.color_column,
+        task_height=s.task_height, hover=list(hover_columns or DefaultHoverColumns)))
 
 
 def plot_events_timeline(title: str, events: pd.DataFrame, setting: Optional[TimelinePlotSetting] = None,
@@ -346,19 +345,13 @@ class Timeline:
 # ---------------------------------------------------------------------------------------------------------------
 # the older module, hta.analyzers.timeline
 
-_GPU_HOVER = ("rank", "stream", "iteration", "s_cat", "cat", "s_name", "name", "dur")
-
-
 def timeline_gpu_figure(title: str, events: pd.DataFrame, ranks: Optional[List[int]] = None):
-    """The figure :func:`plot_timeline` draws: date axis, 1600 wide, ``200 + 120 × ranks`` high."""
-    from holotrace.render.timeline import gantt_figure
+    """The figure :func:`plot_timeline` draws: date axis, 1600 wide, ``200 + 120 × ranks`` high
+    (:func:`holotrace.render.plots_timeline.gpu_kernels_timeline` drawn by plotly)."""
+    from holotrace.render import plotly_figures, plots_timeline
 
     _missing(events, ["calibrated_start_global", "calibrated_end_global", "task", "label"], "plot_timeline")
-    if ranks is None:
-        ranks = sorted(pd.unique(events["rank"]).tolist()) if "rank" in events.columns else []
-    return gantt_figure(events, title, x_start="calibrated_start_global", x_end="calibrated_end_global",
-                        task="task", color="label", hover=sorted(set(events.columns) & set(_GPU_HOVER)),
-                        width=1600, height=200 + 120 * len(ranks))
+    return plotly_figures.figure(plots_timeline.gpu_kernels_timeline(events, title, ranks))
 
 
 def plot_timeline(title: str, events: pd.DataFrame, ranks: Optional[List[int]] = None) -> None:
