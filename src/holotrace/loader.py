@@ -66,7 +66,7 @@ def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
 def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
     """One file, through the cache: its columns decoded and derived into a packed file (in a cache work
     folder, else a private temporary folder) that the parent maps; ``d.packed`` names it."""
-    path, use_cache, cache_dir, all_args, threads, in_parent = task
+    path, use_cache, cache_dir, all_args, threads = task
     if use_cache:
         hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
         if hit is not None:
@@ -150,8 +150,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     decoded: list = [_hit(f.path, cdir, all_args) if cache else None for f in files]
     misses = [i for i, d in enumerate(decoded) if d is None]
     procs, threads = plan(workers, [sizes[i] for i in misses])
-    in_parent = procs <= 1
-    tasks = [(files[i].path, cache, cdir, all_args, t, in_parent) for i, t in zip(misses, threads)]
+    tasks = [(files[i].path, cache, cdir, all_args, t) for i, t in zip(misses, threads)]
     bar = _Bar([sizes[i] for i in misses], len(files), progress_bar)
 
     def done(i: int, _r) -> None:
@@ -164,7 +163,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         if d is not None:
             done(i, d)
     try:
-        fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if in_parent and bar.shown else _load_file
+        fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if procs <= 1 and bar.shown else _load_file
         for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r))):
             decoded[i] = d
     finally:
@@ -174,7 +173,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             try:
                 decoded[i] = _map(d, cdir, all_args)
             except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
-                again = _load_file((files[i].path, False, None, all_args, 1, True))
+                again = _load_file((files[i].path, False, None, all_args, 1))
                 decoded[i] = _map(again, None, all_args) if isinstance(again, DecodedFile) else again
     findings = list(found.findings)
     skipped = list(found.skipped)

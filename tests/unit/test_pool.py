@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import holotrace
 from holotrace import loader
 from holotrace.exec import pool
@@ -32,7 +34,7 @@ def test_asking_for_huge_worker_counts_starts_few_processes(tmp_path, monkeypatc
     monkeypatch.setattr(pool, "cpu_count", lambda: 2)
     job = holotrace.load(_job(tmp_path), cache=False, workers=100_000)
     assert job.ranks == [0, 1, 2]
-    assert started == [2]  # three files, two cores: two processes, not 100,000
+    assert started == [1]  # three files, two cores: this process and one pool process, not 100,000
     assert pool.clamp_workers(100_000, [10] * 3) == 2
     assert pool.clamp_workers(100_000, [10]) == 1
     assert pool.clamp_workers(0, [10] * 3) == 1
@@ -40,9 +42,11 @@ def test_asking_for_huge_worker_counts_starts_few_processes(tmp_path, monkeypatc
 
 def test_memory_bounds_the_process_count(monkeypatch):
     monkeypatch.setattr(pool, "cpu_count", lambda: 64)
+    monkeypatch.setattr(pool, "available_memory_bytes", lambda: 512 * 2**20)
+    # 2 GB files: each process needs ~141 MB (96 MB + 2% of the file), 80% of 512 MB holds three
+    assert pool.clamp_workers(None, [2 * 10**9] * 8) == 3
+    assert pool.clamp_workers(None, [10**6] * 8) == 4  # the interpreter and the pieces in flight: ~100 MB each
     monkeypatch.setattr(pool, "available_memory_bytes", lambda: 4 * 2**30)
-    # 2 GB files: each process needs ~1.3 GB, 80% of 4 GB holds two
-    assert pool.clamp_workers(None, [2 * 10**9] * 8) == 2
     assert pool.clamp_workers(None, [10**6] * 8) == 8
 
 
@@ -78,3 +82,33 @@ def test_quiet_flag(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
+
+
+def test_the_caller_works_too_and_results_keep_their_order(monkeypatch):
+    import os as _os
+
+    monkeypatch.setattr(pool, "cpu_count", lambda: 3)
+    seen = []
+    out = pool.run_map(_pid_and_square, list(range(12)), 3, lambda i, r: seen.append(i))
+    assert [r for _, r in out] == [i * i for i in range(12)]
+    assert sorted(seen) == list(range(12))  # every result reported once
+    pids = {p for p, _ in out}
+    assert _os.getpid() in pids and len(pids) <= 3  # this process took items, beside at most two others
+
+
+def test_a_failing_item_in_a_pool_process_reaches_the_caller(monkeypatch):
+    monkeypatch.setattr(pool, "cpu_count", lambda: 2)
+    with pytest.raises(ZeroDivisionError):
+        pool.run_map(_inverse, [1, 2, 0, 4, 5, 6], 2)
+
+
+def _pid_and_square(x):
+    import os as _os
+    import time as _time
+
+    _time.sleep(0.01)
+    return _os.getpid(), x * x
+
+
+def _inverse(x):
+    return 1 / x

@@ -1,9 +1,10 @@
 """Run one function per input file, in a process pool when it pays off.
 
-This is the only process pool of holotrace: per-file work (decoding, derived columns, the cache
-write) goes through ``run_map``. Workers receive a task and return columnar tables; the parent
-never receives more than that. Results come back in input order, so output does not depend on
-the degree of parallelism. Within one file, the decoder scans pieces on threads (its scanner
+This is the only process pool of holotrace: per-file work (decoding, derived columns, packing)
+goes through ``run_map``; the calling process takes tasks too, so ``n`` workers are the caller and
+``n - 1`` pool processes. Workers receive a task and return the name of the file they wrote (never
+column arrays). Results come back in input order, so output does not depend on the degree of
+parallelism. Within one file, the decoder scans pieces on threads (its scanner
 runs without the GIL); ``plan`` splits the cores between processes and threads.
 """
 
@@ -18,10 +19,11 @@ from typing import Callable, Optional, Sequence, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Memory one process needs for a file of n bytes: the decoded tables and derived columns (about a
-# third of the JSON size, measured on generated ranks), the pieces in flight and the interpreter.
-_BYTES_PER_FILE_BYTE = 0.6
-_PROCESS_BYTES = 128 * 2**20
+# Memory one process needs for a file of n bytes: the interpreter, numpy and the pieces in flight (about
+# 50-90 MB whatever the file: columns go to files), and the rows kept to link events (about 7 bytes per
+# event, some 420 bytes of JSON: measured on generated ranks).
+_BYTES_PER_FILE_BYTE = 0.02
+_PROCESS_BYTES = 96 * 2**20
 THREAD_MIN_FILE_BYTES = 32 * 2**20  # smaller files are scanned in one piece: threads would only wait
 
 
@@ -91,13 +93,69 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Opt
             if on_done:
                 on_done(i, results[i])
         return results
+    return _with_pool(fn, items, workers, on_done)
+
+
+def _with_pool(fn, items: Sequence, workers: int, on_done) -> list:
+    """``run_map`` on ``workers - 1`` pool processes and this one: each takes the next item when free."""
+    import queue
+    import threading
+
+    n = len(items)
+    results: list = [None] * n
+    finished: queue.SimpleQueue = queue.SimpleQueue()  # (index, future or exception) from the pool
+    lock = threading.Lock()
+    order = iter(range(n))
+    in_pool = [0]
+
+    def take() -> Optional[int]:
+        with lock:
+            return next(order, None)
+
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-        futures = [ex.submit(fn, x) for x in items]
-        for i, f in enumerate(futures):
-            results[i] = f.result()
+    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx) as ex:
+        def feed() -> None:
+            with lock:  # taken and counted at once: the caller never sees an item that is neither done nor counted
+                i = next(order, None)
+                if i is None:
+                    return
+                in_pool[0] += 1
+            try:
+                f = ex.submit(fn, items[i])
+            except BaseException as e:  # a broken pool: reported to the caller, never lost
+                finished.put((i, e))
+                return
+            f.add_done_callback(lambda f, i=i: (finished.put((i, f)), feed()))
+
+        def collect(block: bool) -> None:
+            while True:
+                try:
+                    i, f = finished.get(block=block)
+                except queue.Empty:
+                    return
+                with lock:
+                    in_pool[0] -= 1
+                if isinstance(f, BaseException):
+                    raise f
+                results[i] = f.result()
+                if on_done:
+                    on_done(i, results[i])
+                if block:
+                    return
+
+        for _ in range(workers - 1):
+            feed()
+        while (i := take()) is not None:
+            results[i] = fn(items[i])
             if on_done:
                 on_done(i, results[i])
+            collect(block=False)
+        while True:
+            with lock:
+                left = in_pool[0]
+            if not left:
+                break
+            collect(block=True)
     return results
 
 
