@@ -19,7 +19,7 @@ from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventErro
 from holotrace.exec.pool import plan, run_map
 from holotrace.ingest import _scan, cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
-from holotrace.ingest.store import Spill, open_packed
+from holotrace.ingest.store import Spill, SpillError, open_packed
 from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS, event_columns
@@ -76,30 +76,39 @@ def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] =
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
-        with Spill() as spill:
-            d = decode_into(path, spill, all_args=all_args, workers=threads, on_bytes=on_bytes)
-            derive(spill, d.strings)
-            _scan.trim()  # derivation's chunks are gone: give their memory back
-            token = os.urandom(16)
-            work = cache_mod.work_dir(cache_dir) if use_cache else None
-            cached = work is not None
-            if work is not None:
-                try:
-                    layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
-                except OSError:  # the work folder went (a concurrent clear) or the cache's disk is full
-                    shutil.rmtree(work, ignore_errors=True)
-                    work, cached = None, False
-            if work is None:
-                work = Path(tempfile.mkdtemp(prefix="holotrace-"))
-                try:
-                    layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
-                except OSError as e:
-                    shutil.rmtree(work, ignore_errors=True)
-                    raise TraceReadError(f"no room for the decoded columns in {work.parent} ({e.strerror or e})", path=path,
-                                         fix="free disk space there, or point TMPDIR (or --cache-dir) at a folder with room") from None
+        return _decode_and_pack(path, use_cache, cache_dir, all_args, threads, fp, on_bytes)
+    except SpillError as e:
+        raise TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
+                             fix="free disk space there, or point TMPDIR at a writable folder with room") from None
     finally:
         if gc_was:
             gc.enable()
+
+
+def _decode_and_pack(path, use_cache: bool, cache_dir, all_args: bool, threads: int, fp, on_bytes) -> DecodedFile:
+    """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
+    with Spill() as spill:
+        d = decode_into(path, spill, all_args=all_args, workers=threads, on_bytes=on_bytes)
+        derive(spill, d.strings)
+        _scan.trim()  # derivation's chunks are gone: give their memory back
+        token = os.urandom(16)
+        work = cache_mod.work_dir(cache_dir) if use_cache else None
+        cached = work is not None
+        if work is not None:
+            try:
+                layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
+            except OSError:  # the work folder went (a concurrent clear) or the cache's disk is full
+                shutil.rmtree(work, ignore_errors=True)
+                work, cached = None, False
+        if work is None:
+            where = tempfile.gettempdir()
+            try:
+                work = Path(tempfile.mkdtemp(prefix="holotrace-", dir=where))
+                layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
+            except OSError as e:
+                if work is not None:
+                    shutil.rmtree(work, ignore_errors=True)
+                raise SpillError(e.errno, e.strerror or str(e), where) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
     d.meta["_holotrace_work"] = (str(work), cached, fp)
     return d

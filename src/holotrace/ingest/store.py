@@ -23,6 +23,10 @@ from typing import Iterator, Optional
 import numpy as np
 
 MAGIC = b"HOLOTRACE-COLUMNS-1\n"
+
+
+class SpillError(OSError):
+    """The folder of a spill or packed file could not be made or written (``filename``: the folder)."""
 HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
 ALIGN = 64  # every column starts at a multiple of this
 
@@ -85,19 +89,25 @@ class Spill:
     """
 
     def __init__(self, folder: Optional[Path] = None):
-        self.folder = Path(tempfile.mkdtemp(prefix=".spill-" if folder is not None else "holotrace-spill-",
-                                            dir=None if folder is None else str(folder)))
+        where = tempfile.gettempdir() if folder is None else str(folder)
+        try:
+            self.folder = Path(tempfile.mkdtemp(prefix=".spill-" if folder is not None else "holotrace-spill-", dir=where))
+        except OSError as e:
+            raise SpillError(e.errno, e.strerror or str(e), where) from None
         self._cols: dict[str, dict[str, _Column]] = {}
         self._n = 0
 
     def append(self, table: str, columns: dict[str, np.ndarray]) -> None:
         cols = self._cols.setdefault(table, {})
-        for name, a in columns.items():
-            c = cols.get(name)
-            if c is None:
-                self._n += 1
-                c = cols[name] = _Column(self.folder / f"{self._n}")
-            c.append(a)
+        try:
+            for name, a in columns.items():
+                c = cols.get(name)
+                if c is None:
+                    self._n += 1
+                    c = cols[name] = _Column(self.folder / f"{self._n}")
+                c.append(a)
+        except OSError as e:  # the temporary folder is full, gone or read-only
+            raise SpillError(e.errno, e.strerror or str(e), str(self.folder.parent)) from None
 
     def rows(self, table: str) -> int:
         cols = self._cols.get(table)
