@@ -148,3 +148,16 @@ def test_an_unusable_temporary_folder_is_a_typed_error(tmp_path, monkeypatch):
     with pytest.raises(TraceReadError) as e:
         holotrace.load(path, cache=False)
     assert "no-such-folder" in str(e.value) and "TMPDIR" in str(e.value) and str(path) in str(e.value)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors through /proc (Linux)")
+def test_mapped_ranks_hold_no_file_descriptors(tmp_path):
+    for r in range(6):
+        tb = _builder()
+        tb.rank, tb.world_size = r, 6
+        tb.write(tmp_path / "job")
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    job = holotrace.load(tmp_path / "job", cache=False, workers=1)
+    assert job.ranks == list(range(6))
+    assert len(list(Path("/proc/self/fd").iterdir())) <= before  # thousands of ranks must not run out of them
+    assert int(job.rank(5).columns["ts_ns"].min()) >= 0
