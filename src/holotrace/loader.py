@@ -16,10 +16,10 @@ from typing import Callable, Optional, Sequence, Union
 import numpy as np
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError, TraceReadError
-from holotrace.exec.pool import plan, run_map
+from holotrace.exec.pool import plan, run_map, thread_map
 from holotrace.ingest import _scan, cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
-from holotrace.ingest.store import Spill, SpillError, open_packed
+from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed
 from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS, event_columns
@@ -156,7 +156,8 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     sizes = [_size(f.path) for f in files]
     t0 = time.perf_counter()
     # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
-    decoded: list = [_hit(f.path, cdir, all_args) if cache else None for f in files]
+    hits = thread_map(lambda i: _hit(files[i].path, cdir, all_args), range(len(files))) if cache else {}  # CRC checks on threads
+    decoded: list = [hits.get(i) for i in range(len(files))]
     misses = [i for i, d in enumerate(decoded) if d is None]
     procs, threads = plan(workers, [sizes[i] for i in misses])
     tasks = [(files[i].path, cache, cdir, all_args, t) for i, t in zip(misses, threads)]
@@ -202,7 +203,11 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
         tables = {t: dict(getattr(d, t)) for t in ID_COLUMNS}
         if not same:
-            _renumber(tables, remap, len(strings))
+            try:
+                _renumber(tables, remap, len(strings))
+            except SpillError as e:
+                raise TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=f.path,
+                                     fix="free disk space there, or point TMPDIR at a writable folder with room") from None
         meta = dict(d.meta)
         meta.pop("_holotrace_cached", None)
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
@@ -232,25 +237,35 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
 
 def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
     """Replace a file's string-id columns by the job's ids (-1 stays -1), in the smallest type: written in
-    chunks to a packed file of their own and mapped, like the decoded columns. Columns without any id stay."""
+    chunks into a packed file of their own and mapped, like the decoded columns. Columns without any id stay."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
+    todo = {t: {c: (len(tables[t][c]), lut.dtype) for c in ids if c in tables[t] and int(tables[t][c].max(initial=-1)) >= 0}
+            for t, ids in ID_COLUMNS.items()}
+    todo = {t: cols for t, cols in todo.items() if cols}
+    if not todo:
+        return
     step = 1 << 20
-    with Spill() as spill:
-        for tname, id_cols in ID_COLUMNS.items():
-            cols = tables[tname]
-            for col in id_cols:
-                ids = cols.get(col)
-                if ids is None or int(ids.max(initial=-1)) < 0:
-                    continue
-                for a in range(0, len(ids), step):
-                    spill.append(tname, {col: lut[ids[a:a + step]]})
-        if not any(spill.columns(t) for t in ID_COLUMNS):
-            return
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="holotrace-"))
+    except OSError as e:
+        raise SpillError(e.errno, e.strerror or str(e), tempfile.gettempdir()) from None
+    try:
         token = os.urandom(16)
-        packed = spill.folder / "renumbered"
-        layout = spill.pack(packed, {}, token)
-        for tname, cols in open_packed(packed, layout, token).items():
-            tables[tname].update(cols)
+        w = PackedWriter(folder / "renumbered", todo, token)
+        try:
+            for t, cols in todo.items():
+                for c in cols:
+                    ids = tables[t][c]
+                    for a in range(0, len(ids), step):
+                        w.write(t, c, a, lut[ids[a:a + step]])
+        finally:
+            layout = w.close()
+        for t, cols in open_packed(folder / "renumbered", layout, token).items():
+            tables[t].update(cols)
+    except OSError as e:
+        raise SpillError(e.errno, e.strerror or str(e), str(folder.parent)) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the mapping keeps the data while it is used
 
 
 def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:

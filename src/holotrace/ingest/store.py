@@ -169,6 +169,44 @@ class Spill:
         self.close()
 
 
+class PackedWriter:
+    """A packed file written in place: every column's rows and dtype known first, its rows written at their
+    offsets in any order (no spill); ``close()`` returns the layout for :func:`open_packed`."""
+
+    def __init__(self, path: Path, columns: dict[str, dict[str, tuple[int, np.dtype]]], token: bytes):
+        self.layout: dict[str, dict[str, list]] = {}
+        pos = HEADER
+        for table, cols in columns.items():
+            out = self.layout[table] = {}
+            for name, (rows, dt) in cols.items():
+                dt = np.dtype(dt)
+                out[name] = [pos, rows, dt.str]
+                pos += rows * dt.itemsize
+                pos += -pos % ALIGN
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+            _write_all(self._fd, (MAGIC + token).ljust(HEADER, b"\0"), 0)
+            os.ftruncate(self._fd, pos)
+        except OSError as e:
+            raise SpillError(e.errno, e.strerror or str(e), str(Path(path).parent)) from None
+
+    def write(self, table: str, name: str, first_row: int, a: np.ndarray) -> None:
+        off, rows, dts = self.layout[table][name]
+        a = np.ascontiguousarray(a, dtype=np.dtype(dts))
+        if first_row < 0 or first_row + len(a) > rows:
+            raise ValueError(f"rows {first_row}..{first_row + len(a)} are outside column {table}.{name} ({rows} rows)")
+        try:
+            _write_all(self._fd, memoryview(a).cast("B") if a.nbytes else b"", off + first_row * a.dtype.itemsize)
+        except OSError as e:
+            raise SpillError(e.errno, e.strerror or str(e), "") from None
+
+    def close(self) -> dict:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        return self.layout
+
+
 def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int) -> int:
     """Write column ``c`` in dtype ``dt`` at ``pos`` of ``fd``; the position after it."""
     for sdt, rows, off in c.segments:
