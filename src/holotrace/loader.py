@@ -8,7 +8,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
@@ -19,7 +18,7 @@ from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventErro
 from holotrace.exec.pool import plan, run_map, thread_map
 from holotrace.ingest import _scan, cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
-from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed
+from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, temp_folder
 from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS, event_columns
@@ -66,20 +65,14 @@ def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
 def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
     """One file, through the cache: its columns decoded and derived into a packed file (in a cache work
     folder, else a private temporary folder) that the parent maps; ``d.packed`` names it."""
-    path, use_cache, cache_dir, all_args, threads = task
-    if use_cache:
-        hit = cache_mod.load(path, cache_dir, all_args, CACHE_TAG)
-        if hit is not None:
-            hit.meta["_holotrace_cached"] = True
-            return hit
+    path, use_cache, cache_dir, all_args, threads = task  # cache hits were taken by load() already
     fp = cache_mod.fingerprint(path) if use_cache else None  # the file as it is decoded: its entry describes it
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
         return _decode_and_pack(path, use_cache, cache_dir, all_args, threads, fp, on_bytes)
     except SpillError as e:
-        raise TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
-                             fix="free disk space there, or point TMPDIR at a writable folder with room") from None
+        raise _no_room(e, path) from None
     finally:
         if gc_was:
             gc.enable()
@@ -101,14 +94,12 @@ def _decode_and_pack(path, use_cache: bool, cache_dir, all_args: bool, threads: 
                 shutil.rmtree(work, ignore_errors=True)
                 work, cached = None, False
         if work is None:
-            where = tempfile.gettempdir()
+            work = temp_folder()
             try:
-                work = Path(tempfile.mkdtemp(prefix="holotrace-", dir=where))
                 layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
             except OSError as e:
-                if work is not None:
-                    shutil.rmtree(work, ignore_errors=True)
-                raise SpillError(e.errno, e.strerror or str(e), where) from None
+                shutil.rmtree(work, ignore_errors=True)
+                raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
     d.meta["_holotrace_work"] = (str(work), cached, fp)
     return d
@@ -176,15 +167,19 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
         fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if procs <= 1 and bar.shown else _load_file
         for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r))):
             decoded[i] = d
+        for i, d in enumerate(decoded):
+            if isinstance(d, DecodedFile):
+                try:
+                    decoded[i] = _map(d, cdir, all_args)
+                except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
+                    again = _load_file((files[i].path, False, None, all_args, 1))
+                    decoded[i] = _map(again, None, all_args) if isinstance(again, DecodedFile) else again
+    except BaseException:
+        for d in decoded:  # nothing decoded for this load outlives it
+            _discard(d)
+        raise
     finally:
         bar.close()
-    for i, d in enumerate(decoded):
-        if isinstance(d, DecodedFile):
-            try:
-                decoded[i] = _map(d, cdir, all_args)
-            except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
-                again = _load_file((files[i].path, False, None, all_args, 1))
-                decoded[i] = _map(again, None, all_args) if isinstance(again, DecodedFile) else again
     findings = list(found.findings)
     skipped = list(found.skipped)
     failed = [(f, d) for f, d in zip(files, decoded) if isinstance(d, _Failed)]
@@ -206,8 +201,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
             try:
                 _renumber(tables, remap, len(strings))
             except SpillError as e:
-                raise TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=f.path,
-                                     fix="free disk space there, or point TMPDIR at a writable folder with room") from None
+                raise _no_room(e, f.path) from None
         meta = dict(d.meta)
         meta.pop("_holotrace_cached", None)
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
@@ -245,10 +239,7 @@ def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
     if not todo:
         return
     step = 1 << 20
-    try:
-        folder = Path(tempfile.mkdtemp(prefix="holotrace-"))
-    except OSError as e:
-        raise SpillError(e.errno, e.strerror or str(e), tempfile.gettempdir()) from None
+    folder = temp_folder()
     try:
         token = os.urandom(16)
         w = PackedWriter(folder / "renumbered", todo, token)
@@ -266,6 +257,18 @@ def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
         raise SpillError(e.errno, e.strerror or str(e), str(folder.parent)) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the mapping keeps the data while it is used
+
+
+def _no_room(e: SpillError, path) -> TraceReadError:
+    return TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
+                          fix="free disk space there, or point TMPDIR at a writable folder with room")
+
+
+def _discard(d) -> None:
+    """Remove the work folder of a decoded file that will not be mapped (the load failed meanwhile)."""
+    work = d.meta.pop("_holotrace_work", None) if isinstance(d, DecodedFile) else None
+    if work is not None:
+        shutil.rmtree(work[0], ignore_errors=True)
 
 
 def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:

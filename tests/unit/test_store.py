@@ -161,3 +161,29 @@ def test_mapped_ranks_hold_no_file_descriptors(tmp_path):
     assert job.ranks == list(range(6))
     assert len(list(Path("/proc/self/fd").iterdir())) <= before  # thousands of ranks must not run out of them
     assert int(job.rank(5).columns["ts_ns"].min()) >= 0
+
+
+def test_a_failed_load_leaves_no_decoded_files(tmp_path, monkeypatch):
+    import tempfile
+
+    from holotrace import loader
+
+    for r in range(3):
+        tb = _builder()
+        tb.rank, tb.world_size = r, 3
+        tb.write(tmp_path / "job")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    calls = []
+
+    def failing(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return open_packed(*a, **k)
+
+    monkeypatch.setattr(loader, "open_packed", failing)
+    with pytest.raises(RuntimeError):
+        holotrace.load(tmp_path / "job", cache=False, workers=1)
+    assert list(tmp.iterdir()) == []  # the third rank's decoded columns were removed, not left behind

@@ -18,26 +18,35 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import numpy as np
 
 MAGIC = b"HOLOTRACE-COLUMNS-1\n"
+HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
+ALIGN = 64  # every column starts at a multiple of this
 
 
 class SpillError(OSError):
     """The folder of a spill or packed file could not be made or written (``filename``: the folder)."""
-HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
-ALIGN = 64  # every column starts at a multiple of this
+
+
+def temp_folder(prefix: str = "holotrace-", where: Optional[str] = None) -> Path:
+    """A new private folder in ``where`` (default: the system's temporary folder); :class:`SpillError`
+    naming that folder when it cannot be made."""
+    where = where or tempfile.gettempdir()
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+    except OSError as e:
+        raise SpillError(e.errno, e.strerror or str(e), where) from None
 
 
 class _Column:
     """One column's spill file: segments of (dtype, rows, byte offset) appended in order."""
 
-    __slots__ = ("path", "fd", "segments", "rows", "nbytes")
+    __slots__ = ("fd", "segments", "rows", "nbytes")
 
     def __init__(self, path: Path):
-        self.path = path
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
         self.segments: list[tuple[np.dtype, int, int]] = []
         self.rows = 0
@@ -89,11 +98,7 @@ class Spill:
     """
 
     def __init__(self, folder: Optional[Path] = None):
-        where = tempfile.gettempdir() if folder is None else str(folder)
-        try:
-            self.folder = Path(tempfile.mkdtemp(prefix=".spill-" if folder is not None else "holotrace-spill-", dir=where))
-        except OSError as e:
-            raise SpillError(e.errno, e.strerror or str(e), where) from None
+        self.folder = temp_folder("holotrace-spill-", None if folder is None else str(folder))
         self._cols: dict[str, dict[str, _Column]] = {}
         self._n = 0
 
@@ -120,13 +125,6 @@ class Spill:
         c = self._cols[table][name]
         return c.read(a, c.rows if b is None else b)
 
-    def chunks(self, table: str, names: list[str], size: int) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        """(first row, {name: rows}) for consecutive chunks of ``size`` rows of ``table``."""
-        n = self.rows(table)
-        for a in range(0, n, max(1, size)):
-            b = min(n, a + size)
-            yield a, {k: self.read(table, k, a, b) for k in names}
-
     def pack(self, path: Path, order: dict[str, list[str]], token: bytes) -> dict:
         """Write every column into the packed file ``path``; returns its layout (for :func:`open_packed`).
 
@@ -136,8 +134,7 @@ class Spill:
         layout: dict[str, dict[str, list]] = {}
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            head = (MAGIC + token).ljust(HEADER, b"\0")
-            _write_all(fd, head, 0)
+            _write_header(fd, token)
             pos = HEADER
             for table, cols in self._cols.items():
                 names = [k for k in order.get(table, ()) if k in cols] + [k for k in cols if k not in order.get(table, ())]
@@ -174,6 +171,7 @@ class PackedWriter:
     offsets in any order (no spill); ``close()`` returns the layout for :func:`open_packed`."""
 
     def __init__(self, path: Path, columns: dict[str, dict[str, tuple[int, np.dtype]]], token: bytes):
+        self._folder = str(Path(path).parent)
         self.layout: dict[str, dict[str, list]] = {}
         pos = HEADER
         for table, cols in columns.items():
@@ -183,12 +181,14 @@ class PackedWriter:
                 out[name] = [pos, rows, dt.str]
                 pos += rows * dt.itemsize
                 pos += -pos % ALIGN
+        self._fd = -1
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
-            _write_all(self._fd, (MAGIC + token).ljust(HEADER, b"\0"), 0)
+            _write_header(self._fd, token)
             os.ftruncate(self._fd, pos)
         except OSError as e:
-            raise SpillError(e.errno, e.strerror or str(e), str(Path(path).parent)) from None
+            self.close()
+            raise SpillError(e.errno, e.strerror or str(e), self._folder) from None
 
     def write(self, table: str, name: str, first_row: int, a: np.ndarray) -> None:
         off, rows, dts = self.layout[table][name]
@@ -198,7 +198,7 @@ class PackedWriter:
         try:
             _write_all(self._fd, memoryview(a).cast("B") if a.nbytes else b"", off + first_row * a.dtype.itemsize)
         except OSError as e:
-            raise SpillError(e.errno, e.strerror or str(e), "") from None
+            raise SpillError(e.errno, e.strerror or str(e), self._folder) from None
 
     def close(self) -> dict:
         if self._fd >= 0:
@@ -242,6 +242,10 @@ def _copy_range(src: int, dst: int, n: int, src_off: int, dst_off: int) -> int:
         raise OSError("spill file is shorter than its columns")
     _write_all(dst, data, dst_off)
     return len(data)
+
+
+def _write_header(fd: int, token: bytes) -> None:
+    _write_all(fd, (MAGIC + token).ljust(HEADER, b"\0"), 0)
 
 
 def _write_all(fd: int, data, at: int) -> None:
