@@ -187,30 +187,37 @@ def classify_strings(table: list[str]) -> dict[str, np.ndarray]:
     return {"kernel_type": kernel_type, "is_launch": is_launch, "step": step}
 
 
-def kind_lookup(table: list[str]) -> tuple[np.ndarray, int, np.ndarray]:
-    """Kind per category string id (one slot more, for a missing id), the id of ``mtia_ccp_events``
-    (-1 if absent) and which name ids are MTIA DMA transfers (``dma*``: memory traffic)."""
-    n = len(table)
-    lut = np.zeros(n + 1, dtype=np.int8)
-    dma = np.zeros(n + 1, dtype=bool)
-    mtia = -1
-    for i, s in enumerate(table):
-        lut[i] = CATEGORY_KINDS.get(s.lower(), Kind.OTHER)
-        dma[i] = s.startswith("dma")
-        if mtia < 0 and s == "mtia_ccp_events":
-            mtia = i
-    return lut, mtia, dma
+class KindLookup:
+    """The kind (int8) of events from their category and name ids: the table's strings classified once.
+
+    Kinds come from the category; MTIA DMA activity (``mtia_ccp_events`` named ``dma*``) is memory traffic.
+    """
+
+    def __init__(self, table: list[str]):
+        n = self.n = len(table)
+        self.lut = np.zeros(n + 1, dtype=np.int8)  # one slot more, for a missing id -1
+        self.dma = np.zeros(n + 1, dtype=bool)
+        self.mtia = -1
+        for i, s in enumerate(table):
+            self.lut[i] = CATEGORY_KINDS.get(s.lower(), Kind.OTHER)
+            self.dma[i] = s.startswith("dma")
+            if self.mtia < 0 and s == "mtia_ccp_events":
+                self.mtia = i
+
+    def __call__(self, cat_ids: np.ndarray, name_ids: np.ndarray) -> np.ndarray:
+        out = self.lut[np.where(cat_ids >= 0, cat_ids, self.n)]
+        if self.mtia >= 0:
+            sel = (cat_ids == self.mtia) & self.dma[np.where(name_ids >= 0, name_ids, self.n)]
+            out[sel] = Kind.MEMCPY
+        return out
 
 
-def kinds(cat_ids: np.ndarray, name_ids: np.ndarray, table: list[str]) -> np.ndarray:
-    """Kind code (int8) per event."""
-    n = len(table)
-    lut, mtia, dma = kind_lookup(table)
-    out = lut[np.where(cat_ids >= 0, cat_ids, n)]
-    if mtia >= 0:  # MTIA DMA activity is memory traffic
-        sel = (cat_ids == mtia) & dma[np.where(name_ids >= 0, name_ids, n)]
-        out[sel] = Kind.MEMCPY
-    return out
+def is_gpu_activity(kind: np.ndarray) -> np.ndarray:
+    """Which kinds are GPU work: kernels, memcpy and memset (:data:`GPU_ACTIVITY`)."""
+    return np.isin(kind, _GPU_ACTIVITY_CODES)
+
+
+_GPU_ACTIVITY_CODES = np.array([int(k) for k in GPU_ACTIVITY], dtype=np.int8)
 
 
 def unknown_categories(cat_ids: np.ndarray, table: list[str]) -> dict[str, int]:

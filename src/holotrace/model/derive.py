@@ -1,9 +1,10 @@
 """The columns derived from one rank's decoded events: kind, kernel type, launches, links, steps.
 
-Derivation runs over the events in chunks of rows, in two passes, so that its working memory does not
-grow with the file: the first pass classifies each chunk (every rule is a lookup by string id) and keeps
-only the rows a link or a step needs (correlated CPU and GPU rows, ``ProfilerStep`` rows); the second
-pass links each chunk's rows (the correlated partner, the step that holds each event) through those.
+Derivation runs over the events in chunks of rows, so that its working memory does not grow with the
+file: a first pass finds the ``ProfilerStep`` rows; the second classifies each chunk (every rule is a
+lookup by string id) and keeps only what a link needs (each correlated CPU row's correlation and step,
+each correlated GPU row's correlation); the third links each chunk's rows (the correlated partner, the
+step that holds each event) through those.
 
 Columns come from, and derived columns go to, anything with ``rows(table)``, ``read(table, name, a, b)``
 and ``append(table, {name: chunk})``: the decoder's file-backed :class:`holotrace.ingest.store.Spill`, or
@@ -22,7 +23,6 @@ from holotrace.schema import compact_ints
 CHUNK_ROWS = 1 << 16  # rows per chunk: a few MB of working memory, whatever the file's size
 #: the derived columns, in the order they follow the decoded ones
 DERIVED = ("end_ns", "kind", "kernel_type", "is_launch", "partner", "is_step", "step_number", "iteration")
-_GPU_ACTIVITY = np.array([int(k) for k in classify.GPU_ACTIVITY])
 
 
 class Columns(Protocol):
@@ -70,14 +70,7 @@ class _Lookup:
         self.kernel_type = np.append(lut["kernel_type"], np.int8(-1))
         self.is_launch = np.append(lut["is_launch"], False)
         self.step = np.append(lut["step"], np.int64(-1))
-        self.kind, self.mtia, self.dma = classify.kind_lookup(table)
-
-    def kinds(self, cat: np.ndarray, name: np.ndarray) -> np.ndarray:
-        out = self.kind[np.where(cat >= 0, cat, self.n)]
-        if self.mtia >= 0:  # MTIA DMA activity is memory traffic
-            sel = (cat == self.mtia) & self.dma[np.where(name >= 0, name, self.n)]
-            out[sel] = classify.Kind.MEMCPY
-        return out
+        self.kinds = classify.KindLookup(table)
 
 
 def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
@@ -100,10 +93,10 @@ def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
         corr = src.read("events", "correlation", a, b)
         kind = look.kinds(cat, name)
         safe = np.where(name >= 0, name, look.n)
-        gpu_activity = np.isin(kind, _GPU_ACTIVITY)
+        gpu_activity = classify.is_gpu_activity(kind)
         cpu_side, gpu_side = _sides(kind)
         step_num = look.step[safe]
-        is_step = (step_num >= 0) & ((kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP))
+        is_step = _is_step(kind, step_num)
         src.append("events", {
             "end_ns": ts + dur,
             "kind": kind,
@@ -127,11 +120,11 @@ def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
         partner = np.full(b - a, -1, dtype=np.int64)
         it = np.full(b - a, -1, dtype=np.int64)
         g = np.flatnonzero(gpu_side & (corr >= 0))
-        pos = _last_equal(cpu_keys, corr[g])
+        pos = link.last_equal(cpu_keys, corr[g])
         found = pos >= 0
         partner[g[found]] = cpu_rows[pos[found]]
         c = np.flatnonzero(cpu_side & (corr >= 0))
-        pos_c = _last_equal(gpu_keys, corr[c])
+        pos_c = link.last_equal(gpu_keys, corr[c])
         partner[c[pos_c >= 0]] = gpu_rows[pos_c[pos_c >= 0]]
         if len(step_ts):
             on_gpu = (kind >= 10) & (kind < 20)
@@ -148,12 +141,16 @@ def _steps(src: Columns, look: _Lookup, a: int, b: int):
     maybe = np.flatnonzero(step_num >= 0)
     if not len(maybe):
         return None
-    kind = look.kinds(cat[maybe], name[maybe])
-    s = maybe[(kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP)]
+    s = maybe[_is_step(look.kinds(cat[maybe], name[maybe]), step_num[maybe])]
     if not len(s):
         return None
     ts = src.read("events", "ts_ns", a, b)[s].astype(np.int64)
     return ts, ts + src.read("events", "dur_ns", a, b)[s], step_num[s]
+
+
+def _is_step(kind: np.ndarray, step_num: np.ndarray) -> np.ndarray:
+    """``ProfilerStep#N`` rows: a step number from the name, on a CPU op or a user annotation."""
+    return (step_num >= 0) & ((kind == classify.Kind.USER_ANNOTATION) | (kind == classify.Kind.CPU_OP))
 
 
 def _sides(kind: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -184,15 +181,6 @@ def _sorted_side(parts: list):
     rows = rows[order] if rows is not None else np.empty(0, np.int64)
     it = take(2) if len(fields) > 2 else None
     return rows, keys, (it[order] if it is not None else None)
-
-
-def _last_equal(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """For each key, the position of the last equal entry of ``sorted_keys`` (the latest row), -1 if none."""
-    if not len(sorted_keys) or not len(keys):
-        return np.full(len(keys), -1, dtype=np.int64)
-    hi = np.searchsorted(sorted_keys, keys, side="right") - 1
-    ok = (hi >= 0) & (sorted_keys[np.clip(hi, 0, None)] == keys)
-    return np.where(ok, hi, -1)
 
 
 def derive_columns(c: dict[str, np.ndarray], table: list[str]) -> dict[str, np.ndarray]:

@@ -12,12 +12,12 @@ from holotrace.errors import RankNotFoundError
 from holotrace.model.derive import derive_columns
 from holotrace.findings import Finding  # noqa: F401  (re-exported: part of the model's API)
 from holotrace.model.strings import StringTable
+from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Job", "RankTrace", "derive_columns"]
-from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
 
 def _widen(name: str, a: np.ndarray) -> np.ndarray:

@@ -29,11 +29,17 @@ def correlate(correlation: np.ndarray, is_cpu_side: np.ndarray, is_gpu_side: np.
 def _last_match(keys: np.ndarray, rows: np.ndarray, row_keys: np.ndarray) -> np.ndarray:
     """For each key, the last (largest) row whose key equals it, -1 if none."""
     order = np.lexsort((rows, row_keys))  # by key, then row
-    sk = row_keys[order]
-    sr = rows[order]
-    hi = np.searchsorted(sk, keys, side="right") - 1
-    ok = (hi >= 0) & (sk[np.clip(hi, 0, None)] == keys)
-    return np.where(ok, sr[np.clip(hi, 0, None)], -1)
+    pos = last_equal(row_keys[order], keys)
+    return np.where(pos >= 0, rows[order][np.clip(pos, 0, None)], -1)
+
+
+def last_equal(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each key, the position of the last entry of ``sorted_keys`` equal to it, -1 if none."""
+    if not len(sorted_keys) or not len(keys):
+        return np.full(len(keys), -1, dtype=np.int64)
+    hi = np.searchsorted(sorted_keys, keys, side="right") - 1
+    ok = (hi >= 0) & (sorted_keys[np.clip(hi, 0, None)] == keys)
+    return np.where(ok, hi, -1)
 
 
 def containing_step(ts: np.ndarray, step_ts: np.ndarray, step_end: np.ndarray, step_num: np.ndarray) -> np.ndarray:

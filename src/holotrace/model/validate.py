@@ -44,7 +44,6 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
     nocat = n_gpu = n_orph = n_il = 0
     first_nocat = first_orph = first_il = -1
     streams = _StreamOverlaps()
-    gpu_kinds = np.array([int(k) for k in classify.GPU_ACTIVITY])
     for a in range(0, n, CHUNK_ROWS):
         b = min(n, a + CHUNK_ROWS)
         cat, kind, partner = c["cat"][a:b], c["kind"][a:b], c["partner"][a:b]
@@ -54,7 +53,7 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
         if k and first_nocat < 0:
             first_nocat = a + int(np.argmin(has))
         nocat += k
-        gpu = np.isin(kind, gpu_kinds)
+        gpu = classify.is_gpu_activity(kind)
         n_gpu += int(gpu.sum())
         orph = gpu & (partner < 0)
         first_orph, n_orph = _first(orph, a, first_orph), n_orph + int(orph.sum())
@@ -107,36 +106,28 @@ class _StreamOverlaps:
         self.unsorted: set = set()
 
     def add(self, rows, pid, stream, ts, end) -> None:
-        pid, stream = pid.astype(np.int64), stream.astype(np.int64)
-        narrow = int(stream.min()) >= -(2**31) and int(stream.max()) < 2**31 and int(np.abs(pid).max()) < 2**31
-        if narrow:  # one int64 per (pid, stream): distinct values by a 1-d sort, rows by comparison (few streams)
-            combined = (pid << 32) | (stream & 0xFFFFFFFF)
-            values = np.unique(combined)
-            keys = [(int(v) >> 32, int(np.int64(v) << 32 >> 32)) for v in values.tolist()]
-            sels = [np.flatnonzero(combined == v) for v in values.tolist()] if len(values) > 1 else [slice(None)]
-        else:
-            u, inv = np.unique(np.stack([pid, stream]), axis=1, return_inverse=True)
-            inv = inv.ravel()
-            keys = list(map(tuple, u.T.tolist()))
-            sels = [np.flatnonzero(inv == k) for k in range(len(keys))]
-        for key, sel in zip(keys, sels):
-            if key in self.unsorted:
-                continue
-            t, e, r = ts[sel], end[sel], rows[sel]
-            prev = self.last.get(key)
-            if prev is not None:
-                t, e = np.concatenate(([prev[0]], t)), np.concatenate(([prev[1]], e))
-                r = np.concatenate(([-1], r))
-            if len(t) > 1 and bool((t[1:] < t[:-1]).any()):
-                self.unsorted.add(key)
-                self.found.pop(key, None)
-                continue
-            ov = t[1:] < e[:-1]
-            cnt, first = self.found.get(key, (0, -1))
-            if ov.any() and first < 0:
-                first = int(r[int(np.argmax(ov)) + 1])
-            self.found[key] = (cnt + int(ov.sum()), first)
-            self.last[key] = (int(t[-1]), int(e[-1]))
+        for p in np.unique(pid).tolist():  # few processes and streams: a loop over them
+            in_p = pid == p
+            for s in np.unique(stream[in_p]).tolist():
+                sel = np.flatnonzero(in_p & (stream == s))
+                self._add((p, s), rows[sel], ts[sel], end[sel])
+
+    def _add(self, key: tuple, r: np.ndarray, t: np.ndarray, e: np.ndarray) -> None:
+        if key in self.unsorted:
+            return
+        prev = self.last.get(key)
+        if prev is not None:
+            t, e, r = np.concatenate(([prev[0]], t)), np.concatenate(([prev[1]], e)), np.concatenate(([-1], r))
+        if len(t) > 1 and bool((t[1:] < t[:-1]).any()):
+            self.unsorted.add(key)
+            self.found.pop(key, None)
+            return
+        ov = t[1:] < e[:-1]
+        cnt, first = self.found.get(key, (0, -1))
+        if ov.any() and first < 0:
+            first = int(r[int(np.argmax(ov)) + 1])
+        self.found[key] = (cnt + int(ov.sum()), first)
+        self.last[key] = (int(t[-1]), int(e[-1]))
 
     def result(self, c: dict, n: int) -> tuple[int, int]:
         """(overlaps, row of the first in (pid, stream, start) order, -1 if none)."""
@@ -150,11 +141,10 @@ class _StreamOverlaps:
 def _sorted_overlaps(c: dict, n: int, key: tuple) -> tuple[int, int]:
     """Overlaps of one stream whose activities are out of start order in the file: its rows sorted."""
     pid, stream = key
-    gpu_kinds = np.array([int(k) for k in classify.GPU_ACTIVITY])
     parts = []
     for a in range(0, n, CHUNK_ROWS):
         b = min(n, a + CHUNK_ROWS)
-        m = (c["pid"][a:b] == pid) & (c["stream"][a:b] == stream) & np.isin(c["kind"][a:b], gpu_kinds)
+        m = (c["pid"][a:b] == pid) & (c["stream"][a:b] == stream) & classify.is_gpu_activity(c["kind"][a:b])
         g = np.flatnonzero(m)
         if len(g):
             parts.append((g + a, c["ts_ns"][a:b][g], c["end_ns"][a:b][g]))

@@ -186,7 +186,7 @@ def _native(job, rank: int) -> RankView:
     n = t.n_events
     i64 = lambda a: np.asarray(a).astype(np.int64)  # noqa: E731  (a copy: views never share the model's memory)
     kind = np.asarray(c["kind"]).astype(np.int8)
-    gpu = np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY])
+    gpu = classify.is_gpu_activity(kind)
     partner = i64(c["partner"])
     has_corr = np.asarray(c["correlation"]) >= 0
     index = i64(c["index"])
