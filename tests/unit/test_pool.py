@@ -112,3 +112,22 @@ def _pid_and_square(x):
 
 def _inverse(x):
     return 1 / x
+
+
+def test_after_a_failure_no_further_item_is_started(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool, "cpu_count", lambda: 2)
+    items = [(str(tmp_path), i) for i in range(40)]
+    with pytest.raises(ZeroDivisionError):
+        pool.run_map(_mark_or_fail, items, 2)
+    assert len(list(tmp_path.iterdir())) < 10  # the rest of the 40 items were never run
+
+
+def _mark_or_fail(item):
+    import time as _time
+
+    folder, i = item
+    if i == 1:
+        raise ZeroDivisionError("item 1")
+    _time.sleep(0.05)
+    open(f"{folder}/{i}", "w").close()
+    return i
