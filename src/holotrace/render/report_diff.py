@@ -12,8 +12,6 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
-import pandas as pd
-
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report import page, table
