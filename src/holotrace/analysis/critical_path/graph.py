@@ -338,7 +338,7 @@ def queue_lengths(view, strings) -> np.ndarray:
 
 def _gpu_pass(g: Graph, view, strings, rules, rows: np.ndarray, edges: _Edges, threshold: float) -> None:
     """Pass 3 (§3.5): GPU operations per stream, launch vs kernel-kernel delays, CUDA syncs."""
-    from holotrace.analysis.critical_path_sync import sync_sources
+    from holotrace.analysis.critical_path.sync import sync_sources
 
     stream, icorr, name, cat = view["stream"], view["index_correlation"], view["name"], view["cat"]
     sid = strings.id
