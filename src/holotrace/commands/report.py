@@ -109,7 +109,7 @@ def _span_ms(view) -> float:
 
 def _critical(view, rank: int, step, enabled: bool) -> dict:
     from holotrace.analysis import critical_path as cpm
-    from holotrace.analysis.what_if import what_if
+    from holotrace.analysis.critical_path.what_if import what_if
 
     if not enabled:
         return {"critical_path": None, "critical_path_note": "left out (--no-critical-path)"}

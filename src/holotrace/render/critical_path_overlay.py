@@ -23,7 +23,7 @@ def overlay_path(cp, trace_path: str, output_dir: str, *, only_critical: bool = 
 
     import numpy as np
 
-    from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType
+    from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, EdgeType
 
     g = cp.graph
     if only_critical:
