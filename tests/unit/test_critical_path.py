@@ -9,8 +9,8 @@ import pytest
 from corpus import shared_or_skip
 import holotrace
 from holotrace.analysis.critical_path import breakdown, critical_path, summary
-from holotrace.analysis.critical_path_graph import EdgeType
-from holotrace.analysis.what_if import what_if
+from holotrace.analysis.critical_path.graph import EdgeType
+from holotrace.analysis.critical_path.what_if import what_if
 from holotrace.model.classify import HTA
 
 ANNO = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from holotrace.analysis.critical_path_longest import dag_longest_path, dag_longest_path_loop
+from holotrace.analysis.critical_path.longest import dag_longest_path, dag_longest_path_loop
 
 
 def _random_graph(rng, dag: bool):

@@ -9,7 +9,7 @@ import pytest
 
 import holotrace
 from holotrace.analysis.critical_path import per_step
-from holotrace.analysis.what_if import what_if
+from holotrace.analysis.critical_path.what_if import what_if
 from tracebuilder import TraceBuilder
 
 

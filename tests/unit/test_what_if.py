@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import holotrace
-from holotrace.analysis.what_if import what_if
+from holotrace.analysis.critical_path.what_if import what_if
 from tracebuilder import TraceBuilder
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"

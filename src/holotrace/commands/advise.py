@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from holotrace.analysis.what_if import what_if
+from holotrace.analysis.critical_path.what_if import what_if
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import critical_path as _cp
-from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, Graph
+from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, Graph
 from holotrace.errors import HolotraceError
 
 try:

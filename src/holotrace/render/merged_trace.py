@@ -119,7 +119,7 @@ def _critical_rows(job, r: int, paths) -> np.ndarray:
 
 def _flow_events(job, r: int, origin: int, gpu_only: bool, paths, first_id: int) -> tuple[list[str], int]:
     """Flow arrows of rank ``r``'s critical paths, ids from ``first_id``; returns (JSON texts, next id)."""
-    from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType
+    from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, EdgeType
 
     t = job.rank(r)
     c = t.columns

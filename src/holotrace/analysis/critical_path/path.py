@@ -1,22 +1,20 @@
 """Critical path of a rank's step: the longest weighted path through the graph of
-:mod:`holotrace.analysis.critical_path_graph`, its breakdown by what bounds it (spec 25 §4-5).
+:mod:`holotrace.analysis.critical_path.graph`, its breakdown by what bounds it (spec 25 §4-5).
 
 Native API::
 
     cp = critical_path(job, rank=0, annotation="ProfilerStep", instance=1)
     cp.success, cp.length, breakdown(cp), summary(cp)
-    per_step(job, rank=0, steps=range(3, 6))       # one row per step and bound_by class
 
 The longest path reproduces ``networkx.dag_longest_path`` (ties: first predecessor in edge insertion order,
 last node = first maximum in networkx's topological order), so HTA's path is found, not only its length; it is
-computed by chain scans in numpy (:mod:`holotrace.analysis.critical_path_longest`).
+computed by chain scans in numpy (:mod:`holotrace.analysis.critical_path.longest`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -24,15 +22,22 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.annotations import shorten_names
-from holotrace.analysis.critical_path_longest import dag_longest_path
-from holotrace.analysis.critical_path_graph import EDGE_TYPE_NAMES, EdgeType, Graph, build_graph, clip, cpu_rows, window
+from holotrace.analysis.critical_path.graph import (
+    EDGE_TYPE_NAMES,
+    EdgeType,
+    Graph,
+    build_graph,
+    clip,
+    window,
+)
+from holotrace.analysis.critical_path.longest import dag_longest_path
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, RuleSet
 from holotrace.model.view import job_view
 
 log = logging.getLogger("holotrace.critical_path")
 
-__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "per_step", "step_paths", "longest_path", "solve", "BOUND_CLASSES"]
+__all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "longest_path", "solve", "BOUND_CLASSES"]
 
 BOUND_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
                  "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
@@ -145,8 +150,7 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
                        for x in names_u], dtype=bool)
     comm = comm_u[inv[op]]
     if pats:
-        test = (lambda x: any(re.search(p, x) for p in pats)) if quirks else (lambda x: any(p in x for p in pats))
-        dl = np.array([test(str(x)) for x in names_u], dtype=bool)[inv[op]]
+        dl = np.array([classify.is_data_loading(str(x), pats, regex=quirks) for x in names_u], dtype=bool)[inv[op]]
     else:
         dl = np.zeros(len(op), dtype=bool)
     cpu = stream < 0
@@ -226,63 +230,3 @@ def summary(cp: CriticalPath) -> pd.Series:
     if df is None:
         raise ValueError("no critical path: the graph was not valid (see the logged errors)")
     return df.groupby("bound_by").duration.sum() / df.duration.sum() * 100
-
-
-def step_paths(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
-               data_load_events: Optional[Sequence[str]] = None):
-    """``(step number, CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers), in
-    time order. Raises ``ValueError`` naming the rank's steps when a requested step is not there."""
-    rules = rules or NATIVE
-    view = job_view(source, rules, ranks=[rank])
-    rv = view[rank]
-    step_rows = _step_rows(rv, view.strings, rules)
-    numbers = [s for s, _ in step_rows]
-    wanted = numbers if steps is None else [int(s) for s in steps]
-    missing = sorted(set(wanted) - set(numbers))
-    if missing:
-        have = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
-        raise ValueError(f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})")
-    for s, row in step_rows:
-        if s not in wanted:
-            continue
-        win = (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
-        rows = clip(rv, view.strings, *win)
-        g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
-        yield s, solve(CriticalPath(g, rv, view.strings, rules, view.unit_ns,
-                                    list(data_load_events) if data_load_events else None))
-
-
-def per_step(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
-             data_load_events: Optional[Sequence[str]] = None, paths: Optional[dict] = None) -> pd.DataFrame:
-    """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
-    class with ``step, bound_by, duration, pct, path_length, zeroed_edges`` (durations in the view's unit;
-    ``zeroed_edges``: negative edge weights of the step's graph set to 0). ``paths``: a dict that receives each
-    step's :class:`CriticalPath`."""
-    out = []
-    for s, cp in step_paths(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events):
-        if paths is not None:
-            paths[s] = cp
-        df = breakdown(cp)
-        if df is None:
-            continue
-        total = df.duration.sum()
-        agg = df.groupby("bound_by").duration.sum()
-        for k, d in agg.items():
-            out.append({"step": s, "bound_by": k, "duration": float(d), "pct": float(d / total * 100) if total else 0.0,
-                        "path_length": float(total), "zeroed_edges": cp.zeroed_edges})
-    return pd.DataFrame(out, columns=["step", "bound_by", "duration", "pct", "path_length", "zeroed_edges"])
-
-
-def _step_rows(rv, strings, rules) -> list[tuple[int, int]]:
-    """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start: one row per step number
-    (the first to start). GPU-timeline copies (``gpu_user_annotation``) are not steps, even when they carry no
-    stream."""
-    nums = np.array([rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
-                     for x in strings.table] + [-1], dtype=np.int64)
-    name = rv["name"]
-    sn = nums[np.where(name >= 0, name, len(nums) - 1)]
-    rows = np.flatnonzero((sn >= 0) & cpu_rows(rv))
-    rows = rows[np.argsort(rv["ts"][rows], kind="stable")]
-    _, first = np.unique(sn[rows], return_index=True)
-    rows = rows[np.sort(first)]
-    return list(zip(sn[rows].tolist(), rows.tolist()))

@@ -25,8 +25,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path import CriticalPath, _step_rows, longest_path, solve
-from holotrace.analysis.critical_path_graph import EdgeType, build_graph, clip
+from holotrace.analysis.critical_path.graph import EdgeType
+from holotrace.analysis.critical_path.path import CriticalPath, longest_path
+from holotrace.analysis.critical_path.steps import step_graphs
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
@@ -43,7 +44,7 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
     has = g.attr >= 0
     name = np.where(has, v["name"][attr], -1)
     op = g.type == EdgeType.OPERATOR_KERNEL
-    launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.CP_QUEUE_LAUNCH_APIS))
+    launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.HTA_LAUNCH_APIS))
     gpu = has & (v["stream"][attr] != -1)
     comm_str = jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool)
     comm = gpu & op & jv.lookup(name, comm_str)
@@ -83,7 +84,7 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
         out["top_kernels"] = scaled(op & np.isin(g.attr, chosen), 1.0 / k)
     if data_load_events:
         pats = list(data_load_events)
-        dl = jv.per_string(lambda s: any(p in s for p in pats), missing=0, dtype=bool)
+        dl = jv.per_string(lambda s: classify.is_data_loading(s, pats), missing=0, dtype=bool)
         out["data_loading"] = scaled(op & has & jv.lookup(name, dl), 0.0)
     return out
 
@@ -149,22 +150,14 @@ def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rul
     """Ranked counterfactual savings per step (see the module docstring)."""
     rules = rules or NATIVE
     jv = job_view(source, rules, ranks=[rank])
-    rv = jv[rank]
-    step_rows = _step_rows(rv, jv.strings, rules)
-    if not step_rows:
-        step_rows = [(-1, -1)]
-    wanted = None if steps is None else {int(s) for s in steps}
     to_us = 1.0 / 1000.0 if jv.unit_ns == 1 else 1.0
     cross = _cross_rank(source, rules, rank, jv)
     out = []
-    for s, row in step_rows:
-        if wanted is not None and s not in wanted:
-            continue
-        win = (float(rv["ts"].min()), float("inf")) if row < 0 else (float(rv["ts"][row]), float(rv["ts"][row] + rv["dur"][row]))
-        g = build_graph(jv, rank, clip(rv, jv.strings, *win), win, rules=rules, data_load_events=data_load_events)
-        cp = solve(CriticalPath(g, rv, jv.strings, rules, jv.unit_ns, list(data_load_events) if data_load_events else None))
+    for s, cp in step_graphs(jv, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events,
+                             whole_rank=True):
         if not cp.success:
             continue
+        g, rv = cp.graph, cp.view
         base = cp.length
         for fix, (mask, weight) in _counterfactuals(cp, jv, cross, k=k, top_n=top_n,
                                                     data_load_events=data_load_events).items():

@@ -1,0 +1,41 @@
+"""Critical paths and what to fix first.
+
+* one rank, HTA's graph (spec 25): :mod:`.graph` (arrays), :mod:`.sync` (its sync edges), :mod:`.longest`
+  (networkx's longest path on arrays), :mod:`.path` (``critical_path``, ``breakdown``, ``summary``),
+  :mod:`.steps` (the one step loop: ``step_graphs``, ``step_paths``, ``per_step``), :mod:`.what_if` (re-timing
+  one rank's step graphs);
+* the whole job (every rank, cross-rank collective edges): :mod:`.collectives` (matching), :mod:`.job_graph`,
+  :mod:`.replay`, :mod:`.job_what_if`, :mod:`.costliest` (which rank costs the job most, and why).
+
+The names below are the single-rank API, kept at the package level.
+"""
+
+from holotrace.analysis.critical_path.path import (
+                                                   BOUND_CLASSES,
+                                                   CriticalPath,
+                                                   breakdown,
+                                                   critical_path,
+                                                   longest_path,
+                                                   solve,
+                                                   summary,
+)
+from holotrace.analysis.critical_path.steps import (
+                                                   per_step,
+                                                   step_graphs,
+                                                   step_paths,
+                                                   step_rows,
+)
+
+__all__ = [
+                                                   "BOUND_CLASSES",
+                                                   "CriticalPath",
+                                                   "breakdown",
+                                                   "critical_path",
+                                                   "longest_path",
+                                                   "per_step",
+                                                   "solve",
+                                                   "step_graphs",
+                                                   "step_paths",
+                                                   "step_rows",
+                                                   "summary",
+]
