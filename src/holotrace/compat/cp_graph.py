@@ -72,6 +72,9 @@ class CPEdge:
     weight: float = 0
 
 
+_CLASSES = {"CPNode": CPNode, "CPEdge": CPEdge, "CPEdgeType": CPEdgeType}  # HTA's class names in saved files
+
+
 def _lazy(descriptor, name: str):
     """networkx's resetting descriptor for ``name``, which first fills the graph from the arrays when read."""
 
@@ -218,7 +221,7 @@ class CPGraph(nx.DiGraph):
         that path."""
         from holotrace.compat import cp_graph_files
 
-        return cp_graph_files.write(self, out_dir)
+        return cp_graph_files.write(self, out_dir, _CLASSES)
 
 
 def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
@@ -227,7 +230,7 @@ def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
     from holotrace.compat import cp_graph_files
 
     view = _view_of(t_full)
-    cp, saved = cp_graph_files.read(zip_filename, view, rank)
+    cp, saved = cp_graph_files.read(zip_filename, view, rank, _CLASSES)
     if int(saved) != int(rank):
         raise ValueError(f"{zip_filename}: saved for rank {saved}, not rank {rank}; pass rank={saved}")
     return CPGraph(cp, rank)

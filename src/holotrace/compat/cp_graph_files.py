@@ -50,18 +50,17 @@ class CPGraphData:
     edge_to_event_map: Dict[Tuple[int, int], int]
 
 
-def _hta_names():
-    from holotrace.compat.cp_graph import CPEdge, CPEdgeType, CPNode
-
-    return {CPNode: "CPNode", CPEdge: "CPEdge", CPEdgeType: "CPEdgeType", CPGraphData: "_CPGraphData"}
+def _hta_names(classes: dict) -> dict:
+    """``{holotrace class: HTA class name}`` from the caller's ``{"CPNode": cls, "CPEdge": ..., "CPEdgeType": ...}``."""
+    return {**{cls: name for name, cls in classes.items()}, CPGraphData: "_CPGraphData"}
 
 
 class _HtaPickler(pickle._Pickler):
     """Pickles holotrace's CPNode/CPEdge/CPEdgeType/CPGraphData under HTA's class names."""
 
-    def __init__(self, f):
+    def __init__(self, f, names: dict):
         super().__init__(f, protocol=4)
-        self._names = _hta_names()
+        self._names = names
 
     def save_global(self, obj, name=None):
         hta = self._names.get(obj)
@@ -78,11 +77,13 @@ class _HtaUnpickler(pickle.Unpickler):
 
     _BUILTINS = {"set", "frozenset", "list", "dict", "tuple", "int", "float", "bool", "str", "complex"}
 
+    def __init__(self, f, names: dict):
+        super().__init__(f)
+        self._by_name = {v: k for k, v in names.items()}
+
     def find_class(self, module, name):
-        if module == HTA_MODULE:
-            by_name = {v: k for k, v in _hta_names().items()}
-            if name in by_name:
-                return by_name[name]
+        if module == HTA_MODULE and name in self._by_name:
+            return self._by_name[name]
         if module == "builtins" and name in self._BUILTINS:
             return getattr(__import__("builtins"), name)
         if module in ("numpy", "numpy.core.multiarray", "numpy._core.multiarray") and name in ("scalar", "dtype"):
@@ -95,8 +96,9 @@ def _np_scalar(dtype, data=b""):
     return np.frombuffer(data, dtype=dtype, count=1)[0].item()
 
 
-def write(graph, out_dir: str) -> str:
-    """Save ``graph`` (a :class:`~holotrace.compat.cp_graph.CPGraph`) as HTA does; returns ``<out_dir>.zip``."""
+def write(graph, out_dir: str, classes: dict) -> str:
+    """Save ``graph`` (a :class:`~holotrace.compat.cp_graph.CPGraph`) as HTA does; returns ``<out_dir>.zip``.
+    ``classes``: the node, edge and edge-type classes, by HTA's names."""
     cp, g = graph.cp, graph.cp.graph
     out = out_dir.rstrip("/\\") or out_dir
     os.makedirs(os.path.expanduser(out), exist_ok=True)
@@ -118,7 +120,7 @@ def write(graph, out_dir: str) -> str:
                        graph.edge_to_event_map)
     for key, obj in (("cp_graph.pkl", link), ("cp_data.pkl", data)):
         with open(os.path.expanduser(paths[key]), "wb") as f:
-            _HtaPickler(f).dump(obj)
+            _HtaPickler(f, _hta_names(classes)).dump(obj)
     arrays = {k: getattr(g, k) for k in _ARRAYS}
     arrays.update(graph_weight=cp.graph_weight, path_nodes=cp.path_nodes, path_edges=cp.path_edges)
     with open(os.path.expanduser(paths["graph.npz"]), "wb") as f:
@@ -139,7 +141,7 @@ def _as_py(a) -> list:
     return a.astype(np.int64).tolist() if np.array_equal(a, np.rint(a)) else a.tolist()
 
 
-def read(zip_filename: str, view, rank: int):
+def read(zip_filename: str, view, rank: int, classes: dict):
     """``(CriticalPath, saved rank)`` from a zip written by :func:`write` or by HTA's ``CPGraph.save``."""
     from holotrace.model import classify
 
@@ -153,8 +155,8 @@ def read(zip_filename: str, view, rank: int):
         if missing:
             raise HolotraceError(f"{zip_filename}: not a saved critical-path graph (missing {sorted(missing)})",
                                  fix="pass a zip written by CPGraph.save (holotrace's or HTA's)")
-        link = _HtaUnpickler(io.BytesIO(z.read(names["cp_graph.pkl"]))).load()
-        data = _HtaUnpickler(io.BytesIO(z.read(names["cp_data.pkl"]))).load()
+        link = _HtaUnpickler(io.BytesIO(z.read(names["cp_graph.pkl"])), _hta_names(classes)).load()
+        data = _HtaUnpickler(io.BytesIO(z.read(names["cp_data.pkl"])), _hta_names(classes)).load()
         trace = pd.read_csv(io.BytesIO(z.read(names["trace_data.csv"])), usecols=["index", "ts"])
     return _from_hta(link, data, trace, view, rank, classify.HTA), rank
 
