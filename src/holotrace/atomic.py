@@ -22,10 +22,80 @@ from typing import Callable, Optional
 
 from holotrace.errors import OutputError
 
-__all__ = ["write_atomic", "write_bytes", "fsync_dir", "write_error", "check_file", "check_folder", "TMP_PREFIX"]
+__all__ = ["temp_name", "sweep", "write_atomic", "write_bytes", "fsync_dir", "write_error", "check_file", "check_folder", "TMP_PREFIX", "kill_point"]
 
 TMP_PREFIX = ".tmp-"  # temporary files (and folders) being written: never read, removed by the writer on failure
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def temp_name(stem: str = "") -> str:
+    """A temporary name no other process uses: ``.tmp-<host>-<pid>-<stem>-<random>`` (:func:`sweep` reads it)."""
+    import socket
+
+    host = socket.gethostname().replace("-", "_") or "host"
+    return f"{TMP_PREFIX}{host}-{os.getpid()}-{stem}{'-' if stem else ''}{os.urandom(4).hex()}"
+
+
+def sweep(folder) -> int:
+    """Remove the temporary files and folders that processes of this machine left in ``folder`` when they were
+    killed (their process is gone); returns how many. Those of live processes or other machines stay."""
+    import socket
+
+    host = socket.gethostname().replace("-", "_") or "host"
+    n = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        parts = name[len(TMP_PREFIX):].split("-")
+        if not name.startswith(TMP_PREFIX) or len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+            continue  # its process still runs
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        p = Path(folder) / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            try:
+                p.unlink()
+            except OSError:
+                continue
+        n += 1
+    return n
+
+
+# the fault-injection tests' hook: HOLOTRACE_KILL_AT="point:n" kills the run (SIGKILL to this process's group: the
+# command and its workers) the n-th time a process of it reaches ``point``; "point:n:worker" kills only a pool worker
+# that reaches it (tests/reliability/); unset, a call costs one comparison
+_KILL_AT = os.environ.get("HOLOTRACE_KILL_AT")
+_hits: dict = {}
+
+
+def kill_point(name: str) -> None:
+    """A place where a kill must leave nothing half-written: the fault-injection tests kill the process here."""
+    if _KILL_AT is None:
+        return
+    point, n, who = (_KILL_AT.split(":") + ["1", "run"])[:3]
+    if point != name:
+        return
+    import multiprocessing
+    import signal
+
+    worker = multiprocessing.parent_process() is not None
+    if who == "worker" and not worker:
+        return
+    _hits[name] = _hits.get(name, 0) + 1
+    if _hits[name] != int(n or 1):
+        return
+    if who == "worker":
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
 def _mb(n: int) -> str:
@@ -78,9 +148,10 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
     dst = Path(dst)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=str(dst.parent))
+        fd, tmp = tempfile.mkstemp(prefix=temp_name() + "-", dir=str(dst.parent))
         with os.fdopen(fd, "wb") as fh:
             write(fh)
+            kill_point("write")
             fh.flush()
             os.fsync(fh.fileno())
         if mode is None:
@@ -88,6 +159,7 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
             os.umask(umask)
             mode = 0o666 & ~umask
         os.chmod(tmp, mode)
+        kill_point("rename")
         os.replace(tmp, dst)
         tmp = None
     except OSError as e:

@@ -78,6 +78,8 @@ class FindingCode(str, Enum):
                   "files disagree on world_size or backend: they come from different jobs")
     MISSING_RANKS = ("missing_ranks", _E, True, True,
                      "ranks below world_size have no trace file")
+    INCOMPLETE_INGEST = ("incomplete_ingest", _E, True, True,
+                         "an ingest run into this folder stopped before it finished: ranks it was to write are missing")
     RANK_OUT_OF_RANGE = ("rank_out_of_range", _E, True, True,
                          "a rank is not below the job's world_size")
     # -- decoding one file (ingest.decode)

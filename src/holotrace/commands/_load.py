@@ -9,7 +9,8 @@ from holotrace.model.job import Job
 
 
 def add_load_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="folder of per-rank trace files, or one trace file (.json or .json.gz)")
+    p.add_argument("path", help="folder of per-rank trace files, one trace file (.json or .json.gz), or a folder written by "
+                                "'holotrace ingest'")
     g = p.add_argument_group("loading")
     g.add_argument("--strict", action="store_true", help="fail on missing/duplicated/mixed ranks or damaged files instead of reporting them")
     g.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
@@ -42,18 +43,42 @@ def executor_of(args: argparse.Namespace):
     return get_executor(name, address=getattr(args, "ray_address", None), workers=getattr(args, "workers", None))
 
 
+def load_path(path, **options) -> Job:
+    """The one resolver of a command's PATH: a folder written by ``holotrace ingest`` is read back as the job it
+    holds; anything else (a trace folder, a file, a list of files) is :func:`holotrace.load` with ``options``."""
+    from holotrace.scale.store import is_ingest_folder
+
+    if isinstance(path, (list, tuple)) or not is_ingest_folder(path):
+        return load(path, **options)
+    from holotrace.scale.ingested import load_ingested
+
+    if options.get("all_args"):
+        from holotrace.errors import AnalysisError
+
+        raise AnalysisError("an ingest folder does not keep every event's raw args, which this command reads", path=path,
+                            fix="run it on the trace folder the folder was ingested from")
+    job = load_ingested(path)
+    if options.get("strict"):
+        from holotrace.errors import JobConsistencyError
+
+        serious = [x for x in job.findings if x.severity == "error"]
+        if serious:
+            raise JobConsistencyError(serious[0].message, path=serious[0].file or path,
+                                      fix="read without --strict to get the valid part and every finding")
+    return job
+
+
 def load_job(args: argparse.Namespace) -> Job:
+    opts = dict(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+                progress_bar=False if getattr(args, "quiet", False) else None)
     ex = executor_of(args)
     if ex is not None:
         from holotrace.exec.pool import use_executor
 
         with ex, use_executor(ex):
-            job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                       progress_bar=False if getattr(args, "quiet", False) else None)
+            job = load_path(args.path, **opts)
         return select_job(job, args)
-    job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-               progress_bar=False if getattr(args, "quiet", False) else None)
-    return select_job(job, args)
+    return select_job(load_path(args.path, **opts), args)
 
 
 def select_job(job: Job, args: argparse.Namespace) -> Job:

@@ -16,7 +16,7 @@ from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, select_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
-from holotrace.loader import load
+from holotrace.commands._load import load_path as load
 from holotrace.model.classify import NATIVE
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]

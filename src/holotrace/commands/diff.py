@@ -19,7 +19,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
-from holotrace.loader import load
+from holotrace.commands._load import load_path as load
 from holotrace.model.classify import NATIVE
 from holotrace.model.filter import parse_int_ranges
 

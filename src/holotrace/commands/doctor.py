@@ -26,7 +26,9 @@ def _verify(args: argparse.Namespace) -> dict:
     from holotrace.loader import CACHE_TAG
 
     out = {"ok": 0, "stale": [], "absent": 0}
-    if args.no_cache:
+    from holotrace.scale.store import is_ingest_folder
+
+    if args.no_cache or is_ingest_folder(args.path):
         return out
     cdir = cache.resolve_dir(args.cache_dir)
     for f in discover(args.path).files:

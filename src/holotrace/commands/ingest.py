@@ -45,10 +45,11 @@ def run(args: argparse.Namespace) -> int:
     with get_executor(args.executor, address=args.ray_address, workers=args.workers) as ex:
         res = ingest(args.path, args.output, executor=ex, ranks=ranks, cache=args.cache_dir is not None, cache_dir=args.cache_dir,
                      progress_bar=False if args.quiet else None)
-    if not res["ranks"] and not res["failed"]:
+    if not res["ranks"] and not res["failed"] and not res.get("kept"):
         raise AnalysisError(f"--ranks {args.ranks} selects no trace file", path=args.path, fix="check the job's ranks with holotrace info PATH")
     failed = pd.DataFrame(res["failed"], columns=["rank", "file", "problem"])
-    lines = [f"ingested {len(res['ranks'])} rank(s) into {args.output}" + (f"; {len(failed)} could not be read" if len(failed) else ""),
+    kept = f"; {len(res['kept'])} already there from the same file(s), kept" if res.get("kept") else ""
+    lines = [f"ingested {len(res['ranks'])} rank(s) into {args.output}" + kept + (f"; {len(failed)} could not be read" if len(failed) else ""),
              f"next: holotrace summary {args.output}"]
     report = Report(title="holotrace ingest", header=[f"job     {args.path}"],
                     sections=[Section("ingest", "Ingested", pd.DataFrame(), lines=lines),

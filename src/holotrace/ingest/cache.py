@@ -39,6 +39,7 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
+from holotrace.atomic import kill_point
 from holotrace.errors import HolotraceError
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
@@ -267,7 +268,11 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
             return None  # the file changed while it was hashed
         if all_args and d.raw_args is not None:
             (work / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
-        (work / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")  # last: an entry without it is no entry
+        with open(work / "info.json", "w", encoding="utf-8") as fh:  # last: an entry without it is no entry
+            fh.write(json.dumps(info, default=str))
+            fh.flush()
+            os.fsync(fh.fileno())  # the columns need not be: their CRC-32 is checked on every read
+        kill_point("cache")
         old = None
         if entry.exists():
             old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"

@@ -26,6 +26,8 @@ from holotrace.analysis.reduce import Reducer
 from holotrace.errors import HolotraceError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed
 from holotrace.findings import Finding, FindingCode, rank_ranges
+from holotrace.atomic import sweep
+from holotrace.ingest.cache import fingerprint
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
 from holotrace.model.job import Job
@@ -51,6 +53,7 @@ def summarize_file(task: tuple):
     """Task: one file → its rank's summary (model facts and findings in ``info``); a :class:`_Failed` when the
     file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
     path, rank, use_cache, cache_dir, out = task
+    source = fingerprint(path) if out is not None else None  # the file as it is read: its rank folder records it
     t0 = time.perf_counter()
     try:
         one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
@@ -69,7 +72,7 @@ def summarize_file(task: tuple):
                    "findings_decode": [dataclasses.replace(f, rank=rank).as_dict() for f in decode],
                    "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks]})
     if out is not None:
-        store.write_rank(Path(out), t, one.strings, s)
+        store.write_rank(Path(out), t, one.strings, s, source)
     else:
         s.info["summary_bytes"] = len(store.summary_to_bytes(s))
     s.info["map_seconds"] = round(time.perf_counter() - t0, 4)
@@ -199,27 +202,79 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
            cache_dir=None, progress_bar: Optional[bool] = None) -> dict:
     """Write each selected rank's tables and summary under ``output`` (see :mod:`holotrace.scale.store`).
 
-    Returns ``{"ranks": written, "failed": [(rank, file, problem)], "bytes": summary bytes per rank}``.
+    The run's manifest is written first (``"status": "running"``) and marked complete at the end, so a run that
+    is killed leaves a folder that names what it lacks. Ranks whose folder was already written from the file as
+    it is now are skipped: running the same command again does only what is missing.
+
+    Returns ``{"ranks": written, "failed": [(rank, file, problem)], "kept": ranks already ingested}``.
     """
     out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
     found = discover(path)
     files = _select(found.files, ranks)
+    out.mkdir(parents=True, exist_ok=True)
+    sweep(out)  # what killed runs of this machine left half-written
     t0 = time.perf_counter()
-    tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in files]
+    sel = [f.rank for f in files]
+    where = [str(Path(p).absolute()) for p in path] if isinstance(path, (list, tuple)) else str(Path(path).absolute())
+    manifest = {"path": where, "world_size": _found_world(found), "job_ranks": [f.rank for f in found.files],
+                "ranks": sel, "files": {str(f.rank): f.path for f in files}, "status": "running",
+                "findings": [x.as_dict() for x in found.findings], "executor": executor.name if executor else "local"}
+    mpath = store.write_manifest(out, manifest, min(sel) if sel else 0, max(sel) if sel else 0)
+    fresh = {f.rank for f in files if _ingested_from(store.rank_source(store.rank_dir(out, f.rank)), f.path)}
+    todo = [f for f in files if f.rank not in fresh]
+    kept = [f.rank for f in files if f.rank in fresh]
+    tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in todo]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
-    failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(files, results) if not isinstance(r, RankSummary)]
+    failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(todo, results) if not isinstance(r, RankSummary)]
     for r, f, problem in failed:
         if isinstance(problem, str) and not store.rank_dir(out, r).is_dir():
             store.write_failure(out, r, f, problem)
-    sel = [f.rank for f in files]
-    manifest = {"path": str(path), "world_size": _found_world(found), "job_ranks": [f.rank for f in found.files],
-                "ranks": sel, "files": {str(f.rank): f.path for f in files},
-                "findings": [x.as_dict() for x in found.findings], "seconds": round(time.perf_counter() - t0, 3),
-                "executor": executor.name if executor else "local"}
-    store.write_manifest(out, manifest, min(sel) if sel else 0, max(sel) if sel else 0)
-    return {"ranks": written, "failed": failed}
+    manifest.update(status="complete", seconds=round(time.perf_counter() - t0, 3), written=written, kept=kept)
+    store.write_manifest(out, manifest, 0, 0, path=mpath)
+    return {"ranks": written, "failed": failed, "kept": kept}
+
+
+def missing_finding(manifests: list, folder, missing: list) -> Finding:
+    """``incomplete_ingest`` when a run that stopped before it finished (or is still going) was to write some of
+    ``missing``, else ``missing_ranks``: either names the ranks and the exact command that ingests them."""
+    cmd = resume_command(manifests, folder, missing)
+    unfinished = [m for m in manifests if m.get("status", "complete") != "complete" and set(m.get("ranks", ())) & set(missing)]
+    if unfinished:
+        return Finding.of(FindingCode.INCOMPLETE_INGEST,
+                          f"an ingest run stopped before it finished (or is still running): {len(missing)} rank(s) have no "
+                          f"ingested summary: {rank_ranges(missing)}; resume with: {cmd}; cross-rank numbers cover only the "
+                          f"ingested ranks", count=len(missing))
+    return Finding.of(FindingCode.MISSING_RANKS,
+                      f"{len(missing)} rank(s) of the job have no ingested summary in this folder: {rank_ranges(missing)}; "
+                      f"ingest them with: {cmd}; cross-rank numbers cover only the ingested ranks", count=len(missing))
+
+
+def manifest_findings(manifests: list) -> list:
+    """What discovery found, from the runs' manifests: every run discovered the same job, so each finding once."""
+    seen, out = set(), []
+    for m in manifests:
+        for d in m.get("findings", []):
+            key = (d["code"], d["message"])
+            if key not in seen:
+                seen.add(key)
+                out.append(_finding(d))
+    return out
+
+
+def _ingested_from(source: Optional[dict], path: str) -> bool:
+    """A rank folder written from ``path`` as the file is now."""
+    return bool(source) and source == fingerprint(path)
+
+
+def resume_command(manifests: list, folder, ranks: list) -> str:
+    """The exact command that ingests ``ranks`` into ``folder`` (from the job the manifests name)."""
+    import shlex
+
+    src = next((m.get("path") for m in manifests if m.get("path")), "PATH")
+    srcs = src if isinstance(src, list) else [src]
+    return " ".join(["holotrace", "ingest", *map(shlex.quote, map(str, srcs)), "--output", shlex.quote(str(folder)),
+                     "--ranks", rank_ranges(ranks).replace(" ", "")])
 
 
 def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10) -> JobSummary:
@@ -230,13 +285,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     job_ranks = sorted({int(r) for m in manifests for r in m.get("job_ranks", [])})
     if want is not None:
         job_ranks = [r for r in job_ranks if r in want]
-    seen, found_findings = set(), []
-    for m in manifests:  # every run discovered the same job: each finding once
-        for d in m.get("findings", []):
-            key = (d["code"], d["message"])
-            if key not in seen:
-                seen.add(key)
-                found_findings.append(_finding(d))
+    found_findings = manifest_findings(manifests)
     reducer, summaries = Reducer(), []
     for r, f in summary_files:  # one summary in memory at a time
         data = f.read_bytes()
@@ -248,10 +297,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     have = {s.rank for s in summaries} | {int(f["rank"]) for f in failures}
     missing = [r for r in job_ranks if r not in have]
     if missing:
-        found_findings.append(Finding.of(FindingCode.MISSING_RANKS,
-                                         f"{len(missing)} rank(s) of the job have no ingested summary in this folder: {rank_ranges(missing)}; "
-                                         f"ingest them (holotrace ingest PATH --output DIR --ranks {rank_ranges(missing).replace(' ', '')}); "
-                                         f"cross-rank numbers cover only the ingested ranks", count=len(missing)))
+        found_findings.append(missing_finding(manifests, folder, missing))
     files = {s.rank: s.info.get("file", "") for s in summaries}
     files.update({int(f["rank"]): f["file"] for f in failures})
     order = sorted(files)

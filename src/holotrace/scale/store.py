@@ -16,8 +16,10 @@ at once: every file they write has a name of its own.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Optional
@@ -27,12 +29,15 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from holotrace.analysis.rank_summary import RankSummary
+from holotrace.atomic import fsync_dir, kill_point, temp_name, write_bytes, write_error
 from holotrace.errors import TraceFormatError, TraceNotFoundError
 
 __all__ = ["write_rank", "write_failure", "write_manifest", "read_folder", "is_ingest_folder", "rank_dir", "summary_to_bytes",
            "summary_from_bytes"]
 
 FORMAT = 1
+_RANK_DIR = re.compile(r"^rank-(\d{6})$")
+_RANK_FAILED = re.compile(r"^rank-(\d{6})\.failed\.json$")
 _OPTS = ipc.IpcWriteOptions(compression="lz4")
 
 
@@ -93,11 +98,15 @@ def summary_from_bytes(data: bytes, where: str = "") -> RankSummary:
                                fix="ingest this rank again (holotrace ingest PATH --output DIR --ranks R)") from None
 
 
-def write_rank(out: Path, trace, strings, summary: RankSummary) -> Path:
-    """Write one rank's tables and summary under ``out`` (atomically: a temporary folder renamed)."""
+def write_rank(out: Path, trace, strings, summary: RankSummary, source: Optional[dict] = None) -> Path:
+    """Write one rank's tables and summary under ``out``, atomically: every file is written and flushed to the
+    disk in a hidden temporary folder, which is then renamed into place. ``source``: the trace file's
+    fingerprint (``trace.json`` keeps it, so that a later run skips a rank already ingested from that file).
+
+    A rank folder another run put there meanwhile (two runs over overlapping ranges) is kept: both were made
+    from the same file. A stale one (its file changed since) is replaced."""
     final = rank_dir(out, summary.rank)
-    tmp = final.with_name(final.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = Path(out) / temp_name(final.name)
     tmp.mkdir(parents=True)
     try:
         _write_table(tmp / "events.arrow", pa.table(dict(trace.columns)))
@@ -107,24 +116,75 @@ def write_rank(out: Path, trace, strings, summary: RankSummary) -> Path:
                 _write_table(tmp / f"{name}.arrow", pa.Table.from_pandas(side, preserve_index=False))
         _write_table(tmp / "strings.arrow", pa.table({"string": pa.array(list(strings.table), type=pa.string())}))
         (tmp / "summary.arrow").write_bytes(summary_to_bytes(summary))
-    except BaseException:
+        facts = {"rank": int(summary.rank), "file": str(trace.file), "meta": trace.meta, "ts_is_float": bool(trace.ts_is_float),
+                 "n_trace_events": int(trace.n_trace_events), "phase_counts": dict(trace.phase_counts),
+                 "format": trace.format, "source": source}
+        (tmp / "trace.json").write_text(json.dumps(facts, default=str), encoding="utf-8")  # last: a rank folder is whole with it
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        fsync_dir(tmp)
+        kill_point("rank")
+        _put(tmp, final, source)
+    except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)  # no half-written rank folder is left behind
+        raise write_error(e, final) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
-    shutil.rmtree(final, ignore_errors=True)
     failed = final.with_name(final.name + ".failed.json")
-    if failed.exists():
+    try:
         failed.unlink()
-    os.replace(tmp, final)
+    except FileNotFoundError:
+        pass
+    fsync_dir(out)
     return final
 
 
+def _put(tmp: Path, final: Path, source: Optional[dict]) -> None:
+    """Rename the whole folder ``tmp`` to ``final``: a fresh folder of another run there is kept, a stale one replaced."""
+    for _ in range(3):
+        try:
+            os.rename(tmp, final)
+            return
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR):
+                raise
+        if source is not None and rank_source(final) == source:
+            shutil.rmtree(tmp, ignore_errors=True)  # another run wrote this rank from the same file: keep theirs
+            return
+        old = final.with_name(temp_name("old_" + final.name))
+        try:
+            os.rename(final, old)
+        except FileNotFoundError:
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+    os.rename(tmp, final)
+
+
+def rank_source(folder: Path) -> Optional[dict]:
+    """The fingerprint of the file a whole rank folder was written from (None: not whole, or written before it was kept)."""
+    try:
+        facts = json.loads((Path(folder) / "trace.json").read_text(encoding="utf-8"))
+        return facts.get("source") if (Path(folder) / "summary.arrow").is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def write_failure(out: Path, rank: int, file: str, problem: str) -> None:
-    (Path(out) / f"rank-{int(rank):06d}.failed.json").write_text(json.dumps({"rank": int(rank), "file": file, "problem": problem}))
+    write_bytes(Path(out) / f"rank-{int(rank):06d}.failed.json",
+                json.dumps({"rank": int(rank), "file": file, "problem": problem}).encode())
 
 
-def write_manifest(out: Path, manifest: dict, first: int, last: int) -> Path:
-    p = Path(out) / f"ingest-{first}-{last}-{os.getpid()}.json"
-    p.write_text(json.dumps(manifest, indent=1))
+def manifest_path(out: Path, first: int, last: int) -> Path:
+    """A name of its own for one ingest run's manifest (runs on several machines may share a pid)."""
+    return Path(out) / f"ingest-{first}-{last}-{os.getpid()}-{os.urandom(3).hex()}.json"
+
+
+def write_manifest(out: Path, manifest: dict, first: int, last: int, path: Optional[Path] = None) -> Path:
+    """Write (or, with ``path``, rewrite) one run's manifest atomically."""
+    p = path or manifest_path(out, first, last)
+    write_bytes(p, json.dumps(manifest, indent=1).encode())
     return p
 
 
@@ -138,19 +198,22 @@ def read_folder(folder, ranks: Optional[set] = None) -> tuple[list[dict], list[t
     manifests = []
     for m in sorted(p.glob("ingest-*.json")):
         try:
-            manifests.append(json.loads(m.read_text()))
+            manifests.append(dict(json.loads(m.read_text()), _file=m.name))
         except (OSError, ValueError) as e:
             raise TraceFormatError(f"unreadable ingest manifest: {e}", path=str(m), fix="ingest again") from None
     summaries, failures = [], []
-    for d in sorted(p.glob("rank-*")):
-        try:
-            r = int(d.name.split("-")[1].split(".")[0])
-        except (IndexError, ValueError):
+    for d in sorted(p.glob("rank-*")):  # only whole rank folders: temporary ones are hidden (a leading dot)
+        m = _RANK_DIR.match(d.name) or _RANK_FAILED.match(d.name)
+        if m is None:
             continue
+        r = int(m.group(1))
         if ranks is not None and r not in ranks:
             continue
         if d.is_dir() and (d / "summary.arrow").is_file():
             summaries.append((r, d / "summary.arrow"))
         elif d.name.endswith(".failed.json") and not rank_dir(p, r).is_dir():
-            failures.append(json.loads(d.read_text()))
+            try:
+                failures.append(json.loads(d.read_text()))
+            except (OSError, ValueError):
+                continue
     return manifests, summaries, failures
