@@ -441,7 +441,8 @@ def test_parse_trace_file_and_helpers(filter_dir):
     # HTA parse_trace_file(...): rank 0, 4810 x 30, ts 1682725898236567, ...569 (absolute), index 0, 1,
     # last iteration 552, 2408 rows with index_correlation > 0
     assert meta["distributedInfo"]["rank"] == 0 and df.shape == (4810, 30)
-    assert df["ts"].iloc[:2].tolist() == [1682725898236567, 1682725898236569] and df["index"].iloc[:2].tolist() == [0, 1]
+    assert df["ts"].iloc[:2].tolist() == [1682725898236567, 1682725898236569]
+    assert df["index"].iloc[:2].tolist() == [0, 1]
     assert int(df["iteration"].max()) == 552 and int((df["index_correlation"] > 0).sum()) == 2408
     c = get_cpu_gpu_correlation(df)  # HTA: 1204 pairs, first (2402, 2403), (2404, 2405)
     assert len(c) == 1204 and c.iloc[:2].values.tolist() == [[2402, 2403], [2404, 2405]]
