@@ -146,10 +146,11 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
     ``open`` would make them, under the umask).
     """
     dst = Path(dst)
-    tmp = None
+    tmp = fh = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=temp_name() + "-", dir=str(dst.parent))
-        with os.fdopen(fd, "wb") as fh:
+        with os.fdopen(fd, "wb") as raw:
+            fh = _Counting(raw)
             write(fh)
             kill_point("write")
             fh.flush()
@@ -163,7 +164,7 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
         os.replace(tmp, dst)
         tmp = None
     except OSError as e:
-        raise write_error(e, dst, needed) from None
+        raise write_error(e, dst, needed or (fh.n if fh is not None else None)) from None
     finally:
         if tmp is not None:
             try:
@@ -171,6 +172,20 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
             except OSError:
                 pass
     fsync_dir(dst.parent)
+
+
+class _Counting:
+    """A binary file that counts the bytes it was asked to write (the room a failed write needed, at least)."""
+
+    def __init__(self, fh):
+        self._fh, self.n = fh, 0
+
+    def write(self, data) -> int:
+        self.n += len(memoryview(data).cast("B")) if not isinstance(data, (bytes, bytearray)) else len(data)
+        return self._fh.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
 
 
 def write_bytes(dst, data: bytes, *, mode: Optional[int] = None) -> int:

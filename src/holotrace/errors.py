@@ -63,3 +63,8 @@ class PlottingUnavailableError(HolotraceError, ImportError):
 class OutputError(HolotraceError, OSError):
     """An output cannot be written: its destination is unusable (a missing or read-only folder, a folder where a
     file is meant, a device) or the write failed (disk full, the file-size limit)."""
+
+
+class NoRoomError(OutputError, TraceReadError):
+    """A file could be read but its decoded columns could not be written (the disk full, the file-size limit):
+    no fault of the file."""

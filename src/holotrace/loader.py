@@ -260,7 +260,9 @@ def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
 
 
 def _no_room(e: SpillError, path) -> TraceReadError:
-    return TraceReadError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
+    from holotrace.errors import NoRoomError
+
+    return NoRoomError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
                           fix="free disk space there, or point TMPDIR at a writable folder with room")
 
 

@@ -45,12 +45,13 @@ from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 3  # layout of an entry: bump when it changes
+CACHE_VERSION = 4  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
 _LEGACY = {f"{t}.arrow" for t in TABLES}  # files of entries of earlier versions (cleared like the others)
-_ENTRY_FILES = frozenset({"info.json", "raw_args.json", COLUMNS} | _LEGACY)
+RAW_ARGS = "raw_args.json.gz"  # every event's raw args, kept once a load asked for them (gzip)
+_ENTRY_FILES = frozenset({"info.json", "raw_args.json", RAW_ARGS, COLUMNS} | _LEGACY)
 _EDGE = 64 * 1024  # bytes of a trace's head and tail hashed into its fingerprint
 
 
@@ -128,10 +129,12 @@ def _claim(d: Path) -> bool:
 
 
 def key_for(path: str | Path, all_args: bool = False, tag: str = "") -> str:
-    """Name of a file's entry: its absolute path, the decoder format, the entry layout, ``tag`` (the
-    caller's version of what it derives and stores beside the decoded columns) and ``all_args``."""
+    """Name of a file's entry: its absolute path, the decoder format, the entry layout and ``tag`` (the
+    caller's version of what it derives and stores beside the decoded columns). One entry per file whatever
+    the load asked for: ``all_args`` does not change the name (an entry keeps the raw args once a load asked
+    for them)."""
     p = Path(path).resolve()
-    text = f"{p}|v{FORMAT_VERSION}.{CACHE_VERSION}.{tag}|{int(all_args)}"
+    text = f"{p}|v{FORMAT_VERSION}.{CACHE_VERSION}.{tag}"
     return hashlib.sha1(text.encode()).hexdigest()[:24]
 
 
@@ -181,7 +184,11 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
         return None
     raw_args = None
     if all_args:
-        raw_args = json.loads((entry / "raw_args.json").read_text(encoding="utf-8"))
+        if not info.get("raw_args"):
+            return None  # decoded without them: decoded again with them, and the entry replaced
+        import gzip
+
+        raw_args = json.loads(gzip.decompress((entry / RAW_ARGS).read_bytes()))
         if not isinstance(raw_args, list) or len(raw_args) != info["layout"]["events"]["ts_ns"][1]:
             return None
     return DecodedFile(
@@ -266,8 +273,11 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
         }
         if fingerprint(d.path) != now:
             return None  # the file changed while it was hashed
-        if all_args and d.raw_args is not None:
-            (work / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
+        if d.raw_args is not None:
+            import gzip
+
+            (work / RAW_ARGS).write_bytes(gzip.compress(json.dumps(d.raw_args).encode("utf-8"), compresslevel=1))
+            info["raw_args"] = True
         with open(work / "info.json", "w", encoding="utf-8") as fh:  # last: an entry without it is no entry
             fh.write(json.dumps(info, default=str))
             fh.flush()
@@ -326,6 +336,34 @@ def _remove(entry: Path, cache_dir: Path) -> None:
     except OSError:
         return
     shutil.rmtree(old, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- status
+
+
+def status(cache_dir: Optional[Path] = None) -> dict:
+    """``{"folder", "exists", "entries", "bytes", "with_raw_args", "work", "other"}`` of a cache folder: its entries,
+    their size on disk, those keeping raw args, folders being written (or left by a killed run) and other items."""
+    d = cache_dir if cache_dir is not None else default_cache_dir()
+    out = {"folder": str(d), "exists": d.is_dir(), "entries": 0, "bytes": 0, "with_raw_args": 0, "work": 0, "other": 0}
+    if not out["exists"]:
+        return out
+    for child in d.iterdir():
+        files = _entry_files(child)
+        if files is None:
+            out["other"] += 1
+            continue
+        if child.name.startswith(_WORK):
+            out["work"] += 1
+            continue
+        out["entries"] += 1
+        for f in files:
+            try:
+                out["bytes"] += f.stat().st_size
+            except OSError:
+                pass
+            out["with_raw_args"] += f.name == RAW_ARGS
+    return out
 
 
 # --------------------------------------------------------------------------- clearing

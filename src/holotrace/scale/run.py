@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 from holotrace.analysis.job_summary import JobSummary
 from holotrace.analysis.rank_summary import RankSummary, rank_summary
 from holotrace.analysis.reduce import Reducer
-from holotrace.errors import HolotraceError, TraceFormatError
+from holotrace.errors import HolotraceError, OutputError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed
 from holotrace.findings import Finding, FindingCode, rank_ranges
 from holotrace.atomic import sweep
@@ -57,6 +57,8 @@ def summarize_file(task: tuple):
     t0 = time.perf_counter()
     try:
         one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
+    except OutputError:
+        raise  # no room to write: not the file's fault, and the run stops (a TaskFailed of this kind)
     except HolotraceError as e:
         problem = e.problem + (f" ({e.fix})" if e.fix else "")
         if out is not None:
@@ -226,6 +228,9 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
     tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in todo]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
+    no_room = next((r for r in results if isinstance(r, TaskFailed) and r.kind in ("OutputError", "NoRoomError")), None)
+    if no_room is not None:  # the folder cannot take the ranks (disk full, a limit): no file is to blame
+        raise OutputError(no_room.message)
     failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(todo, results) if not isinstance(r, RankSummary)]
     for r, f, problem in failed:
         if isinstance(problem, str) and not store.rank_dir(out, r).is_dir():
