@@ -88,12 +88,17 @@ def kill_point(name: str) -> None:
     import signal
 
     worker = multiprocessing.parent_process() is not None
-    if who == "worker" and not worker:
+    if who in ("worker", "worker_once") and not worker:
         return
     _hits[name] = _hits.get(name, 0) + 1
     if _hits[name] != int(n or 1):
         return
-    if who == "worker":
+    if who == "worker_once":  # one worker in the whole run: the first to create the marker file
+        try:
+            os.close(os.open(os.environ["HOLOTRACE_KILL_MARK"], os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except (KeyError, OSError):
+            return
+    if who.startswith("worker"):
         os.kill(os.getpid(), signal.SIGKILL)
     os.killpg(os.getpgid(0), signal.SIGKILL)
 

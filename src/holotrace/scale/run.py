@@ -25,8 +25,9 @@ from holotrace.analysis.rank_summary import RankSummary, rank_summary
 from holotrace.analysis.reduce import Reducer
 from holotrace.errors import HolotraceError, OutputError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed
+from holotrace.exec.retry import map_retrying
 from holotrace.findings import Finding, FindingCode, rank_ranges
-from holotrace.atomic import sweep
+from holotrace.atomic import kill_point, sweep
 from holotrace.ingest.cache import fingerprint
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
@@ -54,6 +55,7 @@ def summarize_file(task: tuple):
     file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
     path, rank, use_cache, cache_dir, out = task
     source = fingerprint(path) if out is not None else None  # the file as it is read: its rank folder records it
+    kill_point(f"task-{rank}")
     t0 = time.perf_counter()
     try:
         one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
@@ -130,7 +132,7 @@ def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]
 
         bar = tqdm(total=len(tasks), unit="rank", desc=f"ranks ({ex.name})", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
     try:
-        return ex.map(summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None, keep=keep)
+        return map_retrying(ex, summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None, keep=keep)
     finally:
         if bar is not None:
             bar.close()
