@@ -152,6 +152,7 @@ def write_atomic(dst, write: Callable, *, needed: Optional[int] = None, mode: Op
     """
     dst = Path(dst)
     tmp = fh = None
+    sweep(dst.parent)  # what killed writers of this machine left here
     try:
         fd, tmp = tempfile.mkstemp(prefix=temp_name() + "-", dir=str(dst.parent))
         with os.fdopen(fd, "wb") as raw:

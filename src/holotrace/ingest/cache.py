@@ -39,7 +39,7 @@ import zlib
 from pathlib import Path
 from typing import Optional
 
-from holotrace.atomic import kill_point
+from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
@@ -224,7 +224,8 @@ def work_dir(cache_dir: Optional[Path]) -> Optional[Path]:
     try:
         if not _claim(cache_dir):
             return None
-        return Path(tempfile.mkdtemp(prefix=_WORK[0], dir=cache_dir))
+        sweep(cache_dir)  # work folders of killed loads of this machine
+        return Path(tempfile.mkdtemp(prefix=temp_name() + "-", dir=cache_dir))
     except OSError:
         return None
 
@@ -285,7 +286,7 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
         kill_point("cache")
         old = None
         if entry.exists():
-            old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"
+            old = cache_dir / temp_name("old")
             try:
                 os.rename(entry, old)
             except OSError:
@@ -330,7 +331,7 @@ def verify(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, 
 
 def _remove(entry: Path, cache_dir: Path) -> None:
     """Take ``entry`` out of the cache at once (renamed, then deleted): a concurrent load never sees half of it."""
-    old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"
+    old = cache_dir / temp_name("old")
     try:
         os.rename(entry, old)
     except OSError:
