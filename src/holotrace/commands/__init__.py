@@ -33,7 +33,7 @@ COMMANDS: tuple[Entry, ...] = (
           "one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline"),
     Entry("timeline",
           "merge every rank into one Chrome-trace file on the common clock, findings as instant events (Perfetto)"),
-    Entry("cache", "show or clear the cache of decoded traces"),
+    Entry("cache", "show (the default), locate or clear the cache of decoded traces"),
     Entry("ingest",
           "read a job's ranks (or a range of them) into per-rank Arrow tables and summaries, for 'summary DIR'"),
 )
