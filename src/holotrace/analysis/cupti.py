@@ -2,9 +2,9 @@
 
 Traces recorded in CUPTI range-profiler mode carry one event per profiled kernel, of category
 ``cuda_profiler_range``, whose ``args`` are the counter values; the ranges have synthetic times and no
-correlation, so the i-th range (by time) is paired with the i-th kernel launch call (by time; the rule is
-``classify.is_cupti_launch``). The launch's operator stack (``cpu_op`` events enclosing it, outermost
-first) comes from the call graph of the range's own rank.
+correlation, so the i-th range (by time) is paired with the i-th kernel launch call (by time; the rules are
+``classify.is_cupti_launch_name`` and ``classify.is_cupti_launch_category``). The launch's operator stack
+(``cpu_op`` events enclosing it, outermost first) comes from the call graph of the range's own rank.
 
 * :func:`counter_data` — one rank: the ranges with their counters, launch and operator stack.
 * :func:`counters_with_operators` — every asked rank, as plain frames (native API).

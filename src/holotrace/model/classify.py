@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -220,13 +220,9 @@ def is_gpu_activity(kind: np.ndarray) -> np.ndarray:
 _GPU_ACTIVITY_CODES = np.array([int(k) for k in GPU_ACTIVITY], dtype=np.int8)
 
 
-def unknown_categories(cat_ids: np.ndarray, table: list[str]) -> dict[str, int]:
-    """Categories no rule knows, with their event counts (reported, never dropped)."""
-    return unknown_category_counts(np.bincount(cat_ids[cat_ids >= 0], minlength=len(table)), table)  # ids are dense
-
-
 def unknown_category_counts(counts: np.ndarray, table: list[str]) -> dict[str, int]:
-    """:func:`unknown_categories` from the event count of each category string id."""
+    """Categories no rule knows, with their event counts (reported, never dropped), from the event count of each
+    category string id."""
     ids = np.flatnonzero(counts)
     return {table[i]: int(counts[i]) for i in ids.tolist() if table[i].lower() not in CATEGORY_KINDS}
 
@@ -257,10 +253,6 @@ class RuleSet:
     launch_apis: frozenset
     memory_launch_apis: frozenset
 
-    def kernel_type(self, name: str) -> KernelType:
-        """Kernel type of one GPU activity name under these rules."""
-        return kernel_type_of_name(name, hta_compat=self.hta_table)
-
     def kernel_types(self, names: Iterable[str]) -> np.ndarray:
         """:meth:`kernel_type` of many names (int8 codes, one rule pass per distinct name)."""
         return kernel_type_of_names(names, hta_compat=self.hta_table)
@@ -269,22 +261,11 @@ class RuleSet:
         """The ``ProfilerStep`` number of a name under these rules, else -1."""
         return hta_profiler_step_number(name) if self.hta_table else profiler_step_number(name)
 
-    def is_launch(self, name: str, *, include_memory: bool = True) -> bool:
-        """A launch call the launch statistics pair with its GPU work."""
-        return name in self.launch_apis or (include_memory and name in self.memory_launch_apis)
-
     def is_communication(self, name: str) -> bool:
         """A communication kernel for the straggler analysis (HTA's quirk: ``ncclKernel*`` only)."""
         if self.hta_quirks:
             return name.startswith("ncclKernel")
         return kernel_type_of_name(name) == KernelType.COMMUNICATION
-
-    def per_string(self, table: list, rule: Callable[[str], object], dtype=np.int64, ids=None) -> np.ndarray:
-        """``rule(s)`` for every string of a job's table (or only for ``ids``; others get 0/False)."""
-        out = np.zeros(len(table), dtype=dtype)
-        for i in (range(len(table)) if ids is None else np.unique(np.asarray(ids)[np.asarray(ids) >= 0]).tolist()):
-            out[i] = rule(table[i])
-        return out
 
 
 _MEMORY_LAUNCH_APIS = frozenset(n for n in LAUNCH_APIS if is_memory_api(n))
@@ -333,15 +314,20 @@ def is_aten_launch(name: str, rules: RuleSet) -> bool:
     return HTA_ATEN_LAUNCH.match(name) is not None or (not rules.hta_quirks and name in rules.launch_apis)
 
 
-# Critical path (spec 25): node categories, the CUDA runtime-lock calls, blocking calls, HTA's queue-length launch set.
+# Critical path (spec 25): node categories, the CUDA runtime-lock calls, blocking calls (HTA's queue-length launch
+# set is HTA_LAUNCH_APIS).
 CP_NODE_CATEGORIES = frozenset({"cpu_op", "cuda_runtime", "cuda_driver"})
 CP_LOCK_NAMES = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})
 CP_BLOCKING_NAMES = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
                                "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"})
-CP_QUEUE_LAUNCH_APIS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
-    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
-    "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+
+
+def is_data_loading(name: str, patterns: Sequence[str], *, regex: bool = False) -> bool:
+    """The data-loading rule (critical path ``data_load_events``): the name contains one of ``patterns``; with
+    ``regex`` (HTA's ``bound_by`` rule, spec 25 §5) a pattern is a regular expression searched in the name."""
+    if regex:
+        return any(re.search(p, name) for p in patterns)
+    return any(p in name for p in patterns)
 
 
 def is_cp_node_category(cat: str, rules: RuleSet) -> bool:
@@ -383,7 +369,3 @@ def is_cupti_launch_category(cat: str) -> bool:
     """The category of a launch call paired with a CUPTI counter range (``cuda_runtime*``)."""
     return cat.startswith("cuda_runtime")
 
-
-def is_cupti_launch(cat: str, name: str) -> bool:
-    """A launch call paired with a CUPTI counter range."""
-    return is_cupti_launch_category(cat) and is_cupti_launch_name(name)

@@ -142,7 +142,7 @@ def build_graph(jv, rank: int, rows: np.ndarray, win, *, rules=None, data_load_e
     is_node_ev = jv.lookup(view["cat"], cat_ok)
     if data_load_events:
         pats = list(data_load_events)
-        dl = jv.per_string(lambda s: any(p in s for p in pats), missing=0, dtype=bool)
+        dl = jv.per_string(lambda s: classify.is_data_loading(s, pats), missing=0, dtype=bool)
         is_node_ev = is_node_ev | jv.lookup(view["name"], dl)
     is_node_ev = is_node_ev | ((stream != -1) & (icorr >= 0))
     ev = rows[is_node_ev[rows]]
@@ -312,7 +312,7 @@ def queue_lengths(view, strings) -> np.ndarray:
     """Queue length at each row's own change point (spec 24 §1; +1 before -1 at equal times), NaN elsewhere."""
     n = view.n
     out = np.full(n, np.nan)
-    launch = _name_mask(view, strings, classify.CP_QUEUE_LAUNCH_APIS) & (view["index_correlation"] > 0)
+    launch = _name_mask(view, strings, classify.HTA_LAUNCH_APIS) & (view["index_correlation"] > 0)
     p = view["partner"]
     launch &= p >= 0
     launch[launch] = view["stream"][p[launch]] != -1

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -151,8 +150,7 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
                        for x in names_u], dtype=bool)
     comm = comm_u[inv[op]]
     if pats:
-        test = (lambda x: any(re.search(p, x) for p in pats)) if quirks else (lambda x: any(p in x for p in pats))
-        dl = np.array([test(str(x)) for x in names_u], dtype=bool)[inv[op]]
+        dl = np.array([classify.is_data_loading(str(x), pats, regex=quirks) for x in names_u], dtype=bool)[inv[op]]
     else:
         dl = np.zeros(len(op), dtype=bool)
     cpu = stream < 0

@@ -16,7 +16,7 @@ __all__ = ["launch_calls", "sync_sources"]
 
 def launch_calls(view, strings) -> np.ndarray:
     """Rows of launch calls (HTA's runtime launch set) whose GPU partner is in the rank, sorted by start."""
-    ids = [i for i in (strings.id(n) for n in classify.CP_QUEUE_LAUNCH_APIS) if i >= 0]
+    ids = [i for i in (strings.id(n) for n in classify.HTA_LAUNCH_APIS) if i >= 0]
     p = view["partner"]
     ok = np.isin(view["name"], ids) & (p >= 0) & (view["index_correlation"] > 0)
     ok[ok] = view["stream"][p[ok]] != -1

@@ -44,7 +44,7 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
     has = g.attr >= 0
     name = np.where(has, v["name"][attr], -1)
     op = g.type == EdgeType.OPERATOR_KERNEL
-    launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.CP_QUEUE_LAUNCH_APIS))
+    launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.HTA_LAUNCH_APIS))
     gpu = has & (v["stream"][attr] != -1)
     comm_str = jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool)
     comm = gpu & op & jv.lookup(name, comm_str)
@@ -84,7 +84,7 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
         out["top_kernels"] = scaled(op & np.isin(g.attr, chosen), 1.0 / k)
     if data_load_events:
         pats = list(data_load_events)
-        dl = jv.per_string(lambda s: any(p in s for p in pats), missing=0, dtype=bool)
+        dl = jv.per_string(lambda s: classify.is_data_loading(s, pats), missing=0, dtype=bool)
         out["data_loading"] = scaled(op & has & jv.lookup(name, dl), 0.0)
     return out
 
