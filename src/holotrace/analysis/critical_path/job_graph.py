@@ -41,7 +41,7 @@ from holotrace.model import classify
 from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["NodeType", "EdgeKind", "JobGraph", "build_job_graph", "EDGE_KIND_NAMES"]
+__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "JobGraph", "NodeType", "build_job_graph"]
 
 STREAM_WAIT_WINDOW_NS = 10_000   # a stream wait is inferred when the operation starts within this of the other's end
 STREAM_WAIT_SLACK_NS = 2_000     # ... and at least this later than its own stream and launch explain
@@ -91,7 +91,7 @@ class JobGraph:
     chain_order: np.ndarray      # points sorted by chain, then time
     chain_first: np.ndarray      # per position of chain_order: first point of its chain
     chain_id: np.ndarray         # per position of chain_order: the chain
-    chain_kind: np.ndarray       # per position of chain_order: EdgeKind of the edge from the previous point
+    chain_kind: np.ndarray       # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
     chain_lag: np.ndarray        # per position of chain_order: measured lag of that edge (0 for a first point)
     chain_floor: np.ndarray      # per position of chain_order
     src: np.ndarray              # cross edges: source point
@@ -182,7 +182,7 @@ def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
         off = {r: o - shift for r, o in off.items()}
     adj = end + np.array([off[r] for r in rk])
     spread = pd.Series(adj).groupby(inst).agg(lambda s: s.max() - s.min())
-    out = {r: int(round(off.get(r, 0.0))) for r in view.ranks}
+    out = {r: round(off.get(r, 0.0)) for r in view.ranks}
     return out, float(spread.median()) if len(spread) else 0.0
 
 
@@ -258,6 +258,7 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
+    ckind[first] = -1
     cfloor = np.zeros(len(order))
     src, dst, kind, floor = _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order,
                                          first)

@@ -29,11 +29,17 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
-from holotrace.analysis.critical_path.replay import Delays, base_delays, replay, step_ends, step_table
+from holotrace.analysis.critical_path.replay import (
+    Delays,
+    _covered,
+    replay,
+    step_ends,
+    step_table,
+)
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 
-__all__ = ["FIXES", "WhatIfOptions", "Candidate", "NodeInfo", "node_info", "candidates", "evaluate", "apply"]
+__all__ = ["FIXES", "Candidate", "NodeInfo", "WhatIfOptions", "apply", "candidates", "evaluate", "node_info"]
 
 FIXES = ("straggler", "communication", "launch_overhead", "host_sync", "kernel", "data_loading", "kernel_gaps", "cpu_op")
 PURE_LAUNCH_APIS = frozenset(n for n in classify.LAUNCH_APIS if "Memcpy" not in n and "memcpy" not in n) | frozenset(
@@ -100,21 +106,8 @@ def _gap_cover(g: JobGraph, info: NodeInfo, intervals: dict) -> np.ndarray:
     keys = pd.MultiIndex.from_arrays([g.node_rank[node], info.thread[node]])
     for key, (s, e) in intervals.items():
         m = np.flatnonzero(keys.isin([key]))
-        if not len(m) or not len(s):
-            continue
-        o = np.argsort(s, kind="stable")
-        s, e = s[o], np.maximum.accumulate(e[o])
-        new = np.r_[True, s[1:] > e[:-1]]
-        us = s[new]
-        ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
-        cum = np.r_[0.0, np.cumsum(ue - us)]
-
-        def covered(x):
-            i = np.searchsorted(us, x, side="right")
-            j = np.maximum(i - 1, 0)
-            return np.where(i > 0, cum[j] + np.clip(np.minimum(x, ue[j]) - us[j], 0, None), 0.0)
-
-        out[pos[m]] = covered(hi[m]) - covered(lo[m])
+        if len(m) and len(s):
+            out[pos[m]] = _covered(s, e, lo[m], hi[m])
     return out
 
 
@@ -143,8 +136,11 @@ def _scale_pos(d: Delays, pos: np.ndarray, factor) -> None:
     d.chain[pos] = d.chain[pos] * factor
 
 
-def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *, ranks=None) -> list[Candidate]:
-    """The fixes worth trying on this job (see the module docstring), each with its delay edit and evidence."""
+def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *,
+               only: Sequence[str] | None = None) -> list[Candidate]:
+    """The fixes worth trying on this job (see the module docstring), each with its delay edit and evidence;
+    ``only``: just these fixes."""
+    want = set(only or FIXES)
     view = g.view
     out: list[Candidate] = []
     nt, rk = g.node_type, g.node_rank
@@ -157,19 +153,17 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
     kdf = pd.DataFrame({"rank": rk[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
     multi = len(set(rk[rk >= 0].tolist())) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
-    if multi and len(kdf):
+    if multi and len(kdf) and "straggler" in want:
         for r in straggler_candidates(g, kdf):
             out.append(_straggler(g, base, info, kdf, r))
     # communication
-    coll = (info.comm | (nt == NodeType.ARRIVAL))
     cpos = dur_pos[info.comm[dur_node]]
     xf = g.kind == EdgeKind.XFER
-    if len(cpos) or xf.any():
+    if (len(cpos) or xf.any()) and "communication" in want:
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
         out.append(Candidate("communication", None, None, lambda d, f=f: (_scale_pos(d, cpos, f),
                              d.cross.__setitem__(xf, d.cross[xf] * f)), names))
-    del coll
     # launch overhead
     launch_ids = view.name_ids(set(PURE_LAUNCH_APIS))
     synced = np.zeros(g.n_nodes, dtype=bool)
@@ -177,7 +171,7 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
     lmask = (nt == NodeType.CALL) & np.isin(info.name, launch_ids) & ~synced
     lpos = dur_pos[lmask[dur_node]]
     le = np.flatnonzero(g.kind == EdgeKind.LAUNCH)
-    if len(lpos):
+    if len(lpos) and "launch_overhead" in want:
         floor = opts.launch_floor_us * 1e3
 
         def launch(d, lpos=lpos, le=le, floor=floor):
@@ -187,12 +181,12 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
                              _top_names(view, g, info, lpos, np.clip(base.chain[lpos] - floor, 0, None), opts.top)))
     # host sync
     se = np.flatnonzero(g.kind == EdgeKind.SYNC)
-    if len(se):
+    if len(se) and "host_sync" in want:
         waited = se[base.cross[se] >= 0]
         out.append(Candidate("host_sync", None, None, lambda d, se=se: d.keep.__setitem__(se, False),
                              _sync_evidence(g, info, waited, opts.top)))
     # kernels
-    if len(kdf):
+    if len(kdf) and "kernel" in want:
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
             targets = [(opts.kernel_match, np.isin(info.name, ids))]
@@ -204,8 +198,8 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
             out.append(Candidate("kernel", None, label, lambda d, kp=kp: _scale_pos(d, kp, 1.0 / opts.speedup), [label]))
     # data loading, CPU operators (host time between calls inside them)
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
-    if len(gap_pos):
-        dl_ids = view.name_ids(lambda s: any(p in s for p in opts.data_load_patterns))
+    if len(gap_pos) and "data_loading" in want:
+        dl_ids = view.name_ids(lambda s: classify.is_data_loading(s, opts.data_load_patterns))
         rows = {r: np.flatnonzero(np.isin(view[r]["name"], dl_ids)) for r in view.ranks if r in set(rk.tolist())}
         cover = _gap_cover(g, info, _intervals(g, rows))
         if cover.any():
@@ -213,17 +207,16 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
                                  lambda d, c=cover: d.chain.__setitem__(slice(None), np.where(
                                      c > 0, np.maximum(d.chain - c, 0.0), d.chain)),
                                  sorted({view.strings[int(i)] for i in dl_ids})[:opts.top]))
+    if len(gap_pos) and "cpu_op" in want:
         for label, cov in _cpu_op_covers(g, info, opts, gap_pos, base):
             k = 1.0 - 1.0 / opts.speedup
             out.append(Candidate("cpu_op", None, label, lambda d, c=cov, k=k: d.chain.__setitem__(
                 slice(None), np.maximum(d.chain - c * k, 0.0)), [label]))
     # kernel gaps
     gg = np.flatnonzero(g.chain_kind == EdgeKind.GPU_GAP)
-    if len(gg) and (base.chain[gg] > 0).any():
+    if len(gg) and (base.chain[gg] > 0).any() and "kernel_gaps" in want:
         out.append(Candidate("kernel_gaps", None, None, lambda d, gg=gg: d.chain.__setitem__(gg, 0.0),
                              _top_names(view, g, info, gg, base.chain[gg], opts.top)))
-    if ranks is not None:
-        out = [c for c in out if c.rank is None or c.rank in ranks]
     return out
 
 
@@ -278,7 +271,7 @@ def _straggler(g, base, info, kdf, r) -> Candidate:
     med_name = kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1)
     excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
     ratio = float(med[r].sum() / med.median(axis=1).sum()) if med.median(axis=1).sum() else 1.0
-    ev = [f"rank {r}", f"GPU compute {ratio:.2f}x the median rank's"]
+    ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]
     if len(excess) and excess.iloc[0] > 0:
         ev.append(g.view.strings[int(excess.index[0])])
     return Candidate("straggler", int(r), None, edit, ev)
@@ -300,10 +293,8 @@ def _sync_evidence(g, info, edges, n) -> list:
     from holotrace.analysis.callstack import call_graph
 
     call = g.dst[edges] // 2
-    wait = g.point_time[g.dst[edges]] - np.maximum(g.point_time[2 * call], g.point_time[g.src[edges]] - 0)
     w = pd.Series(g.point_time[g.src[edges]] - g.point_time[2 * call]).clip(lower=0)
     top = w.groupby([g.node_rank[call], info.name[call]]).sum().sort_values(ascending=False, kind="stable")
-    del wait
     out = []
     for (r, nm) in list(top.index)[:n]:
         rv = g.view[int(r)]
@@ -373,7 +364,7 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
             if hit:
                 parts.append(hit[0])
         if parts:
-            tried.append(("+".join(c.fix for c in parts), None, None, parts, sum((c.evidence for c in parts), [])))
+            tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
     for fix, rank, target, parts, ev in tried:
         t = replay_times(g, apply(base, parts))
         sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)

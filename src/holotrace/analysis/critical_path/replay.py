@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
+from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 
-__all__ = ["Delays", "base_delays", "solve", "step_ends", "step_table", "replay", "Replay", "gpu_idle"]
+__all__ = ["Delays", "Replay", "base_delays", "gpu_idle", "replay", "solve", "step_ends", "step_table"]
 
 MAX_PASSES = 100_000
 
@@ -38,7 +38,7 @@ class Delays:
     cross: np.ndarray
     keep: np.ndarray
 
-    def copy(self) -> "Delays":
+    def copy(self) -> Delays:
         return Delays(self.chain.copy(), self.cross.copy(), self.keep.copy())
 
 
@@ -162,28 +162,42 @@ def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
 
 
 def gpu_idle(g: JobGraph) -> pd.DataFrame:
-    """Measured GPU idle time per (rank, step) in ms: the rank's step span (as :func:`step_ends`, from the end of
-    its previous step) minus the union of its GPU operations inside it."""
-    ends = step_ends(g, g.point_time).sort_values(["rank", "step"], kind="stable")
+    """Measured GPU idle time per (rank, step) in ms, within the job's step (:func:`step_table`: from the end of
+    the job's previous step to the end of this one): the step's time minus the union of the rank's GPU
+    operations inside it, a collective kernel counting from its last member's arrival (its wait is idle)."""
+    job = step_table(step_ends(g, g.point_time))
+    if job.empty:
+        return pd.DataFrame({"rank": [], "step": [], "idle_ms": []})
+    hi = job["end"].to_numpy()
+    lo = hi - job["time"].to_numpy()
+    arrival = np.full(max(int(g.node_coll.max()) + 1, 0) if len(g.node_coll) else 0, -np.inf)
+    arr = np.flatnonzero(g.node_type == NodeType.ARRIVAL)
+    arrival[g.node_coll[arr]] = g.point_time[2 * arr]
     rows = []
-    for r, e in ends.groupby("rank", sort=True):
+    for r in sorted(set(g.node_rank[g.node_rank >= 0].tolist())):
         gpu = np.flatnonzero((g.node_rank == r) & (g.node_type == NodeType.GPU))
-        s, t = g.point_time[2 * gpu], g.point_time[2 * gpu + 1]
-        o = np.argsort(s, kind="stable")
-        s, t = s[o], np.maximum.accumulate(t[o])
-        # union of intervals: merge where a start passes the running end
-        new = np.r_[True, s[1:] > t[:-1]]
-        us, ue = s[new], np.r_[t[np.flatnonzero(new)[1:] - 1], t[-1:]] if len(s) else (s, t)
-        cum = np.r_[0.0, np.cumsum(ue - us)]
+        start = g.point_time[2 * gpu]
+        c = g.node_coll[gpu]
+        start = np.where(c >= 0, np.maximum(start, arrival[np.maximum(c, 0)]), start)
+        busy = _covered(start, g.point_time[2 * gpu + 1], lo, hi)
+        rows.append(pd.DataFrame({"rank": r, "step": job["step"].to_numpy(), "idle_ms": (hi - lo - busy) / 1e6}))
+    return pd.concat(rows, ignore_index=True)
 
-        def covered(x):
-            i = np.searchsorted(us, x, side="right")
-            part = np.where(i > 0, np.minimum(x, ue[np.maximum(i - 1, 0)]) - us[np.maximum(i - 1, 0)], 0.0)
-            return cum[np.maximum(i - 1, 0)] * (i > 0) + np.clip(part, 0, None)
 
-        prev = e["end"].shift(1)
-        lo = np.where(prev.notna() & (prev > e["start"]), prev, e["start"])
-        hi = e["end"].to_numpy()
-        busy = covered(hi) - covered(lo) if len(us) else np.zeros(len(hi))
-        rows.append(pd.DataFrame({"rank": r, "step": e["step"].to_numpy(), "idle_ms": (hi - lo - busy) / 1e6}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame({"rank": [], "step": [], "idle_ms": []})
+def _covered(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Length of the union of intervals ``[s, e)`` inside each window ``[lo, hi)``."""
+    if not len(s):
+        return np.zeros(len(lo))
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], np.maximum.accumulate(e[o])
+    new = np.r_[True, s[1:] > e[:-1]]
+    us = s[new]
+    ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+    cum = np.r_[0.0, np.cumsum(ue - us)]
+
+    def upto(x):
+        i = np.searchsorted(us, x, side="right")
+        j = np.maximum(i - 1, 0)
+        return np.where(i > 0, cum[j] + np.clip(np.minimum(x, ue[j]) - us[j], 0, None), 0.0)
+
+    return upto(hi) - upto(lo)
