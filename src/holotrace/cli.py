@@ -42,6 +42,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE_OR_INPUT
     debug = getattr(args, "debug", False)
     try:
+        from holotrace.commands._dest import check_destinations
+
+        check_destinations(args)  # before any work: an output that cannot be written is a one-line error at once
         return int(args.run(args) or 0)
     except HolotraceError as e:
         if debug:

@@ -20,6 +20,7 @@ from holotrace import findings as findings_mod
 from holotrace.analysis import counters, idle, kernels, launches, overlap, steps, stragglers, temporal
 from holotrace.analysis.timeline import gpu_timeline
 from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
@@ -31,6 +32,7 @@ __all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report", "wr
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write (e.g. report.html)")
+    writes(p, "output", "file", "report.html")
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels (default 10)")
     p.add_argument("--timeline-step", type=int, default=None, metavar="N",
                    help="ProfilerStep shown on the timeline and analysed on the critical path (default: the middle step)")
@@ -72,14 +74,10 @@ def write_report(data: dict, output) -> int:
 
 def write_html(html: str, output) -> int:
     """Write ``html`` to ``output`` through a temporary file beside it; returns the size in bytes."""
-    data = html.encode("utf-8")
-    out = Path(output)
-    if out.is_dir():
-        raise AnalysisError("is a folder", path=out, fix="give a file name, e.g. -o report.html")
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
-    return len(data)
+    from holotrace.atomic import check_file, write_bytes
+
+    out = check_file(output, what="the report file", example="report.html")
+    return write_bytes(out, html.encode("utf-8"))
 
 
 def _findings(job) -> pd.DataFrame:
