@@ -108,8 +108,12 @@ def build_report(job, *, top: int = 10) -> Report:
         "idle_interval_stats": idle_stats, "overlap": ov, "steps": st, "findings": findings,
     }
     meta = {"path": job.path, "ranks": list(job.ranks), "steps": step_list, "world_size": job.world_size}
+    from holotrace.analysis.critical_path.advice import costliest_rank
+
+    costliest = costliest_rank(job)
+    header.append(f"costliest rank: {costliest.why}")
     return Report(title="holotrace summary: where did the GPU time go?", sections=sections, header=header,
-                  data=data, meta=meta)
+                  data=data, meta=meta, objects={"costliest_rank": costliest.as_dict()})
 
 
 def _ranks_text(ranks: list[int]) -> str:

@@ -139,7 +139,7 @@ def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
 def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -> CostliestRank:
     ranks = sorted(set(g.node_rank[g.node_rank >= 0].tolist()))
     if not ranks:
-        return CostliestRank(None, "no rank has events")
+        return CostliestRank(None, "no rank has runtime calls or GPU work to compare")
     rs = ref.rank_steps[ref.rank_steps["step"].isin(rep["step"])]
     mean_step = rs.groupby("rank")["measured_ms"].mean()
     longest = int(mean_step.sort_values(ascending=False, kind="stable").index[0]) if len(mean_step) else ranks[0]

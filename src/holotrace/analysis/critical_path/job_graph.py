@@ -252,9 +252,9 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     p_chain = np.repeat(ck, 2)
     order = np.lexsort((pid, pt, p_chain))
     c = p_chain[order]
-    first = np.r_[True, c[1:] != c[:-1]]
+    first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
-    lag = np.where(first, 0.0, pt[order] - pt[np.maximum(prev, 0)])
+    lag = np.where(first, 0.0, pt[order] - pt[np.maximum(prev, 0)]) if len(order) else np.zeros(0)
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)

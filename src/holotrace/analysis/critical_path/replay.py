@@ -28,6 +28,7 @@ from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 __all__ = ["Delays", "Replay", "base_delays", "gpu_idle", "replay", "solve", "step_ends", "step_table"]
 
 MAX_PASSES = 100_000
+WINDOW_POINTS = 8_192   # points per time window of the solver
 
 
 @dataclass
@@ -58,48 +59,103 @@ def base_delays(g: JobGraph) -> Delays:
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
 
 
-def solve(g: JobGraph, d: Delays) -> tuple[np.ndarray, int]:
-    """Replayed time of every point, and the number of passes it took."""
+def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
+    """Replayed time of every point, and the number of passes it took.
+
+    Dependencies run forward in measured time, so the points are solved window by window in time order (each
+    window's passes see the earlier windows settled, which keeps the passes per window few), then passes over the
+    whole graph confirm that nothing moves (they also settle any edge that runs backwards in measured time)."""
     n_pts = len(g.point_time)
     order, first = g.chain_order, g.chain_first
     src, dst, w = g.src[d.keep], g.dst[d.keep], d.cross[d.keep]
+    has_in = np.zeros(n_pts, dtype=bool)
+    has_in[dst] = True
+    fixed_pos = first & ~has_in[order]
+    dd = np.where(first, 0.0, d.chain)
+    pos_of = np.empty(n_pts, dtype=np.int64)
+    pos_of[order] = np.arange(len(order))
+    v = np.full(n_pts, -np.inf)
+    passes = 0
+    # windows of positions by measured time (each chain's points in a window are consecutive positions)
+    t_pos = g.point_time[order]
+    n_win = max(1, len(order) // max(window_points, 1))
+    edges_t = np.quantile(t_pos, np.linspace(0, 1, n_win + 1)[1:-1]) if n_win > 1 and len(order) else np.zeros(0)
+    win_of_pos = np.searchsorted(edges_t, t_pos, side="right")
+    win_of_edge = win_of_pos[pos_of[dst]]
+    e_order = np.argsort(win_of_edge, kind="stable")
+    e_cut = np.searchsorted(win_of_edge[e_order], np.arange(n_win + 1))
+    p_order = np.argsort(win_of_pos, kind="stable")
+    p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
+    for k in range(n_win):
+        pos = np.sort(p_order[p_cut[k]:p_cut[k + 1]])
+        sel = e_order[e_cut[k]:e_cut[k + 1]]
+        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos)
+        passes += n
+    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos)
+    return v, passes + n
+
+
+def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
+    """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves."""
+    order = g.chain_order
+    if not len(pos):
+        return v, 0
+    pts = order[pos]
     srt = np.argsort(dst, kind="stable")
     src, dst, w = src[srt], dst[srt], w[srt]
     cut = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, dtype=np.int64)
-    targets = dst[cut]
-    has_in = np.zeros(n_pts, dtype=bool)
-    has_in[targets] = True
-    fixed = order[first & ~has_in[order]]
-    dd = np.where(first, 0.0, d.chain)
-    cs = np.cumsum(dd)
-    start_at = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    c_cum = cs - cs[start_at]
-    chain = pd.Series(g.chain_id)
-    v = np.full(n_pts, -np.inf)
-    for passes in range(1, MAX_PASSES + 1):
-        x = np.full(n_pts, -np.inf)
+    local = np.full(len(v), -1, dtype=np.int64)
+    local[pts] = np.arange(len(pts))
+    targets = local[dst[cut]] if len(dst) else np.zeros(0, dtype=np.int64)
+    seg = first[pos] | np.r_[True, pos[1:] != pos[:-1] + 1]
+    carry_from = np.where(seg & ~first[pos], order[np.maximum(pos - 1, 0)], -1)
+    has_carry = carry_from >= 0
+    d_local = np.where(seg, 0.0, dd[pos])
+    cs = np.cumsum(d_local)
+    seg_start = np.maximum.accumulate(np.where(seg, np.arange(len(pos)), 0))
+    c_cum = cs - cs[seg_start]
+    seg_id = np.cumsum(seg)
+    bounds = np.r_[np.flatnonzero(seg), len(pos)]
+    few = len(bounds) <= 65   # few chain segments: one running maximum each beats a grouped one
+    fixed = fixed_pos[pos]
+    measured = g.point_time[pts]
+    for n in range(1, MAX_PASSES + 1):
+        x = np.full(len(pos), -np.inf)
         if len(dst):
             x[targets] = np.maximum.reduceat(v[src] + w, cut)
-        x[fixed] = g.point_time[fixed]
-        run = pd.Series(x[order] - c_cum).groupby(chain.values, sort=False).cummax().to_numpy()
-        new = np.empty(n_pts)
-        new[order] = c_cum + run
-        done = np.array_equal(np.isfinite(new), np.isfinite(v)) and (
-            not np.isfinite(new).any() or np.nanmax(np.abs(np.where(np.isfinite(new), new - v, 0.0))) < 0.5)
-        v = new
+        x[fixed] = measured[fixed]
+        x[has_carry] = np.maximum(x[has_carry], v[carry_from[has_carry]] + dd[pos[has_carry]])
+        y = x - c_cum
+        if few:
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                np.maximum.accumulate(y[a:b], out=y[a:b])
+        else:
+            y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
+        new = c_cum + y
+        old = v[pts]
+        fin = np.isfinite(new)
+        done = np.array_equal(fin, np.isfinite(old)) and (not fin.any() or np.abs(new[fin] - old[fin]).max() < 0.5)
+        v[pts] = new
         if done:
-            return v, passes
+            return v, n
     raise RuntimeError("the job graph's replay did not settle: a dependency cycle gains time")
 
 
 def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
     """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
-    end and its last GPU operation's end), from point times ``t``."""
+    end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
+    numbered -1, per rank from its first call or GPU operation to the end of its last."""
     nt, rk, st = g.node_type, g.node_rank, g.node_step
     marks = np.flatnonzero(nt == NodeType.STEP_START)
     ends = np.flatnonzero(nt == NodeType.STEP_END)
     if not len(marks):
-        return pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})
+        work = np.flatnonzero((nt == NodeType.CALL) | (nt == NodeType.GPU))
+        if not len(work):
+            return pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})
+        grp = pd.DataFrame({"rank": rk[work], "start": t[2 * work], "end": t[2 * work + 1]}).groupby("rank")
+        out = grp.agg(start=("start", "min"), end=("end", "max")).reset_index()
+        out.insert(1, "step", -1)
+        return out
     out = pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks]}).set_index(["rank", "step"])
     out["end"] = pd.Series(t[2 * ends + 1], index=pd.MultiIndex.from_arrays([rk[ends], st[ends]]))
     gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
