@@ -187,3 +187,20 @@ def planted_job(folder, *, ranks: int = 4, steps: int = 3, layers: int = 6, seed
     for x in sims:
         x.tb.write(folder)
     return folder
+
+
+HOST_ONLY = ("launch_overhead", "host_sync", "data_loading", "cpu_op")
+
+
+def check_host_fixes_within_gpu_idle(a):
+    """Fixes that leave GPU work alone never save more than the GPU's idle time: over the job exactly, and per
+    step up to 1 % of the step (a rank's GPU work can start before the job's previous step ends on its slowest
+    rank, so the step boundaries of one rank and of the job differ by that much)."""
+    from holotrace.analysis.critical_path.replay import gpu_idle
+
+    idle = gpu_idle(a.graph).groupby("step")["idle_ms"].max()
+    per = a.per_step[a.per_step["fix"].isin(HOST_ONLY)]
+    for fix, p in per.groupby(["fix", "target"], dropna=False):
+        allowed = idle.reindex(p["step"]).to_numpy()
+        assert p["saving_ms"].sum() <= allowed.sum() + 1e-6, fix
+        assert (p["saving_ms"].to_numpy() <= allowed + 0.01 * p["measured_ms"].to_numpy()).all(), fix

@@ -226,7 +226,7 @@ def gpu_idle(g: JobGraph) -> pd.DataFrame:
         return pd.DataFrame({"rank": [], "step": [], "idle_ms": []})
     hi = job["end"].to_numpy()
     lo = hi - job["time"].to_numpy()
-    arrival = np.full(max(int(g.node_coll.max()) + 1, 0) if len(g.node_coll) else 0, -np.inf)
+    arrival = np.full(max(int(g.node_coll.max()) + 1, 1) if len(g.node_coll) else 1, -np.inf)
     arr = np.flatnonzero(g.node_type == NodeType.ARRIVAL)
     arrival[g.node_coll[arr]] = g.point_time[2 * arr]
     rows = []
