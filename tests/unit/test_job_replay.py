@@ -99,3 +99,15 @@ def test_unmatched_collectives_are_reported(tmp_path):
     g = build_job_graph(holotrace.load(str(tmp_path), cache=False))
     assert (g.node_coll[g.node_type == NodeType.GPU] == -1).all()
     assert len(g.issues) == 1 and "1 to 2" in g.issues[0] and "not matched" in g.issues[0]
+
+
+def test_job_critical_path(job):
+    """The step ends with rank 0's all-reduce (ties: lowest rank), 50 us after the arrival of rank 2, which
+    launched its GEMM 10 us after the step began and ran it for 300 us."""
+    from holotrace.analysis.critical_path.job_path import job_critical_path, path_summary
+
+    p = job_critical_path(replay(build_job_graph(job)))
+    got = [(r.rank, r.kind, r.name, round(r.start_ms * 1e3, 3), round(r.dur_ms * 1e3, 3)) for r in p.itertuples()]
+    assert got == [(2, "cpu_gap", "cudaLaunchKernel", 0.0, 10.0), (2, "launch", "gemm_kernel", 10.0, 10.0),
+                   (2, "duration", "gemm_kernel", 20.0, 300.0), (0, "xfer", ALLREDUCE, 320.0, 50.0)]
+    assert path_summary(p)["ms"].sum() == pytest.approx(0.370)
