@@ -9,6 +9,7 @@ import pytest
 from corpus import SHARED
 from plantedjob import planted_job
 
+import holotrace
 from holotrace.cli import main
 
 
@@ -22,9 +23,16 @@ def _stories(capsys, path):
 
 
 def test_planted_straggler(tmp_path, capsys):
-    stories = _stories(capsys, planted_job(tmp_path, ranks=4, steps=2, straggler=3))
+    job = planted_job(tmp_path / "job", ranks=4, steps=2, straggler=3)
+    stories = _stories(capsys, job)
     assert stories[0] == stories[1] == stories[2]
     assert stories[0]["rank"] == 3 and "arrives last" in stories[0]["why"]
+    # the HTML report states the same sentence among the job's facts, and takes its critical path on that rank
+    from holotrace.commands.report import report_data
+
+    data = report_data(holotrace.load(str(job), cache=False), timeline_step=None)
+    assert data["meta"]["costliest_rank"] == stories[0]
+    assert data["critical_path_rank"] == 3
 
 
 def test_corpus_two_ranks(capsys):

@@ -152,9 +152,12 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
         "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        ss = jobs.pop("straggler_summary")()  # names the critical path's rank: the longest analysis starts first
+        ss = jobs.pop("straggler_summary")()
+        from holotrace.analysis.critical_path.advice import costliest_rank
+
+        costliest = costliest_rank(view)  # names the critical path's rank: the longest analysis starts first
         cp_rank = critical_path_rank if critical_path_rank is not None else (
-            int(ss["rank"].iloc[0]) if ss is not None and len(ss) else view.ranks[0])
+            costliest.rank if costliest.rank is not None else view.ranks[0])
         if cp_rank not in view.ranks:
             raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
                                 fix=f"choose one of {view.ranks}")
@@ -168,7 +171,8 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
     devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
     meta = {"name": Path(str(job.path)).name, "path": str(job.path), "ranks_text": _ranks_text(job),
             "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
-            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "ranks": list(job.ranks), "steps": step_list,
+            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "costliest_rank": costliest.as_dict(),
+            "ranks": list(job.ranks), "steps": step_list,
             "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
     return {"meta": meta, "findings": _findings(job), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
             "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],
