@@ -22,11 +22,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-import holotrace  # noqa: E402
-from holotrace.analysis.critical_path.advice import job_advice  # noqa: E402
-from holotrace.analysis.critical_path.job_graph import build_job_graph  # noqa: E402
-from holotrace.analysis.critical_path.replay import replay  # noqa: E402
-from plantedjob import planted_job  # noqa: E402
+from plantedjob import planted_job
+
+import holotrace
+from holotrace.analysis.critical_path.advice import job_advice
+from holotrace.analysis.critical_path.job_graph import build_job_graph
+from holotrace.analysis.critical_path.replay import replay
 
 CASES = [("straggler (rank 2 compute x1.3)", {"straggler": 2}, "straggler"),
          ("one kernel x2", {"slow_kernel": True}, "kernel"),

@@ -104,7 +104,10 @@ def test_unmatched_collectives_are_reported(tmp_path):
 def test_job_critical_path(job):
     """The step ends with rank 0's all-reduce (ties: lowest rank), 50 us after the arrival of rank 2, which
     launched its GEMM 10 us after the step began and ran it for 300 us."""
-    from holotrace.analysis.critical_path.job_path import job_critical_path, path_summary
+    from holotrace.analysis.critical_path.job_path import (
+        job_critical_path,
+        path_summary,
+    )
 
     p = job_critical_path(replay(build_job_graph(job)))
     got = [(r.rank, r.kind, r.name, round(r.start_ms * 1e3, 3), round(r.dur_ms * 1e3, 3)) for r in p.itertuples()]

@@ -7,7 +7,12 @@ waits for the first data loading, which no fix of the planted cause removes from
 from __future__ import annotations
 
 import pytest
-from plantedjob import ALLREDUCE, GEMM_BWD, check_host_fixes_within_gpu_idle, planted_job
+from plantedjob import (
+    ALLREDUCE,
+    GEMM_BWD,
+    check_host_fixes_within_gpu_idle,
+    planted_job,
+)
 
 import holotrace
 from holotrace.analysis.critical_path.advice import job_advice

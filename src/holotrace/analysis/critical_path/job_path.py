@@ -10,7 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path.job_graph import EDGE_KIND_NAMES, JobGraph, NodeType
+from holotrace.analysis.critical_path.job_graph import (
+    EDGE_KIND_NAMES,
+    JobGraph,
+    NodeType,
+)
 from holotrace.analysis.critical_path.replay import Replay, step_ends, step_table
 
 __all__ = ["job_critical_path", "path_summary"]

@@ -19,6 +19,7 @@ of the job's previous step (the first: from its earliest ``ProfilerStep`` start)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -127,7 +128,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
         x[has_carry] = np.maximum(x[has_carry], v[carry_from[has_carry]] + dd[pos[has_carry]])
         y = x - c_cum
         if few:
-            for a, b in zip(bounds[:-1], bounds[1:]):
+            for a, b in pairwise(bounds.tolist()):
                 np.maximum.accumulate(y[a:b], out=y[a:b])
         else:
             y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
