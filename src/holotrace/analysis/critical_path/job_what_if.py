@@ -311,7 +311,9 @@ def _sync_evidence(g, info, edges, n) -> list:
             p = np.where(ok, up, -1)
         op = g.view.strings[int(rv["name"][outer[0]])]
         call_name = g.view.strings[int(nm)]
-        out.append(f"{op} > {call_name}" if outer[0] != rows[0] else call_name)
+        text = f"{op} > {call_name}" if outer[0] != rows[0] else call_name
+        if text not in out:
+            out.append(text)
     return out
 
 
