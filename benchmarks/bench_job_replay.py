@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
 
-from _harness import default_work_dir, ensure_job  # noqa: E402
+from _harness import default_work_dir, ensure_job
 
 
 def _peak_mb() -> float:
