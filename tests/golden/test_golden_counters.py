@@ -10,14 +10,12 @@ as a positive sample; ``hta_compat=True`` keeps the residue and matches HTA's su
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from corpus import golden_jobs
 
-import holotrace
 from holotrace import TraceAnalysis
 
 RTOL = 1e-6

@@ -178,7 +178,7 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
     for r, df in stats.items():
         n = len(df)
         cpu, gpu, dl = (df[c].to_numpy(dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
-        stat = (lambda f, x: float(f(x)) if n else np.nan)  # noqa: E731
+        stat = (lambda f, x, n=n: float(f(x)) if n else np.nan)  # noqa: E731
         rows.append({
             "rank": int(r), "launches": n, "cpu_mean_us": stat(np.mean, cpu), "cpu_max_us": stat(np.max, cpu),
             "gpu_mean_us": stat(np.mean, gpu), "delay_median_us": stat(np.median, dl),

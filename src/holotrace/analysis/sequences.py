@@ -103,7 +103,7 @@ def match_names(view: JobView, ids: np.ndarray, operator: str, how: str = "subst
             test = re.compile(operator).search
         except re.error as e:
             raise AnalysisError(f"operator pattern {operator!r} is not a valid regular expression ({e})",
-                                fix="escape special characters such as ( [ * + ?, or match as a substring")
+                                fix="escape special characters such as ( [ * + ?, or match as a substring") from None
     else:
         raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
     hit = view.name_ids(test)

@@ -8,8 +8,8 @@ from holotrace.analysis.critical_path.what_if import what_if
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
-from holotrace.commands.critical_path import parse_steps
 from holotrace.model.classify import NATIVE
+from holotrace.model.filter import parse_int_ranges
 
 __all__ = ["COMMAND", "add_arguments", "run"]
 
@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
-    df = what_if(job, rank=args.rank, steps=parse_steps(args.step), rules=NATIVE, k=args.speedup)
+    df = what_if(job, rank=args.rank, steps=None if args.step is None else list(parse_int_ranges(args.step, "step")), rules=NATIVE, k=args.speedup)
     lines = [f"{_TEXT.get(r.fix, r.fix)} saves {r.pct:.0f}% of step {r.step} on rank {args.rank}: {r.saving:.0f} us "
              f"of {r.path_length:.0f} us ({r.evidence})" for r in df.head(3).itertuples()]
     shown = df.head(args.top).rename(columns={"saving": "saving us", "pct": "% of path", "path_length": "path us"})

@@ -247,7 +247,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
                 seen.add(key)
                 found_findings.append(_finding(d))
     reducer, summaries = Reducer(), []
-    for r, f in summary_files:  # one summary in memory at a time
+    for _rank, f in summary_files:  # one summary in memory at a time
         data = f.read_bytes()
         s = store.summary_from_bytes(data, str(f))
         s.info["summary_bytes"] = len(data)
