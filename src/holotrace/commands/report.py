@@ -135,10 +135,13 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
+        from holotrace.analysis.critical_path.advice import costliest_rank
 
-        def start_critical(ss: pd.DataFrame) -> None:  # the slowest rank is known: its critical path starts first
+        costliest = costliest_rank(view)  # the one story: its rank's critical path is the one shown
+
+        def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
             cp_rank = critical_path_rank if critical_path_rank is not None else (
-                int(ss["rank"].iloc[0]) if len(view.ranks) > 1 and len(ss) else view.ranks[0])
+                costliest.rank if costliest.rank is not None else view.ranks[0])
             if cp_rank not in view.ranks:
                 raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
                                     fix=f"choose one of {view.ranks}")
@@ -147,6 +150,7 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
 
         js = summarize_job(job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, on_stragglers=start_critical,
                            launch_stats=lambda: chosen["launch_stats"].result())
+        js.costliest_rank = costliest
         ss = js.frames["straggler_summary"] if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
@@ -160,7 +164,8 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
     devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
     meta = {"name": Path(str(job.path)).name, "path": str(job.path), "ranks_text": _ranks_text(job),
             "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
-            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "ranks": list(job.ranks), "steps": step_list,
+            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "costliest_rank": costliest.as_dict(),
+            "ranks": list(job.ranks), "steps": step_list,
             "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
     return {"meta": meta, "findings": _findings(js.findings), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
             "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],
