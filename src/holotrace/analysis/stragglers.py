@@ -27,9 +27,9 @@ import pandas as pd
 
 from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
-from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
+from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import job_view
+from holotrace.model.view import resolve
 
 __all__ = [
     "SymbolTableView",
@@ -68,8 +68,8 @@ def straggler_steps(source, profiler_steps: Sequence[int] | None = None, *,
     Raises:
         ValueError: no requested (or, with ``hta_quirks``, no available) step exists (as HTA).
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     available = _steps.profiler_steps(view, rules=rules)
     selected = available if profiler_steps is None else [s for s in profiler_steps if s in available]
     if selected:
@@ -96,8 +96,8 @@ def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         normalized_start_time, duration``; ``name`` a string id, times in the view's unit on the
         job's common clock). Both empty when no communication kernel qualifies.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     k = max(int(num_candidates), 1)
     chosen = view.select(ranks)
     cut = {}
@@ -271,8 +271,8 @@ def potential_stragglers(
     Raises:
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     k = max(int(num_candidates), 1)
     steps = straggler_steps(view, profiler_steps, rules=rules)
     metric = None
@@ -323,7 +323,7 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     """
     from holotrace.analysis.critical_path.collectives import match_collectives
 
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0
     cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]

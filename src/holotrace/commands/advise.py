@@ -14,8 +14,8 @@ from holotrace.analysis.critical_path.job_what_if import WhatIfOptions
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
-from holotrace.commands.critical_path import parse_steps
 from holotrace.errors import AnalysisError
+from holotrace.model.filter import parse_int_ranges
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         combine = parse_combination(args.what_if)
         opts = WhatIfOptions(speedup=args.speedup, comm_speedup=args.comm_speedup, launch_floor_us=args.launch_floor_us,
                              kernel_match=args.kernel)
-        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=parse_steps(args.step),
+        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=None if args.step is None else list(parse_int_ranges(args.step, "step")),
                             options=opts, combine=combine)
     except ValueError as exc:
         raise AnalysisError(str(exc), path=args.path, fix="check --step and --what-if") from None

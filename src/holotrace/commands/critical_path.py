@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     paths: dict = {}
     try:
         df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE, paths=paths)
-    except ValueError as exc:
-        raise AnalysisError(str(exc), path=args.path, fix="pass --step with a step number of that rank") from None
+    except AnalysisError as exc:  # no such step on the rank
+        raise AnalysisError(exc.problem, path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
         columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
     report = Report(title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df)])

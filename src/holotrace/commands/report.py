@@ -25,8 +25,9 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.render.html_file import write_html
 
-__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report", "write_html"]
+__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,14 +73,6 @@ def write_report(data: dict, output) -> int:
     return write_html(render_report(data), output)
 
 
-def write_html(html: str, output) -> int:
-    """Write ``html`` to ``output`` through a temporary file beside it; returns the size in bytes."""
-    from holotrace.atomic import check_file, write_bytes
-
-    out = check_file(output, what="the report file", example="report.html")
-    return write_bytes(out, html.encode("utf-8"))
-
-
 def _findings(findings) -> pd.DataFrame:
     f = findings_frame(findings)
     f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
@@ -116,8 +109,8 @@ def _critical(view, rank: int, step, enabled: bool) -> dict:
     try:
         cpm.per_step(view, rank=rank, steps=wanted, rules=NATIVE, paths=paths)
         wi = what_if(view, rank=rank, steps=wanted, rules=NATIVE)
-    except ValueError as e:  # the rank has no such step
-        return {"critical_path": None, "critical_path_note": f"not computed: {e}"}
+    except AnalysisError as e:  # the rank has no such step
+        return {"critical_path": None, "critical_path_note": f"not computed: {e.problem}"}
     one = paths.get(step) if step is not None else next(iter(paths.values()), None)
     cp = cpm.breakdown(one) if one is not None else None
     cp = cp if cp is not None else pd.DataFrame(columns=["bound_by", "duration"])
