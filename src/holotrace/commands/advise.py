@@ -30,11 +30,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p)
     p.add_argument("--rank", type=int, default=None, help="only fixes job-wide or on this rank (default: whole job)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
-    p.add_argument("--speedup", type=float, default=2.0, metavar="K", help="speed-up tried for kernels and CPU operators (default 2)")
+    p.add_argument("--speedup", type=float, default=2.0, metavar="K",
+                   help="speed-up tried for kernels and CPU operators (default 2)")
     p.add_argument("--comm-speedup", type=float, default=None, metavar="K",
                    help="communication K x faster instead of perfectly overlapped")
-    p.add_argument("--launch-floor-us", type=float, default=2.0, metavar="US", help="a launch call's cost at its floor (default 2)")
-    p.add_argument("--kernel", default=None, metavar="TEXT", help="try the kernels whose name contains TEXT (a kernel class)")
+    p.add_argument("--launch-floor-us", type=float, default=2.0, metavar="US",
+                   help="a launch call's cost at its floor (default 2)")
+    p.add_argument("--kernel", default=None, metavar="TEXT",
+                   help="try the kernels whose name contains TEXT (a kernel class)")
     p.add_argument("--what-if", default=None, metavar="A,B[;C,D]",
                    help="also try these fixes together, e.g. 'straggler,comm-overlap'")
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows shown (default 10)")
@@ -43,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     if args.rank is not None and args.rank not in job.ranks:
-        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
+        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path,
+                            fix=f"use --rank with one of {list(job.ranks)}")
     for name in ("speedup", "comm_speedup"):
         v = getattr(args, name)
         if v is not None and not v > 1.0:
@@ -53,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         combine = parse_combination(args.what_if)
         opts = WhatIfOptions(speedup=args.speedup, comm_speedup=args.comm_speedup, launch_floor_us=args.launch_floor_us,
                              kernel_match=args.kernel)
-        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=None if args.step is None else list(parse_int_ranges(args.step, "step")),
+        steps = None if args.step is None else list(parse_int_ranges(args.step, "step"))
+        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=steps,
                             options=opts, combine=combine)
     except ValueError as exc:
         raise AnalysisError(str(exc), path=args.path, fix="check --step and --what-if") from None
@@ -100,7 +105,7 @@ def build_report(advice, *, top: int = 10) -> Report:
 
 COMMAND = Command(
     name="advise",
-    help="what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks",
+    help="what to fix first in the whole job, ranked by the job step time each fix saves on a replay of all ranks",
     description="Build the dependency graph of every rank (CPU threads, launches, GPU streams, stream and host "
                 "synchronisation, collectives matched across ranks), replay the measured steps, and re-time them "
                 "with each fix: the slowest rank at the median, communication overlapped, launch overhead at its "
