@@ -58,3 +58,7 @@ class RankNotFoundError(AnalysisError, KeyError):
 
 class PlottingUnavailableError(HolotraceError, ImportError):
     """``visualize=True`` was asked for but plotly (the ``plot`` extra) is not installed."""
+
+
+class RulesError(HolotraceError, ValueError):
+    """A rules file (``--rules``, ``$HOLOTRACE_RULES``, ``rules=``) cannot be read or has a bad line."""

@@ -23,6 +23,7 @@ from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS, event_columns
 from holotrace.model.classify import RULES_VERSION
+from holotrace.model.rule_table import resolve_table
 from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
 from holotrace.model.strings import StringTable
@@ -122,7 +123,8 @@ def _map(d: DecodedFile, cache_dir, all_args: bool) -> DecodedFile:
 
 def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
          cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
-         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None) -> Job:
+         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None,
+         rules=None) -> Job:
     """Load a job: a folder of per-rank trace files, one file, or a list of files.
 
     Parameters
@@ -137,9 +139,13 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     progress: called as ``progress(done, total, file)`` after each file.
     progress_bar: show a progress bar (bytes decoded, files done) on stderr for loads longer than a
         second; default: when stderr is a terminal.
+    rules: a user's rules file (or a list of them, or a ``RuleTable``) tried before the built-in rule table when
+        holotrace's rules classify this job's events (docs/rules.md); default: the files named by
+        ``$HOLOTRACE_RULES``. A bad file raises :class:`~holotrace.errors.RulesError` naming its line.
 
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
+    table = resolve_table(rules)  # a bad rules file fails before any decoding
     found = discover(path, strict=strict)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
     cdir = cache_mod.resolve_dir(cache_dir, check=True) if cache else None
@@ -218,7 +224,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
                                   path=str(path) if not isinstance(path, (list, tuple)) else None, fix="the file is damaged; re-export the trace")
         raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=str(path) if not isinstance(path, (list, tuple)) else None,
                                fix="pass a trace recorded while the profiler was active")
-    job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path))
+    job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path), rule_table=table)
     job.findings.extend(validate_job(job))
     log.info("loaded %d rank(s) in %.2f s", len(traces), time.perf_counter() - t0)
     if strict:

@@ -9,7 +9,7 @@ vanishes from the help.
 
 # no ``from __future__ import annotations`` here: it would shadow the ``annotations`` command module
 
-from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, ingest, launches, memory, report, sequences, stragglers, summary, timeline
+from holotrace.commands import advise, annotations, cache, counters, cupti, critical_path, diff, doctor, info, ingest, launches, memory, report, rules, sequences, stragglers, summary, timeline
 from holotrace.commands.base import Command
 
 __all__ = ["COMMANDS", "Command"]
@@ -28,6 +28,7 @@ COMMANDS: tuple[Command, ...] = (
     memory.COMMAND,
     counters.COMMAND,
     cupti.COMMAND,
+    rules.COMMAND,
     report.COMMAND,
     timeline.COMMAND,
     cache.COMMAND,
