@@ -63,11 +63,20 @@ def classify_rank(cols: Mapping[str, np.ndarray], strings, table: RuleTable, *, 
 
 
 def _per_name(ids: np.ndarray, strings, classify) -> tuple:
-    """``classify`` (a table method) once per distinct name id, broadcast back to ``ids``."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    parts = classify([strings[int(i)] for i in uniq.tolist()])
-    inv = inv.reshape(-1)
-    return tuple(p[inv] for p in parts)
+    """``classify`` (a table method) once per distinct name id, gathered back to ``ids`` (ids are dense: a
+    lookup array over the job's strings, no sort)."""
+    n = len(strings)
+    safe = np.where(ids >= 0, ids, n)  # id −1 (no name) reads the last slot
+    present = np.zeros(n + 1, dtype=bool)
+    present[safe] = True
+    uniq = np.flatnonzero(present)
+    parts = classify([strings[int(i)] if i < n else "" for i in uniq.tolist()])
+    out = []
+    for p in parts:
+        lut = np.zeros(n + 1, dtype=p.dtype)
+        lut[uniq] = p
+        out.append(lut[safe])
+    return tuple(out)
 
 
 def _kinds_from_args(ops: np.ndarray, kinds: np.ndarray, strings, collective_name) -> np.ndarray:
@@ -93,46 +102,49 @@ def _launched_under(cols, g, ops, op_kind, op_rule, table: RuleTable, ktype, kin
         return
     pid, tid = np.asarray(cols["pid"]), np.asarray(cols["tid"])
     ts, end = np.asarray(cols["ts"]), np.asarray(cols["end"])
-    # threads as dense ids, times as dense ranks: one sorted key (thread, time) for ops and launches alike
-    threads, th = np.unique(np.concatenate([np.stack([pid[ops], tid[ops]], 1), np.stack([pid[launch], tid[launch]], 1)]),
-                            axis=0, return_inverse=True)
-    th = th.reshape(-1)
-    op_th, l_th = th[:len(ops)], th[len(ops):]
-    times, tr = np.unique(np.concatenate([ts[ops], end[ops], ts[launch]]), return_inverse=True)
-    tr = tr.reshape(-1)
-    span = np.int64(len(times) + 1)
-    m = len(ops)
-    start_key = op_th * span + tr[:m]
-    end_key = op_th * span + tr[m:2 * m]
-    launch_key = l_th * span + tr[2 * m:]
-    order = np.argsort(start_key, kind="stable")
-    start_key, end_key = start_key[order], end_key[order]
-    # the op with the latest end among those started so far (keys of a later thread are larger: no reset needed)
-    run_end = np.maximum.accumulate(end_key)
-    pos = np.arange(m)
-    run_arg = np.maximum.accumulate(np.where(end_key == run_end, pos, 0))
-    i = np.searchsorted(start_key, launch_key, side="right") - 1  # the last op started at or before the launch
-    ok = i >= 0
-    i0 = np.where(ok, i, 0)
-    same_thread = ok & (start_key[i0] // span == launch_key // span)
-    direct = same_thread & (end_key[i0] >= launch_key)  # the latest-started op holds it (the innermost)
-    outer = same_thread & ~direct & (run_end[i0] >= launch_key)  # else an earlier, longer op on the thread does
-    found = direct | outer
-    if not found.any():
+    op_thread = _thread_key(pid[ops], tid[ops])
+    l_thread = _thread_key(pid[launch], tid[launch], like=(pid[ops], tid[ops]))
+    rows_all, at_all = [], []
+    for t in np.unique(op_thread).tolist():  # one pass per thread that has collective ops (a few), not per event
+        o = np.flatnonzero(op_thread == t)
+        li = np.flatnonzero(l_thread == t)
+        if not len(li):
+            continue
+        o = o[np.argsort(ts[ops[o]], kind="stable")]
+        start, stop = ts[ops[o]], end[ops[o]]
+        run_end = np.maximum.accumulate(stop)  # the latest end among the ops started so far ...
+        run_arg = np.maximum.accumulate(np.where(stop == run_end, np.arange(len(o)), 0))  # ... and which op it is
+        lt = ts[launch[li]]
+        i = np.searchsorted(start, lt, side="right") - 1  # the last op started at or before the launch
+        ok = i >= 0
+        i0 = np.where(ok, i, 0)
+        direct = ok & (stop[i0] >= lt)  # the latest-started op holds it (the innermost)
+        outer = ok & ~direct & (run_end[i0] >= lt)  # else an earlier, longer op on the thread does
+        found = direct | outer
+        rows_all.append(g[li[found]])
+        at_all.append(o[np.where(direct, i0, run_arg[i0])[found]])
+    if not rows_all:
         return
-    which = np.where(direct, i0, run_arg[i0])[found]
-    at = order[which]  # positions in ``ops``
-    rows = g[found]
-    op_rows = ops[at]
-    comm_op[rows] = op_rows
+    rows, at = np.concatenate(rows_all), np.concatenate(at_all)  # GPU rows, and positions in ``ops``
+    if not len(rows):
+        return
+    comm_op[rows] = ops[at]
     # raise to communication: unclaimed names and memory rules (a copy a collective makes), never a rule that
     # says computation; fill the kind of communication kernels whose own rule does not name one
-    own = rule[rows]
-    own_type = ktype[rows]
-    raise_ = (own < 0) | (own_type == _MEMORY)
+    raise_ = (rule[rows] < 0) | (ktype[rows] == _MEMORY)
     up = rows[raise_]
     ktype[up] = _COMM
     kind[up] = op_kind[at[raise_]]
     rule[up] = op_rule[at[raise_]]
-    fill = (ktype[rows] == _COMM) & (kind[rows] == int(CommKind.UNKNOWN)) & ~raise_
+    fill = ~raise_ & (ktype[rows] == _COMM) & (kind[rows] == int(CommKind.UNKNOWN))
     kind[rows[fill]] = op_kind[at[fill]]
+
+
+def _thread_key(pid: np.ndarray, tid: np.ndarray, like=None) -> np.ndarray:
+    """One integer per (pid, tid) pair; with ``like``, keys of the pairs in ``like`` (others −1)."""
+    ref_pid, ref_tid = (pid, tid) if like is None else like
+    pairs = np.unique(np.stack([ref_pid, ref_tid], 1), axis=0)  # few: the threads that hold collective ops
+    out = np.full(len(pid), -1, dtype=np.int64)
+    for k, (p, t) in enumerate(pairs.tolist()):
+        out[(pid == p) & (tid == t)] = k
+    return out
