@@ -264,7 +264,7 @@ def test_bad_regex_and_output_file(env):
     (env.work / "out.csv").write_text("mine")
     env.freeze()
     one_line_error(env.cli("sequences", "job", "--no-cache", "--match", "regex", "--op", "("), "not a valid regular expression")
-    one_line_error(env.cli("summary", "job", "--no-cache", "--output", "out.csv"), "out.csv", "names a file")
+    one_line_error(env.cli("summary", "job", "--no-cache", "--output", "out.csv"), "out.csv", "is a file, not a folder")
     env.check_untouched()
 
 

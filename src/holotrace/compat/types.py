@@ -145,8 +145,10 @@ def get_memory_kernel_type(name: str) -> str:
     return name[:11]
 
 
-def merge_kernel_intervals(df: pd.DataFrame) -> pd.DataFrame:
-    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``df`` by ``ts`` in place."""
+def merge_kernel_intervals(kernel_df: pd.DataFrame) -> pd.DataFrame:
+    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``kernel_df`` by ``ts`` in
+    place and adds its ``end`` column, as HTA does."""
+    df = kernel_df
     df.sort_values(by="ts", inplace=True)
     df["end"] = df["ts"] + df["dur"]
     iv = intervals.merge(df["ts"].to_numpy(), df["end"].to_numpy())
