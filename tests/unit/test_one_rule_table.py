@@ -32,8 +32,9 @@ def _docstrings(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                out.add(id(first.value))
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                out.add(id(value))
     return out
 
 
@@ -60,7 +61,8 @@ def test_the_scan_finds_a_planted_list(tmp_path, monkeypatch):
     """The scan is not vacuous: a module with its own list of collective kernels is found."""
     pkg = tmp_path / "holotrace" / "analysis"
     pkg.mkdir(parents=True)
-    (pkg / "x.py").write_text('"""doc: nccl in a docstring is fine."""\nCOMM = ("ncclDevKernel", "cross_device_reduce")\n',
+    (pkg / "x.py").write_text('"""doc: nccl in a docstring is fine."""\n'
+                              'COMM = ("ncclDevKernel", "cross_device_reduce")\n',
                               encoding="utf-8")
     monkeypatch.setitem(globals(), "SRC", tmp_path / "holotrace")
     assert [h[:2] for h in _hits()] == [("analysis/x.py", 2)] * 2  # both names of the list, not the docstring

@@ -63,7 +63,8 @@ def build_report(job, *, top: int = 20, min_share: float = 1.0) -> Report:
                 lines=[] if len(ops) else ["no operator or annotation matched an op rule"]),
         Section("unclaimed", f"Kernels no rule claimed, at least {min_share:g} % of GPU time",
                 shown(big, ["name", "count", "time_us", "share"]), digits={"time_us": 1, "share": 1},
-                lines=[] if len(big) else [f"none: every kernel over {min_share:g} % of GPU time was claimed by a rule"],
+                lines=[] if len(big) else [f"none: every kernel over {min_share:g} % of GPU time was claimed by a "
+                                           "rule"],
                 notes=["counted as computation; if one is a collective, add a rule (holotrace rules --help, "
                        "docs/rules.md)"] if len(big) else []),
     ]
