@@ -243,3 +243,27 @@ def test_every_built_in_rule_parses_and_names_its_line():
     t = default_table()
     assert t.rules and all(r.line > 0 and r.source.endswith("default.rules") for r in t.rules)
     assert parse_rules("kernel a communication - x\n\n# c\nop b communication args ^y$\n", "u")[1].line == 4
+
+
+def test_rules_command_flags_large_unclaimed_kernels(tmp_path, capsys):
+    import json
+
+    tb = TraceBuilder(rank=0)
+    tb.launch_kernel("mystery_collective_kernel", 0, 2, 10, 90)  # 90 us of 100: no rule claims it
+    tb.launch_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", 20, 2, 100, 10)
+    path = tb.write(tmp_path / "job")
+    assert main(["rules", str(path), "--no-cache", "--quiet", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["meta"]["unclaimed_share"] == pytest.approx(90.0)
+    assert doc["meta"]["communication_share"] == pytest.approx(10.0)
+    rows = {r["name"]: r for r in doc["kernels"]}
+    assert rows["mystery_collective_kernel"]["evidence"] == "no rule"
+    assert rows["ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)"]["rule"].startswith("nccl (default.rules:")
+    assert main(["rules", str(path), "--no-cache", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "Kernels no rule claimed" in text and "mystery_collective_kernel" in text.split("Kernels no rule claimed")[1]
+    mine = tmp_path / "mine.rules"
+    mine.write_text("kernel  mystery  communication  all_to_all  ^mystery_collective\n", encoding="utf-8")
+    assert main(["rules", str(path), "--no-cache", "--quiet", "--format", "json", "--rules", str(mine)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["meta"]["unclaimed_share"] == 0.0 and doc["meta"]["user_rules"] == [str(mine)]

@@ -225,19 +225,28 @@ def hta_table() -> RuleTable:
 
 def user_table(files: Sequence[Union[str, Path]]) -> RuleTable:
     """The built-in table with the rules of ``files`` first (the first file's rules first)."""
-    key = tuple(str(f) for f in files)
+    names = tuple(str(f) for f in files)
+    key = tuple((f, _stamp(f)) for f in names)  # a file edited since it was read is read again
     out = _USER.get(key)
     if out is None:
         rules: list = []
-        for f in key:
+        for f in names:
             try:
                 text = Path(f).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
                 raise RulesError(f"cannot read the rules file: {getattr(e, 'strerror', None) or e}", path=f,
                                  fix="give a readable text file of rules (see docs/rules.md)") from None
             rules += parse_rules(text, f)
-        out = _USER[key] = default_table().extended(rules, key)
+        out = _USER[key] = default_table().extended(rules, names)
     return out
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return None
 
 
 def resolve_table(rules: Union[None, str, Path, Sequence, RuleTable] = None) -> RuleTable:
