@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -146,16 +146,6 @@ def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:
     return KernelType((hta_table() if hta_compat else default_table()).kernel_rule(name)[0])
 
 
-def kernel_type_of_names(names: Iterable[str], *, hta_compat: bool = False) -> np.ndarray:
-    """Vectorised :func:`kernel_type_of_name` over distinct strings (int8 codes)."""
-    arr = np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object)
-    if arr.size == 0:
-        return np.empty(0, dtype=np.int8)
-    uniq, inv = np.unique(arr.astype(str), return_inverse=True)
-    types = (hta_table() if hta_compat else default_table()).classify_kernels(uniq.tolist())[0]
-    return types[inv.reshape(-1)]
-
-
 def is_communication_kernel(name: str) -> bool:
     """A communication kernel by its name under the built-in table (every family it knows)."""
     return kernel_type_of_name(name) == KernelType.COMMUNICATION
@@ -244,10 +234,6 @@ class RuleSet:
     hta_quirks: bool
     launch_apis: frozenset
     memory_launch_apis: frozenset
-
-    def kernel_types(self, names: Iterable[str]) -> np.ndarray:
-        """:meth:`kernel_type` of many names (int8 codes, one rule pass per distinct name)."""
-        return kernel_type_of_names(names, hta_compat=self.hta_table)
 
     def step_number(self, name: str) -> int:
         """The ``ProfilerStep`` number of a name under these rules, else -1."""
