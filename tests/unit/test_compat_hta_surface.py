@@ -344,3 +344,116 @@ def test_compare_traces_and_ops_diff(compare_pair):
     d = TraceDiff.ops_diff(base, test, 1, 1, 1010, 1010, device_type=DeviceType.GPU)
     assert list(d) == ["added", "deleted", "increased", "decreased", "unchanged"] and len(d["deleted"]) == 1
 
+
+
+# ---------------------------------------------------------------------------- critical-path graph files
+BUNDLED = __import__("pathlib").Path(__file__).resolve().parents[1] / "data"
+
+
+def _event_sync():
+    from holotrace import TraceAnalysis
+
+    return TraceAnalysis(trace_dir=str(BUNDLED / "traces" / "hta_critical_path_cuda_event_sync"), cache=False)
+
+
+def _summary(g):
+    b = g.get_critical_path_breakdown()
+    return (len(g.critical_path_nodes), len(g.critical_path_edges_set), b.shape[0], float(b["duration"].sum()),
+            sorted(b["bound_by"].value_counts().to_dict().items()))
+
+
+# HTA on this trace: critical_path_analysis(rank=0, annotation="", instance_id=None) -> 56 nodes, 57 edges,
+# a path of 40 nodes / 39 edges, breakdown durations summing to 2411.0,
+# bound_by '' 8, cpu_bound 29, gpu_compute_bound 1, gpu_kernel_launch_overhead 1
+HTA_EVENT_SYNC = (40, 39, 39, 2411.0, [("", 8), ("cpu_bound", 29), ("gpu_compute_bound", 1),
+                                       ("gpu_kernel_launch_overhead", 1)])
+
+
+def test_restore_cpgraph_reads_hta_save():
+    from holotrace import restore_cpgraph
+
+    a = _event_sync()
+    mine, ok = a.critical_path_analysis(rank=0, annotation="", instance_id=None)
+    hta = restore_cpgraph(str(BUNDLED / "hta_outputs" / "hta_cp_graph_event_sync.zip"), a, 0)
+    assert ok and _summary(hta) == _summary(mine) == HTA_EVENT_SYNC
+    assert len(hta.node_list) == 56 and hta.number_of_edges() == 57
+    assert hta.critical_path_nodes == mine.critical_path_nodes
+    assert hta.critical_path_events_set == mine.critical_path_events_set
+    assert hta.summary().round(6).to_dict() == {"": 0.0, "cpu_bound": 98.092078, "gpu_compute_bound": 1.493156,
+                                                "gpu_kernel_launch_overhead": 0.414766}  # HTA's cp.summary()
+
+
+def test_save_writes_hta_layout(tmp_path):
+    import pickletools
+    import zipfile
+
+    from holotrace import restore_cpgraph
+
+    a = _event_sync()
+    g, _ = a.critical_path_analysis(rank=0, annotation="", instance_id=None)
+    out = str(tmp_path / "saved")
+    path = g.save(out)
+    assert path == out + ".zip"
+    names = zipfile.ZipFile(path).namelist()
+    base = out.lstrip("/")
+    assert names[:3] == [f"{base}/trace_data.csv", f"{base}/cp_graph.pkl", f"{base}/cp_data.pkl"]  # HTA's order
+    pkl = (tmp_path / "saved" / "cp_data.pkl").read_bytes()
+    strings = {arg for op, arg, _ in pickletools.genops(pkl) if isinstance(arg, str)}
+    assert {"hta.analyzers.critical_path_analysis", "_CPGraphData", "CPNode", "CPEdge", "CPEdgeType"} <= strings
+    trace = pd.read_csv(tmp_path / "saved" / "trace_data.csv", index_col="_index_")
+    assert trace["name"].dtype.kind != "i" and trace.loc[0, "name"] == "ProfilerStep#100"  # text, used as is by HTA
+    # HTA 0.6.1's restore_cpgraph(path, TraceAnalysis(trace_dir=...).t, 0) on this file, checked once by hand:
+    # the same path, breakdown (1211 rows on hta_critical_path_simple_add) and summary as HTA's own graph
+    back = restore_cpgraph(path, a, 0)
+    assert _summary(back) == HTA_EVENT_SYNC and back.critical_path_nodes == g.critical_path_nodes
+    with pytest.raises(ValueError, match="rank"):
+        restore_cpgraph(path, a, 1)
+
+
+def test_cpgraph_hta_constructor():
+    from holotrace import CPGraph
+
+    a = _event_sync()
+    # HTA: g = CPGraph(t, t, 0); g.critical_path() -> the same numbers here (the whole trace, unclipped)
+    g = CPGraph(a.t, a.t, 0)
+    assert len(g.node_list) == 56 and _summary(g) == HTA_EVENT_SYNC
+    with pytest.raises(ValueError, match="restore_cpgraph"):
+        CPGraph(None, a.t, 0)
+
+
+def test_critical_path_analysis_class():
+    from holotrace import CriticalPathAnalysis
+
+    a = _event_sync()
+    # HTA: CriticalPathAnalysis.critical_path_analysis(t, 0, "", None) as in TraceAnalysis.critical_path_analysis
+    g, ok = CriticalPathAnalysis.critical_path_analysis(a.t, 0, "", None)
+    assert ok and _summary(g) == HTA_EVENT_SYNC
+    assert CriticalPathAnalysis.critical_path_analysis(a.t, 0, "no such annotation", None) is None
+
+
+# ---------------------------------------------------------------------------- HTA's free helpers
+def test_parse_trace_file_and_helpers(filter_dir):
+    from holotrace import (NameIdColumnFilter, NameStringColumnFilter, decode_symbol_id_to_symbol_name,
+                           get_cpu_gpu_correlation, get_value_from_dict, parse_trace_file,
+                           trace_event_timestamp_to_unixtime_ns)
+
+    meta, df, st = parse_trace_file(filter_dir + "/sampled_rank-0.json.gz")
+    # HTA parse_trace_file(...): rank 0, 4810 x 30, ts 1682725898236567, ...569 (absolute), index 0, 1,
+    # last iteration 552, 2408 rows with index_correlation > 0
+    assert meta["distributedInfo"]["rank"] == 0 and df.shape == (4810, 30)
+    assert df["ts"].iloc[:2].tolist() == [1682725898236567, 1682725898236569]
+    assert df["index"].iloc[:2].tolist() == [0, 1]
+    assert int(df["iteration"].max()) == 552 and int((df["index_correlation"] > 0).sum()) == 2408
+    c = get_cpu_gpu_correlation(df)  # HTA: 1204 pairs, first (2402, 2403), (2404, 2405)
+    assert len(c) == 1204 and c.iloc[:2].values.tolist() == [[2402, 2403], [2404, 2405]]
+    # HTA: NameIdColumnFilter("aten::.*mm")(df, st) -> 378 rows; without a symbol table the input (4810)
+    assert len(NameIdColumnFilter("aten::.*mm")(df, st)) == 378 and len(NameIdColumnFilter("aten::.*mm")(df)) == 4810
+    decode_symbol_id_to_symbol_name(df, st, use_shorten_name=False)
+    assert df["s_name"].iloc[0] == "autograd::engine::evaluate_function: MeanBackward0"  # HTA's decoded name
+    assert len(NameStringColumnFilter("aten::.*mm")(df)) == 378
+    with pytest.raises(ValueError, match="gz"):
+        parse_trace_file(filter_dir + "/trace.txt")
+    assert trace_event_timestamp_to_unixtime_ns(2.5, {"baseTimeNanoseconds": 10}) == 2510
+    with pytest.raises(KeyError):
+        trace_event_timestamp_to_unixtime_ns(2.5, {})
+    assert get_value_from_dict({"a": {"b": 1}}, "a.b") == 1 and get_value_from_dict({}, "a.b", 5) == 5
