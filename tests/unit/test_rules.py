@@ -267,3 +267,21 @@ def test_rules_command_flags_large_unclaimed_kernels(tmp_path, capsys):
     assert main(["rules", str(path), "--no-cache", "--quiet", "--format", "json", "--rules", str(mine)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["meta"]["unclaimed_share"] == 0.0 and doc["meta"]["user_rules"] == [str(mine)]
+
+
+def test_critical_path_sees_a_kernel_classified_by_its_launching_operator(tmp_path):
+    """A custom all-reduce kernel no name rule knows, launched under vllm::all_reduce and waited for by a device
+    synchronize: on the critical path it is communication-bound under holotrace's rules, compute-bound under
+    HTA's (name only)."""
+    from holotrace.analysis.critical_path import breakdown, critical_path
+
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#1", 0, 1000)
+    tb.cpu_op("vllm::all_reduce", 10, 30)
+    tb.launch_kernel("my_allreduce_kernel<float>", 15, 5, 50, 800)
+    tb.runtime("cudaDeviceSynchronize", 45, 820)
+    job = _load(tb, tmp_path)
+    for rules, want in ((NATIVE, "gpu_communication_bound"), (HTA, "gpu_compute_bound")):
+        b = breakdown(critical_path(job, rank=0, rules=rules))
+        kernel_edges = b[b["s_name"].astype(str).str.startswith("my_allreduce_kernel")]
+        assert len(kernel_edges) and set(kernel_edges["bound_by"]) == {want}, rules.name
