@@ -29,7 +29,7 @@ import pandas as pd
 
 from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
-from holotrace.model.classify import RuleSet
+from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve
 
