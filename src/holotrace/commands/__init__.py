@@ -24,7 +24,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("stragglers", "which rank the others wait for in collectives, per step, with the evidence"),
     Entry("critical-path",
           "critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead"),
-    Entry("advise", "what to fix first: counterfactual savings on each step's critical path, ranked"),
+    Entry("advise", "what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks"),
     Entry("diff", "compare two runs: what got slower or faster and why; --fail-on rules for a CI gate (exit 1)"),
     Entry("memory", "device memory: peak allocated/reserved per rank and device, operators live at the peak"),
     Entry("counters", "launch-queue length per stream, time blocked on a full queue, memory-copy bandwidth"),
