@@ -457,3 +457,14 @@ def test_parse_trace_file_and_helpers(filter_dir):
     with pytest.raises(KeyError):
         trace_event_timestamp_to_unixtime_ns(2.5, {})
     assert get_value_from_dict({"a": {"b": 1}}, "a.b") == 1 and get_value_from_dict({}, "a.b", 5) == 5
+
+
+def test_loaded_table_end_both_modes(filter_dir):
+    from holotrace import TraceAnalysis
+
+    # HTA: TraceAnalysis(trace_dir).t.get_trace(0)[["index", "ts", "dur", "end"]].head(3): ts aligned, end absolute
+    hta = [[2402, 2936, 10, 1682725898082238], [2404, 2995, 10, 1682725898082297], [2406, 3043, 3, 1682725898082338]]
+    compat = TraceAnalysis(trace_dir=filter_dir, hta_compat=True).t.get_trace(0)
+    assert compat[["index", "ts", "dur", "end"]].head(3).values.tolist() == hta
+    fixed = TraceAnalysis(trace_dir=filter_dir).t.get_trace(0)  # default: end = ts + dur on one clock
+    assert fixed[["index", "ts", "dur", "end"]].head(3).values.tolist() == [[i, t, d, t + d] for i, t, d, _ in hta]
