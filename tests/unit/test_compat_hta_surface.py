@@ -515,3 +515,16 @@ def test_call_graph_on_parsed_trace(tmp_path):
     for r, d in four.get_all_traces().items():
         d["pid"] = r + 1
     assert CallGraph(four).mapping.groupby("rank").size().unique().tolist() == [2]  # HTA: two stacks per rank
+
+
+def test_kernels_with_user_annotations_columns():
+    from holotrace import TraceAnalysis
+
+    a = TraceAnalysis(trace_dir=_traces("hta_ns_resolution"), hta_compat=True)
+    k = a.get_gpu_kernels_with_user_annotations(rank=0)
+    # HTA: get_gpu_kernels_with_user_annotations(rank=0): 4876 x 34, `end` right after `dur`, first rows
+    # (index, ts, dur, end) = (25790, 3488, 5, 3493), (25804, 3678, 2, 3680), (25820, 4067, 0, 4067)
+    assert k.shape == (4876, 34) and list(k.columns[5:9]) == ["ts", "dur", "end", "stream"]
+    assert list(k.columns[-4:]) == ["user_annotation", "s_name", "s_cat", "s_user_annotation"]
+    assert k[["index", "ts", "dur", "end"]].head(3).values.tolist() == [[25790, 3488, 5, 3493], [25804, 3678, 2, 3680],
+                                                                        [25820, 4067, 0, 4067]]
