@@ -331,7 +331,7 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0
     cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]
-    m = match_collectives(view, ranks=ranks).kernels
+    m = match_collectives(view, rules=view.rules, ranks=ranks).kernels
     if m.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
     parts = []
