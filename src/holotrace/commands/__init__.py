@@ -30,6 +30,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("memory", "device memory: peak allocated/reserved per rank and device, operators live at the peak"),
     Entry("counters", "launch-queue length per stream, time blocked on a full queue, memory-copy bandwidth"),
     Entry("cupti", "GPU performance counters (CUPTI range profiler) per operator: FLOPs, arithmetic intensity"),
+    Entry("rules", "which rule classified each kernel (communication, memory, computation), and what no rule claimed"),
     Entry("report",
           "one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline"),
     Entry("timeline",
