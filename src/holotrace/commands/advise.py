@@ -105,7 +105,7 @@ def build_report(advice, *, top: int = 10) -> Report:
 
 COMMAND = Command(
     name="advise",
-    help="what to fix first in the whole job, ranked by the job step time each fix saves on a replay of all ranks",
+    help="what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks",
     description="Build the dependency graph of every rank (CPU threads, launches, GPU streams, stream and host "
                 "synchronisation, collectives matched across ranks), replay the measured steps, and re-time them "
                 "with each fix: the slowest rank at the median, communication overlapped, launch overhead at its "
