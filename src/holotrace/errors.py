@@ -68,3 +68,7 @@ class OutputError(HolotraceError, OSError):
 class NoRoomError(OutputError, TraceReadError):
     """A file could be read but its decoded columns could not be written (the disk full, the file-size limit):
     no fault of the file."""
+
+
+class RulesError(HolotraceError, ValueError):
+    """A rules file (``--rules``, ``$HOLOTRACE_RULES``, ``rules=``) cannot be read or has a bad line."""

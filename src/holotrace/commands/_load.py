@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from holotrace.loader import load
+from holotrace.loader import LoadOptions, load_with
 from holotrace.model.job import Job
 
 
@@ -18,10 +18,18 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)")
     g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_rules_option(g)
     add_executor_options(g)
     f = p.add_argument_group("selection")
     f.add_argument("--ranks", metavar="LIST", help="analyse only these ranks, e.g. 0-3,7 (default: all)")
     f.add_argument("--steps", metavar="LIST", help="analyse only these ProfilerStep numbers, e.g. 5-9 (default: all)")
+
+
+def add_rules_option(g) -> None:
+    """``--rules FILE`` (repeatable): a user's classification rules, tried before the built-in table."""
+    g.add_argument("--rules", metavar="FILE", action="append", default=None,
+                   help="classification rules tried before the built-in table (repeatable; default: the files in "
+                        "$HOLOTRACE_RULES; format: docs/rules.md)")
 
 
 def add_executor_options(g) -> None:
@@ -43,22 +51,24 @@ def executor_of(args: argparse.Namespace):
     return get_executor(name, address=getattr(args, "ray_address", None), workers=getattr(args, "workers", None))
 
 
-def load_path(path, **options) -> Job:
+def load_path(path, opts: LoadOptions | None = None, **options) -> Job:
     """The one resolver of a command's PATH: a folder written by ``holotrace ingest`` is read back as the job it
-    holds; anything else (a trace folder, a file, a list of files) is :func:`holotrace.load` with ``options``."""
+    holds; anything else (a trace folder, a file, a list of files) is loaded with ``opts``
+    (:func:`holotrace.loader.load_with`)."""
     from holotrace.scale.store import is_ingest_folder
 
+    opts = opts if opts is not None else LoadOptions(**options)
     if isinstance(path, (list, tuple)) or not is_ingest_folder(path):
-        return load(path, **options)
+        return load_with(path, opts)
     from holotrace.scale.ingested import load_ingested
 
-    if options.get("all_args"):
+    if opts.all_args:
         from holotrace.errors import AnalysisError
 
         raise AnalysisError("an ingest folder does not keep every event's raw args, which this command reads", path=path,
                             fix="run it on the trace folder the folder was ingested from")
     job = load_ingested(path)
-    if options.get("strict"):
+    if opts.strict:
         from holotrace.errors import JobConsistencyError
 
         serious = [x for x in job.findings if x.severity == "error"]
@@ -69,16 +79,18 @@ def load_path(path, **options) -> Job:
 
 
 def load_job(args: argparse.Namespace) -> Job:
-    opts = dict(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                progress_bar=False if getattr(args, "quiet", False) else None)
-    ex = executor_of(args)
-    if ex is not None:
-        from holotrace.exec.pool import use_executor
+    ex = executor_of(args)  # None: this machine's process pool
 
-        with ex, use_executor(ex):
-            job = load_path(args.path, **opts)
-        return select_job(job, args)
-    return select_job(load_path(args.path, **opts), args)
+    def opts(executor=None) -> LoadOptions:
+        return LoadOptions(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+                           executor=executor, progress_bar=False if getattr(args, "quiet", False) else None,
+                           rules=getattr(args, "rules", None))
+
+    if ex is None:
+        return select_job(load_path(args.path, opts()), args)
+    with ex:
+        job = load_path(args.path, opts(ex))
+    return select_job(job, args)
 
 
 def select_job(job: Job, args: argparse.Namespace) -> Job:

@@ -17,7 +17,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Optional, Sequence
 
 from holotrace.analysis.job_summary import JobSummary
@@ -32,10 +31,11 @@ from holotrace.ingest.cache import fingerprint
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
 from holotrace.model.job import Job
-from holotrace.model.validate import check_job, check_rank
+from holotrace.model.rule_table import resolve_table
+from holotrace.model.validate import RankFacts, check_rank, check_ranks
 from holotrace.scale import store
 
-__all__ = ["JobSummary", "summarize", "summarize_file", "ingest", "read_ingest"]
+__all__ = ["JobSummary", "RankTask", "summarize", "summarize_file", "ingest", "read_ingest"]
 
 # codes found on the whole set of files or the whole job (the driver's), not on one file
 _JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, FindingCode.DUPLICATE_RANK, FindingCode.BAD_RANK_INFO,
@@ -50,15 +50,29 @@ class _Failed:
     problem: str
 
 
-def summarize_file(task: tuple):
+@dataclass(frozen=True)
+class RankTask:
+    """One rank's file for a worker: read it (through the cache at ``cache_dir`` when ``cache``), summarise it,
+    and write its tables and summary under ``output`` when given (an ingest)."""
+
+    path: str
+    rank: int  # the rank the job's discovery gave this file
+    cache: bool = False
+    cache_dir: Optional[str] = None
+    output: Optional[str] = None
+    rules: tuple = ()  # users' rules files (every worker must reach them); (): $HOLOTRACE_RULES
+
+
+def summarize_file(task: RankTask):
     """Task: one file → its rank's summary (model facts and findings in ``info``); a :class:`_Failed` when the
-    file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
-    path, rank, use_cache, cache_dir, out = task
+    file cannot be read."""
+    path, rank, out = task.path, task.rank, task.output
     source = fingerprint(path) if out is not None else None  # the file as it is read: its rank folder records it
     kill_point(f"task-{rank}")
     t0 = time.perf_counter()
     try:
-        one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
+        one = load(path, cache=task.cache, cache_dir=task.cache_dir, workers=1, progress_bar=False,
+                   rules=list(task.rules) or None)
     except OutputError:
         raise  # no room to write: not the file's fault, and the run stops (a TaskFailed of this kind)
     except HolotraceError as e:
@@ -68,7 +82,7 @@ def summarize_file(task: tuple):
         return _Failed(rank, path, problem)
     t = one.rank(one.ranks[0])
     t.rank = rank  # the rank the job's discovery gave this file
-    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path)
+    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path, rule_table=one.rule_table)
     checks = check_rank(job, t)
     decode = [f for f in one.findings if f.code not in _JOB_CODES and f not in checks]
     s = rank_summary(job, rank)
@@ -162,11 +176,9 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
     summaries.sort(key=lambda s: s.rank)
     for key in ("findings_decode", "findings_check"):
         findings += [_finding(d) for s in summaries for d in s.info.get(key, [])]
-    stubs = {s.rank: SimpleNamespace(rank=s.rank, n_events=s.info.get("n_events", 0), has_steps=s.info.get("has_steps", False),
-                                     clock_offset_ns=s.info.get("clock_offset_ns", 0),
-                                     first_ts_ns=(s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0))
-             for s in summaries}
-    findings += check_job(SimpleNamespace(traces=stubs))
+    findings += check_ranks([RankFacts(s.rank, s.info.get("n_events", 0), s.info.get("has_steps", False),
+                                       (s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0),
+                                       s.info.get("clock_offset_ns", 0)) for s in summaries])
     if world is None:
         world = next((s.info.get("meta_world_size") for s in summaries if s.info.get("meta_world_size")), None)
     frames = reducer.frames(top=top)
@@ -175,7 +187,7 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
 
 
 def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None) -> JobSummary:
+              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None, rules=None) -> JobSummary:
     """The job's summary by a map over its ranks on ``executor`` (default: the local pool) and a reduce.
 
     Args:
@@ -183,18 +195,30 @@ def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequ
         executor: where the per-rank work runs (:func:`holotrace.exec.executor.get_executor`).
         ranks: only these ranks.
         cache: read/write each file's cache entry (on ``cache_dir``, which every worker must reach).
+        rules: users' rules files (a path or a list; every worker must reach them), checked here first.
     """
+    files_of_rules = _rules_files(rules)
     if not isinstance(path, (list, tuple)) and store.is_ingest_folder(path):
         return read_ingest(path, ranks=ranks, top=top)
     found = discover(path)
     files = _select(found.files, ranks)
     cdir = str(cache_dir) if cache_dir is not None else None
-    tasks = [(f.path, f.rank, cache, cdir, None) for f in files]
+    tasks = [RankTask(f.path, f.rank, cache, cdir, rules=files_of_rules) for f in files]
     reducer = Reducer()
     results = _map(executor, tasks, progress_bar, reducer)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
     return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, reducer, top=top, world=_found_world(found),
                      executor=(executor.name if executor else "local"), explicit=explicit)
+
+
+def _rules_files(rules) -> tuple:
+    """Users' rules files as a tuple of paths, read and checked once here (a bad file is one error, not one per
+    rank); () when none are given (workers then read ``$HOLOTRACE_RULES``)."""
+    if rules is None:
+        return ()
+    files = (str(rules),) if isinstance(rules, (str, Path)) else tuple(str(f) for f in rules)
+    resolve_table(files)
+    return files
 
 
 def _found_world(found) -> Optional[int]:
@@ -203,7 +227,7 @@ def _found_world(found) -> Optional[int]:
 
 
 def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-           cache_dir=None, progress_bar: Optional[bool] = None) -> dict:
+           cache_dir=None, progress_bar: Optional[bool] = None, rules=None) -> dict:
     """Write each selected rank's tables and summary under ``output`` (see :mod:`holotrace.scale.store`).
 
     The run's manifest is written first (``"status": "running"``) and marked complete at the end, so a run that
@@ -212,6 +236,7 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
 
     Returns ``{"ranks": written, "failed": [(rank, file, problem)], "kept": ranks already ingested}``.
     """
+    files_of_rules = _rules_files(rules)
     out = Path(output)
     found = discover(path)
     files = _select(found.files, ranks)
@@ -227,7 +252,8 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
     fresh = {f.rank for f in files if _ingested_from(store.rank_source(store.rank_dir(out, f.rank)), f.path)}
     todo = [f for f in files if f.rank not in fresh]
     kept = [f.rank for f in files if f.rank in fresh]
-    tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in todo]
+    tasks = [RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out), files_of_rules)
+             for f in todo]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
     no_room = next((r for r in results if isinstance(r, TaskFailed) and r.kind in ("OutputError", "NoRoomError")), None)
@@ -294,7 +320,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
         job_ranks = [r for r in job_ranks if r in want]
     found_findings = manifest_findings(manifests)
     reducer, summaries = Reducer(), []
-    for r, f in summary_files:  # one summary in memory at a time
+    for _rank, f in summary_files:  # one summary in memory at a time
         data = f.read_bytes()
         s = store.summary_from_bytes(data, str(f))
         s.info["summary_bytes"] = len(data)

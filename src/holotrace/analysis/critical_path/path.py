@@ -146,9 +146,12 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
     quirks = cp.rules.hta_quirks
     pats = cp.data_load_events or []
     names_u = short_u if quirks else full_u
-    comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
-                       for x in names_u], dtype=bool)
-    comm = comm_u[inv[op]]
+    if cp.rules.hta_table:  # HTA's tables: its name rule (on short names with its quirks)
+        comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
+                           for x in names_u], dtype=bool)
+        comm = comm_u[inv[op]]
+    else:  # holotrace's view: its kernel types (the rule table, by name and by the launching collective)
+        comm = cp.view["kernel_type"][rows[op]] == int(KernelType.COMMUNICATION)
     if pats:
         dl = np.array([classify.is_data_loading(str(x), pats, regex=quirks) for x in names_u], dtype=bool)[inv[op]]
     else:
@@ -212,7 +215,7 @@ def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series
     """A text column (pandas' default string dtype) of ``uniq[codes]``, missing where ``ok`` is False: each
     distinct string is encoded once (a take on an Arrow array, not one conversion per row)."""
     dtype = pd.Series(["x"]).dtype        # what pandas makes of text: ``str`` (pandas 3) or object
-    if dtype == object or getattr(dtype, "storage", None) != "pyarrow":
+    if dtype == object or getattr(dtype, "storage", None) != "pyarrow":  # noqa: E721  (a dtype, not a type)
         out = np.asarray(uniq, dtype=object)[codes]
         if ok is not None:
             out = np.where(ok, out, np.nan)
