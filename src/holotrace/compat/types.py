@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
+import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
@@ -144,8 +145,12 @@ def get_memory_kernel_type(name: str) -> str:
 
 
 def merge_kernel_intervals(df: pd.DataFrame) -> pd.DataFrame:
-    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``df`` by ``ts`` in place."""
-    df.sort_values(by="ts", inplace=True)
+    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``df`` by ``ts`` in place
+    (as HTA does; rows with equal ``ts`` keep their order) and adds its ``end`` column."""
+    ordered = df.iloc[np.argsort(df["ts"].to_numpy(), kind="stable")]
+    for i in range(df.shape[1]):
+        df.isetitem(i, ordered.iloc[:, i].array)  # by position: duplicate labels, dtypes kept
+    df.index = ordered.index
     df["end"] = df["ts"] + df["dur"]
     iv = intervals.merge(df["ts"].to_numpy(), df["end"].to_numpy())
     return pd.DataFrame({"ts": iv.start, "end": iv.end})
