@@ -97,6 +97,8 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="table width in characters (default: the terminal's width; 80 when not a terminal)")
+    g.add_argument("--wide", action="store_true",
+                   help="print names in full (tables may then be wider than the terminal)")
 
 
 def terminal_width(requested: Optional[int] = None) -> int:
@@ -159,7 +161,8 @@ def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None)
             if s.lines and s.frame.empty:
                 parts += ["", s.title]
             else:
-                parts += ["", format_table(s.frame, width=width, digits=s.digits, max_rows=s.max_rows, title=s.title)]
+                parts += ["", format_table(s.frame, width=None if getattr(args, "wide", False) else width,
+                                           digits=s.digits, max_rows=s.max_rows, title=s.title)]
             parts += [_wrap(line, width, "  ", "    ") for line in s.lines]
             parts += [_wrap(f"note: {n}", width, "  ", "        ") for n in s.notes]
         out.write("\n".join(parts) + "\n")

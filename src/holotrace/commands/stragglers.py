@@ -16,7 +16,7 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import fit_name
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -80,7 +80,7 @@ def build_report(job, *, candidates: int = 2) -> Report:
             "step": st["step"].to_numpy(),
             "straggler": st["rank"].to_numpy(),
             "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
-            "worst collective": shorten_names(st["worst_collective"].astype(str).to_numpy()),
+            "worst collective": st["worst_collective"].astype(str).to_numpy(),
             "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
         })
         sections.append(Section("stragglers_by_step", "Straggler per step (evidence: the collective waited on most)",
@@ -112,7 +112,7 @@ def summary_lines(job) -> list[str]:
     ev = ""
     if len(worst):
         w = worst.iloc[0]
-        ev = f"; worst: {shorten_names([str(w['worst_collective'])])[0][:50]} in step {int(w['step'])}, " \
+        ev = f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, " \
              f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
     line = (f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
             f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})")

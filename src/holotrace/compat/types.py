@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 

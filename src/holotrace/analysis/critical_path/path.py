@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.analysis.critical_path.graph import (
     EDGE_TYPE_NAMES,
     EdgeType,

@@ -1,0 +1,40 @@
+"""Numbers for tables and lines: one way to print a count, a duration, a share."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent"]
+
+
+def fmt_number(v: float, digits: int = 2) -> str:
+    """``v`` with thousands separators and ``digits`` decimals; NaN → ``-``, infinities → ``inf``/``-inf``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:,.{digits}f}"
+
+
+def fmt_count(n: int, thing: str, plural: str = "") -> str:
+    """``1 step``, ``3 steps`` (``plural``: the plural when it is not ``thing + "s"``)."""
+    return f"{n:,} {thing if n == 1 else (plural or thing + 's')}"
+
+
+def fmt_percent(part: float, whole: float, digits: int = 1) -> str:
+    """``part`` as a percentage of ``whole`` (``-`` when ``whole`` is 0)."""
+    if not whole:
+        return "-"
+    return f"{100.0 * part / whole:.{digits}f}%"
+
+
+def fmt_duration_us(us: float) -> str:
+    """A duration in µs in the unit that reads best: ``850 us``, ``12.3 ms``, ``4.56 s``."""
+    if us is None or (isinstance(us, float) and math.isnan(us)):
+        return "-"
+    a = abs(us)
+    if a >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if a >= 1e3:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us:.0f} us"
