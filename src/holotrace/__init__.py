@@ -10,13 +10,16 @@
 from __future__ import annotations
 
 from holotrace.errors import HolotraceError
-from holotrace.loader import load
-from holotrace.model.job import Finding, Job, RankTrace
 
 __version__ = "0.1.0"
 
-# names imported on first use (the HTA-compatible API pulls in pandas-heavy modules): name -> module
+# names imported on first use, so that ``import holotrace`` (and ``holotrace --version``) loads neither
+# numpy nor pandas nor pyarrow: name -> module
 _LAZY = {
+    "load": "holotrace.loader",
+    "Job": "holotrace.model.job",
+    "RankTrace": "holotrace.model.job",
+    "Finding": "holotrace.model.job",
     "TraceAnalysis": "holotrace.compat.trace_analysis",
     "Trace": "holotrace.compat.trace",
     "TraceSymbolTable": "holotrace.compat.trace",
@@ -43,6 +46,11 @@ _LAZY = {
     "get_kernel_type": "holotrace.compat.types",
     "get_memory_kernel_type": "holotrace.compat.types",
     "merge_kernel_intervals": "holotrace.compat.types",
+    "flatten_column_names": "holotrace.compat.types",
+    "ParserConfig": "holotrace.compat.configs",
+    "ParserBackend": "holotrace.compat.configs",
+    "TraceType": "holotrace.compat.configs",
+    "HtaConfig": "holotrace.compat.configs",
     "infer_device_type": "holotrace.compat.types",
     "TraceDiff": "holotrace.compat.trace_diff",
     "LabeledTrace": "holotrace.compat.trace_diff",
@@ -71,7 +79,7 @@ _LAZY = {
     "CUDA_SASS_INSTRUCTION_COUNTER_FLOPS": "holotrace.analysis.cupti",
 }
 
-__all__ = ["load", "Job", "RankTrace", "Finding", "HolotraceError", "__version__", *_LAZY]
+__all__ = ["HolotraceError", "__version__", *_LAZY]
 
 
 def __getattr__(name: str):
@@ -80,4 +88,10 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'holotrace' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,9 +1,10 @@
 """The ``holotrace`` command: parses arguments, calls the library, prints.
 
 Every subcommand is a :class:`holotrace.commands.base.Command` listed in
-:data:`holotrace.commands.COMMANDS`; the parser is built from that list. Errors
-the user can fix print one line and exit non-zero; ``--debug`` shows the
-traceback.
+:data:`holotrace.commands.COMMANDS`; the parser is built from that list, importing
+only the command that runs (``--help`` and ``--version`` import no command, nor
+numpy, pandas or pyarrow). Errors the user can fix print one line and exit
+non-zero; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from holotrace.text import sanitize
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE_OR_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The parser of every command; given ``argv``, only the command it names is imported (and set up with its
+    options), the others are listed by name and help line."""
     p = argparse.ArgumentParser(
         prog="holotrace",
         description="Find where distributed GPU training wastes time, from PyTorch Profiler (Kineto) trace files.",
@@ -29,19 +32,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"holotrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(sub)
+    wanted = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    for entry in COMMANDS:
+        if wanted is None or entry.name == wanted:
+            entry.load().register(sub)
+        else:
+            entry.register_help_only(sub)
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE_OR_INPUT
     debug = getattr(args, "debug", False)
     try:
+        from holotrace.commands._dest import check_destinations
+
+        check_destinations(args)  # before any work: an output that cannot be written is a one-line error at once
         return int(args.run(args) or 0)
     except HolotraceError as e:
         if debug:

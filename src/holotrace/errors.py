@@ -58,3 +58,8 @@ class RankNotFoundError(AnalysisError, KeyError):
 
 class PlottingUnavailableError(HolotraceError, ImportError):
     """``visualize=True`` was asked for but plotly (the ``plot`` extra) is not installed."""
+
+
+class OutputError(HolotraceError, OSError):
+    """An output cannot be written: its destination is unusable (a missing or read-only folder, a folder where a
+    file is meant, a device) or the write failed (disk full, the file-size limit)."""

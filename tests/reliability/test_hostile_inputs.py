@@ -62,7 +62,7 @@ def test_cache_clear_removes_only_its_entries(env):
     entries = [p for p in env.cache.iterdir()]
     assert len(entries) == 1 and (entries[0] / "info.json").exists()
     info = json.loads((entries[0] / "info.json").read_text())
-    assert info["holotrace_cache"] >= 2 and set(info["fingerprint"]) == {"size", "mtime_ns", "ino", "hash"}
+    assert info["holotrace_cache"] >= 2 and set(info["fingerprint"]) == {"size", "mtime_ns", "ctime_ns", "ino", "dev", "hash"}
     r = env.cli("cache", "clear")
     assert r.returncode == 0 and "removed 1 cached trace(s)" in r.stdout
     assert list(env.cache.iterdir()) == []
@@ -264,7 +264,7 @@ def test_bad_regex_and_output_file(env):
     (env.work / "out.csv").write_text("mine")
     env.freeze()
     one_line_error(env.cli("sequences", "job", "--no-cache", "--match", "regex", "--op", "("), "not a valid regular expression")
-    one_line_error(env.cli("summary", "job", "--no-cache", "--output", "out.csv"), "out.csv", "names a file")
+    one_line_error(env.cli("summary", "job", "--no-cache", "--output", "out.csv"), "out.csv", "is a file, not a folder")
     env.check_untouched()
 
 

@@ -12,9 +12,16 @@ from tracebuilder import TraceBuilder
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import stragglers
-from holotrace.commands.stragglers import summary_lines
+from holotrace.analysis.job_summary import summarize_job
 from holotrace.model.classify import HTA, NATIVE
 from holotrace.model.view import job_view
+from holotrace.render.summary_lines import straggler_lines
+
+
+
+def summary_lines(job):
+    return straggler_lines(summarize_job(job))
+
 
 DEV = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 OLD = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"

@@ -200,9 +200,12 @@ def all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
 
 def worst_launches(launches: pd.DataFrame, by: str, flag: str, top: int) -> pd.DataFrame:
     """The ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time)."""
-    keys = [by, "rank", "ts"] if "ts" in launches.columns else [by, "rank"]
-    sel = launches[launches[flag].to_numpy(dtype=bool)]
-    return sel.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1), kind="stable").head(int(top))
+    pos = np.flatnonzero(launches[flag].to_numpy(dtype=bool))
+    keys = [launches[c].to_numpy()[pos] for c in (("ts", "rank") if "ts" in launches.columns else ("rank",))]
+    value = launches[by].to_numpy(dtype=np.float64)[pos]
+    # a stable sort on (value descending, NaN last; rank; start), positions picked before any row is copied
+    order = np.lexsort((*keys, -np.nan_to_num(value), np.isnan(value)))
+    return launches.iloc[pos[order[: max(int(top), 0)]]]
 
 
 def delay_overview(launches: pd.DataFrame) -> dict:

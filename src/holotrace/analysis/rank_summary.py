@@ -24,7 +24,7 @@ from holotrace.analysis import idle, kernels, launches, overlap, steps, temporal
 from holotrace.model.classify import NATIVE, Kind, KernelType
 from holotrace.model.view import job_view
 
-__all__ = ["RankSummary", "rank_summary", "delay_sketch", "sketch_quantiles", "SKETCH_ACCURACY", "FRAMES"]
+__all__ = ["RankSummary", "rank_summary", "rank_collectives", "delay_sketch", "sketch_quantiles", "SKETCH_ACCURACY", "FRAMES"]
 
 #: relative accuracy of the launch-delay quantiles read from merged sketches
 SKETCH_ACCURACY = 0.01
@@ -52,13 +52,17 @@ class RankSummary:
         return int(sum(f.memory_usage(index=True, deep=True).sum() for f in self.frames.values()))
 
 
-def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, launch_delay_cutoff: float = 100.0) -> RankSummary:
+def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, launch_delay_cutoff: float = 100.0,
+                 collectives: Optional[pd.DataFrame] = None, launch_stats: Optional[pd.DataFrame] = None) -> RankSummary:
     """The summary of ``rank`` (default: the source's only or first rank) under holotrace's rules.
 
     Args:
         source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView` (holotrace's rules).
         top_launches: how many of the rank's worst delayed launches to keep.
         launch_delay_cutoff: µs above which a launch delay is an outlier (as ``holotrace summary``).
+        collectives: the rank's :func:`rank_collectives` when the caller has them already.
+        launch_stats: the rank's frame of :func:`holotrace.analysis.launches.launch_stats` (``details=True``, the
+            same cutoff) when the caller has it already.
     """
     view = job_view(source, NATIVE)
     r = int(view.ranks[0] if rank is None else view.select([rank])[0])
@@ -78,9 +82,12 @@ def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, l
         "idle_interval_stats": idle.idle_interval_stats(view, rules=NATIVE, ranks=sel),
         "overlap": overlap.comm_comp_overlap(view, rules=NATIVE, ranks=sel),
         "steps": steps.step_times(view, rules=NATIVE, ranks=sel),
-        "collectives": _collectives(view, r),
+        "collectives": rank_collectives(view, r) if collectives is None else collectives,
     }
-    stats = launches.launch_stats(view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True)
+    if launch_stats is None:
+        stats = launches.launch_stats(view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True)
+    else:
+        stats = {r: launch_stats}
     rows = launches.all_launches(stats)
     delay = rows["launch_delay"].to_numpy(dtype=np.float64)
     frames["launch_sketch"] = delay_sketch(delay)
@@ -93,7 +100,7 @@ def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, l
     return RankSummary(r, frames, info)
 
 
-def _collectives(view, r: int) -> pd.DataFrame:
+def rank_collectives(view, r: int) -> pd.DataFrame:
     """The rank's communication kernels (view columns, names as text) and its first event: what
     :func:`holotrace.analysis.stragglers.collective_waits` reads to match collectives across ranks."""
     v = view[r]

@@ -138,6 +138,7 @@ class Reducer:
         self._counts = np.empty(0, dtype=np.int64)
         self._worst_n = 0
         self.infos: dict = {}  # rank -> the summary's info
+        self._straggler_frames = None
 
     @property
     def ranks(self) -> list:
@@ -151,9 +152,8 @@ class Reducer:
         for k in _ROWS:
             self._rows[k].add(s.rank, s.frames[k], self._text)
         self._worst_n = max(self._worst_n, len(s.frames["launch_worst"]))
-        f = s.frames["collectives"]
-        names, codes = self._text.codes(f["name"])
-        self._coll[s.rank] = ({c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}, names, codes)
+        if s.rank not in self._coll:
+            self.add_collectives(s.rank, s.frames["collectives"], int(s.info.get("clock_offset_ns", 0)))
         sk = s.frames["launch_sketch"]
         if len(sk):
             b = np.concatenate([self._buckets, sk["bucket"].to_numpy(np.int64)])
@@ -161,6 +161,26 @@ class Reducer:
             self._buckets, inv = np.unique(b, return_inverse=True)
             self._counts = np.zeros(len(self._buckets), dtype=np.int64)
             np.add.at(self._counts, inv.reshape(-1), c)
+
+    def add_collectives(self, rank: int, f: pd.DataFrame, clock_offset_ns: int) -> None:
+        """Fold in one rank's collective records (the ``collectives`` frame of its summary) ahead of the rest of
+        its summary, so that :meth:`stragglers` can answer before every summary is in."""
+        if rank in self._coll:
+            raise ValueError(f"rank {rank}'s collectives were already reduced")
+        names, codes = self._text.codes(f["name"])
+        self._coll[rank] = ({c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}, names, codes,
+                            int(clock_offset_ns))
+        self._straggler_frames = None
+
+    def stragglers(self) -> dict:
+        """``collective_waits``, ``straggler_report`` and ``straggler_summary`` over the collectives folded in so
+        far (kept until more are added)."""
+        if self._straggler_frames is None:
+            waits = stragglers.collective_waits(self._collective_view(), rules=NATIVE)
+            report = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
+            self._straggler_frames = {"collective_waits": waits, "straggler_report": report,
+                                      "straggler_summary": stragglers.straggler_summary(None, rules=NATIVE, report=report)}
+        return self._straggler_frames
 
     def origin_ns(self) -> int:
         firsts = [i["first_ns"] for i in self.infos.values() if i.get("first_ns") is not None]
@@ -179,10 +199,7 @@ class Reducer:
         rank_stats = self._rows["kernel_rank_stats"].frame()
         out["kernel_rank_distribution"] = _rank_distribution(rank_stats, top)
         out["kernel_moments"] = merge_moments(rank_stats)
-        waits = stragglers.collective_waits(self._collective_view(), rules=NATIVE)
-        out["collective_waits"] = waits
-        out["straggler_report"] = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
-        out["straggler_summary"] = stragglers.straggler_summary(None, rules=NATIVE, report=out["straggler_report"])
+        out.update(self.stragglers())
         out["launch_overview"], out["launch_worst"] = self._launches(moved)
         out["profiler_steps"] = sorted({x for i in self.infos.values() for x in i.get("profiler_steps", [])})
         return out
@@ -192,11 +209,11 @@ class Reducer:
         strings = StringTable()
         views = {}
         for r in sorted(self._coll):
-            cols, names, codes = self._coll[r]
+            cols, names, codes, offset = self._coll[r]
             ids = np.array([strings.add(str(x)) for x in names], dtype=np.int64)  # distinct collective names: a few
             cols = dict(cols, name=ids[codes] if len(codes) else np.empty(0, dtype=np.int64))
             cols["row"] = np.arange(len(codes), dtype=np.int64)
-            views[r] = RankView(r, cols, {}, int(self.infos[r].get("clock_offset_ns", 0)))
+            views[r] = RankView(r, cols, {}, offset)
         return JobView(views, strings, NATIVE, 1, True)
 
     def _launches(self, moved: dict) -> tuple[dict, pd.DataFrame]:
@@ -204,8 +221,9 @@ class Reducer:
         sketch = pd.DataFrame({"bucket": self._buckets, "count": self._counts}) if len(self._buckets) else pd.DataFrame({"bucket": [], "count": []})
         med, p95 = sketch_quantiles(sketch, [0.5, 0.95])
         infos = self.infos.values()
+        cutoff = max((float(i["launch_delay_cutoff"]) for i in infos if "launch_delay_cutoff" in i), default=100.0)
         overview = {"launches": int(sum(i.get("launches", 0) for i in infos)), "median_us": med, "p95_us": p95,
-                    "outliers": int(sum(i.get("launch_outliers", 0) for i in infos))}
+                    "outliers": int(sum(i.get("launch_outliers", 0) for i in infos)), "cutoff_us": cutoff}
         w = self._rows["launch_worst"].frame("ts", moved)
         if not len(w):
             return overview, w

@@ -345,5 +345,7 @@ def _write_overlaid_trace(src: Path, output_dir: Path, event_patterns, compress_
     data = msgspec.json.encode(doc)
     if src.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=1)
-    out.write_bytes(data)
+    from holotrace.atomic import write_bytes
+
+    write_bytes(out, data)
     return out

@@ -282,7 +282,7 @@ def potential_stragglers(
         scores, metric = straggler_scores(view, rules=rules, steps=steps, num_candidates=k)
     if len(scores) == 0:
         log.warning(
-            "no straggler candidates: needs communication kernels longer than 1%% of a step on at least two ranks"
+            "no straggler candidates: needs communication kernels longer than 1% of a step on at least two ranks"
         )
         return []
     if rules.hta_quirks:

@@ -39,6 +39,7 @@ from typing import Mapping, Optional, TextIO
 
 import pandas as pd
 
+from holotrace.commands._dest import writes
 from holotrace.render.tables import FORMATS, format_markdown, format_table, to_records, write_frames
 
 __all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width"]
@@ -97,8 +98,12 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="table width in characters (default: the terminal's width; 80 when not a terminal)")
+<<<<<<< HEAD
     g.add_argument("--wide", action="store_true",
                    help="print names in full (tables may then be wider than the terminal)")
+=======
+    writes(p, "output", "folder")
+>>>>>>> main
 
 
 def terminal_width(requested: Optional[int] = None) -> int:

@@ -28,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     name="cache",
     help="show or clear the cache of decoded traces",
-    description="Decoded traces are cached as the column files a load maps (keyed by path, size, mtime and format "
-                "version, checked against the file's content on every read; about 130 bytes per event) so that a "
+    description="Decoded traces are cached as the column files a load maps (keyed by path and format version, "
+                "served only while the file's device, inode, size, modification and change times and first and last "
+                "64 KiB are unchanged; 'holotrace doctor --verify' checks the whole content; about 130 bytes per event) so that a "
                 "second load is fast. 'dir' prints "
                 "the folder; 'clear' removes the cache's entries and nothing else, and refuses a folder that "
                 "is not a holotrace cache.",

@@ -16,6 +16,7 @@ import numpy as np
 
 from holotrace.analysis.diff import NORMALISATIONS, check_rules, diff_jobs, parse_rule
 from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.loader import load
@@ -44,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(template arguments removed)")
     g.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (default 10)")
     g.add_argument("--report", metavar="FILE", help="also write a self-contained HTML report of the comparison (e.g. diff.html)")
+    writes(p, "report", "file", "diff.html")
     ld = p.add_argument_group("loading")
     ld.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
     ld.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")

@@ -14,16 +14,45 @@ from holotrace.text import sanitize
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("--verify", action="store_true",
+                   help="also read every trace file in full and check its cache entry against the whole content "
+                        "(a stale entry is removed and the file decoded again)")
+
+
+def _verify(args: argparse.Namespace) -> dict:
+    """``{"ok": n, "stale": [files], "absent": n}`` of the job's cache entries checked against the files' content."""
+    from holotrace.ingest import cache
+    from holotrace.ingest.discover import discover
+    from holotrace.loader import CACHE_TAG
+
+    out = {"ok": 0, "stale": [], "absent": 0}
+    if args.no_cache:
+        return out
+    cdir = cache.resolve_dir(args.cache_dir)
+    for f in discover(args.path).files:
+        status = cache.verify(f.path, cdir, False, CACHE_TAG)
+        if status == "stale":
+            out["stale"].append(f.path)
+        else:
+            out[status] += 1
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
+    verified = _verify(args) if args.verify else None
     job = load_job(args)
     errors = [f for f in job.findings if f.severity == "error"]
     if args.json:
-        print(json.dumps({"ok": not errors, "ranks": job.ranks, "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
+        extra = {"cache_verified": verified} if verified is not None else {}
+        print(json.dumps({**extra, "ok": not errors, "ranks": job.ranks, "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
                           "findings": [f.as_dict() for f in job.findings]}, indent=2, default=str))
         return 1 if errors else 0
     print(sanitize(f"{job.path}: {len(job.ranks)} rank(s) loaded"))
+    if verified is not None:
+        print(f"cache checked against each file's whole content: {verified['ok']} ok, "
+              f"{len(verified['stale'])} stale (removed; decoded again), {verified['absent']} not cached")
+        for f in verified["stale"]:
+            print(sanitize(f"        stale: {f}"))
     order = {"error": 0, "warning": 1, "info": 2}
     for f in sorted(job.findings, key=lambda f: (order.get(f.severity, 3), f.rank if f.rank is not None else -1)):
         where = []

@@ -14,6 +14,7 @@ import pandas as pd
 
 from holotrace.commands._load import add_executor_options
 from holotrace.commands._output import Report, Section, emit
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 
@@ -23,6 +24,7 @@ __all__ = ["COMMAND", "add_arguments", "run"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="folder of per-rank trace files, or one trace file (.json or .json.gz)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder to write the per-rank tables and summaries into")
+    writes(p, "output", "folder")
     p.add_argument("--ranks", metavar="LIST", help="ingest only these ranks, e.g. 0-511 (default: all)")
     g = p.add_argument_group("loading")
     g.add_argument("--cache-dir", metavar="DIR", help="also read/write each file's cache entry in DIR (every worker must reach it)")

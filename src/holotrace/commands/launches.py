@@ -21,7 +21,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.model.classify import NATIVE
 
-__all__ = ["COMMAND", "add_arguments", "build_report", "run", "summary_lines"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -109,6 +109,7 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
             "launch_delay_cutoff_us": launch_delay_cutoff, "include_memory_events": include_memory_events}
     return Report(title="holotrace launches: launch time and launch delay", sections=sections, header=header,
                   data=data, meta=meta)
+<<<<<<< HEAD
 
 
 def _short(name) -> str:
@@ -130,3 +131,5 @@ def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> lis
         lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {_short(row.kernel)[:60]} "
                      f"started {row.launch_delay:.1f} us after its {row.launch}")
     return lines
+=======
+>>>>>>> main

@@ -13,13 +13,14 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from holotrace import findings as findings_mod
-from holotrace.analysis import counters, idle, kernels, launches, overlap, steps, stragglers, temporal
+from holotrace.analysis import counters, launches, steps
+from holotrace.analysis.job_summary import findings_frame, summarize_job
 from holotrace.analysis.timeline import gpu_timeline
 from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
@@ -31,6 +32,7 @@ __all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report", "wr
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write (e.g. report.html)")
+    writes(p, "output", "file", "report.html")
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels (default 10)")
     p.add_argument("--timeline-step", type=int, default=None, metavar="N",
                    help="ProfilerStep shown on the timeline and analysed on the critical path (default: the middle step)")
@@ -72,20 +74,14 @@ def write_report(data: dict, output) -> int:
 
 def write_html(html: str, output) -> int:
     """Write ``html`` to ``output`` through a temporary file beside it; returns the size in bytes."""
-    data = html.encode("utf-8")
-    out = Path(output)
-    if out.is_dir():
-        raise AnalysisError("is a folder", path=out, fix="give a file name, e.g. -o report.html")
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, out)
-    return len(data)
+    from holotrace.atomic import check_file, write_bytes
+
+    out = check_file(output, what="the report file", example="report.html")
+    return write_bytes(out, html.encode("utf-8"))
 
 
-def _findings(job) -> pd.DataFrame:
-    rows = [f.as_dict() for f in job.findings]
-    cols = ["severity", "code", "rank", "file", "count", "message", "example"]
-    f = pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+def _findings(findings) -> pd.DataFrame:
+    f = findings_frame(findings)
     f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
     order = f["severity"].map({"error": 0, "warning": 1, "info": 2}).fillna(3)
     return f.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
@@ -139,31 +135,32 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
                          fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps")
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
     jobs = {
-        "tb": lambda: temporal.breakdown(view, rules=NATIVE),
-        "types_by_rank": lambda: kernels.type_breakdown(view, rules=NATIVE, by_rank=True),
-        "types": lambda: kernels.type_breakdown(view, rules=NATIVE),
-        "idle": lambda: idle.idle_breakdown(view, rules=NATIVE),
-        "overlap": lambda: overlap.comm_comp_overlap(view, rules=NATIVE),
-        "steps": lambda: steps.step_times(view, rules=NATIVE),
-        "straggler_summary": lambda: stragglers.straggler_summary(view, rules=NATIVE) if len(view.ranks) > 1 else None,
-        "top_kernels": lambda: kernels.top_kernels(view, rules=NATIVE, top=top),
-        "rank_distribution": lambda: kernels.rank_distribution(view, rules=NATIVE, top=top),
         "launch_stats": lambda: launches.launch_stats(view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True),
         "queue_length": lambda: counters.queue_length(view, rules=NATIVE),
         "memory_bandwidth": lambda: counters.memory_bandwidth(view, rules=NATIVE),
         "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        ss = jobs.pop("straggler_summary")()  # names the critical path's rank: the longest analysis starts first
-        cp_rank = critical_path_rank if critical_path_rank is not None else (
-            int(ss["rank"].iloc[0]) if ss is not None and len(ss) else view.ranks[0])
-        if cp_rank not in view.ranks:
-            raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
-                                fix=f"choose one of {view.ranks}")
-        cp_future = pool.submit(_critical, view, cp_rank, step, critical_path)
-        futures = {k: pool.submit(f) for k, f in jobs.items()}
-        res = {k: f.result() for k, f in futures.items()}
-        cp = cp_future.result()
+        chosen: dict = {}
+
+        def start_critical(ss: pd.DataFrame) -> None:  # the slowest rank is known: its critical path starts first
+            cp_rank = critical_path_rank if critical_path_rank is not None else (
+                int(ss["rank"].iloc[0]) if len(view.ranks) > 1 and len(ss) else view.ranks[0])
+            if cp_rank not in view.ranks:
+                raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
+                                    fix=f"choose one of {view.ranks}")
+            chosen["cp"] = pool.submit(_critical, view, cp_rank, step, critical_path)
+            chosen.update({k: pool.submit(f) for k, f in jobs.items()})
+
+        js = summarize_job(job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, on_stragglers=start_critical,
+                           launch_stats=lambda: chosen["launch_stats"].result())
+        ss = js.frames["straggler_summary"] if len(view.ranks) > 1 else None
+        res = {k: f.result() for k, f in chosen.items()}
+        cp = res.pop("cp")
+    f = js.frames
+    res.update(tb=f["temporal"], types_by_rank=f["kernel_types_by_rank"], types=f["kernel_types"], idle=f["idle"],
+               overlap=f["overlap"], steps=f["steps"], top_kernels=f["top_kernels"],
+               rank_distribution=f["kernel_rank_distribution"])
     from holotrace.render.report import gpu_time_split
 
     la = launches.all_launches(res["launch_stats"])
@@ -172,7 +169,7 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
             "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
             "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "ranks": list(job.ranks), "steps": step_list,
             "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
-    return {"meta": meta, "findings": _findings(job), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
+    return {"meta": meta, "findings": _findings(js.findings), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
             "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],
             "overlap": res["overlap"], "steps": res["steps"], "straggler_summary": ss,
             "top_kernels": res["top_kernels"], "rank_distribution": res["rank_distribution"],

@@ -22,6 +22,7 @@ from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
@@ -40,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hta-roots", action="store_true",
                    help="HTA's root rule: only matches at the shallowest call depth (default: outermost matches)")
     p.add_argument("--overlay", metavar="DIR", help="write the trace with the top patterns marked into DIR")
+    writes(p, "overlay", "folder")
 
 
 def run(args: argparse.Namespace) -> int:

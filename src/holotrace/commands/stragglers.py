@@ -23,7 +23,7 @@ from holotrace.commands.base import Command
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 
-__all__ = ["COMMAND", "add_arguments", "build_report", "run", "summary_lines"]
+__all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -92,6 +92,7 @@ def build_report(job, *, candidates: int = 2) -> Report:
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
     return Report(title="holotrace stragglers: who waits for whom in collectives", sections=sections, header=header,
                   data=data, meta=meta)
+<<<<<<< HEAD
 
 
 def summary_lines(job) -> list[str]:
@@ -117,3 +118,5 @@ def summary_lines(job) -> list[str]:
     line = (f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
             f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})")
     return [line]
+=======
+>>>>>>> main

@@ -10,22 +10,22 @@ detail included).
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 
 import numpy as np
 import pandas as pd
 
 from holotrace import findings as findings_mod
-from holotrace.analysis import idle, kernels, overlap, steps, temporal
+from holotrace.analysis import idle
+from holotrace.analysis.job_summary import JobSummary, summarize_job
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
-from holotrace.render.tables import kernel_label
-from holotrace.commands.launches import summary_lines as launch_lines
-from holotrace.commands.stragglers import summary_lines as straggler_lines
 from holotrace.commands.base import Command
-from holotrace.model.classify import NATIVE
+from holotrace.errors import AnalysisError
+from holotrace.exec.executor import ENV_EXECUTOR
+from holotrace.render.summary_lines import launch_lines, straggler_lines
 
-__all__ = ["COMMAND", "add_arguments", "run", "build_report", "AFFECTING_CODES"]
+__all__ = ["COMMAND", "add_arguments", "run", "build_report", "job_summary_of_args", "AFFECTING_CODES"]
 
 #: finding codes that change what the summary's numbers mean (shown under the tables): the ``FindingCode``
 #: members flagged ``affects_numbers`` (error findings are shown whatever their code)
@@ -33,6 +33,7 @@ AFFECTING_CODES = findings_mod.AFFECTING_CODES
 _TYPE_ABBREV = {"COMPUTATION": "comp", "COMMUNICATION": "comm", "MEMORY": "mem"}
 MAX_RANK_ROWS = 16
 MAX_FINDINGS = 8
+_TITLE = "holotrace summary: where did the GPU time go?"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,13 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from holotrace.commands import _scale_report
-
-    if _scale_report.wants_scale(args):  # --executor, $HOLOTRACE_EXECUTOR or an ingest folder: map over ranks, reduce summaries
-        js = _scale_report.summary_of_args(args)
-        return emit(_scale_report.scale_report(js, layout=sys.modules[__name__], top=getattr(args, "top", 10)), args)
-    job = load_job(args)
-    return emit(build_report(job, top=getattr(args, "top", 10)), args)
+    return emit(build_report(job_summary_of_args(args), top=getattr(args, "top", 10)), args)
 
 
 COMMAND = Command(
@@ -64,52 +59,68 @@ COMMAND = Command(
 )
 
 
-# ---------------------------------------------------------------------------- report
+# ---------------------------------------------------------------------------- the summary
 
 
-def build_report(job, *, top: int = 10) -> Report:
-    """Compute every analysis of the summary and lay out the report (pure; ``job`` is not modified)."""
-    tb = temporal.breakdown(job, rules=NATIVE)
-    tb_steps = temporal.breakdown(job, rules=NATIVE, per_step=True)
-    types = kernels.type_breakdown(job, rules=NATIVE)
-    types_by_rank = kernels.type_breakdown(job, rules=NATIVE, by_rank=True)
-    kstats = kernels.kernel_stats(job, rules=NATIVE)
-    dist = kernels.rank_distribution(job, rules=NATIVE, top=top)
-    top_k = kernels.top_kernels(job, rules=NATIVE, top=top)
-    idle_df = idle.idle_breakdown(job, rules=NATIVE)
-    idle_stats = idle.idle_interval_stats(job, rules=NATIVE)
-    ov = overlap.comm_comp_overlap(job, rules=NATIVE)
-    st = steps.step_times(job, rules=NATIVE)
-    step_list = steps.profiler_steps(job, rules=NATIVE)
-    findings = _findings_frame(job)
+def _wants_map(args: argparse.Namespace) -> bool:
+    """The per-rank work runs on an executor (named by option or environment) or was done by an ingest run."""
+    from holotrace.scale.store import is_ingest_folder
 
+    return bool(getattr(args, "executor", None) or os.environ.get(ENV_EXECUTOR)) or is_ingest_folder(args.path)
+
+
+def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
+    """The :class:`JobSummary` the command line asks for: from the job loaded here, by a map over its files on
+    an executor, or from an ingest folder; the same object in every case."""
+    top = getattr(args, "top", 10)
+    if not _wants_map(args):
+        return summarize_job(load_job(args), top=top)
+    from holotrace.exec.executor import get_executor
+    from holotrace.model.filter import parse_int_ranges
+    from holotrace.scale import summarize
+    from holotrace.scale.store import is_ingest_folder
+
+    if getattr(args, "steps", None) is not None:
+        raise AnalysisError("--steps cannot be combined with --executor or an ingest folder (summaries are per rank)",
+                            path=args.path, fix="drop --steps, or run without --executor on the trace folder")
+    ranks = parse_int_ranges(args.ranks, "rank") if getattr(args, "ranks", None) is not None else None
+    if is_ingest_folder(args.path):
+        return summarize(args.path, ranks=ranks, top=top)
+    with get_executor(getattr(args, "executor", None), address=getattr(args, "ray_address", None),
+                      workers=getattr(args, "workers", None)) as ex:
+        return summarize(args.path, executor=ex, ranks=ranks, cache=not getattr(args, "no_cache", False),
+                         cache_dir=getattr(args, "cache_dir", None), top=top,
+                         progress_bar=False if getattr(args, "quiet", False) else None)
+
+
+def build_report(js: JobSummary, *, top: int = 10) -> Report:
+    """Lay out a job's summary: display sections, the full tables and plain facts (pure)."""
+    f = js.frames
+    tb = f["temporal"]
+    findings = js.findings_frame()
     sections = [
         _temporal_section(tb),
-        _idle_section(idle_df),
-        _overlap_section(ov),
-        _types_section(types),
-        _top_kernels_section(top_k, top, tb),
-        _slowest_section(job, tb, st, dist),
-        Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(job)),
-        Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(job)),
+        _idle_section(f["idle"]),
+        _overlap_section(f["overlap"]),
+        _types_section(f["kernel_types"]),
+        _top_kernels_section(f["top_kernels"], top, tb),
+        _slowest_section(tb, f["steps"], f["kernel_rank_distribution"]),
+        Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(js)),
+        Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(js)),
         _findings_section(findings),
     ]
     header = [
-        f"job     {job.path}",
-        f"ranks   {_ranks_text(job.ranks)}" + (f"  (world size {job.world_size})" if job.world_size else ""),
-        f"steps   {_steps_text(step_list)}",
+        f"job     {js.path}",
+        f"ranks   {_ranks_text(js.ranks)}" + (f"  (world size {js.world_size})" if js.world_size else ""),
+        f"steps   {_steps_text(js.profiler_steps)}",
     ]
-    warn = job.cross_rank_warning
+    if js.executor != "memory":
+        how = "read from an ingest folder" if js.executor == "ingest" else f"mapped on the {js.executor} executor"
+        header.append(f"run     {len(js.ranks)} rank summaries {how}, reduced here")
+    warn = js.cross_rank_warning
     if warn:
         header.append(f"WARNING cross-rank numbers are incomplete: {warn}")
-    data = {
-        "temporal": tb, "temporal_by_step": tb_steps, "kernel_types": types, "kernel_types_by_rank": types_by_rank,
-        "kernel_stats": kstats, "kernel_rank_distribution": dist, "idle": idle_df,
-        "idle_interval_stats": idle_stats, "overlap": ov, "steps": st, "findings": findings,
-    }
-    meta = {"path": job.path, "ranks": list(job.ranks), "steps": step_list, "world_size": job.world_size}
-    return Report(title="holotrace summary: where did the GPU time go?", sections=sections, header=header,
-                  data=data, meta=meta)
+    return Report(title=_TITLE, sections=sections, header=header, data=js.data(), meta=js.meta())
 
 
 def _ranks_text(ranks: list[int]) -> str:
@@ -200,7 +211,7 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, tb: pd.DataFrame) -> Sec
         return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
     busy = float(tb["busy_us"].sum())
     shown = pd.DataFrame({
-        "kernel": [kernel_label(n) for n in top_k["name"].to_numpy()],
+        "kernel": top_k["name"].astype(str).to_numpy(),
         "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
         "count": top_k["count"].to_numpy(np.int64),
         "total ms": top_k["sum_us"].to_numpy() / 1e3,
@@ -212,7 +223,7 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, tb: pd.DataFrame) -> Sec
                    digits={"total ms": 2, "mean us": 1, "% busy": 1})
 
 
-def _slowest_section(job, tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:
+def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:
     title = "Slowest rank"
     if len(tb) < 2:
         return Section("slowest_rank", title, pd.DataFrame(), ["one rank: nothing to compare"])
@@ -239,12 +250,6 @@ def _slowest_section(job, tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame
             notes.append(f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
                          f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}")
     return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2})
-
-
-def _findings_frame(job) -> pd.DataFrame:
-    rows = [f.as_dict() for f in job.findings]  # plain strings: code is the FindingCode's value
-    cols = ["severity", "code", "rank", "file", "count", "message", "example"]
-    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
 def _findings_section(findings: pd.DataFrame) -> Section:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="the Chrome-trace file to write (.json, or .json.gz to compress)")
+    writes(p, "output", "file", "merged.json.gz")
     p.add_argument("--gpu-only", action="store_true", help="only GPU work (kernels, copies, sets and GPU annotations)")
     p.add_argument("--no-findings", action="store_true", help="leave out the findings' instant events")
     p.add_argument("--critical-path", action="store_true",
@@ -29,12 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from holotrace.render.merged_trace import write_merged_trace
 
-    if Path(args.output).is_dir():
-        raise AnalysisError("is a folder", path=args.output, fix="give a file name, e.g. -o merged.json.gz")
     job = load_job(args)
     paths = _critical_paths(job, args) if args.critical_path else None
     n, size = write_merged_trace(job, args.output, gpu_only=args.gpu_only, findings=not args.no_findings,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from holotrace.analysis.callstack import call_graph
 from holotrace.analysis.callstack_columns import STACK_COLUMNS, stack_columns
+from holotrace.compat.call_graph_frame import frame_graph
 from holotrace.model import classify
 from holotrace.model.classify import HTA, HTA_FIXED
 
@@ -45,11 +46,136 @@ class CallStackNode:
 
 
 class CallStackGraph:
-    """The call stack of one CPU thread (its nodes are event ``index`` values; the root is ``-|tid|``)."""
+    """The call stack of one CPU thread (its nodes are event ``index`` values; the root is ``-|tid|``).
 
-    def __init__(self, df: pd.DataFrame, identity: CallStackIdentity, nodes: Dict[int, CallStackNode],
-                 root: int, full_df: pd.DataFrame):
+    ``CallStackGraph(df, identity, cpu_gpu_correlation, full_df, symbol_table, nodes=None,
+    use_existing_stack_columns=True, save_call_stack_to_df=True)`` is HTA's constructor: ``df`` is the thread's
+    rows of ``full_df``; kernels hang under the launch named by ``cpu_gpu_correlation`` (``gpu_index``,
+    ``cpu_index``); ``nodes`` may be shared between threads; the stack's ``parent``/``depth``/``height`` are
+    written into ``full_df`` unless ``save_call_stack_to_df=False``. With ``use_existing_stack_columns`` and
+    valid ``parent``/``depth``/``height`` columns in ``full_df``, the stack is read from them.
+    """
+
+    def __init__(self, df: pd.DataFrame, identity: CallStackIdentity, cpu_gpu_correlation: pd.DataFrame,
+                 full_df: pd.DataFrame, symbol_table=None, nodes: Optional[Dict[int, CallStackNode]] = None,
+                 use_existing_stack_columns: bool = True, save_call_stack_to_df: bool = True) -> None:
+        self.df, self.identity, self.full_df = df, identity, full_df
+        self.correlations, self.symbol_table = cpu_gpu_correlation, symbol_table
+        self.nodes: Dict[int, CallStackNode] = nodes if nodes is not None else {}
+        self.root_index = -abs(_plain(identity.tid)) if isinstance(_plain(identity.tid), int) else NULL_NODE_INDEX
+        self.nodes.setdefault(self.root_index, CallStackNode(NULL_NODE_INDEX, -1, -1, "CPU", []))
+        if "end" not in full_df.columns:
+            full_df["end"] = full_df["ts"] + full_df["dur"]
+        if use_existing_stack_columns and self._has_valid_stack_columns():
+            self._read_stack_columns()
+            return
+        self._build_from_frame()
+        if save_call_stack_to_df:
+            self.save_call_stack_to_dataframe()
+
+    @classmethod
+    def _of(cls, df: pd.DataFrame, identity: CallStackIdentity, nodes: Dict[int, CallStackNode], root: int,
+            full_df: pd.DataFrame) -> "CallStackGraph":
+        """A stack over nodes already built by :class:`CallGraph`."""
+        self = cls.__new__(cls)
         self.df, self.identity, self.nodes, self.root_index, self.full_df = df, identity, nodes, root, full_df
+        self.correlations, self.symbol_table = None, None
+        return self
+
+    def _has_valid_stack_columns(self) -> bool:
+        cols = ("parent", "depth", "height")
+        if not set(cols) <= set(self.full_df.columns) or self.df.empty:
+            return False
+        part = self.full_df.loc[self.df.index, list(cols)]
+        return not part.isna().any().any() and not (part["parent"] == NULL_NODE_INDEX).all()
+
+    def _read_stack_columns(self) -> None:
+        rows = self.full_df.loc[self.df.index]
+        children: Dict[int, List[int]] = {}
+        for i, p in zip(self.full_df["index"].tolist(), self.full_df["parent"].tolist()):
+            children.setdefault(int(p), []).append(int(i))
+        for i, p, d, h in zip(rows["index"].tolist(), rows["parent"].tolist(), rows["depth"].tolist(),
+                              rows["height"].tolist()):
+            self.nodes[int(i)] = CallStackNode(int(p), int(d), int(h), "CPU", children.get(int(i), []))
+
+    def _build_from_frame(self) -> None:
+        """Nest the thread's rows (and the kernels the correlation hangs under them) with the one builder."""
+        corr = self.correlations
+        rows = self.df.index
+        if corr is not None and len(corr):
+            launched = corr[corr["cpu_index"].isin(self.df["index"])]["gpu_index"]
+            kernels = self.full_df.index[self.full_df["index"].isin(launched)]
+            rows = rows.append(kernels)
+        part = self.full_df.loc[rows]
+        g, cols, a = frame_graph(part, self.symbol_table, correlation=corr, link_backward=False)
+        index = a["index"]
+        members = np.flatnonzero(g.in_graph)
+        parent = np.where(g.parent >= 0, index[np.clip(g.parent, 0, None)], self.root_index)
+        for i, p, d, h, k in zip(index[members].tolist(), parent[members].tolist(), cols["depth"][members].tolist(),
+                                 cols["height"][members].tolist(), g.is_kernel[members].tolist()):
+            self.nodes[i] = CallStackNode(p, d, h, "GPU" if k else "CPU", [])
+        for i in index[members].tolist():
+            self.nodes.setdefault(self.nodes[i].parent, CallStackNode(NULL_NODE_INDEX, -1, -1, "CPU", []))
+            self.nodes[self.nodes[i].parent].children.append(i)
+
+    def save_call_stack_to_dataframe(self, apply_whole_graph: bool = False) -> None:
+        """Recompute depth and height from the nodes (after re-parenting) and write ``parent``, ``depth`` and
+        ``height`` of every node into ``full_df`` (``apply_whole_graph``: from every root of the shared node
+        map, else from this stack's root)."""
+        roots = [i for i, n in self.nodes.items() if i < 0 or n.parent not in self.nodes] if apply_whole_graph \
+            else [self.root_index]
+        for r in roots:
+            self._set_depth_height(r, -1 if r < 0 else self.nodes[r].depth)
+        keep = [i for i in self.nodes if i >= 0 and i in self.full_df.index]
+        for col in ("parent", "depth", "height"):
+            if col not in self.full_df.columns:
+                self.full_df[col] = -1
+            self.full_df.loc[keep, col] = [getattr(self.nodes[i], col) for i in keep]
+
+    def _set_depth_height(self, root: int, depth: int) -> int:
+        """Iterative DFS: depth top-down, height bottom-up (kernel 0, CPU node ``max(1, 1 + child)``)."""
+        stack = [(root, depth, False)]
+        while stack:
+            i, d, done = stack.pop()
+            node = self.nodes.get(i)
+            if node is None:
+                continue
+            if done:
+                kids = [self.nodes[c].height for c in node.children if c in self.nodes]
+                node.height = 0 if node.device == "GPU" else max([1] + [h + 1 for h in kids])
+                continue
+            node.depth = d
+            stack.append((i, d, True))
+            stack.extend((c, d + 1, False) for c in node.children)
+        return self.nodes[root].height if root in self.nodes else -1
+
+    def update_parent_of_first_layer_nodes(self, new_parent_index: int) -> None:
+        """Move the first-layer nodes of this stack that lie within ``[ts, end]`` of ``new_parent_index`` under
+        it (HTA links the backward thread's operators under the main thread's backward annotation this way);
+        a parent left without children is removed, and the root follows the new parent's root."""
+        if new_parent_index not in self.nodes:
+            raise ValueError(f"{new_parent_index} not in the node map self.nodes")
+        if new_parent_index not in self.full_df.index:
+            raise ValueError(f"{new_parent_index} not in the self.full_df")
+        row = self.full_df.loc[self.full_df["index"] == new_parent_index].iloc[0]
+        ts, end = row["ts"], row["end"]
+        first = self.full_df[self.full_df["index"].isin(self.nodes[self.root_index].children)
+                             & (self.full_df["ts"] >= ts) & (self.full_df["end"] <= end)]["index"].tolist()
+        target = self.nodes[new_parent_index]
+        moved = [i for i in dict.fromkeys(first) if i in self.nodes and i not in target.children]
+        old = {self.nodes[i].parent for i in moved}
+        for i in moved:
+            self.nodes[i].parent = new_parent_index
+        target.children.extend(moved)
+        for p in old:
+            self.nodes[p].children = [c for c in self.nodes[p].children if c not in set(moved)]
+            if not self.nodes[p].children:
+                del self.nodes[p]
+        if self.root_index not in self.nodes:
+            self.root_index = self.get_root(new_parent_index)
+
+    def __repr__(self) -> str:
+        return "CallStackGraph\n" + "".join(f"    {k}: {v}\n" for k, v in self.nodes.items())
 
     def get_nodes(self) -> Dict[int, CallStackNode]:
         return self.nodes
@@ -141,12 +267,21 @@ class CallGraph:
             self.mapping["count"] = self.mapping.groupby(["rank", "stack_root"]).cumcount() + 1
         self._cached_rank = self.ranks[0]
 
+    def _graph(self, rank: int, df: pd.DataFrame):
+        """The graph of one rank: from the Trace's view when ``df`` holds the view's rows in its order (a
+        loaded trace), otherwise from the frame itself (parsed traces, ``from_dataframe``)."""
+        view = getattr(self.trace_data, "view", None)
+        if view is not None and rank in view.ranks:
+            rv = view[rank]
+            if rv.n == len(df) and np.array_equal(rv["index"], df["index"].to_numpy()):
+                g = call_graph(view, rank, rules=self._rules)
+                return g, stack_columns(g, rv), rv
+        g, cols, arrays = frame_graph(df, self.trace_data.symbol_table, hta_quirks=self._rules.hta_quirks)
+        return g, cols, arrays
+
     def _build(self, rank: int) -> list:
-        view = self.trace_data.view
-        rv = view[rank]
-        g = call_graph(view, rank, rules=self._rules)
-        cols = stack_columns(g, rv)
         df = self.trace_data.traces[rank]
+        g, cols, rv = self._graph(rank, df)
         if "end" not in df.columns:
             df["end"] = df["ts"] + df["dur"]
         for c in STACK_COLUMNS:  # HTA writes them into the rank's table
@@ -168,20 +303,22 @@ class CallGraph:
         rows = []
         cpu = g.in_graph & ~g.is_kernel
         names = self.trace_data.symbol_table.sym_table
-        for pid, tid in pd.unique(pd.MultiIndex.from_arrays([rv["pid"][cpu], rv["tid"][cpu]])).tolist():
+        threads = pd.unique(pd.MultiIndex.from_arrays([rv["pid"][cpu], rv["tid"][cpu]])).tolist()
+        for pid, tid in sorted(threads, key=lambda x: (str(type(x[0])), x[0], str(type(x[1])), x[1])):  # HTA's groupby
             sel = cpu & (rv["pid"] == pid) & (rv["tid"] == tid)
-            ident = CallStackIdentity(rank, int(pid), int(tid))
+            ident = CallStackIdentity(rank, _plain(pid), _plain(tid))
             rows_idx = index[sel]
-            root = int(rows_idx[0]) if rows_idx.size else -abs(int(tid))
+            root = int(rows_idx[0]) if rows_idx.size else NULL_NODE_INDEX
             while root >= 0 and root in nodes:  # the backward thread's root is the main root once linked
                 root = nodes[root].parent
-            stacks[ident] = csg = CallStackGraph(df.loc[rows_idx], ident, nodes, root, df)
+            stacks[ident] = csg = CallStackGraph._of(df.loc[rows_idx], ident, nodes, root, df)
             self.call_stacks.append(csg)
-            thread_names = [names[i] if i >= 0 else "" for i in rv["name"][sel].tolist()]
+            thread_names = [(names[i] if 0 <= i < len(names) else "") if isinstance(i, int) else str(i)
+                            for i in rv["name"][sel].tolist()]
             label = ("main" if any(classify.is_step_range_name(s) for s in thread_names) else
                      "bwd" if any(classify.is_autograd_name(s) for s in thread_names) else
                      (thread_names[0] if thread_names else "empty"))
-            rows.append((rank, int(pid), int(tid), label, len(self.call_stacks) - 1, root, 1))
+            rows.append((rank, _plain(pid), _plain(tid), label, len(self.call_stacks) - 1, root, 1))
         self.rank_to_stacks[rank] = stacks
         return rows
 
@@ -214,16 +351,19 @@ class CallGraph:
 
     def get_stack_of_node(self, index: int, rank=None, skip_ancestors: bool = False,
                           include_gpu_kernels: bool = True) -> pd.DataFrame:
-        """Rows of the node's descendants and (unless ``skip_ancestors``) its ancestors, sorted by ``ts``.
+        """Rows of the node, its descendants and (unless ``skip_ancestors``) its ancestors, sorted by ``ts``.
 
+        For a GPU kernel: the kernel and the CPU call stack that launched it (launch call → operators → root).
         ``include_gpu_kernels=True`` is HTA's behaviour (its CPU-only guard does not apply below the start node).
         """
         row = self.get_node_attributes(index, rank)
         df = self.trace_data.traces[self._cached_rank]
+        csg = self.get_csg_of_node(index, rank)
         if row["stream"] > 0:
             ids = [index]
+            if not skip_ancestors:
+                ids += csg.get_path_to_root(int(row["parent"]))
         else:
-            csg = self.get_csg_of_node(index, rank)
             ids = csg.get_descendants(index, include_gpu_kernel=include_gpu_kernels)
             if not skip_ancestors:
                 ids += csg.get_path_to_root(index)[1:]
@@ -234,10 +374,25 @@ class CallGraph:
         df = self.trace_data.traces[self._rank(rank)]
         return df[df["stream"] != -1]
 
-    @classmethod
-    def from_dataframe(cls, df: pd.DataFrame, symbol_table=None, rank: int = -1) -> "CallGraph":
-        raise NotImplementedError("CallGraph.from_dataframe: build from a loaded trace instead "
-                                  "(CallGraph(TraceAnalysis(...).t))")
+    @staticmethod
+    def from_dataframe(df: pd.DataFrame, symbol_table=None, rank: int = -1) -> "CallGraph":
+        """A CallGraph of one rank's rows (``name``/``cat`` ids into ``symbol_table``; default: a table made
+        from the frame's text ``name``/``cat`` columns, as HTA). ``df`` is copied; the copy gets the columns."""
+        from holotrace.compat.trace import Trace, TraceSymbolTable
+
+        t = Trace(trace_files={}, trace_dir="")
+        t.symbol_table = symbol_table if symbol_table is not None else TraceSymbolTable.create_from_df(df)
+        t.traces[rank] = df.copy()
+        t.is_parsed = True
+        return CallGraph(t)
+
+
+def _plain(v):
+    """A thread id as HTA keeps it: an int when numeric, else the value itself."""
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return v
 
 
 class LegacyCallGraph(CallGraph):

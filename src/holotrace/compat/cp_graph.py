@@ -10,11 +10,7 @@ are built when this object is created, i.e. only when the facade is asked for a 
 
 from __future__ import annotations
 
-import io
-import json
 import logging
-import os
-import zipfile
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
@@ -24,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import critical_path as _cp
-from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, Graph
+from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES
 from holotrace.errors import HolotraceError
 
 try:
@@ -76,6 +72,9 @@ class CPEdge:
     weight: float = 0
 
 
+_CLASSES = {"CPNode": CPNode, "CPEdge": CPEdge, "CPEdgeType": CPEdgeType}  # HTA's class names in saved files
+
+
 def _lazy(descriptor, name: str):
     """networkx's resetting descriptor for ``name``, which first fills the graph from the arrays when read."""
 
@@ -103,10 +102,24 @@ class CPGraph(nx.DiGraph):
     _pred = _lazy(nx.DiGraph.__dict__["_pred"], "_pred")
     _node = _lazy(nx.Graph.__dict__["_node"], "_node")
 
-    def __init__(self, cp: "_cp.CriticalPath", rank: int):
+    def __init__(self, t, t_full=None, rank: Optional[int] = None, G=None, data_load_events=None):
+        """``CPGraph(t, t_full, rank, G=None, data_load_events=None)`` as in HTA: the graph of ``rank`` over the
+        rows of ``t`` (a ``Trace``, e.g. clipped to an annotation; every row of its table is used) on the
+        full trace ``t_full`` (a ``TraceAnalysis`` or its ``Trace``), under HTA's rules; the longest path is
+        computed with it. ``CPGraph(critical_path, rank)`` wraps an already computed
+        :class:`holotrace.analysis.critical_path.CriticalPath`. A saved graph is read by :func:`restore_cpgraph`
+        (``t=None`` with ``G`` is HTA's internal restore path and is not offered)."""
         super().__init__()
+        if isinstance(t, _cp.CriticalPath):
+            cp, rank = t, (t_full if rank is None else rank)
+        elif t is None:
+            raise ValueError("CPGraph(None, t_full, rank, G): restore a saved graph with restore_cpgraph(zip, t_full, "
+                             "rank) instead")
+        else:
+            cp = _build(t, t_full if t_full is not None else t, int(rank if rank is not None else 0), data_load_events)
         self.cp = cp
         self.rank = rank
+        self.data_load_events = data_load_events if data_load_events is not None else cp.data_load_events
         g = cp.graph
         self._index = cp.view["index"]
         self.critical_path_nodes: List[int] = cp.path_nodes.tolist()
@@ -203,43 +216,52 @@ class CPGraph(nx.DiGraph):
 
     # ------------------------------------------------------------------ save / restore
     def save(self, out_dir: str) -> str:
-        """Write the graph to ``out_dir/cp_graph_rank<R>.zip`` (arrays + window); returns the path."""
-        out = os.path.expanduser(out_dir)
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(out, f"cp_graph_rank{self.rank}.zip")
-        g, cp = self.cp.graph, self.cp
-        arrays = {k: getattr(g, k) for k in ("rows", "node_row", "node_time", "node_start", "node_blocking",
-                                              "start_node", "end_node", "src", "dst", "type", "weight", "attr")}
-        arrays.update(graph_weight=cp.graph_weight, path_nodes=cp.path_nodes, path_edges=cp.path_edges)
-        buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
-        meta = {"rank": self.rank, "window": list(g.window), "rules": cp.rules.name, "success": bool(cp.success),
-                "data_load_events": cp.data_load_events, "format": 1}
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("graph.npz", buf.getvalue())
-            z.writestr("meta.json", json.dumps(meta))
-        return path
+        """Write the graph as HTA does: ``out_dir/`` with ``trace_data.csv``, ``cp_graph.pkl`` and ``cp_data.pkl``
+        (readable by HTA's ``restore_cpgraph``) plus holotrace's arrays, zipped as ``<out_dir>.zip``; returns
+        that path."""
+        from holotrace.compat import cp_graph_files
+
+        return cp_graph_files.write(self, out_dir, _CLASSES)
 
 
 def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
-    """A :class:`CPGraph` saved by :meth:`CPGraph.save`, on the trace it was built from (a ``TraceAnalysis``)."""
-    from holotrace.model import classify
+    """A :class:`CPGraph` from a zip written by :meth:`CPGraph.save` or by HTA's ``CPGraph.save``, on the trace
+    it was built from (a ``TraceAnalysis`` or its ``Trace``)."""
+    from holotrace.compat import cp_graph_files
 
-    with zipfile.ZipFile(os.path.expanduser(zip_filename)) as z:
-        meta = json.loads(z.read("meta.json"))
-        arrays = dict(np.load(io.BytesIO(z.read("graph.npz"))))
-    if int(meta["rank"]) != int(rank):
-        raise ValueError(f"{zip_filename}: saved for rank {meta['rank']}, not rank {rank}; pass rank={meta['rank']}")
-    rules = {r.name: r for r in (classify.HTA, classify.HTA_FIXED, classify.NATIVE)}[meta["rules"]]
-    view = t_full.view
-    g = Graph(rank, *(arrays[k] for k in ("rows", "node_row", "node_time", "node_start", "node_blocking",
-                                           "start_node", "end_node", "src", "dst", "type", "weight", "attr")),
-              tuple(meta["window"]))
-    cp = _cp.CriticalPath(g, view[rank], view.strings, rules, view.unit_ns, meta["data_load_events"],
-                          bool(meta["success"]), arrays["graph_weight"], arrays["path_nodes"], arrays["path_edges"])
-    neg = g.weight <= -1
-    cp.zeroed_edges, cp.zeroed_on_path = int(neg.sum()), int(neg[cp.path_edges].sum()) if cp.success else 0
+    view = _view_of(t_full)
+    cp, saved = cp_graph_files.read(zip_filename, view, rank, _CLASSES)
+    if int(saved) != int(rank):
+        raise ValueError(f"{zip_filename}: saved for rank {saved}, not rank {rank}; pass rank={saved}")
     return CPGraph(cp, rank)
+
+
+def _build(t, t_full, rank: int, data_load_events) -> "_cp.CriticalPath":
+    """HTA's constructor: the graph of ``rank`` over every row of ``t``'s table (HTA's constructor does not
+    clip: ``critical_path_analysis`` clips ``t`` first), on ``t_full``'s view."""
+    from holotrace.analysis.critical_path.graph import build_graph, window
+    from holotrace.model.classify import HTA
+
+    view = _view_of(t_full)
+    rv = view[rank]
+    ev = t.get_trace(rank)["index"].to_numpy()
+    rows = pd.Index(rv["index"]).get_indexer(ev)
+    rows = np.unique(rows[rows >= 0])
+    ts = rv["ts"][rows]
+    win = (float(ts.min()), float(ts.max())) if len(rows) else window(rv, view.strings, "", None)
+    dle = list(data_load_events) if data_load_events else None
+    g = build_graph(view, rank, rows, win, rules=HTA, data_load_events=dle)
+    return _cp.solve(_cp.CriticalPath(g, rv, view.strings, HTA, view.unit_ns, dle))
+
+
+def _view_of(t):
+    """HTA's view of a ``TraceAnalysis``, a ``Trace`` or a view."""
+    view = getattr(t, "view", None)
+    if view is None and hasattr(t, "views"):
+        return t
+    if view is None:
+        raise ValueError("pass the TraceAnalysis (or its Trace) the graph was built from")
+    return view
 
 
 def _num(x: float):

@@ -131,10 +131,19 @@ class TimeRangeFilter(Filter):
 
 
 class NameFilter(Filter):
-    """Rows whose name starts with a match of ``pattern`` (``re.match``)."""
+    """Rows whose name starts with a match of ``name_pattern`` (``re.match``; HTA's keyword, ``pattern`` also
+    accepted)."""
 
-    def __init__(self, pattern: str, symbol_table=None, name_column: Optional[str] = None, strict: bool = False):
-        self.pattern, self.symbol_table, self.name_column, self.strict = pattern, symbol_table, name_column, strict
+    def __init__(self, name_pattern: Optional[str] = None, symbol_table=None, name_column: Optional[str] = None,
+                 strict: bool = False, *, pattern: Optional[str] = None):
+        if (name_pattern is None) == (pattern is None):
+            raise TypeError("NameFilter needs one name pattern: NameFilter(name_pattern=...)")
+        self.name_pattern = name_pattern if name_pattern is not None else pattern
+        self.symbol_table, self.name_column, self.strict = symbol_table, name_column, strict
+
+    @property
+    def pattern(self) -> str:
+        return self.name_pattern
 
     def __call__(self, df, symbol_table=None):
         if df.empty:
@@ -142,7 +151,7 @@ class NameFilter(Filter):
         names = _text(df, "name", symbol_table if symbol_table is not None else self.symbol_table)
         if names is None:
             return self._cannot(df, "no text name column and no symbol table")
-        rx = re.compile(self.pattern)
+        rx = re.compile(self.name_pattern)
         uniq, inv = np.unique(names.to_numpy().astype(str), return_inverse=True)
         hit = np.fromiter((rx.match(s) is not None for s in uniq), bool, len(uniq))
         return df[hit[inv.reshape(-1)]]

@@ -8,19 +8,23 @@ from typing import Optional
 __all__ = ["load_inputs"]
 
 
-def load_inputs(trace_files, trace_dir: str, *, cache: bool, workers: Optional[int], strict: bool):
+def load_inputs(trace_files, trace_dir: str, *, cache: bool, workers: Optional[int], strict: bool,
+                all_args: bool = False):
     """Load what HTA's constructor names: a rank→file map, a list of files, or a folder."""
     from holotrace.loader import load
 
+    opts = {"cache": cache, "workers": workers, "strict": strict}
+    if all_args:
+        opts["all_args"] = True
     base = Path(trace_dir)
     if trace_files is None:
-        return load(base, cache=cache, workers=workers, strict=strict)
+        return load(base, **opts)
     if isinstance(trace_files, dict):
         wanted = {int(r): _resolve(base, f) for r, f in trace_files.items()}
-        job = load([wanted[r] for r in sorted(wanted)], cache=cache, workers=workers, strict=strict)
+        job = load([wanted[r] for r in sorted(wanted)], **opts)
         return _rekey(job, wanted)
     if isinstance(trace_files, (list, tuple)):
-        return load([_resolve(base, f) for f in trace_files], cache=cache, workers=workers, strict=strict)
+        return load([_resolve(base, f) for f in trace_files], **opts)
     raise TypeError(f"trace_files must be a dict {{rank: file}} or a list of files, not {type(trace_files).__name__}")
 
 

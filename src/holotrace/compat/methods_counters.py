@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from enum import Flag, auto
 from typing import Dict, List, Optional
 
@@ -22,6 +23,32 @@ class TimeSeriesTypes(Flag):
 
     QUEUE_LENGTH = auto()
     MEMCPY_BANDWIDTH = auto()
+
+
+def series_types(time_series) -> TimeSeriesTypes:
+    """``time_series`` as holotrace's :class:`TimeSeriesTypes`: ``None`` (both series), a member of this enum
+    or of HTA's own ``hta.trace_analysis.TimeSeriesTypes`` (matched by member name), a combination of them,
+    a name (``"QUEUE_LENGTH"``, ``"queue_length|memcpy_bandwidth"``) or the flag value (1, 2, 3)."""
+    if time_series is None:
+        return TimeSeriesTypes.QUEUE_LENGTH | TimeSeriesTypes.MEMCPY_BANDWIDTH
+    if isinstance(time_series, TimeSeriesTypes):
+        return time_series
+    if isinstance(time_series, str):
+        names = [p.strip().upper() for p in time_series.replace(",", "|").split("|") if p.strip()]
+    elif isinstance(time_series, Flag):  # another enum with the same members (HTA's)
+        names = [m.name for m in type(time_series) if m.value and (m.value & time_series.value) == m.value]
+    elif isinstance(time_series, int) and not isinstance(time_series, bool):
+        names = [m.name for m in TimeSeriesTypes if m.value & time_series]
+        if time_series <= 0 or time_series & ~sum(m.value for m in TimeSeriesTypes):
+            names = [str(time_series)]
+    else:
+        raise TypeError(f"time_series must be a TimeSeriesTypes value, not {type(time_series).__name__}")
+    out = TimeSeriesTypes(0)
+    for name in names:
+        if name not in TimeSeriesTypes.__members__:
+            raise ValueError(f"unknown time series {name!r}; expected {' or '.join(TimeSeriesTypes.__members__)}")
+        out |= TimeSeriesTypes[name]
+    return out
 
 
 class CounterMethods(FacadeBase):
@@ -85,8 +112,7 @@ class CounterMethods(FacadeBase):
         are kept; the counter events are appended to ``traceEvents``. Ranks without any series get no file.
         """
         chosen = self._ranks_arg(ranks)
-        if time_series is None:
-            time_series = TimeSeriesTypes.QUEUE_LENGTH | TimeSeriesTypes.MEMCPY_BANDWIDTH
+        time_series = series_types(time_series)
         suffix = output_suffix or "_with_counters"
         queue = self.get_queue_length_time_series(chosen, hta_compat) if TimeSeriesTypes.QUEUE_LENGTH in time_series else {}
         membw = self.get_memory_bw_time_series(chosen, hta_compat) if TimeSeriesTypes.MEMCPY_BANDWIDTH in time_series else {}
@@ -129,12 +155,31 @@ class CounterMethods(FacadeBase):
         again = load([t.file], all_args=True, cache=False)
         return again.rank(again.ranks[0]).raw_args
 
+    def _cupti_columns(self, rank: int, res, frame: pd.DataFrame, hta_end: bool) -> pd.DataFrame:
+        """HTA's column order (the counters, in the order of the first range's ``args``, right after the arg
+        columns) and, with ``hta_end``, HTA's ``end``: the file's absolute µs (HTA never aligns it)."""
+        counters = list(res.counters)
+        try:
+            rv = self.view[rank]
+            first = int(np.flatnonzero(rv["index"] == int(frame["index"].iloc[0]))[0])
+            keys = list(json.loads(self._raw_args(rank)[int(rv["row"][first])]))
+            counters.sort(key=lambda k: keys.index(k) if k in keys else len(keys))
+        except (IndexError, TypeError, ValueError, KeyError):
+            pass  # keep the analysis' order
+        cols = [c for c in frame.columns if c not in counters]
+        at = cols.index("index_correlation") if "index_correlation" in cols else len(cols)
+        frame = frame[cols[:at] + counters + cols[at:]]
+        if hta_end:
+            frame = frame.assign(end=frame["end"] + self._hta_time_offset(rank))
+        return frame
+
     def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None,
                                               hta_compat: Optional[bool] = None) -> List[pd.DataFrame]:
         """Each CUPTI range (category ``cuda_profiler_range``) paired by position with its kernel launch,
         with one integer column per counter and the launch's operator stack (``op_stack``, ``top_level_op``,
         ``bottom_level_op``). A launch outside any operator gets empty strings (HTA raises); a rank whose
-        range and launch counts differ is skipped with an error log."""
+        range and launch counts differ is skipped with an error log. ``end`` is on the clock of ``ts`` (HTA
+        leaves it absolute: ``hta_compat=True`` does too)."""
         rules = self._rules(hta_compat)
         chosen = self._ranks_arg(ranks)
         out = []
@@ -145,7 +190,7 @@ class CounterMethods(FacadeBase):
                 log.error(msg) if res.frame is None else log.warning(msg)
             if res.frame is None:
                 continue
-            out.append(_cupti.hta_frame(res, self._table(r)))
+            out.append(self._cupti_columns(r, res, _cupti.hta_frame(res, self._table(r)), rules.hta_quirks))
         if not out and not _cupti.has_ranges(self.view):
             log.warning("Could not find events of 'cuda_profiler_range' category Please check if you ran CUPTI "
                         "profiler mode correctly")

@@ -39,13 +39,16 @@ class LaunchMethods(FacadeBase):
         By default every launch API of the rule table is paired (driver API,
         HIP, CUDA graphs; HTA only knows ``cudaLaunchKernel``/``cudaLaunchKernelExC``,
         MTIA's ``runFunction`` and the CUDA memcpy/memset calls), and only the
-        launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing.
+        launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing and HTA's four columns only.
         """
-        out = _launch.launch_stats(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks),
+        rules = self._rules(hta_compat)
+        out = _launch.launch_stats(self.view, rules=rules, ranks=self._ranks_arg(ranks),
                                    runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
                                    include_memory_events=include_memory_events)
         if visualize:
             self._figures(lambda p: p.launch_histograms(out, runtime_cutoff, launch_delay_cutoff))
+        if rules.hta_quirks:
+            out = {r: df[list(df.columns[:4])] for r, df in out.items()}
         return out
 
     def get_aten_op_kernels_and_delay(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from collections.abc import MutableMapping
 from typing import Dict, Iterable, List, Optional, Union
@@ -22,7 +23,7 @@ import pandas as pd
 
 from holotrace.compat.hta_table import hta_table
 
-__all__ = ["Trace", "TraceSymbolTable"]
+__all__ = ["Trace", "TraceSymbolTable", "parsed_table"]
 
 
 class TraceSymbolTable:
@@ -44,7 +45,47 @@ class TraceSymbolTable:
                 self.sym_index[s] = len(self.sym_table)
                 self.sym_table.append(s)
 
-    add_symbols_mp = add_symbols
+    def add_symbols_mp(self, symbols_list: List[Iterable[str]]) -> None:
+        """Add the symbols of several iterables (HTA collects them in worker processes, in no set order;
+        here in list order)."""
+        for symbols in symbols_list:
+            self.add_symbols(symbols)
+
+    def _to_csv_file(self, file_path: str) -> None:
+        pd.DataFrame({"symbol": self.sym_table}).to_csv(file_path, index=True)
+
+    @staticmethod
+    def from_csv_file(file_path: str) -> "TraceSymbolTable":
+        """A table from a CSV file with a ``symbol`` column (as ``_to_csv_file`` writes)."""
+        if not os.path.exists(file_path):
+            raise FileNotFoundError(f"File {file_path} does not exist.")
+        df = pd.read_csv(file_path, keep_default_na=False, dtype={"symbol": str})
+        if "symbol" not in df.columns:
+            raise ValueError(f"{file_path}: expect a column 'symbol' in the csv")
+        return TraceSymbolTable(df["symbol"].tolist())
+
+    def _ids(self, names: Iterable[str]) -> List[int]:
+        return [self.sym_index[s] for s in names if s in self.sym_index]
+
+    def get_operator_or_cuda_runtime_mask(self, df: pd.DataFrame) -> pd.Series:
+        """Rows whose category is ``cpu_op``, ``cuda_runtime`` or ``cuda_driver``."""
+        return df["cat"].isin(self._ids(("cpu_op", "cuda_runtime", "cuda_driver")))
+
+    RUNTIME_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                            "cudaMemcpyAsync", "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution",
+                            "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
+                            "hipMemcpyWithStream")
+
+    def get_runtime_launch_events_mask(self, df: pd.DataFrame) -> pd.Series:
+        """Runtime kernel/copy/set launch calls (HTA's list of names) that have a GPU partner
+        (``index_correlation > 0``)."""
+        return df["name"].isin(self._ids(self.RUNTIME_LAUNCH_NAMES)) & (df["index_correlation"] > 0)
+
+    def get_events_mask(self, df: pd.DataFrame, events: Optional[List[str]]) -> pd.Series:
+        """Rows whose name contains any of ``events`` (all False for ``None``)."""
+        if events is None:
+            return pd.Series(False, index=df.index)
+        return df["name"].isin(self.find_matches(events))
 
     def get_sym_id_map(self) -> Dict[str, int]:
         return self.sym_index
@@ -154,8 +195,8 @@ class TraceSymbolTable:
 class _LazyTables(MutableMapping):
     """``{rank: HTA table}``, each built on first access and then kept (HTA's ``Trace.traces``)."""
 
-    def __init__(self, build, ranks: List[int]):
-        self._build, self._ranks, self._data = build, list(ranks), {}
+    def __init__(self, build, ranks: List[int], stage: str = "loaded"):
+        self._build, self._ranks, self._data, self.stage = build, list(ranks), {}, stage
 
     def __getitem__(self, rank):
         if rank not in self._data:
@@ -215,7 +256,8 @@ class Trace:
         self.view = view if view is not None else job_view(job, HTA)
         ranks = self.view.ranks
         self.trace_files = {r: job.rank(r).file for r in ranks}
-        self.traces = _LazyTables(lambda r: hta_table(self.view[r], job.strings), ranks)
+        view = self.view
+        self.traces = _LazyTables(lambda r: hta_table(view[r], job.strings), ranks)
         self._sym = None
         self.meta_data = {r: {**job.rank(r).meta, "device_type": job.rank(r).device_type} for r in ranks}
         self.min_ts = _min_ts(job)
@@ -233,30 +275,89 @@ class Trace:
     def symbol_table(self, table: TraceSymbolTable) -> None:
         self._sym = table
 
-    # ------------------------------------------------------------------ loading (no-ops once loaded)
+    # ------------------------------------------------------------------ loading, in HTA's two stages
+    def _ensure_job(self) -> None:
+        if self.job is None:
+            from holotrace.compat.configs import wants_all_args
+            from holotrace.compat.inputs import load_inputs
+
+            self.job = load_inputs(self._trace_files_arg, self.trace_path or ".", cache=True, workers=None,
+                                   strict=False, all_args=wants_all_args(self.parser_config))
+            self.trace_files = {r: self.job.rank(r).file for r in self.job.ranks}
+            self._sym = None  # the job's string table from now on
+
     def load_traces(self, include_last_profiler_step: Optional[bool] = False, use_multiprocessing: bool = True,
                     use_memory_profiling: bool = True) -> None:
+        """HTA's load: parse, align and filter; the tables are indexed by ``index`` (a no-op once parsed)."""
         if self.is_parsed:
             return
-        from holotrace.compat.inputs import load_inputs
         from holotrace.model.classify import HTA
         from holotrace.model.view import job_view
 
-        job = load_inputs(self._trace_files_arg, self.trace_path or ".", cache=True, workers=None, strict=False)
-        self._attach(job, job_view(job, HTA, include_last_step=bool(include_last_profiler_step)))
+        self._ensure_job()
+        self._attach(self.job, job_view(self.job, HTA, include_last_step=bool(include_last_profiler_step)))
+
+    def _parsed_view(self):
+        from holotrace.model.classify import HTA
+        from holotrace.model.view import job_view
+
+        self._ensure_job()
+        if self.view is None or not self.view.include_last_step:
+            self.view = job_view(self.job, HTA, include_last_step=True)
+        return self.view
+
+    def _parse(self, ranks: Iterable[int]) -> None:
+        """HTA's parsed (not yet aligned) tables of ``ranks``: absolute times, rows in file order."""
+        view = self._parsed_view()
+        offset = _min_ts(self.job)
+        known = [r for r in ranks if r in view.ranks]
+        if not isinstance(self.traces, _LazyTables) or getattr(self.traces, "stage", "") != "parsed":
+            self.traces = _LazyTables(lambda r: parsed_table(view[r], self.job.strings, offset), [], "parsed")
+            self.meta_data = {}
+        for r in known:
+            if r not in self.traces:
+                self.traces._ranks.append(r)
+            self.meta_data[r] = {**self.job.rank(r).meta, "device_type": self.job.rank(r).device_type}
+
+    def parse_single_rank(self, rank: int) -> None:
+        """Parse one rank's file into ``traces[rank]`` (HTA: absolute times, file order, not aligned)."""
+        self._ensure_job()
+        if rank in self.trace_files:
+            self._parse([rank])
+
+    def parse_multiple_ranks(self, ranks: List[int], use_multiprocessing: bool = True,
+                             use_memory_profiling: bool = True) -> None:
+        """Parse the ranks' files (``KeyError`` for a rank without a file, as HTA)."""
+        self._ensure_job()
+        for r in ranks:
+            if r not in self.trace_files:
+                raise KeyError(r)
+        self._parse(ranks)
 
     def parse_traces(self, max_ranks: int = -1, use_multiprocessing: bool = True,
                      use_memory_profiling: bool = True) -> None:
-        """Read every rank with every step kept (as HTA's parse, before its last-step filter)."""
-        self.load_traces(include_last_profiler_step=True)
+        """Parse the first ``max_ranks`` ranks (all for −1): every step kept, absolute times, rows in file
+        order, ``min_ts`` still 0 — HTA's state before :meth:`align_and_filter_trace`."""
+        self._ensure_job()
+        ranks = sorted(self.trace_files)
+        ranks = ranks if max_ranks == -1 else ranks[:max_ranks]
+        self.min_ts = 0
+        self._parse(ranks)
+        self.is_parsed = bool(ranks)
 
     def align_and_filter_trace(self, include_last_profiler_step: Optional[bool] = False) -> None:
-        """HTA's last-step filter on parsed traces (times are aligned when read); a no-op when already applied."""
-        if self.is_parsed and self.view.include_last_step and not include_last_profiler_step:
-            from holotrace.model.classify import HTA
-            from holotrace.model.view import job_view
+        """HTA's second stage: times aligned to the job's first event, the last ``ProfilerStep`` dropped
+        (unless ``include_last_profiler_step``), rows in HTA's order with a fresh positional index."""
+        if not len(self.traces) or self.job is None:
+            return
+        from holotrace.model.classify import HTA
+        from holotrace.model.view import job_view
 
-            self._attach(self.job, job_view(self.job, HTA, include_last_step=False))
+        ranks = list(self.traces)
+        self._attach(self.job, job_view(self.job, HTA, include_last_step=bool(include_last_profiler_step)))
+        build = self.traces._build
+        self.traces = _LazyTables(lambda r: build(r).reset_index(drop=True), [r for r in ranks if r in self.view.ranks],
+                                  "aligned")
 
     # ------------------------------------------------------------------ queries
     def get_ranks(self) -> List[int]:
@@ -346,6 +447,17 @@ class Trace:
         if not is_start:
             ev["bp"] = "e"
         return ev
+
+
+def parsed_table(view, strings, offset: int, *, args: bool = True) -> pd.DataFrame:
+    """HTA's parsed table of one rank (before alignment): every row of the view (built with the last step),
+    in file order (``index``), times absolute (``ts``/``end`` + ``offset``), a positional index and no
+    decoded text columns (``decode_symbol_ids`` adds them)."""
+    df = hta_table(view, strings, args=args).drop(columns=["s_name", "s_cat"])
+    df = df.sort_values("index", kind="stable").reset_index(drop=True)
+    df["ts"] = df["ts"] + offset
+    df["end"] = df["end"] + offset
+    return df
 
 
 def _min_ts(job) -> int:

@@ -9,7 +9,8 @@ An HTA notebook runs by changing its import line::
 
 Columns, row order and categories are HTA 0.6.1's. Fixed on purpose (docs/compatibility.md):
 
-* a ``LabeledTrace`` without a label is labelled after its folder (HTA draws ``t<random 0-10>``);
+* a ``LabeledTrace`` without a label is labelled ``t0``, ``t1``, ... in creation order (HTA draws
+  ``t<random 0-10>``, so two traces can get the same label);
 * a trace passed in is never re-parsed or modified: each side reads HTA's rows of the loaded job (every
   row, the last ``ProfilerStep`` included, as HTA's ``parse_traces``);
 * ``<label>_counts`` and ``diff_counts`` are always int64 (HTA: float64 when the key sets differ);
@@ -21,6 +22,7 @@ The counting itself is numpy over the HTA view's columns (one decode per distinc
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Dict, List, Optional, Union
@@ -57,7 +59,7 @@ class LabeledTrace:
     """A loaded job with a label (HTA's wrapper of a ``Trace``).
 
     Args:
-        label: the label of the columns; default: the folder's name.
+        label: the label of the columns; default: ``t<n>``, ``n`` counting unlabelled traces from 0.
         t: an already loaded job (:class:`holotrace.model.job.Job` or ``TraceAnalysis``); never modified.
         trace_dir: a folder of trace files (used when ``t`` is None).
 
@@ -76,13 +78,15 @@ class LabeledTrace:
             self.t = load(trace_dir, cache=cache, workers=workers)
         else:
             raise ValueError("either a trace object or a valid trace dir must be provided in LabeledTrace.__init__()")
-        folder = trace_dir if trace_dir is not None else getattr(self.t, "path", "")
-        self.label: str = label if label else (Path(str(folder)).resolve().name or "trace")
+        self.label: str = label if label else _next_label()
         self.view: JobView = job_view(self.t, HTA, include_last_step=True)
         table = self.t.strings.table
         self.s_tab = pd.Series(table, dtype=object)
         self.s_map = pd.Series(np.arange(len(table), dtype=np.int64), index=pd.Index(table, dtype=object))
         self.iteration_df = self._extract_iterations()
+        from holotrace.compat.trace import _min_ts
+
+        self._offset = _min_ts(self.t)  # HTA's LabeledTrace parses without aligning: absolute times
 
     def _extract_iterations(self) -> pd.DataFrame:
         steps = self.view.per_string(HTA.step_number, prefix="ProfilerStep")[:-1]
@@ -135,8 +139,10 @@ class LabeledTrace:
         ranks, its = self._ranks(rank), self._iterations(iteration)
         parts = []
         for r in ranks:
-            df = hta_table(self.view[r], self.t.strings, args=False)
-            parts.append(df.iloc[self._rows(r, its, device_type)])
+            rows = self._rows(r, its, device_type)
+            rows = rows[np.argsort(self.view[r]["index"][rows], kind="stable")]  # file order, as HTA's parse
+            df = hta_table(self.view[r], self.t.strings, rows=rows).drop(columns=["s_name", "s_cat"])
+            parts.append(df.assign(ts=df["ts"] + self._offset, end=df["end"] + self._offset))
         if len(ranks) == 1:
             return parts[0]
         return pd.concat(parts, keys=ranks, names=["rank", "idx"]).reset_index()
@@ -173,6 +179,14 @@ class LabeledTrace:
             df = df.groupby(level=0, sort=False).sum()
         order = sorted(range(len(df)), key=lambda k: df.index[k])
         return df.iloc[order]
+
+
+_unlabelled = itertools.count()
+
+
+def _next_label() -> str:
+    """HTA labels an unlabelled trace ``t<digits>``; here the digits count such traces in this process."""
+    return f"t{next(_unlabelled)}"
 
 
 def _int_list(x, what: str) -> List[int]:

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.text import hta_short_names as shorten_names
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
+from holotrace.text import hta_short_names as shorten_names
 
 __all__ = [
     "GroupingPattern", "to_grouping_pattern", "ProfilerStepGroupingPattern", "MemoryKernelGroupingPattern",
@@ -144,9 +144,10 @@ def get_memory_kernel_type(name: str) -> str:
     return name[:11]
 
 
-def merge_kernel_intervals(df: pd.DataFrame) -> pd.DataFrame:
-    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``df`` by ``ts`` in place
-    (as HTA does; rows with equal ``ts`` keep their order) and adds its ``end`` column."""
+def merge_kernel_intervals(kernel_df: pd.DataFrame) -> pd.DataFrame:
+    """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``kernel_df`` by ``ts`` in
+    place (rows with equal ``ts`` keep their order) and adds its ``end`` column, as HTA does."""
+    df = kernel_df
     ordered = df.iloc[np.argsort(df["ts"].to_numpy(), kind="stable")]
     for i in range(df.shape[1]):
         df.isetitem(i, ordered.iloc[:, i].array)  # by position: duplicate labels, dtypes kept

@@ -19,7 +19,7 @@ files an entry has, and an ``info.json`` marked with the entry layout's version.
 nothing else: a folder with anything else in it is never written to, and ``clear`` refuses it.
 
 An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's
-fingerprint at decode time (size, mtime_ns, inode and a hash of its first and last 64 KiB), and the
+fingerprint at decode time (device, inode, size, mtime_ns, ctime_ns and a hash of its first and last 64 KiB), and the
 column file's size, CRC-32 and a token written into its header, so a rewritten trace, a damaged or
 swapped column file or a half-deleted entry is a miss (decoded again and rewritten), never an error or
 a wrong answer. Concurrent writers and readers never see half an entry.
@@ -135,7 +135,11 @@ def key_for(path: str | Path, all_args: bool = False, tag: str = "") -> str:
 
 
 def fingerprint(path: str | Path) -> Optional[dict]:
-    """What identifies a file's content cheaply: size, mtime_ns, inode and a hash of its head and tail."""
+    """What identifies a file's content cheaply: device, inode, size, mtime_ns, ctime_ns and a hash of its head
+    and tail. The change time is set by the system on every write, rename or truncation and no user can set it
+    back (``touch -r`` restores the modification time only), so a file rewritten in place with the same size
+    and modification time is still seen as changed; a rename over the file or a copy to another disk changes
+    the inode or device."""
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -146,7 +150,8 @@ def fingerprint(path: str | Path) -> Optional[dict]:
                 h.update(fh.read(_EDGE))
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "hash": h.hexdigest()}
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino, "dev": st.st_dev,
+            "hash": h.hexdigest()}
 
 
 # --------------------------------------------------------------------------- reading
@@ -256,7 +261,10 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
             "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
             "ts_is_float": d.ts_is_float, "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
             "format": d.format, "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
+            "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
         }
+        if fingerprint(d.path) != now:
+            return None  # the file changed while it was hashed
         if all_args and d.raw_args is not None:
             (work / "raw_args.json").write_text(json.dumps(d.raw_args), encoding="utf-8")
         (work / "info.json").write_text(json.dumps(info, default=str), encoding="utf-8")  # last: an entry without it is no entry
@@ -277,6 +285,42 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
     finally:
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- verifying
+
+
+def verify(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, tag: str = "") -> str:
+    """Check the entry of ``path`` against the file's whole content (a CRC-32 of every byte, taken when the
+    entry was written): ``"absent"`` (no entry, or one a load would not serve), ``"ok"``, or ``"stale"`` (the
+    content differs although the fingerprint matches: the entry is removed, so the next load decodes the file).
+
+    The fingerprint a load checks (device, inode, size, times, head and tail) sees every rewrite a user or
+    a tool makes through the file system; this reads the whole file, for a change made below it (a disk
+    image edited offline, a clock set back and the change time forged)."""
+    if cache_dir is None:
+        return "absent"
+    entry = cache_dir / key_for(path, all_args, tag)
+    try:
+        if _read(entry, path, all_args) is None:
+            return "absent"
+        info = json.loads((entry / "info.json").read_text(encoding="utf-8"))
+        if info.get("content_crc32") == _crc(Path(path)):
+            return "ok"
+    except Exception:  # no entry, or a damaged one (a load would not serve it either)
+        return "absent"
+    _remove(entry, cache_dir)
+    return "stale"
+
+
+def _remove(entry: Path, cache_dir: Path) -> None:
+    """Take ``entry`` out of the cache at once (renamed, then deleted): a concurrent load never sees half of it."""
+    old = cache_dir / f"{_WORK[1]}{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        os.rename(entry, old)
+    except OSError:
+        return
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- clearing

@@ -26,7 +26,7 @@ import numpy as np
 from holotrace.errors import TraceEventError, TraceFormatError, TraceReadError
 from holotrace.ingest import _scan
 from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (used by callers of this module)
-from holotrace.ingest._read import pieces, range_cuts, raw_bytes
+from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.findings import FindingCode
 from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column_name, compact_ints, piece_strings, piece_tables, to_file  # noqa: F401
@@ -219,6 +219,7 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
     tables = _Tables(spath, all_args, spill)
     tables.on_bytes = on_bytes
     fd = -1
+    items = None
     try:
         if not gz[0]:  # plain file: the scanning threads read their own byte ranges
             stream.close()
@@ -228,10 +229,13 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
             total[0] = size
             items = _range_items(fd, range_cuts(fd, header_end + gz[1], size, max(1, chunk_bytes)), seen, on_bytes)
         else:
-            items = ((_const(pc), last, 0) for pc, last in pieces(bytes(buf[header_end:]), stream, max(1, chunk_bytes), count))
+            # the gzip stream is inflated on a thread of its own, ahead of the pieces being cut and scanned
+            items = ((_const(pc), last, 0) for pc, last in pieces(bytes(buf[header_end:]), read_ahead(stream), max(1, chunk_bytes), count))
         del buf
         state, tail = _scan_pieces(items, tables, max(1, workers), all_args)
     finally:
+        if items is not None:
+            items.close()  # stops the inflating thread (gzip) when the event list ended early
         if fd >= 0:
             os.close(fd)
     # 3. what follows the event list

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import msgspec
 
+from holotrace.atomic import write_bytes
 from holotrace.render.trace_file import gzip_bytes, read_trace_bytes
 
 __all__ = ["write_overlay", "overlay_path"]
@@ -98,5 +99,5 @@ def write_overlay(trace_path: str, output_dir: str, critical: set, edges: Sequen
     name = Path(trace_path).name
     out = out_dir / ("overlaid_critical_path_" + name)
     data = msgspec.json.encode(doc)
-    out.write_bytes(gzip_bytes(data) if name.endswith(".gz") else data)
+    write_bytes(out, gzip_bytes(data) if name.endswith(".gz") else data)
     return str(out)

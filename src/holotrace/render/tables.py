@@ -18,7 +18,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.errors import HolotraceError
+from holotrace.atomic import write_atomic, write_bytes
+from holotrace.errors import HolotraceError, OutputError
 from holotrace.text import ELLIPSIS, cut, fit_names, sanitize, structural_forms
 
 __all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
@@ -189,6 +190,8 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
             raise ValueError(f"unknown output format {fmt!r} (choose from {', '.join(FORMATS)})")
     try:
         _write_all(frames, out, formats, written)
+    except OutputError:
+        raise
     except OSError as e:
         raise HolotraceError(f"cannot write the output ({e.strerror or e})", path=getattr(e, "filename", None) or out,
                              fix="pass a folder you can write to") from None
@@ -200,9 +203,9 @@ def _write_all(frames: Mapping[str, pd.DataFrame], out: Path, formats: Iterable[
         for fmt in formats:
             p = out / f"{key}.{fmt}"
             if fmt == "csv":
-                df.to_csv(p, index=False)
+                write_bytes(p, df.to_csv(index=False).encode("utf-8"))
             elif fmt == "parquet":
-                df.reset_index(drop=True).to_parquet(p, index=False)
+                write_atomic(p, lambda fh, df=df: df.reset_index(drop=True).to_parquet(fh, index=False))
             else:
-                p.write_text(json.dumps(to_records(df), indent=1) + "\n", encoding="utf-8")
+                write_bytes(p, (json.dumps(to_records(df), indent=1) + "\n").encode("utf-8"))
             written.append(p)

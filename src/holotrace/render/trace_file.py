@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-import tempfile
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -188,20 +187,12 @@ def _plain_tail_end(src: Path, top_keys) -> Optional[tuple[int, bool]]:
 
 def write_atomic(dst: Path, write) -> None:
     """Write ``dst`` through ``write(fh)`` into a temporary file beside it, then rename: a reader never sees a
-    partial file, and the temporary file is removed on failure."""
+    partial file, and the temporary file is removed on failure (:func:`holotrace.atomic.write_atomic`)."""
+    from holotrace.atomic import write_atomic as _write_atomic
+
+    dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(dst.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _write_atomic(dst, write)
 
 
 def _copy_range(src: Path, fh, length: int) -> None:

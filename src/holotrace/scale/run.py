@@ -15,15 +15,16 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional, Sequence
 
+from holotrace.analysis.job_summary import JobSummary
 from holotrace.analysis.rank_summary import RankSummary, rank_summary
 from holotrace.analysis.reduce import Reducer
 from holotrace.errors import HolotraceError, TraceFormatError
-from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed, get_executor
+from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed
 from holotrace.findings import Finding, FindingCode, rank_ranges
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
@@ -37,25 +38,6 @@ __all__ = ["JobSummary", "summarize", "summarize_file", "ingest", "read_ingest"]
 _JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, FindingCode.DUPLICATE_RANK, FindingCode.BAD_RANK_INFO,
                         FindingCode.MIXED_JOBS, FindingCode.MISSING_RANKS, FindingCode.RANK_OUT_OF_RANGE,
                         FindingCode.NO_PROFILER_STEPS, FindingCode.STEPS_MISSING_ON_RANKS, FindingCode.CLOCK_SKEW})
-
-
-@dataclass
-class JobSummary:
-    """The job's frames (``frames``: the tables of ``holotrace summary`` and more, see
-    :meth:`~holotrace.analysis.reduce.Reducer.frames`), its ranks and findings."""
-
-    path: str
-    ranks: list
-    frames: dict
-    findings: list
-    world_size: Optional[int] = None
-    summary_bytes: list = field(default_factory=list)  # per rank: size of its summary serialized (lz4 Arrow IPC)
-    executor: str = "local"
-
-    @property
-    def cross_rank_warning(self) -> Optional[str]:
-        bad = [f for f in self.findings if f.code.cross_rank]
-        return "; ".join(f.message for f in bad) if bad else None
 
 
 @dataclass(frozen=True)
@@ -282,7 +264,3 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
                                path=str(folder), fix="run holotrace ingest PATH --output DIR (with --ranks for a part of the job)")
     return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, reducer, top=top, world=world, executor="ingest")
 
-
-def get(name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None) -> Executor:
-    """:func:`holotrace.exec.executor.get_executor` (here for callers of this module)."""
-    return get_executor(name, address=address, workers=workers)
