@@ -98,12 +98,9 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="table width in characters (default: the terminal's width; 80 when not a terminal)")
-<<<<<<< HEAD
     g.add_argument("--wide", action="store_true",
                    help="print names in full (tables may then be wider than the terminal)")
-=======
     writes(p, "output", "folder")
->>>>>>> main
 
 
 def terminal_width(requested: Optional[int] = None) -> int:

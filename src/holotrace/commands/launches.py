@@ -15,7 +15,6 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import launches as _launches
-from holotrace.text import fit_name
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -109,27 +108,3 @@ def build_report(job, *, runtime_cutoff: float = 50, launch_delay_cutoff: float 
             "launch_delay_cutoff_us": launch_delay_cutoff, "include_memory_events": include_memory_events}
     return Report(title="holotrace launches: launch time and launch delay", sections=sections, header=header,
                   data=data, meta=meta)
-<<<<<<< HEAD
-
-
-def _short(name) -> str:
-    return fit_name(str(name), 60)
-
-
-def summary_lines(job, *, launch_delay_cutoff: float = 100, top: int = 3) -> list[str]:
-    """Lines for ``holotrace summary``: launch-delay overview and the worst outliers."""
-    stats = _launches.launch_stats(job, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True)
-    allrows = _launches.all_launches(stats)
-    if allrows.empty:
-        return ["launch delay: no launch call paired with GPU work"]
-    o = _launches.delay_overview(allrows)
-    lines = [(f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us over {o['launches']} launches; "
-              f"{o['outliers']} above {launch_delay_cutoff:g} us")]
-    worst = _launches.worst_launches(allrows, "launch_delay", "launch_delay_outlier", top)
-    for row in worst.itertuples(index=False):
-        step = f" step {row.iteration}" if row.iteration >= 0 else ""
-        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {_short(row.kernel)[:60]} "
-                     f"started {row.launch_delay:.1f} us after its {row.launch}")
-    return lines
-=======
->>>>>>> main

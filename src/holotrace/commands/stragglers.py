@@ -16,7 +16,6 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
-from holotrace.text import fit_name
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -92,31 +91,3 @@ def build_report(job, *, candidates: int = 2) -> Report:
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
     return Report(title="holotrace stragglers: who waits for whom in collectives", sections=sections, header=header,
                   data=data, meta=meta)
-<<<<<<< HEAD
-
-
-def summary_lines(job) -> list[str]:
-    """The straggler line(s) for ``holotrace summary``."""
-    if len(job.ranks) < 2:
-        return ["stragglers: one rank, nothing to compare"]
-    view = job_view(job, NATIVE)
-    rep = _strag.straggler_report(view, rules=NATIVE)
-    if rep.empty:
-        return ["stragglers: no communication kernel occurs on two or more ranks"]
-    summ = _strag.straggler_summary(view, rules=NATIVE, report=rep)
-    top = summ.iloc[0]
-    if top["waited_for_us"] <= 0:
-        return ["stragglers: none (collectives take the same time on every rank)"]
-    steps = rep["step"].nunique()
-    st = rep[(rep["rank"] == top["rank"]) & rep["straggler"]]
-    worst = st.sort_values("worst_collective_wait_us", ascending=False).head(1)
-    ev = ""
-    if len(worst):
-        w = worst.iloc[0]
-        ev = f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, " \
-             f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
-    line = (f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
-            f"straggler in {int(top['steps_as_straggler'])}/{steps} steps{ev})")
-    return [line]
-=======
->>>>>>> main

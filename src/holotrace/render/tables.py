@@ -20,7 +20,7 @@ import pandas as pd
 
 from holotrace.atomic import write_atomic, write_bytes
 from holotrace.errors import HolotraceError, OutputError
-from holotrace.text import ELLIPSIS, cut, fit_names, sanitize, structural_forms
+from holotrace.text import cut, fit_names, sanitize, structural_forms
 
 __all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
 
