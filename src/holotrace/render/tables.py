@@ -22,7 +22,7 @@ from holotrace.atomic import write_atomic, write_bytes
 from holotrace.errors import HolotraceError, OutputError
 from holotrace.text import cut, fit_names, sanitize, structural_forms
 
-__all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
+__all__ = ["kernel_label", "format_table", "table_cells", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
 
 FORMATS = ("csv", "parquet", "json")
 
@@ -66,6 +66,36 @@ def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
     return out
 
 
+def table_cells(shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
+                ) -> tuple[list[str], list[list[str]], list[int], list[bool]]:
+    """What :func:`format_table` prints, before alignment: headers, each column's cells, column widths and
+    which columns are numeric. Text columns too wide for ``width`` are shortened together by
+    :func:`holotrace.text.fit_names` (two different values of a column never print alike)."""
+    digits = dict(digits or {})
+    cols = [sanitize(str(c)) for c in shown.columns]
+    cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
+    numeric = [_is_num(shown[c]) for c in shown.columns]
+    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
+    sep = 2
+    total = sum(widths) + sep * (len(widths) - 1)
+    text_cols = [i for i, n in enumerate(numeric) if not n]
+    natural = list(widths)
+    while width is not None and total > width and text_cols:
+        i = max(text_cols, key=lambda k: widths[k])
+        floor = max(len(cols[i]), 8)
+        if widths[i] <= floor:
+            text_cols.remove(i)
+            continue
+        step = min(total - width, widths[i] - floor)
+        widths[i] -= step
+        total -= step
+    for i, c in enumerate(shown.columns):
+        if widths[i] < natural[i] and not numeric[i] and not pd.api.types.is_bool_dtype(shown[c]):
+            cells[i] = fit_names(_text(shown[c]), widths[i])
+            widths[i] = max([len(cols[i])] + [len(v) for v in cells[i]])
+    return cols, cells, widths, numeric
+
+
 def format_table(
     df: pd.DataFrame,
     *,
@@ -94,27 +124,8 @@ def format_table(
         lines.append("  (none)")
         return "\n".join(lines)
     shown = df if max_rows is None or len(df) <= max_rows else df.head(max_rows)
-    cols = [sanitize(str(c)) for c in shown.columns]
-    cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
-    numeric = [_is_num(shown[c]) for c in shown.columns]
-    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
+    cols, cells, widths, numeric = table_cells(shown, width=width, digits=digits)
     sep = 2
-    total = sum(widths) + sep * (len(widths) - 1)
-    text_cols = [i for i, n in enumerate(numeric) if not n]
-    natural = list(widths)
-    while width is not None and total > width and text_cols:
-        i = max(text_cols, key=lambda k: widths[k])
-        floor = max(len(cols[i]), 8)
-        if widths[i] <= floor:
-            text_cols.remove(i)
-            continue
-        step = min(total - width, widths[i] - floor)
-        widths[i] -= step
-        total -= step
-    for i, c in enumerate(shown.columns):
-        if widths[i] < natural[i] and not numeric[i] and not pd.api.types.is_bool_dtype(shown[c]):
-            cells[i] = fit_names(_text(shown[c]), widths[i])
-            widths[i] = max([len(cols[i])] + [len(v) for v in cells[i]])
 
     def fmt(values: Sequence[str]) -> str:
         parts = []
