@@ -419,3 +419,41 @@ def test_cpgraph_hta_constructor():
     assert len(g.node_list) == 56 and _summary(g) == HTA_EVENT_SYNC
     with pytest.raises(ValueError, match="restore_cpgraph"):
         CPGraph(None, a.t, 0)
+
+
+def test_critical_path_analysis_class():
+    from holotrace import CriticalPathAnalysis
+
+    a = _event_sync()
+    # HTA: CriticalPathAnalysis.critical_path_analysis(t, 0, "", None) as in TraceAnalysis.critical_path_analysis
+    g, ok = CriticalPathAnalysis.critical_path_analysis(a.t, 0, "", None)
+    assert ok and _summary(g) == HTA_EVENT_SYNC
+    assert CriticalPathAnalysis.critical_path_analysis(a.t, 0, "no such annotation", None) is None
+
+
+# ---------------------------------------------------------------------------- HTA's free helpers
+def test_parse_trace_file_and_helpers(filter_dir):
+    from holotrace import (NameIdColumnFilter, NameStringColumnFilter, decode_symbol_id_to_symbol_name,
+                           get_cpu_gpu_correlation, get_value_from_dict, parse_trace_file,
+                           trace_event_timestamp_to_unixtime_ns)
+
+    meta, df, st = parse_trace_file(filter_dir + "/sampled_rank-0.json.gz")
+    # HTA parse_trace_file(...): rank 0, 4810 x 30, ts 1682725898236567, ...569 (absolute), index 0, 1,
+    # last iteration 552, 2408 rows with index_correlation > 0
+    assert meta["distributedInfo"]["rank"] == 0 and df.shape == (4810, 30)
+    assert df["ts"].iloc[:2].tolist() == [1682725898236567, 1682725898236569]
+    assert df["index"].iloc[:2].tolist() == [0, 1]
+    assert int(df["iteration"].max()) == 552 and int((df["index_correlation"] > 0).sum()) == 2408
+    c = get_cpu_gpu_correlation(df)  # HTA: 1204 pairs, first (2402, 2403), (2404, 2405)
+    assert len(c) == 1204 and c.iloc[:2].values.tolist() == [[2402, 2403], [2404, 2405]]
+    # HTA: NameIdColumnFilter("aten::.*mm")(df, st) -> 378 rows; without a symbol table the input (4810)
+    assert len(NameIdColumnFilter("aten::.*mm")(df, st)) == 378 and len(NameIdColumnFilter("aten::.*mm")(df)) == 4810
+    decode_symbol_id_to_symbol_name(df, st, use_shorten_name=False)
+    assert df["s_name"].iloc[0] == "autograd::engine::evaluate_function: MeanBackward0"  # HTA's decoded name
+    assert len(NameStringColumnFilter("aten::.*mm")(df)) == 378
+    with pytest.raises(ValueError, match="gz"):
+        parse_trace_file(filter_dir + "/trace.txt")
+    assert trace_event_timestamp_to_unixtime_ns(2.5, {"baseTimeNanoseconds": 10}) == 2510
+    with pytest.raises(KeyError):
+        trace_event_timestamp_to_unixtime_ns(2.5, {})
+    assert get_value_from_dict({"a": {"b": 1}}, "a.b") == 1 and get_value_from_dict({}, "a.b", 5) == 5

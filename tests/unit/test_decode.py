@@ -134,6 +134,23 @@ def test_mixed_type_fields(tmp_path):
     assert len(bad) == 1 and bad[0].count == 1 and "correlation" in bad[0].message and bad[0].example == "2.5"
 
 
+def test_integers_of_every_length_and_pretty_printing(tmp_path):
+    """Integers of 1-20 digits (the scanner reads up to 19 digits without overflow checks), 2^63..2^64-1 wrapping
+    to negative as unsigned ids do, integral floats; the same with indentation and tabs."""
+    values = [7, 123456789012345678, 1234567890123456789, 9223372036854775807, -9223372036854775808,
+              12345678901234567890, 18446744073709551615]
+    want = [v - 2**64 if v >= 2**63 else v for v in values]
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": v, "tid": 1, "ts": 1, "dur": 1} for v in values]
+    evs.append({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1.5e1, "tid": 1, "ts": 1, "dur": 1})
+    want.append(15)
+    for indent in (None, 1, "\t", 20):
+        f = tmp_path / "t.json"
+        f.write_text(json.dumps({"traceEvents": evs}, indent=indent))
+        d = decode_file(f)
+        assert d.events["pid"].tolist() == want, indent
+        assert d.events["tid"].tolist() == [1] * len(want)
+
+
 def test_escaped_strings_and_category_args(tmp_path):
     evs = [{"ph": "X", "cat": "cpu_op", "name": 'a"b\u00e9\U0001F600', "pid": 1, "tid": 1, "ts": 1, "dur": 2,
             "args": {"correlation": 5, "Input Dims": [[1, 2], []], "External id": 9}}]

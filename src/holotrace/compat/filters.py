@@ -148,13 +148,39 @@ class NameFilter(Filter):
     def __call__(self, df, symbol_table=None):
         if df.empty:
             return df
-        names = _text(df, "name", symbol_table if symbol_table is not None else self.symbol_table)
+        table = symbol_table if symbol_table is not None else self.symbol_table
+        if table is not None and "name" in df.columns and df["name"].dtype.kind == "i":
+            names = _text(df[["name"]], "name", table)  # HTA matches the ids' full symbols
+        else:
+            names = _text(df, "name", table)
         if names is None:
             return self._cannot(df, "no text name column and no symbol table")
         rx = re.compile(self.name_pattern)
         uniq, inv = np.unique(names.to_numpy().astype(str), return_inverse=True)
         hit = np.fromiter((rx.match(s) is not None for s in uniq), bool, len(uniq))
         return df[hit[inv.reshape(-1)]]
+
+
+class NameStringColumnFilter(NameFilter):
+    """HTA's name filter over a text name column (``s_name`` or ``name``); never uses a symbol table."""
+
+    def __init__(self, name_pattern: str, strict: bool = False):
+        super().__init__(name_pattern, strict=strict)
+
+    def __call__(self, df, symbol_table=None):
+        return super().__call__(df, None)
+
+
+class NameIdColumnFilter(NameFilter):
+    """HTA's name filter over the id column ``name`` through a symbol table (without one: the input, logged)."""
+
+    def __init__(self, name_pattern: str, strict: bool = False):
+        super().__init__(name_pattern, name_column="name", strict=strict)
+
+    def __call__(self, df, symbol_table=None):
+        if symbol_table is None:
+            return self._cannot(df, "NameIdColumnFilter needs a symbol table")
+        return super().__call__(df, symbol_table)
 
 
 def _gpu_mask(df, symbol_table) -> Optional[np.ndarray]:

@@ -10,6 +10,7 @@ category.
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import List, Tuple
 
@@ -17,7 +18,19 @@ import pandas as pd
 
 from holotrace.analysis import memory as _memory
 
-__all__ = ["MemoryAnalysis"]
+__all__ = ["Category", "MemoryAnalysis"]
+
+
+class Category(enum.Enum):
+    """HTA's memory categories (the order of PyTorch's memory-timeline export)."""
+
+    INPUT = enum.auto()
+    TEMPORARY = enum.auto()
+    ACTIVATION = enum.auto()
+    GRADIENT = enum.auto()
+    AUTOGRAD_DETAIL = enum.auto()
+    PARAMETER = enum.auto()
+    OPTIMIZER_STATE = enum.auto()
 
 
 class MemoryAnalysis:

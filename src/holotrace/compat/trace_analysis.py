@@ -79,13 +79,25 @@ class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterM
         strict: bool = False,
         hta_compat: bool = False,
     ):
-        self.hta_compat = bool(hta_compat)
         if job is None:
             job = load_inputs(trace_files, trace_dir, cache=cache, workers=workers, strict=strict)
-        self.job = job
-        self.include_last_profiler_step = bool(include_last_profiler_step)
-        self.figures: list = []
         # like HTA's constructor, leave every rank ready: each analysis call is then cheap
-        self.view: JobView = job_view(job, HTA, include_last_step=self.include_last_profiler_step)
+        self._setup(job, job_view(job, HTA, include_last_step=bool(include_last_profiler_step)), hta_compat)
+
+    def _setup(self, job, view: JobView, hta_compat: bool) -> None:
+        self.hta_compat = bool(hta_compat)
+        self.job = job
+        self.include_last_profiler_step = bool(view.include_last_step)
+        self.figures: list = []
+        self.view: JobView = view
         self._tables: dict[tuple[int, bool], pd.DataFrame] = {}
         self._graphs: dict[tuple[int, bool], CallGraph] = {}
+
+    @classmethod
+    def of_trace(cls, t, hta_compat: bool = False) -> "TraceAnalysis":
+        """The analyses over a loaded :class:`~holotrace.compat.trace.Trace` (its job and view, not rebuilt)."""
+        t.load_traces()
+        obj = cls.__new__(cls)
+        obj._setup(t.job, t.view, hta_compat)
+        obj.__dict__["_trace"] = t
+        return obj

@@ -13,6 +13,9 @@
 #include <malloc.h>
 #endif
 #include "_scan_util.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum { K_INT = 0, K_LABEL, K_FLOAT, K_STR, K_RAW, K_TEXT, K_RAWINT, K_QUIET };
 enum { V_STR = 1, V_NUM, V_NAN, V_TRUE, V_FALSE, V_NULL, V_OBJ, V_ARR };
@@ -71,28 +74,70 @@ typedef struct {
     const uchar *ca, *cb; /* string content */
 } Val;
 
-static void ws(Scan *S) {
-    while (S->p < S->e && (*S->p == ' ' || *S->p == '\n' || *S->p == '\r' || *S->p == '\t')) S->p++;
+/* the bytes a JSON number token is made of (scan_value skips them with one look-up each) */
+static const uchar NUM_CHAR[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1,
+};
+
+static inline int is_ws(uchar c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* skip whitespace: most calls find none or one byte; the indentation of pretty-printed traces is skipped 16 bytes
+ * a step where SSE2 is there */
+static inline void ws(Scan *S) {
+    const uchar *p = S->p, *e = S->e; /* a local pointer: the loops run in registers */
+    if (p >= e || *p > ' ') return;
+    if (*p == ' ' && p + 1 < e && p[1] > ' ') { /* one space, as after most ':' and ',' */
+        S->p = p + 1;
+        return;
+    }
+#if defined(__SSE2__)
+    const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), tb = _mm_set1_epi8('\t');
+    while (e - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(x, nl)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, cr), _mm_cmpeq_epi8(x, tb)));
+        unsigned m = ~(unsigned)_mm_movemask_epi8(w) & 0xffffu;
+        if (m) {
+            S->p = p + __builtin_ctz(m);
+            return;
+        }
+        p += 16;
+    }
+#endif
+    while (p < e && is_ws(*p)) p++;
+    S->p = p;
 }
+
+/* the first '"' or '\\' in [q, e), or e: 16 bytes a step where SSE2 is there (x86-64 always), else byte by byte */
+#if defined(__SSE2__)
+static inline const uchar *quote_or_escape(const uchar *q, const uchar *e) {
+    const __m128i dq = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+    while (e - q >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)q);
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, dq), _mm_cmpeq_epi8(x, bs)));
+        if (m) return q + __builtin_ctz(m);
+        q += 16;
+    }
+    while (q < e && *q != '"' && *q != '\\') q++;
+    return q;
+}
+#else
+static inline const uchar *quote_or_escape(const uchar *q, const uchar *e) {
+    while (q < e && *q != '"' && *q != '\\') q++;
+    return q;
+}
+#endif
 
 static int skip_str(Scan *S, Val *v) {
     const uchar *q = S->p + 1, *e = S->e;
     v->esc = 0;
-    /* common case: no escape before the closing quote (memchr is vectorised) */
-    const uchar *quote = (const uchar *)memchr(q, '"', (size_t)(e - q));
-    if (!quote) return TRUNC;
-    if (!memchr(q, '\\', (size_t)(quote - q))) {
-        v->ca = q;
-        v->cb = quote;
-        S->p = quote + 1;
-        return OK;
-    }
     for (;;) {
-        while (q < e && *q != '"' && *q != '\\') q++;
+        q = quote_or_escape(q, e);
         if (q >= e) return TRUNC;
         if (*q == '"') break;
         v->esc = 1;
-        q += 2;
+        q += 2; /* the escaped character, whatever it is */
     }
     v->ca = S->p + 1;
     v->cb = q;
@@ -155,10 +200,10 @@ static int scan_value(Scan *S, Val *v) {
         }
         if (!(c == '-' || (c >= '0' && c <= '9'))) return ERR;
         v->t = V_NUM;
-        while (S->p < S->e && ((*S->p >= '0' && *S->p <= '9') || *S->p == '-' || *S->p == '+' || *S->p == '.' ||
-                               *S->p == 'e' || *S->p == 'E'))
-            S->p++;
-        r = S->p >= S->e ? TRUNC : OK;
+        const uchar *q = S->p, *e = S->e;
+        while (q < e && NUM_CHAR[*q]) q++;
+        S->p = q;
+        r = q >= e ? TRUNC : OK;
     }
     if (v->t == V_NAN && r == OK) S->nonstd = 1;
     v->b = S->p;
@@ -228,6 +273,13 @@ static int int_text(const uchar *a, const uchar *b, int64_t *out) {
     if (a < b && *a == '-') { neg = 1; a++; }
     if (a >= b) return 2;
     uint64_t acc = 0;
+    if (b - a <= 19) { /* 19 digits fit 64 bits: no overflow check */
+        for (; a < b; a++) {
+            unsigned d = (unsigned)*a - '0';
+            if (d > 9) return 2;
+            acc = acc * 10 + d;
+        }
+    }
     for (; a < b; a++) {
         if (*a < '0' || *a > '9') return 2;
         unsigned d = *a - '0';
@@ -245,7 +297,8 @@ static int int_text(const uchar *a, const uchar *b, int64_t *out) {
 static int val_int(const Val *v, int label, int64_t *out) {
     switch (v->t) {
     case V_NUM: {
-        if (!is_float_tok(v)) return int_text(v->a, v->b, out);
+        int r = int_text(v->a, v->b, out); /* digits only (the common case): no float token */
+        if (r == 0 || !is_float_tok(v)) return r;
         Dec d;
         int exact;
         if (dec_parse(v->a, v->b, &d) || dec_to_int(&d, 0, out, &exact) || !exact) return 2;
