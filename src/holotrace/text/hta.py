@@ -9,9 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import numpy as np
-import pandas as pd
-
 __all__ = ["hta_short_name", "hta_short_names"]
 
 
@@ -40,8 +37,11 @@ def hta_short_name(name: str) -> str:
     return "".join(stack).split(" ")[-1]
 
 
-def hta_short_names(names: Iterable[str]) -> np.ndarray:
-    """:func:`hta_short_name` of each string, each distinct string shortened once (object array)."""
+def hta_short_names(names: Iterable[str]):
+    """:func:`hta_short_name` of each string, each distinct string shortened once (numpy object array)."""
+    import numpy as np  # here: the text layer is imported by ``holotrace --version``, which loads no numpy
+    import pandas as pd
+
     arr = pd.Series(np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object))
     codes, uniq = pd.factorize(arr.fillna(""), sort=False)
     short = np.array([hta_short_name(str(u)) for u in uniq], dtype=object)
