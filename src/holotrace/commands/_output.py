@@ -123,8 +123,9 @@ def _output_formats(spec: str) -> list[str]:
 
 
 def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
+    # whole words only: a long name overflows the line rather than being cut in two
     return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=rest or first,
-                         break_long_words=True, break_on_hyphens=False)
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:

@@ -25,6 +25,7 @@ from holotrace.text import cut, fit_names, sanitize, structural_forms
 __all__ = ["kernel_label", "format_table", "table_cells", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
 
 FORMATS = ("csv", "parquet", "json")
+NAME_FLOOR = 24  # a text column is never shortened below this (or its natural width): names stay readable
 
 
 shorten = cut  # a plain cut (start … end) for text that is not a name list
@@ -82,7 +83,7 @@ def table_cells(shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optio
     natural = list(widths)
     while width is not None and total > width and text_cols:
         i = max(text_cols, key=lambda k: widths[k])
-        floor = max(len(cols[i]), 8)
+        floor = max(len(cols[i]), min(natural[i], NAME_FLOOR))
         if widths[i] <= floor:
             text_cols.remove(i)
             continue

@@ -102,9 +102,16 @@ def _drop_namespaces(s: str) -> str:
     return s[cut_at:] or s
 
 
+_PREFIX = re.compile(r"^([a-z_]+:)(?!:)(.+)$", re.S)  # a label's family (``kernel:void f<…>(int)``)
+
+
 def structural_forms(name: str) -> list[str]:
-    """The name at each step (levels 0-3; equal neighbours when a step changes nothing), sanitised."""
+    """The name at each step (levels 0-3; equal neighbours when a step changes nothing), sanitised. A
+    leading lower-case ``family:`` label is kept and the name after it shortened."""
     full = sanitize(str(name))
+    m = _PREFIX.match(full)
+    if m:
+        return [full] + [m.group(1) + f for f in structural_forms(m.group(2))[1:]]
     if _MEMORY.match(full) or not any(x in full for x in ("<", "(", "::", "void ")):
         return [full] * LEVELS
     s = full.replace(ANON, _ANON_MARK)
@@ -128,18 +135,22 @@ def cut(text: str, width: int) -> str:
 
 
 def _cut_around(text: str, lo: int, hi: int, width: int) -> str:
-    """``text`` cut to about ``width`` characters around ``text[lo:hi]`` (the part that tells it apart): its
-    head (up to the first ``<`` when that fits), an ellipsis, the differing part with a little context, an
-    ellipsis, each only where needed. Wider than ``width`` when the differing part alone is."""
+    """``text`` cut to about ``width`` characters keeping ``text[lo:hi]`` (the part that tells it apart): as
+    much of its start as fits (up to its first ``<`` when that is all), an ellipsis, the differing part and
+    what follows it, an ellipsis when cut. Wider than ``width`` only when the differing part alone is."""
     if len(text) <= width:
         return text
     hi = min(len(text), max(hi, lo + 1))
     room = max(0, width - (hi - lo) - 2)
     lt = text.find("<")
-    head = lt + 1 if 0 <= lt < lo and lt + 1 <= room * 2 // 3 else min(lo, room // 3)
-    a = max(head, lo - max(0, (room - head) // 3))
-    b = min(len(text), hi + max(0, room - head - (lo - a)))
-    out = text[:head] + (ELLIPSIS if a > head else "") + text[a:b]
+    head = lt + 1 if 0 <= lt < lo and lt + 1 <= room else room * 2 // 3
+    head = min(head, lo)
+    if hi + max(0, room - head) >= len(text):  # the end fits: give what is left to the start
+        head = min(lo, max(head, width - 1 - (len(text) - lo)))
+        b = len(text)
+    else:
+        b = hi + max(0, room - head)
+    out = text[:head] + (ELLIPSIS if lo > head else "") + text[max(lo, head):b]
     return out + (ELLIPSIS if b < len(text) else "")
 
 
