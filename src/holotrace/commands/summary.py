@@ -24,7 +24,7 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
 from holotrace.render.summary_lines import launch_lines, straggler_lines
-from holotrace.text import fmt_count
+from holotrace.text import fmt_count, fmt_significant
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "job_summary_of_args", "AFFECTING_CODES"]
 
@@ -104,7 +104,7 @@ def build_report(js: JobSummary, *, top: int = 10) -> Report:
         _idle_section(f["idle"]),
         _overlap_section(f["overlap"]),
         _types_section(f["kernel_types"]),
-        _top_kernels_section(f["top_kernels"], top, f["kernel_moments"]),
+        _top_kernels_section(f["top_kernels"], top, f["gpu_ops_sum_us"]),
         _slowest_section(tb, f["steps"], f["kernel_rank_distribution"]),
         Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(js)),
         Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(js)),
@@ -206,11 +206,11 @@ def _types_section(types: pd.DataFrame) -> Section:
                    ["A + B = both types running at the same time"], digits={"time ms": 2, "%": 1})
 
 
-def _top_kernels_section(top_k: pd.DataFrame, top: int, every: pd.DataFrame) -> Section:
+def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section:
+    """``total``: the summed duration of every GPU operation of every rank (the rows' universe)."""
     title = f"Top {top} kernels (all ranks)"
     if top_k.empty:
         return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
-    total = float(every["sum_us"].sum())  # every GPU operation of every rank, as the rows count them
     shown = pd.DataFrame({
         "kernel": top_k["name"].astype(str).to_numpy(),
         "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
@@ -220,9 +220,8 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, every: pd.DataFrame) -> 
         "% of all": 100.0 * top_k["sum_us"].to_numpy() / total if total > 0 else np.nan,
     })
     return Section("top_kernels", title, shown,
-                   [f"% of all = total ms / {total / 1e3:,.2f} ms, the summed duration of every GPU operation on "
-                    f"all ranks ({fmt_count(len(every), 'distinct name')}; operations running at the same time "
-                    f"each count in full)"],
+                   [f"% of all = total ms / {fmt_significant(total / 1e3)} ms, the summed duration of every GPU operation on "
+                    f"all ranks (operations running at the same time each count in full)"],
                    digits={"total ms": 2, "mean us": 1, "% of all": 1})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent"]
+__all__ = ["fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant"]
 
 
 def fmt_number(v: float, digits: int = 2) -> str:
@@ -14,6 +14,15 @@ def fmt_number(v: float, digits: int = 2) -> str:
     if isinstance(v, float) and math.isinf(v):
         return "inf" if v > 0 else "-inf"
     return f"{v:,.{digits}f}"
+
+
+def fmt_significant(v: float, digits: int = 4) -> str:
+    """``v`` with at least ``digits`` significant digits and thousands separators (``1,275.37``, ``0.1491``)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    a = abs(v)
+    decimals = 2 if a >= 100 else max(0, digits - 1 - int(math.floor(math.log10(a)))) if a > 0 else 0
+    return f"{v:,.{decimals}f}"
 
 
 def fmt_count(n: int, thing: str, plural: str = "") -> str:
