@@ -24,7 +24,7 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
 from holotrace.render.summary_lines import launch_lines, straggler_lines
-from holotrace.text import fmt_count, fmt_significant
+from holotrace.text import fmt_significant, fmt_steps
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "job_summary_of_args", "AFFECTING_CODES"]
 
@@ -133,11 +133,7 @@ def _ranks_text(ranks: list[int]) -> str:
 
 
 def _steps_text(step_list: list[int]) -> str:
-    """How many ProfilerStep#N there are, then their ids: ``1 step (id 10)``, ``3 steps (ids 4, 5, 6)``."""
-    if not step_list:
-        return "none (no ProfilerStep#N: the whole trace is one step)"
-    ids = ", ".join(map(str, step_list)) if len(step_list) <= 6 else f"{step_list[0]} … {step_list[-1]}"
-    return f"{fmt_count(len(step_list), 'step')} (id{'s' if len(step_list) > 1 else ''} {ids})"
+    return fmt_steps(step_list)
 
 
 def _temporal_section(tb: pd.DataFrame) -> Section:

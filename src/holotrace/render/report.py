@@ -10,16 +10,16 @@ Every number shown comes from a frame; tables carry ``data-table`` names so the 
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from holotrace.text import fit_names
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report_assets import SCRIPT, STYLE
+from holotrace.text import fit_names
+from holotrace.text import html_escape as escape
 
 __all__ = ["render_report", "page", "table", "SECTIONS", "gpu_time_split", "timeline_data"]
 

@@ -11,13 +11,13 @@ SVG's accessible name (the report shows it as the heading above).
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Sequence
 
 import numpy as np
 
 from holotrace.render import charts as ch
 from holotrace.text import fit_names
+from holotrace.text import html_escape as escape
 
 __all__ = ["render", "gantt_json", "fmt", "PALETTE"]
 

@@ -12,10 +12,17 @@ Part of the base layer: it imports nothing of holotrace's.
 
 from holotrace.text.hta import hta_short_name, hta_short_names
 from holotrace.text.names import ELLIPSIS, cut, fit_name, fit_names, structural_forms
-from holotrace.text.numbers import fmt_count, fmt_duration_us, fmt_number, fmt_percent, fmt_significant
-from holotrace.text.sanitize import sanitize
+from holotrace.text.numbers import (
+    fmt_count,
+    fmt_duration_us,
+    fmt_number,
+    fmt_percent,
+    fmt_significant,
+    fmt_steps,
+)
+from holotrace.text.sanitize import html_escape, sanitize, sanitize_lines
 
 __all__ = [
     "ELLIPSIS", "cut", "fit_name", "fit_names", "structural_forms", "hta_short_name", "hta_short_names",
-    "fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant", "sanitize",
+    "fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant", "fmt_steps", "html_escape", "sanitize", "sanitize_lines",
 ]

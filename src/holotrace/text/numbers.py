@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant"]
+__all__ = ["fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant", "fmt_steps"]
 
 
 def fmt_number(v: float, digits: int = 2) -> str:
@@ -47,3 +47,13 @@ def fmt_duration_us(us: float) -> str:
     if a >= 1e3:
         return f"{us / 1e3:.1f} ms"
     return f"{us:.0f} us"
+
+
+def fmt_steps(ids, listed: int = 6) -> str:
+    """ProfilerStep ids counted, then named: ``1 step (id 10)``, ``3 steps (ids 4, 5, 6)``, ``40 steps (ids 3 …
+    42)``; ``none (…)`` without any."""
+    ids = list(ids)
+    if not ids:
+        return "none (no ProfilerStep#N: the whole trace is one step)"
+    named = ", ".join(map(str, ids)) if len(ids) <= listed else f"{ids[0]} … {ids[-1]}"
+    return f"{fmt_count(len(ids), 'step')} (id{'s' if len(ids) > 1 else ''} {named})"
