@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
@@ -54,7 +55,77 @@ class _Failed:
         return cls(self.problem, path=self.path, fix=self.fix)
 
 
-def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
+@dataclass(frozen=True)
+class CacheSession:
+    """The cache as one load uses it: its folder (None: no cache), whether raw ``args`` are kept, the rules'
+    tag. It travels with each :class:`LoadTask` to the worker."""
+
+    folder: Optional[Path]
+    all_args: bool = False
+    tag: str = CACHE_TAG
+
+    @property
+    def on(self) -> bool:
+        return self.folder is not None
+
+    def hit(self, path: str) -> Optional[DecodedFile]:
+        """The file's cached decode (its tables to be mapped), or None."""
+        return cache_mod.load(path, self.folder, self.all_args, self.tag) if self.on else None
+
+    def fingerprint(self, path: str):
+        return cache_mod.fingerprint(path) if self.on else None
+
+    def work_folder(self) -> Optional[Path]:
+        """A folder in the cache where a decode writes what becomes the file's entry (None: no cache, or no room)."""
+        return cache_mod.work_dir(self.folder) if self.on else None
+
+    def keep(self, d: DecodedFile, work: "WorkFolder") -> None:
+        """Make ``work`` the file's cache entry (on a thread)."""
+        cache_mod.commit_in_background(d, Path(work.path), self.folder, self.all_args, self.tag, work.fingerprint)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How :func:`load` reads a job (see its parameters)."""
+
+    strict: bool = False
+    cache: bool = True
+    cache_dir: Optional[PathLike] = None
+    workers: Optional[int] = None
+    all_args: bool = False
+    executor: object = None  # an Executor for per-file work beyond this machine's pool (None: the local pool)
+    progress: Optional[Callable[[int, int, str], None]] = None
+    progress_bar: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class LoadTask:
+    """One file for a worker to decode: the file, the cache session and how many threads scan it."""
+
+    path: str
+    session: CacheSession
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class WorkFolder:
+    """Where a worker wrote a file's packed columns: a cache work folder (``cached``: it becomes the file's entry
+    once mapped) or a private temporary folder (removed once mapped); ``fingerprint``: the file as decoded."""
+
+    path: str
+    cached: bool
+    fingerprint: object = None
+
+
+@dataclass
+class Decoded:
+    """A worker's result: the decoded file, to be mapped from ``work``."""
+
+    file: DecodedFile
+    work: WorkFolder
+
+
+def _load_file(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None):
     """Worker: one file to derived columns, through the cache; a :class:`_Failed` when it cannot be decoded."""
     try:
         return _load_file_or_raise(task, on_bytes)
@@ -62,30 +133,29 @@ def _load_file(task: tuple, on_bytes: Optional[Callable[[int], None]] = None):
         return _Failed(e)
 
 
-def _load_file_or_raise(task: tuple, on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
-    """One file, through the cache: its columns decoded and derived into a packed file (in a cache work
-    folder, else a private temporary folder) that the parent maps; ``d.packed`` names it."""
-    path, use_cache, cache_dir, all_args, threads = task  # cache hits were taken by load() already
-    fp = cache_mod.fingerprint(path) if use_cache else None  # the file as it is decoded: its entry describes it
+def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded:
+    """One file: its columns decoded and derived into a packed file (in a cache work folder, else a private
+    temporary folder) that the parent maps (cache hits were taken by :func:`load` already)."""
+    fp = task.session.fingerprint(task.path)  # the file as it is decoded: its entry describes it
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
     try:
-        return _decode_and_pack(path, use_cache, cache_dir, all_args, threads, fp, on_bytes)
+        return _decode_and_pack(task, fp, on_bytes)
     except SpillError as e:
-        raise _no_room(e, path) from None
+        raise _no_room(e, task.path) from None
     finally:
         if gc_was:
             gc.enable()
 
 
-def _decode_and_pack(path, use_cache: bool, cache_dir, all_args: bool, threads: int, fp, on_bytes) -> DecodedFile:
+def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
     with Spill() as spill:
-        d = decode_into(path, spill, all_args=all_args, workers=threads, on_bytes=on_bytes)
+        d = decode_into(task.path, spill, all_args=task.session.all_args, workers=task.threads, on_bytes=on_bytes)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back
         token = os.urandom(16)
-        work = cache_mod.work_dir(cache_dir) if use_cache else None
+        work = task.session.work_folder()
         cached = work is not None
         if work is not None:
             try:
@@ -101,28 +171,29 @@ def _decode_and_pack(path, use_cache: bool, cache_dir, all_args: bool, threads: 
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
-    d.meta["_holotrace_work"] = (str(work), cached, fp)
-    return d
+    return Decoded(d, WorkFolder(str(work), cached, fp))
 
 
-def _map(d: DecodedFile, cache_dir, all_args: bool) -> DecodedFile:
-    """Map ``d``'s packed columns; then its work folder becomes its cache entry (on a thread), or goes."""
-    work = d.meta.pop("_holotrace_work", None)
+def _map(r, session: CacheSession) -> DecodedFile:
+    """Map a file's packed columns (a cache hit, or a worker's :class:`Decoded`); then the worker's folder
+    becomes the file's cache entry (on a thread), or goes."""
+    if not isinstance(r, Decoded):
+        set_tables(r, open_packed(*r.packed))
+        return r
     try:
-        set_tables(d, open_packed(*d.packed))
+        set_tables(r.file, open_packed(*r.file.packed))
     finally:
-        if work is not None:
-            folder, cached, fp = work
-            if cached:
-                cache_mod.commit_in_background(d, Path(folder), cache_dir, all_args, CACHE_TAG, fp)
-            else:
-                shutil.rmtree(folder, ignore_errors=True)  # the mapping keeps the file's data while it is used
-    return d
+        if r.work.cached:
+            session.keep(r.file, r.work)
+        else:
+            shutil.rmtree(r.work.path, ignore_errors=True)  # the mapping keeps the file's data while it is used
+    return r.file
 
 
 def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
          cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
-         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None) -> Job:
+         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None,
+         executor=None) -> Job:
     """Load a job: a folder of per-rank trace files, one file, or a list of files.
 
     Parameters
@@ -137,49 +208,76 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     progress: called as ``progress(done, total, file)`` after each file.
     progress_bar: show a progress bar (bytes decoded, files done) on stderr for loads longer than a
         second; default: when stderr is a terminal.
+    executor: an :class:`~holotrace.exec.executor.Executor` (e.g. Ray's) that decodes the files instead of
+        this machine's process pool (its workers must reach the files and, with ``cache``, the cache folder).
 
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
-    found = discover(path, strict=strict)
-    explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
-    cdir = cache_mod.resolve_dir(cache_dir, check=True) if cache else None
-    files = found.files
-    sizes = [_size(f.path) for f in files]
+    return load_with(path, LoadOptions(strict, cache, cache_dir, workers, all_args, executor, progress, progress_bar))
+
+
+def load_with(path: Union[PathLike, Sequence[PathLike]], opts: LoadOptions) -> Job:
+    """:func:`load` with its options in one object."""
+    found = discover(path, strict=opts.strict)
+    session = CacheSession(cache_mod.resolve_dir(opts.cache_dir, check=True) if opts.cache else None, opts.all_args)
     t0 = time.perf_counter()
-    # cache hits are read here (a worker would only add a copy); misses are decoded by the pool
-    hits = thread_map(lambda i: _hit(files[i].path, cdir, all_args), range(len(files))) if cache else {}  # CRC checks on threads
+    decoded = _decode_all(found.files, session, opts)
+    job = _job_of(path, found, decoded)
+    log.info("loaded %d rank(s) in %.2f s", len(job.traces), time.perf_counter() - t0)
+    if opts.strict:
+        serious = [x for x in job.findings if x.severity == "error"]
+        if serious:
+            cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
+            raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
+    return job
+
+
+def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
+    """Per file, its mapped :class:`DecodedFile` or a :class:`_Failed`: cache hits read here (a worker would
+    only add a copy), the misses decoded by the pool (or the executor), then every file mapped."""
+    sizes = [_size(f.path) for f in files]
+    hits = thread_map(lambda i: session.hit(files[i].path), range(len(files))) if session.on else {}  # CRCs on threads
     decoded: list = [hits.get(i) for i in range(len(files))]
     misses = [i for i, d in enumerate(decoded) if d is None]
-    procs, threads = plan(workers, [sizes[i] for i in misses])
-    tasks = [(files[i].path, cache, cdir, all_args, t) for i, t in zip(misses, threads)]
-    bar = _Bar([sizes[i] for i in misses], len(files), progress_bar)
+    procs, threads = plan(opts.workers, [sizes[i] for i in misses])
+    tasks = [LoadTask(files[i].path, session, t) for i, t in zip(misses, threads)]
+    bar = _Bar([sizes[i] for i in misses], len(files), opts.progress_bar)
+    miss_set = set(misses)
 
     def done(i: int, _r) -> None:
         bar.file_done(i in miss_set)
-        if progress:
-            progress(bar.files, len(files), files[i].path)
+        if opts.progress:
+            opts.progress(bar.files, len(files), files[i].path)
 
-    miss_set = set(misses)
     for i, d in enumerate(decoded):
         if d is not None:
             done(i, d)
     try:
         fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if procs <= 1 and bar.shown else _load_file
-        for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r))):
+        for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r), executor=opts.executor)):
             decoded[i] = d
         for i, d in enumerate(decoded):
-            if isinstance(d, DecodedFile):
-                try:
-                    decoded[i] = _map(d, cdir, all_args)
-                except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
-                    again = _load_file((files[i].path, False, None, all_args, 1))
-                    decoded[i] = _map(again, None, all_args) if isinstance(again, DecodedFile) else again
+            if isinstance(d, _Failed):
+                continue
+            try:
+                decoded[i] = _map(d, session)
+            except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
+                again = _load_file(LoadTask(files[i].path, CacheSession(None, session.all_args)))
+                decoded[i] = _map(again, session) if isinstance(again, Decoded) else again
     except BaseException:
         for d in decoded:  # nothing decoded for this load outlives it
             _discard(d)
         raise
     finally:
         bar.close()
+    return decoded
+
+
+def _job_of(path, found, decoded: list) -> Job:
+    """The job from the decoded files: one string table, each rank's tables renumbered into it, findings of
+    discovery, unreadable files, decoding and validation."""
+    files = found.files
+    explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
     findings = list(found.findings)
     skipped = list(found.skipped)
     failed = [(f, d) for f, d in zip(files, decoded) if isinstance(d, _Failed)]
@@ -194,39 +292,44 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     for f, d in zip(files, decoded):
         if isinstance(d, _Failed):
             continue
-        remap = strings.merge(d.strings)
-        same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
-        tables = {t: dict(getattr(d, t)) for t in ID_COLUMNS}
-        if not same:
-            try:
-                _renumber(tables, remap, len(strings))
-            except SpillError as e:
-                raise _no_room(e, f.path) from None
-        meta = dict(d.meta)
-        meta.pop("_holotrace_cached", None)
+        traces[f.rank] = _rank_trace(f, d, strings)
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
-        traces[f.rank] = RankTrace(f.rank, f.path, meta, tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
-                                   strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
-                                   raw_args=d.raw_args, format=d.format)
-        traces[f.rank].release_pages()  # what renumbering and deriving read is paged in again when used
-    if traces and all(t.n_events == 0 for t in traces.values()):
-        names = ", ".join(Path(t.file).name for t in traces.values())
-        dropped = [x for x in findings if x.code in _DROP_CODES]
-        if dropped:
-            raise TraceEventError(f"no usable events with a duration in {names}: {sum(x.count for x in dropped)} left out "
-                                  f"({dropped[0].code.value}: {dropped[0].message}{' e.g. ' + dropped[0].example if dropped[0].example else ''})",
-                                  path=str(path) if not isinstance(path, (list, tuple)) else None, fix="the file is damaged; re-export the trace")
-        raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=str(path) if not isinstance(path, (list, tuple)) else None,
-                               fix="pass a trace recorded while the profiler was active")
+    _check_some_events(path, traces, findings)
     job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path))
     job.findings.extend(validate_job(job))
-    log.info("loaded %d rank(s) in %.2f s", len(traces), time.perf_counter() - t0)
-    if strict:
-        serious = [x for x in job.findings if x.severity == "error"]
-        if serious:
-            cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
-            raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
     return job
+
+
+def _rank_trace(f, d: DecodedFile, strings: StringTable) -> RankTrace:
+    """One rank's trace, its string ids renumbered into the job's ``strings``."""
+    remap = strings.merge(d.strings)
+    same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
+    tables = {t: dict(getattr(d, t)) for t in ID_COLUMNS}
+    if not same:
+        try:
+            _renumber(tables, remap, len(strings))
+        except SpillError as e:
+            raise _no_room(e, f.path) from None
+    t = RankTrace(f.rank, f.path, dict(d.meta), tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
+                  strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
+                  raw_args=d.raw_args, format=d.format)
+    t.release_pages()  # what renumbering and deriving read is paged in again when used
+    return t
+
+
+def _check_some_events(path, traces: dict, findings: list) -> None:
+    """A job whose every rank has no event with a duration is an error, naming why."""
+    if not traces or any(t.n_events for t in traces.values()):
+        return
+    names = ", ".join(Path(t.file).name for t in traces.values())
+    where = str(path) if not isinstance(path, (list, tuple)) else None
+    dropped = [x for x in findings if x.code in _DROP_CODES]
+    if dropped:
+        raise TraceEventError(f"no usable events with a duration in {names}: {sum(x.count for x in dropped)} left out "
+                              f"({dropped[0].code.value}: {dropped[0].message}{' e.g. ' + dropped[0].example if dropped[0].example else ''})",
+                              path=where, fix="the file is damaged; re-export the trace")
+    raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=where,
+                           fix="pass a trace recorded while the profiler was active")
 
 
 def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
@@ -266,16 +369,8 @@ def _no_room(e: SpillError, path) -> TraceReadError:
 
 def _discard(d) -> None:
     """Remove the work folder of a decoded file that will not be mapped (the load failed meanwhile)."""
-    work = d.meta.pop("_holotrace_work", None) if isinstance(d, DecodedFile) else None
-    if work is not None:
-        shutil.rmtree(work[0], ignore_errors=True)
-
-
-def _hit(path: str, cdir, all_args: bool) -> Optional[DecodedFile]:
-    d = cache_mod.load(path, cdir, all_args, CACHE_TAG)
-    if d is not None:
-        d.meta["_holotrace_cached"] = True
-    return d
+    if isinstance(d, Decoded):
+        shutil.rmtree(d.work.path, ignore_errors=True)
 
 
 def _size(path: str) -> int:

@@ -1,9 +1,16 @@
-"""``holotrace advise`` on the two-step job of test_critical_path_command: the fixes ranked across steps, with savings
-worked by hand.
+"""``holotrace advise`` on the two-step job of test_critical_path_command, savings worked by hand.
 
-Step 1 (three 100 us kernels, GPU-bound; path 305 us): the top kernels 2x faster save 150 us; launch overhead
-only the 4 us launch delay in front of the first kernel. Step 2 (ten 2 us kernels behind 10 us launch calls;
-path 131 us): removing launch overhead saves 100 us (nine launch calls and the last launch delay).
+Step 1 (three 100 us GEMMs launched 4 us apart, GPU-bound, then ``cudaDeviceSynchronize``): 306 us from its
+``ProfilerStep`` start to the synchronize's end. Step 2 (ten 2 us GEMMs behind 10 us launch calls, 13 us apart):
+132 us. The replay gives both back. By hand:
+
+* GEMMs 2x faster: step 1 ends 150 us sooner (3 x 50 us); step 2 1 us sooner (the last kernel, 2 -> 1 us);
+  with --speedup 4 step 1 saves 225 us.
+* launch overhead at its floor (calls 2 us; launch-to-kernel delay at the rank's 5th percentile, 7.6 us: the
+  13 lags are 4, 98, 192 and ten of 10 us): step 1 is GPU-bound, nothing saved; in step 2 each operator takes
+  5 us instead of 13, the last kernel ends at 2056.6 us and the synchronize 1 us later: 74.4 us saved.
+* synchronisation removed: the synchronize returns 1 us after it starts; each step ends with its last kernel,
+  1 us sooner.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_critical_path_command import build_steps
+from test_critical_path_command import GEMM, build_steps
 
 from holotrace.cli import main
 
@@ -33,35 +40,59 @@ def _run(capsys, *args):
     return code, out.out, out.err
 
 
-def test_ranked_fixes_json(job_dir, capsys):
+def _fixes(doc):
+    return {f["fix"]: f for f in doc["fixes"]}
+
+
+def test_json_contract_and_savings(job_dir, capsys):
     code, out, _ = _run(capsys, "advise", str(job_dir), "--format", "json")
     assert code == 0
-    fixes = json.loads(out)["fixes"]
-    top = [(f["step"], f["fix"], round(f["saving"], 3)) for f in fixes[:2]]
-    assert top == [(1, "top_kernels", 150.0), (2, "launch_overhead", 100.0)]
-    by = {(f["step"], f["fix"]): f for f in fixes}
-    assert by[(1, "launch_overhead")]["saving"] == pytest.approx(4.0)
-    assert by[(1, "top_kernels")]["path_length"] == pytest.approx(305.0)
-    assert by[(2, "launch_overhead")]["pct"] == pytest.approx(100.0 / 131.0 * 100)
-    # nine launch calls on the path (90 us), then the last operator's launch delay into its kernel (10 us)
-    assert by[(2, "launch_overhead")]["edges"] == 10
-    assert by[(2, "launch_overhead")]["evidence"].startswith("cudaLaunchKernel (90 us), sm90_xmma_gemm")
-    assert all(0 <= f["saving"] <= f["path_length"] for f in fixes)
-    savings = [f["saving"] for f in fixes]
-    assert savings == sorted(savings, reverse=True)
+    doc = json.loads(out)
+    assert set(doc) == {"meta", "fixes", "replay", "costliest_rank"}
+    assert all(set(f) == {"fix", "rank", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"}
+               for f in doc["fixes"])
+    assert [(r["step"], r["measured_ms"], r["replayed_ms"], r["error_pct"]) for r in doc["replay"]] == [
+        (1, pytest.approx(0.306), pytest.approx(0.306), 0.0), (2, pytest.approx(0.132), pytest.approx(0.132), 0.0)]
+    f = _fixes(doc)
+    assert f["kernel"]["saving_ms"] == pytest.approx((0.150 + 0.001) / 2)
+    assert f["kernel"]["evidence"] == [GEMM]
+    assert f["launch_overhead"]["saving_ms"] == pytest.approx(0.0744 / 2)
+    assert f["launch_overhead"]["saving_pct"] == pytest.approx(100 * 0.0372 / 0.219)
+    assert f["host_sync"]["saving_ms"] == pytest.approx(0.001)
+    assert f["host_sync"]["evidence"] == ["cudaDeviceSynchronize"]
+    assert all(x["rank"] is None and x["step"] is None for x in doc["fixes"])
+    # launch overhead is waste worth 17 % of the step: it ranks before the (assumed) kernel speed-up
+    assert [x["fix"] for x in doc["fixes"][:2]] == ["launch_overhead", "kernel"]
+    assert doc["costliest_rank"] == {"rank": 0, "why": "rank 0 is the only rank"}
 
 
-def test_one_screen_and_markdown(job_dir, capsys):
-    code, out, _ = _run(capsys, "advise", str(job_dir))
-    assert code == 0
-    assert "making the top kernels faster saves 49% of step 1 on rank 0: 150 us of 305 us" in out
-    assert "removing launch overhead saves 76% of step 2 on rank 0: 100 us of 131 us" in out
-    code, out, _ = _run(capsys, "advise", str(job_dir), "--step", "2", "--format", "markdown")
-    assert code == 0 and out.startswith("## ") and "launch_overhead" in out and "top_kernels" in out
-    assert "step 1" not in out
+def test_one_step(job_dir, capsys):
+    _, out, _ = _run(capsys, "advise", str(job_dir), "--step", "1", "--format", "json")
+    first = json.loads(out)["fixes"][0]
+    assert (first["fix"], first["step"]) == ("kernel", 1)
+    assert first["saving_ms"] == pytest.approx(0.150) and first["predicted_step_ms"] == pytest.approx(0.156)
+    _, out, _ = _run(capsys, "advise", str(job_dir), "--step", "2", "--format", "json")
+    first = json.loads(out)["fixes"][0]
+    assert (first["fix"], first["saving_ms"]) == ("launch_overhead", pytest.approx(0.0744))
 
 
 def test_speedup_option(job_dir, capsys):
-    code, out, _ = _run(capsys, "advise", str(job_dir), "--step", "1", "--speedup", "4", "--format", "json")
-    fix = {f["fix"]: f for f in json.loads(out)["fixes"]}
-    assert fix["top_kernels"]["saving"] == pytest.approx(225.0)
+    _, out, _ = _run(capsys, "advise", str(job_dir), "--step", "1", "--speedup", "4", "--format", "json")
+    assert _fixes(json.loads(out))["kernel"]["saving_ms"] == pytest.approx(0.225)
+
+
+def test_text_and_markdown(job_dir, capsys):
+    code, out, _ = _run(capsys, "advise", str(job_dir), "--step", "1", "--width", "400")
+    assert code == 0
+    assert f"making a kernel faster ({GEMM}) saves 0.150 ms per step 1 (49.0% of the measured job step" in out
+    assert "replay of 1 step(s) reproduces the measured job step within 0.00%" in out
+    code, out, _ = _run(capsys, "advise", str(job_dir), "--format", "markdown")
+    assert code == 0 and out.startswith("## ") and "launch_overhead" in out
+
+
+def test_bad_options(job_dir, capsys):
+    code = main(["advise", str(job_dir), "--no-cache", "--what-if", "straggler,teleport"])
+    err = capsys.readouterr().err
+    assert code != 0 and "unknown fix 'teleport'" in err and "Traceback" not in err
+    code = main(["advise", str(job_dir), "--no-cache", "--rank", "5"])
+    assert code != 0 and "no rank 5" in capsys.readouterr().err

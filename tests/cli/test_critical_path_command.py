@@ -132,3 +132,18 @@ def test_gzip_trace_overlay_stays_gzip(tmp_path, capsys):
     assert code == 0
     data = (tmp_path / "o" / ("overlaid_critical_path_" + gz.name)).read_bytes()
     assert json.loads(gzip.decompress(data))["traceEvents"]
+
+
+def test_job_path(job_dir, capsys):
+    """--job: the job's path per step adds up to the job step (306 us and 132 us, see test_advise_command)."""
+    code, out, _ = _run(capsys, "critical-path", str(job_dir), "--job", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    per = {}
+    for r in doc["job_path_summary"]:
+        per[r["step"]] = per.get(r["step"], 0.0) + r["ms"]
+    assert per == {1: pytest.approx(0.306), 2: pytest.approx(0.132)}
+    kinds = {r["kind"] for r in doc["job_path"] if r["step"] == 1}
+    assert "duration" in kinds and {r["name"] for r in doc["job_path"] if r["kind"] == "duration"} >= {GEMM}
+    code = main(["critical-path", str(job_dir), "--job", "--step", "9", "--no-cache"])
+    assert code != 0 and "not in the job" in capsys.readouterr().err

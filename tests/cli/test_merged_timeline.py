@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import holotrace
 from holotrace.render.merged_trace import CPU_TID_SHIFT

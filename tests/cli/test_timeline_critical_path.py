@@ -55,7 +55,7 @@ def test_flows_on_the_path_events(tmp_path):
         return [e for e in durations if e["pid"] == f["pid"] and e["tid"] == f["tid"]
                 and e["ts"] <= f["ts"] <= e["ts"] + e["dur"]]
 
-    for fid, (s, f) in by_id.items():
+    for _fid, (s, f) in by_id.items():
         assert (s["ph"], f["ph"], f["bp"]) == ("s", "f", "e")
         assert s["pid"] == f["pid"] and s["args"]["type"] == "critical_path_kernel_launch_delay"
         assert s["args"]["weight_ns"] == 8000 and s["args"]["step"] == 1

@@ -10,7 +10,6 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import holotrace

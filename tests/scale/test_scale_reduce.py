@@ -107,9 +107,9 @@ def test_merged_moments_equal_statistics_over_every_instance(job16):
 
 def test_folding_order_does_not_change_any_frame(job16):
     from holotrace.analysis.reduce import Reducer, reduce_summaries
-    from holotrace.scale.run import summarize_file
+    from holotrace.scale.run import RankTask, summarize_file
 
-    summaries = [summarize_file((str(job16 / f"rank-{r}.pt.trace.json"), r, False, None, None)) for r in range(16)]
+    summaries = [summarize_file(RankTask(str(job16 / f"rank-{r}.pt.trace.json"), r)) for r in range(16)]
     in_order = reduce_summaries(summaries)
     shuffled = [summaries[i] for i in np.random.default_rng(7).permutation(16)]
     red = Reducer()

@@ -14,7 +14,7 @@ from tracebuilder import TraceBuilder
 import holotrace
 from holotrace import CUDA_SASS_INSTRUCTION_COUNTER_FLOPS, TimeSeriesTypes, TraceAnalysis
 from holotrace.analysis import counters, cupti
-from holotrace.model.classify import HTA, NATIVE
+from holotrace.model.classify import NATIVE
 
 
 def _trace() -> TraceBuilder:

@@ -41,7 +41,7 @@ def test_zeroed_weights_counted_and_logged_once(tmp_path, caplog, tail, on_path,
     assert set(df.zeroed_edges) == {1}
     recs = _records(caplog)
     assert len(recs) == 1 and recs[0].levelno == level
-    assert "1 negative edge weight(s) set to 0 (%d on the path)" % on_path in recs[0].getMessage()
+    assert "1 negative edge weight(s) set to 0 (%d on the path)" % on_path in recs[0].getMessage()  # noqa: UP031
     caplog.clear()
     # what-if re-times the graph once per fix: still one message for the step's graph
     wi = what_if(job, rank=0)

@@ -32,12 +32,11 @@ from holotrace.analysis.callstack import call_graph
 from holotrace.analysis.topk import group_stats, top_k
 from holotrace.model.classify import (
     HTA_SYNC_EVENT_NAMES,
-    NATIVE,
     Kind,
     RuleSet,
 )
 from holotrace.model.strings import StringTable
-from holotrace.model.view import JobView, RankView, job_view
+from holotrace.model.view import JobView, RankView, resolve
 from holotrace.text import hta_short_name
 
 __all__ = [
@@ -214,8 +213,8 @@ def annotate_gpu_ops(source, rank: int, *, rules: RuleSet | None = None,
         ``(ops, annotation)``: row positions in the view of the GPU operations (ascending) and, per
         operation, the row of its annotation (−1: none).
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     v = view[rank]
     ops = _gpu_ops(view, v, rules)
     if not gpu:
@@ -261,8 +260,8 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
     """
     if sort not in ("time", "name"):
         raise ValueError(f"unknown sort {sort!r}; use 'time' or 'name'")
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     chosen = view.select(ranks)
     picked = [(r, _annotations(view, view[r], rules, gpu)) for r in chosen]
     picked = [(r, rows) for r, rows in picked if len(rows)]
@@ -314,8 +313,8 @@ def kernel_time_by_annotation(source, *, rules: RuleSet | None = None, ranks: Se
         ``rank, annotation, kernels, kernel_time_us`` (``""`` = not annotated), sorted by rank, then
         time descending, then annotation.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     parts = []
     for r in view.select(ranks):
         v = view[r]

@@ -24,8 +24,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.model.classify import NATIVE, RuleSet, is_aten_launch, is_aten_op
-from holotrace.model.view import job_view
+from holotrace.model.classify import RuleSet, is_aten_launch, is_aten_op
+from holotrace.model.view import resolve
 
 __all__ = ["ATEN_COLUMNS", "aten_op_kernels", "empty_aten_frame", "enclosing_interval"]
 
@@ -137,8 +137,8 @@ def aten_op_kernels(
         decimals. The index is the group position in ascending ``(aten_op_name, kernel_sequence)``
         order (as HTA), not renumbered. A rank without records gets an empty frame.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     n_str = len(view.strings)
     op_flag = np.zeros(n_str + 1, dtype=bool)  # one flag per string, and False for id -1
     op_flag[view.name_ids(is_aten_op)] = True

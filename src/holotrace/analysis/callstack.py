@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 
 from holotrace.model import classify
-from holotrace.model.classify import CPU_KINDS, NATIVE, RuleSet
+from holotrace.model.classify import CPU_KINDS, RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import job_view
+from holotrace.model.view import resolve
 
 __all__ = [
     "CallGraph",
@@ -380,8 +380,8 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
     Returns:
         The :class:`CallGraph`. Nothing is cached: callers that reuse a graph keep it.
     """
-    view = job_view(view, rules or NATIVE, ranks=[rank])
-    rules = rules or view.rules
+    view = resolve(view, rules, ranks=[rank])
+    rules = view.rules
     rv = view[rank]
     n = rv.n
     stream = rv["stream"]

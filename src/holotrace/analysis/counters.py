@@ -33,7 +33,7 @@ import pandas as pd
 from holotrace.findings import Finding, FindingCode
 from holotrace.model import classify
 from holotrace.model.classify import KernelType, RuleSet
-from holotrace.model.view import JobView, job_view
+from holotrace.model.view import JobView, resolve
 
 log = logging.getLogger("holotrace.analysis")
 
@@ -48,7 +48,7 @@ STATS = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 
 
 def _view(source, rules: Optional[RuleSet]) -> JobView:
-    return job_view(source, rules or classify.NATIVE)
+    return resolve(source, rules)
 
 
 # ----------------------------------------------------------------------------------------------- queue length

@@ -26,7 +26,7 @@ import pandas as pd
 from holotrace.analysis.callstack import CallGraph, call_graph
 from holotrace.errors import JobConsistencyError
 from holotrace.model import classify
-from holotrace.model.view import JobView, job_view
+from holotrace.model.view import JobView, resolve
 
 log = logging.getLogger("holotrace.analysis")
 
@@ -95,7 +95,7 @@ def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[
     """
     if job is None and not isinstance(source, JobView):
         job = source
-    view = job_view(source, rules or classify.NATIVE)
+    view = resolve(source, rules)
     rv = view[rank]
     res = CounterData(int(rank), None)
     cat_id = view.strings.id(classify.CUPTI_RANGE_CATEGORY)
@@ -188,7 +188,7 @@ def counters_with_operators(job, *, rules=None, ranks: Optional[Sequence[int]] =
     """:func:`counter_data` of every asked rank that pairs (``{rank: frame}``; load the job with
     ``all_args=True`` for the counter values); problems are logged at info level (a rank without counters
     is no error: most traces are not recorded with the range profiler, and the ``cupti`` command says so)."""
-    view = job_view(job, rules or classify.NATIVE)
+    view = resolve(job, rules)
     out = {}
     for r in view.select(ranks):
         res = counter_data(view, r, job=job, strict=strict)

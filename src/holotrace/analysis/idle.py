@@ -29,8 +29,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.model.classify import HTA_KERNEL_CATEGORIES, NATIVE, RuleSet
-from holotrace.model.view import JobView, RankView, job_view
+from holotrace.model.classify import HTA_KERNEL_CATEGORIES, RuleSet
+from holotrace.model.view import JobView, RankView, resolve
 
 __all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats", "idle_by_rank"]
 
@@ -133,8 +133,8 @@ def idle_breakdown(
         in the category (the first one, which has none, counts under ``other``). Under holotrace's
         rules the three ``idle_us`` of a stream add up to its span minus the union of its operations.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     keys, idle, gaps = [], [], []
     chosen = view.select(ranks)
     for rank in chosen:  # ~1 ms a rank of 200k events: threads only add overhead
@@ -178,8 +178,8 @@ def idle_interval_stats(
         at least one operation (a stream's single first operation gives ``other`` with ``count`` 0),
         rows in the order of :func:`idle_breakdown`.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     out = []
     chosen = view.select(ranks)
     for rank in chosen:  # ~1 ms a rank of 200k events: threads only add overhead

@@ -22,8 +22,8 @@ import pandas as pd
 
 from holotrace.analysis import intervals
 from holotrace.analysis.topk import top_k_arrays
-from holotrace.model.classify import NATIVE, KernelType, RuleSet
-from holotrace.model.view import JobView, RankView, job_view
+from holotrace.model.classify import KernelType, RuleSet
+from holotrace.model.view import JobView, RankView, resolve
 
 __all__ = [
     "KernelType",
@@ -112,8 +112,8 @@ def type_breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[S
         total, unrounded. Rows by time descending, label ascending among ties; zero-time labels are
         omitted.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     types = analysed_types(include_memory)
     rows = []
     for rank in view.select(ranks):
@@ -159,8 +159,8 @@ def kernel_stats(
         std_us`` (``std_us`` sample standard deviation, 0 for one instance); rows by rank, type
         (COMPUTATION, COMMUNICATION, MEMORY), then the order of ``top_k``.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     types = analysed_types(include_memory)
     parts = []
     for rank in view.select(ranks):
@@ -204,7 +204,7 @@ def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
         across the ranks that ran the kernel (1.0 = typical; a straggler rank stands out). Rows by
         the kernel's job total descending, then rank.
     """
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     types = analysed_types(include_memory)
     parts = []
     for rank in view.select(ranks):
@@ -243,7 +243,7 @@ def top_kernels(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequ
         Columns ``kernel_type, name, count, sum_us, mean_us``; ``top`` rows at most, by ``sum_us``
         descending, name ascending among ties.
     """
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     ids, types, durs = [], [], []
     for rank in view.select(ranks):
         v = view[rank]

@@ -25,9 +25,9 @@ import pandas as pd
 
 from holotrace.exec.pool import thread_map
 from holotrace.model import classify
-from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import JobView, job_view
+from holotrace.model.view import JobView, resolve
 
 __all__ = ["STATS_COLUMNS", "FLAG_COLUMNS", "DETAIL_COLUMNS", "launch_stats", "launch_summary", "all_launches",
            "worst_launches", "delay_overview"]
@@ -67,8 +67,8 @@ def launch_stats(
         gpu_duration, launch_delay`` (float64 µs), the three flags, then the detail columns; one row
         per (launch, GPU work) pair.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     chosen = view.select(ranks)
     apis = set(rules.launch_apis) | (set(rules.memory_launch_apis) if include_memory_events else set())
     is_api = np.zeros(len(view.strings) + 1, dtype=bool)  # one flag per string, and False for id -1
@@ -178,7 +178,7 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
     for r, df in stats.items():
         n = len(df)
         cpu, gpu, dl = (df[c].to_numpy(dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
-        stat = (lambda f, x: float(f(x)) if n else np.nan)  # noqa: E731
+        stat = (lambda f, x, n=n: float(f(x)) if n else np.nan)  # noqa: E731
         rows.append({
             "rank": int(r), "launches": n, "cpu_mean_us": stat(np.mean, cpu), "cpu_max_us": stat(np.max, cpu),
             "gpu_mean_us": stat(np.mean, gpu), "delay_median_us": stat(np.median, dl),

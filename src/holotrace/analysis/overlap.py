@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.model.classify import NATIVE, KernelType, RuleSet
-from holotrace.model.view import job_view
+from holotrace.model.classify import KernelType, RuleSet
+from holotrace.model.view import resolve
 
 __all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap"]
 
@@ -52,7 +52,7 @@ def comm_comp_overlap(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
         ``overlap_pctg`` = 100 × (overlap / comm), unrounded. A rank without communication kernels
         has ``comm_us = 0``, ``overlap_pctg = 0.0`` and ``has_communication = False`` (no NaN).
     """
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     rows = []
     for rank in view.select(ranks):
         v = view[rank]

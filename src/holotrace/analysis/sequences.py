@@ -33,9 +33,9 @@ import pandas as pd
 
 from holotrace.analysis.callstack import CallGraph, call_graph
 from holotrace.errors import AnalysisError
-from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import JobView, job_view
+from holotrace.model.view import JobView, resolve
 
 __all__ = [
     "PATTERN_COLUMNS",
@@ -103,7 +103,7 @@ def match_names(view: JobView, ids: np.ndarray, operator: str, how: str = "subst
             test = re.compile(operator).search
         except re.error as e:
             raise AnalysisError(f"operator pattern {operator!r} is not a valid regular expression ({e})",
-                                fix="escape special characters such as ( [ * + ?, or match as a substring")
+                                fix="escape special characters such as ( [ * + ?, or match as a substring") from None
     else:
         raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
     hit = view.name_ids(test)
@@ -138,8 +138,8 @@ def frequent_kernel_sequences(
         A :class:`SequenceResult`; durations in µs.
     """
     r = int(source.ranks[0]) if rank is None else int(rank)
-    view = job_view(source, rules or NATIVE, ranks=[r])
-    rules = rules or view.rules
+    view = resolve(source, rules, ranks=[r])
+    rules = view.rules
     rv = view[r]
     if graph is None:
         graph = call_graph(view, r, rules=rules)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.model.classify import NATIVE, Kind, RuleSet
-from holotrace.model.view import JobView, RankView, job_view
+from holotrace.model.classify import Kind, RuleSet
+from holotrace.model.view import JobView, RankView, resolve
 
 __all__ = ["profiler_steps", "step_times", "step_rows"]
 
@@ -34,8 +34,8 @@ def step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, n
 
 def profiler_steps(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> list[int]:
     """Sorted distinct ``ProfilerStep#N`` numbers over the ranks (empty when the trace has none)."""
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     found: set[int] = set()
     for rank in view.select(ranks):
         found.update(step_rows(view, view[rank], rules)[1].tolist())
@@ -55,8 +55,8 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
         span; 0 when none). One row per (rank, step), by rank then step. A rank without
         ProfilerStep annotations has no rows.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     chosen = view.select(ranks)
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0

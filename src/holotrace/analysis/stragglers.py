@@ -27,9 +27,9 @@ import pandas as pd
 
 from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
-from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
+from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import job_view
+from holotrace.model.view import resolve
 
 __all__ = [
     "SymbolTableView",
@@ -68,8 +68,8 @@ def straggler_steps(source, profiler_steps: Sequence[int] | None = None, *,
     Raises:
         ValueError: no requested (or, with ``hta_quirks``, no available) step exists (as HTA).
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     available = _steps.profiler_steps(view, rules=rules)
     selected = available if profiler_steps is None else [s for s in profiler_steps if s in available]
     if selected:
@@ -96,8 +96,8 @@ def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         normalized_start_time, duration``; ``name`` a string id, times in the view's unit on the
         job's common clock). Both empty when no communication kernel qualifies.
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     k = max(int(num_candidates), 1)
     chosen = view.select(ranks)
     cut = {}
@@ -271,8 +271,8 @@ def potential_stragglers(
     Raises:
         ValueError: ``profiler_steps`` names no available step (as HTA).
     """
-    view = job_view(source, rules or NATIVE)
-    rules = rules or view.rules
+    view = resolve(source, rules)
+    rules = view.rules
     k = max(int(num_candidates), 1)
     steps = straggler_steps(view, profiler_steps, rules=rules)
     metric = None
@@ -307,8 +307,9 @@ def potential_stragglers(
 def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None) -> pd.DataFrame:
     """Every communication kernel instance matched across ranks, with each rank's waiting time.
 
-    The k-th occurrence of a communication kernel name within a step on one rank
-    is matched with the k-th occurrence on every other rank. Kernels outside any
+    Kernels are matched by :func:`holotrace.analysis.critical_path.collectives.match_collectives`: the k-th
+    collective of one process group and kind within a step on one rank is the k-th on every other rank (a
+    (step, group, kind) whose ranks disagree on the count is left out). Kernels outside any
     ``ProfilerStep`` belong to step -1. Kernels and their types follow the rule set
     (default: the view's, or holotrace's for a job).
 
@@ -320,42 +321,28 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         the instance; ``last_arrival`` = the rank with the shortest duration
         (latest start breaks ties), whom the others waited for.
     """
-    view = job_view(source, rules or NATIVE)
+    from holotrace.analysis.critical_path.collectives import match_collectives
+
+    view = resolve(source, rules)
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0
-    parts = []
-    for r in view.select(ranks):
-        v = view[r]
-        sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
-        if not len(sel):
-            continue
-        d = pd.DataFrame(
-            {
-                "step": np.nan_to_num(v["iteration"][sel], nan=-1).astype(np.int64),
-                "name": v["name"][sel],
-                "rank": np.int64(r),
-                "start_us": view.us(v["ts"][sel] + v.clock_offset - origin),
-                "dur_us": view.us(v["dur"][sel]),
-            }
-        ).sort_values(["step", "name", "start_us"], kind="stable")
-        d["occurrence"] = d.groupby(["step", "name"], sort=False).cumcount().to_numpy()
-        parts.append(d)
     cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]
-    if not parts:
+    m = match_collectives(view, ranks=ranks).kernels
+    if m.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
+    parts = []
+    for r, sub in m.groupby("rank", sort=True):
+        v, rows = view[int(r)], sub["row"].to_numpy()
+        parts.append(pd.DataFrame({"step": sub["step"].to_numpy(), "name": v["name"][rows], "rank": np.int64(r),
+                                   "start_us": view.us(v["ts"][rows] + v.clock_offset - origin),
+                                   "dur_us": view.us(v["dur"][rows]), "occurrence": sub["occurrence"].to_numpy(),
+                                   "instance": sub["instance"].to_numpy()}))
     d = pd.concat(parts, ignore_index=True)
-    key = ["step", "name", "occurrence"]
-    g = d.groupby(key, sort=False)
-    d["n_ranks"] = g["rank"].transform("size")
-    d = d[d["n_ranks"] >= 2].copy()
-    if d.empty:
-        return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
-    g = d.groupby(key, sort=False)
-    d["wait_us"] = d["dur_us"] - g["dur_us"].transform("min")
+    d["wait_us"] = d["dur_us"] - d.groupby("instance", sort=False)["dur_us"].transform("min")
     # last arrival: shortest duration; ties -> latest start, then lowest rank
-    srt = d.sort_values(key + ["dur_us", "start_us", "rank"], ascending=[True, True, True, True, False, True], kind="stable")
-    last = srt.groupby(key, sort=False).head(1).set_index(key)["rank"]
-    d["last_arrival"] = last.reindex(pd.MultiIndex.from_frame(d[key])).to_numpy()
+    srt = d.sort_values(["instance", "dur_us", "start_us", "rank"], ascending=[True, True, False, True], kind="stable")
+    last = srt.groupby("instance", sort=False).head(1).set_index("instance")["rank"]
+    d["last_arrival"] = d["instance"].map(last).to_numpy()
     d["collective"] = view.names(d["name"].to_numpy())
     out = d[cols].sort_values(["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True)
     out["step"] = out["step"].astype(np.int64)

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.model.classify import NATIVE, KernelType, RuleSet
-from holotrace.model.view import job_view
+from holotrace.model.classify import KernelType, RuleSet
+from holotrace.model.view import resolve
 
 __all__ = ["TemporalTimes", "temporal_times", "breakdown"]
 
@@ -78,7 +78,7 @@ def breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequen
         without GPU activity has zeros and NaN percentages. Events whose duration HTA's rounding
         left negative cover no time.
     """
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     rows = []
     for rank in view.select(ranks):
         v = view[rank]

@@ -37,8 +37,8 @@ import pandas as pd
 
 from holotrace.analysis import intervals
 from holotrace.errors import HolotraceError
-from holotrace.model.classify import NATIVE, KernelType, RuleSet
-from holotrace.model.view import JobView, job_view
+from holotrace.model.classify import KernelType, RuleSet
+from holotrace.model.view import JobView, resolve
 
 __all__ = ["TIMELINE_COLUMNS", "gpu_timeline", "stream_spans", "view_origin", "TimelineWindowError"]
 
@@ -89,7 +89,7 @@ def gpu_timeline(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seq
         ranks, streams, iterations: keep only these (every one when None).
         window: ``(start, end)`` from the view's origin, in the view's unit; rows are cut to it.
     """
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     win = _check_window(window)
     origin = view_origin(view)
     parts = []

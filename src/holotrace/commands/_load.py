@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from holotrace.loader import load
+from holotrace.loader import LoadOptions, load_with
 from holotrace.model.job import Job
 
 
@@ -43,16 +43,16 @@ def executor_of(args: argparse.Namespace):
 
 
 def load_job(args: argparse.Namespace) -> Job:
-    ex = executor_of(args)
-    if ex is not None:
-        from holotrace.exec.pool import use_executor
+    ex = executor_of(args)  # None: this machine's process pool
 
-        with ex, use_executor(ex):
-            job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                       progress_bar=False if getattr(args, "quiet", False) else None)
-        return select_job(job, args)
-    job = load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-               progress_bar=False if getattr(args, "quiet", False) else None)
+    def opts(executor=None) -> LoadOptions:
+        return LoadOptions(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
+                           executor=executor, progress_bar=False if getattr(args, "quiet", False) else None)
+
+    if ex is None:
+        return select_job(load_with(args.path, opts()), args)
+    with ex:
+        job = load_with(args.path, opts(ex))
     return select_job(job, args)
 
 

@@ -77,6 +77,7 @@ class Report:
 
     ``data`` holds the complete result frames written by ``--output`` and
     printed by ``--format json|csv``; when empty, the section frames are used.
+    ``objects``: JSON-ready values added as top-level keys of ``--format json``.
     """
 
     title: str
@@ -84,6 +85,7 @@ class Report:
     header: list[str] = field(default_factory=list)
     data: dict[str, pd.DataFrame] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    objects: dict = field(default_factory=dict)
 
     def frames(self) -> Mapping[str, pd.DataFrame]:
         return self.data or {s.key: s.frame for s in self.sections}
@@ -150,7 +152,7 @@ def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None)
         if fmt in ("table", "markdown"):
             report.header.append(f"wrote {len(paths)} file(s) to {args.output}")
     if fmt == "json":
-        doc = {"meta": report.meta, **{k: to_records(v) for k, v in report.frames().items()}}
+        doc = {"meta": report.meta, **{k: to_records(v) for k, v in report.frames().items()}, **report.objects}
         out.write(json.dumps(doc, indent=1, default=str) + "\n")
     elif fmt == "csv":
         for i, (key, df) in enumerate(report.frames().items()):

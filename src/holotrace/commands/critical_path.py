@@ -32,18 +32,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p)
     p.add_argument("--rank", type=int, default=0, help="rank to analyse (default 0)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
+    p.add_argument("--job", action="store_true",
+                   help="the job's critical path across every rank (job graph replay) instead of one rank's")
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
+    if getattr(args, "job", False):
+        return emit(job_report(job, parse_steps(args.step)), args)
     if args.rank not in job.ranks:
         raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
     steps = parse_steps(args.step)
     paths: dict = {}
     try:
         df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE, paths=paths)
-    except ValueError as exc:
-        raise AnalysisError(str(exc), path=args.path, fix="pass --step with a step number of that rank") from None
+    except AnalysisError as exc:  # no such step on the rank
+        raise AnalysisError(exc.problem, path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
         columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
     notes = []
@@ -68,12 +72,41 @@ def run(args: argparse.Namespace) -> int:
     return emit(report, args)
 
 
+def job_report(job, steps=None) -> Report:
+    """The job's cross-rank critical path per step: time by rank and edge kind, and the path's segments."""
+    from holotrace.analysis.critical_path.job_graph import build_job_graph
+    from holotrace.analysis.critical_path.job_path import job_critical_path, path_summary
+    from holotrace.analysis.critical_path.replay import replay
+
+    rep = replay(build_job_graph(job))
+    path = job_critical_path(rep)
+    if steps is not None:
+        missing = sorted(set(steps) - set(rep.steps["step"].tolist()))
+        if missing:
+            raise AnalysisError(f"step(s) {missing} not in the job", path=job.path,
+                                fix=f"choose among {rep.steps['step'].tolist()}")
+        path = path[path["step"].isin(steps)].reset_index(drop=True)
+    summ = path_summary(path)
+    header = [f"job step {int(r.step)}: {r.measured_ms:.3f} ms, ends on rank {int(r.slowest_rank)}"
+              for r in rep.steps.itertuples() if steps is None or r.step in steps]
+    header += [f"note: {x}" for x in rep.graph.issues[:5]]
+    sections = [Section("job_path_summary", "Job critical path by rank and edge kind (ms)", summ, digits={"ms": 3}),
+                Section("job_path", "Job critical path segments", path, max_rows=40,
+                        digits={"start_ms": 3, "dur_ms": 3},
+                        notes=["kinds: duration = an event's own time, cpu_gap = host time between calls, gpu_gap = "
+                               "stream idle, launch/stream/sync = waits on another thread or stream, arrive/xfer = "
+                               "a collective's wait for its last member and its transfer (docs/analyses.md)"])]
+    return Report(title="Critical path of the job (all ranks)", sections=sections, header=header,
+                  data={"job_path_summary": summ, "job_path": path, "replay": rep.steps})
+
+
 COMMAND = Command(
     name="critical-path",
     help="critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead",
     description="Build the dependency graph of a rank's step (CPU operators, runtime calls, GPU operations, "
                 "launch, kernel-to-kernel and synchronisation edges) and break its longest path down by what "
-                "bounds it. Times in microseconds (us).",
+                "bounds it. Times in microseconds (us). With --job: the job's critical path across every rank, from a "
+                "replay of the whole job's dependency graph (times in ms).",
     add_arguments=add_arguments,
     run=run,
 )

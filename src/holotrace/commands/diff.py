@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     trips = check_rules(d, rules, min_effect=k)
     emit(build_report(d, trips, args.base, args.new, rules, k, top=args.top), args)
     if getattr(args, "report", None):
-        from holotrace.commands.report import write_html
+        from holotrace.render.html_file import write_html
         from holotrace.render.report_diff import render_diff_report
 
         write_html(render_diff_report(d, trips, args.base, args.new, top=args.top), args.report)

@@ -25,8 +25,9 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.render.html_file import write_html
 
-__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report", "write_html"]
+__all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,14 +73,6 @@ def write_report(data: dict, output) -> int:
     return write_html(render_report(data), output)
 
 
-def write_html(html: str, output) -> int:
-    """Write ``html`` to ``output`` through a temporary file beside it; returns the size in bytes."""
-    from holotrace.atomic import check_file, write_bytes
-
-    out = check_file(output, what="the report file", example="report.html")
-    return write_bytes(out, html.encode("utf-8"))
-
-
 def _findings(findings) -> pd.DataFrame:
     f = findings_frame(findings)
     f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
@@ -116,8 +109,8 @@ def _critical(view, rank: int, step, enabled: bool) -> dict:
     try:
         cpm.per_step(view, rank=rank, steps=wanted, rules=NATIVE, paths=paths)
         wi = what_if(view, rank=rank, steps=wanted, rules=NATIVE)
-    except ValueError as e:  # the rank has no such step
-        return {"critical_path": None, "critical_path_note": f"not computed: {e}"}
+    except AnalysisError as e:  # the rank has no such step
+        return {"critical_path": None, "critical_path_note": f"not computed: {e.problem}"}
     one = paths.get(step) if step is not None else next(iter(paths.values()), None)
     cp = cpm.breakdown(one) if one is not None else None
     cp = cp if cp is not None else pd.DataFrame(columns=["bound_by", "duration"])
@@ -142,10 +135,13 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
+        from holotrace.analysis.critical_path.advice import costliest_rank
 
-        def start_critical(ss: pd.DataFrame) -> None:  # the slowest rank is known: its critical path starts first
+        costliest = costliest_rank(view)  # the one story: its rank's critical path is the one shown
+
+        def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
             cp_rank = critical_path_rank if critical_path_rank is not None else (
-                int(ss["rank"].iloc[0]) if len(view.ranks) > 1 and len(ss) else view.ranks[0])
+                costliest.rank if costliest.rank is not None else view.ranks[0])
             if cp_rank not in view.ranks:
                 raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
                                     fix=f"choose one of {view.ranks}")
@@ -154,6 +150,7 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
 
         js = summarize_job(job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, on_stragglers=start_critical,
                            launch_stats=lambda: chosen["launch_stats"].result())
+        js.costliest_rank = costliest
         ss = js.frames["straggler_summary"] if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
@@ -167,7 +164,8 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
     devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
     meta = {"name": Path(str(job.path)).name, "path": str(job.path), "ranks_text": _ranks_text(job),
             "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
-            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "ranks": list(job.ranks), "steps": step_list,
+            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "costliest_rank": costliest.as_dict(),
+            "ranks": list(job.ranks), "steps": step_list,
             "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
     return {"meta": meta, "findings": _findings(js.findings), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
             "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],

@@ -6,7 +6,8 @@ together, so a rank's extra time in it over the fastest rank is time spent
 waiting; the fastest rank arrived last and is the one the others waited
 for. Durations are compared, not start times, so host clock skew does not
 matter. The HTA method's candidates (late start of the dominant collective,
-fixed to know every NCCL/RCCL kernel family) are listed too.
+fixed to know every NCCL/RCCL kernel family) are listed too, and the rank that costs the job most (the one
+analysis ``advise`` and ``summary`` also report: ``costliest_rank`` in the JSON output).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
+from holotrace.analysis.critical_path.advice import costliest_rank
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -87,7 +89,9 @@ def build_report(job, *, candidates: int = 2) -> Report:
                                 notes=["step -1 = collectives outside any ProfilerStep"]))
     cand = _strag.potential_stragglers(view, rules=NATIVE, num_candidates=candidates) if len(job.ranks) >= 2 else []
     header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
+    costliest = costliest_rank(view)
+    header.append(f"costliest rank: {costliest.why}")
     meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
     return Report(title="holotrace stragglers: who waits for whom in collectives", sections=sections, header=header,
-                  data=data, meta=meta)
+                  data=data, meta=meta, objects={"costliest_rank": costliest.as_dict()})

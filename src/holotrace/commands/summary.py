@@ -75,7 +75,12 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
     an executor, or from an ingest folder; the same object in every case."""
     top = getattr(args, "top", 10)
     if not _wants_map(args):
-        return summarize_job(load_job(args), top=top)
+        from holotrace.analysis.critical_path.advice import costliest_rank
+
+        job = load_job(args)
+        js = summarize_job(job, top=top)
+        js.costliest_rank = costliest_rank(job)   # the one story (the job graph's replay needs the events)
+        return js
     from holotrace.exec.executor import get_executor
     from holotrace.model.filter import parse_int_ranges
     from holotrace.scale import summarize
@@ -121,7 +126,11 @@ def build_report(js: JobSummary, *, top: int = 10) -> Report:
     warn = js.cross_rank_warning
     if warn:
         header.append(f"WARNING cross-rank numbers are incomplete: {warn}")
-    return Report(title=_TITLE, sections=sections, header=header, data=js.data(), meta=js.meta())
+    objects = {}
+    if js.costliest_rank is not None:
+        header.append(f"costliest rank: {js.costliest_rank.why}")
+        objects["costliest_rank"] = js.costliest_rank.as_dict()
+    return Report(title=_TITLE, sections=sections, header=header, data=js.data(), meta=js.meta(), objects=objects)
 
 
 def _ranks_text(ranks: list[int]) -> str:

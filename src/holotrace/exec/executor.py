@@ -3,7 +3,8 @@
 An :class:`Executor` maps a picklable function over items and gives the results back in input order;
 callers never know which executor ran them. Two implementations:
 
-* :class:`LocalExecutor` — processes on this machine (no extra dependency);
+* :class:`LocalExecutor` — processes on this machine (no extra dependency): the one process pool,
+  :func:`holotrace.exec.pool.process_map`;
 * :class:`holotrace.exec.ray_executor.RayExecutor` — tasks on a Ray cluster (``pip install
   'holotrace[ray]'``); ``ray`` is imported only there.
 
@@ -14,13 +15,12 @@ error text, so one bad rank never loses the others' work. Ctrl-C cancels what ha
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import functools
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Optional, TypeVar
 
-from holotrace.exec.pool import cpu_count
-from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call, _finish
+from holotrace.exec.pool import cpu_count, process_map
+from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -45,31 +45,14 @@ class LocalExecutor(Executor):
         return self._workers
 
     def map(self, fn, items, *, on_done=None, keep=None) -> list:
-        items = list(items)
-        results: list = [None] * len(items)
-        n = min(self._workers, len(items))
-        if n <= 1:
-            for i, x in enumerate(items):
-                results[i] = _finish(i, _call(fn, x), keep, on_done)
-            return results
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        ex = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-        try:
-            pending = {ex.submit(_call, fn, x): i for i, x in enumerate(items)}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    i = pending.pop(f)
-                    try:
-                        r = f.result()
-                    except Exception as e:  # the process died (killed, out of memory)
-                        r = TaskFailed(type(e).__name__, str(e) or "the worker process died")
-                    results[i] = _finish(i, r, keep, on_done)
-        except BaseException:
-            ex.shutdown(wait=False, cancel_futures=True)
-            raise
-        ex.shutdown(wait=True)
-        return results
+        # the pool's processes do the work (this process only collects, holding what ``keep`` gives); a task
+        # that raises, or whose process dies, gives a TaskFailed
+        return process_map(functools.partial(_call, fn), list(items), self._workers, on_done=on_done,
+                           keep=keep, caller_works=False, on_lost=_lost)
+
+
+def _lost(i: int, e: BaseException) -> TaskFailed:
+    return TaskFailed(type(e).__name__, str(e) or "the worker process died")
 
 
 def get_executor(name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None) -> Executor:

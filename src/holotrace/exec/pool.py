@@ -1,8 +1,8 @@
 """Run one function per input file, in a process pool when it pays off.
 
-This is the only process pool of holotrace: per-file work (decoding, derived columns, packing)
-goes through ``run_map``; the calling process takes tasks too, so ``n`` workers are the caller and
-``n - 1`` pool processes. Workers receive a task and return the name of the file they wrote (never
+This is the only process pool of holotrace (:func:`process_map`): per-file work (decoding, derived columns,
+packing) goes through ``run_map``, where the calling process takes tasks too (``n`` workers are the caller and
+``n - 1`` pool processes), and the local executor's tasks go through it as well. Workers receive a task and return the name of the file they wrote (never
 column arrays). Results come back in input order, so output does not depend on the degree of
 parallelism. Within one file, the decoder scans pieces on threads (its scanner
 runs without the GIL); ``plan`` splits the cores between processes and threads.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Optional, Sequence, TypeVar
 
@@ -66,38 +65,47 @@ def plan(requested: Optional[int], sizes: Sequence[int]) -> tuple[int, list[int]
     return procs, [per if s >= THREAD_MIN_FILE_BYTES else 1 for s in sizes]
 
 
-_EXECUTOR: list = []  # the executor installed by ``use_executor`` (innermost last)
+def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Optional[Callable[[int, R], None]] = None, *,
+            executor=None) -> list[R]:
+    """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores), or on
+    ``executor`` (an :class:`holotrace.exec.executor.Executor` whose workers are not this machine's pool, e.g.
+    Ray's) when ``workers`` > 1. The first item that raises stops the map and its error reaches the caller."""
+    if executor is not None and executor.name != "local" and int(workers) > 1 and len(items) > 1:
+        return _delegate(executor, fn, items, on_done)
+    return process_map(fn, items, workers, on_done=on_done)
 
 
-@contextmanager
-def use_executor(executor):
-    """Within the block, ``run_map`` hands work for several processes to ``executor`` (an
-    :class:`holotrace.exec.executor.Executor`, e.g. Ray's) instead of the local pool."""
-    _EXECUTOR.append(executor)
-    try:
-        yield executor
-    finally:
-        _EXECUTOR.remove(executor)
+def process_map(fn: Callable[[T], R], items: Sequence[T], workers: int, *, on_done: Optional[Callable[[int, R], None]] = None,
+                keep: Optional[Callable[[int, R], object]] = None, caller_works: bool = True,
+                on_lost: Optional[Callable[[int, BaseException], object]] = None) -> list:
+    """The one process pool: ``fn`` over ``items`` on up to ``workers`` processes, results in input order.
 
-
-def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Optional[Callable[[int, R], None]] = None) -> list[R]:
-    """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores), or on the
-    executor installed by :func:`use_executor` when ``workers`` > 1."""
-    if _EXECUTOR and int(workers) > 1 and len(items) > 1 and getattr(_EXECUTOR[-1], "name", "local") != "local":
-        return _delegate(_EXECUTOR[-1], fn, items, on_done)
-    results: list = [None] * len(items)
+    Args:
+        on_done: called in this process as each item finishes, ``on_done(i, result)``.
+        keep: what the returned list holds for item ``i`` instead of its result (called before ``on_done``).
+        caller_works: this process takes items too (``workers - 1`` pool processes); else ``workers`` pool
+            processes do the work and this one only collects.
+        on_lost: gives the result of an item whose pool process failed it (the process died); without it the
+            error is raised, and so is any error of an item run in this process.
+    """
     workers = min(int(workers), len(items), cpu_count())
     if workers <= 1:
+        results: list = [None] * len(items)
         for i, x in enumerate(items):
-            results[i] = fn(x)
-            if on_done:
-                on_done(i, results[i])
+            results[i] = _done(i, fn(x), keep, on_done)
         return results
-    return _with_pool(fn, items, workers, on_done)
+    return _with_pool(fn, items, workers, on_done, keep, caller_works, on_lost)
 
 
-def _with_pool(fn, items: Sequence, workers: int, on_done) -> list:
-    """``run_map`` on ``workers - 1`` pool processes and this one: each takes the next item when free."""
+def _done(i: int, r, keep, on_done):
+    kept = keep(i, r) if keep is not None else r
+    if on_done is not None:
+        on_done(i, r)
+    return kept
+
+
+def _with_pool(fn, items: Sequence, workers: int, on_done, keep, caller_works: bool, on_lost) -> list:
+    """:func:`process_map` on a pool: each worker takes the next item when free."""
     import queue
     import threading
 
@@ -113,7 +121,8 @@ def _with_pool(fn, items: Sequence, workers: int, on_done) -> list:
             return next(order, None)
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx) as ex:
+    procs = workers - 1 if caller_works else workers
+    with ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as ex:
         def feed() -> None:
             with lock:  # taken and counted at once: the caller never sees an item that is neither done nor counted
                 i = next(order, None)
@@ -135,20 +144,22 @@ def _with_pool(fn, items: Sequence, workers: int, on_done) -> list:
                     return
                 with lock:
                     in_pool[0] -= 1
-                if isinstance(f, BaseException):
-                    raise f
-                results[i] = f.result()
-                if on_done:
-                    on_done(i, results[i])
+                try:
+                    if isinstance(f, BaseException):
+                        raise f
+                    r = f.result()
+                except Exception as e:
+                    if on_lost is None:
+                        raise
+                    r = on_lost(i, e)
+                results[i] = _done(i, r, keep, on_done)
                 if block:
                     return
 
-        for _ in range(workers - 1):
+        for _ in range(procs):
             feed()
-        while (i := take()) is not None:
-            results[i] = fn(items[i])
-            if on_done:
-                on_done(i, results[i])
+        while caller_works and (i := take()) is not None:
+            results[i] = _done(i, fn(items[i]), keep, on_done)
             collect(block=False)
         while True:
             with lock:

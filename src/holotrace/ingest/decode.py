@@ -6,8 +6,9 @@ threads when asked (it runs without the GIL). No Python object is made per event
 only works on the pieces' numpy columns (string ids, category arg rules, bad values) and
 concatenates them. Times are exact integer nanoseconds from the decimal text.
 
-Interface: ``decode_file(path) -> DecodedFile``; nothing else in holotrace depends on how
-decoding is done.
+Interface: ``decode_into(path, spill) -> DecodedFile`` (the loader's: tables written to a spill, then
+packed and mapped) and ``decode_file(path) -> DecodedFile`` (a file on its own, tables in memory: the
+decoder's tests); nothing else in holotrace depends on how decoding is done.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from typing import Callable, Optional
 import msgspec
 import numpy as np
 
-from holotrace.errors import TraceEventError, TraceFormatError, TraceReadError
+from holotrace.errors import TraceFormatError, TraceReadError
 from holotrace.ingest import _scan
-from holotrace.ingest._read import find_split as _find_split  # noqa: F401  (used by callers of this module)
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.findings import FindingCode
-from holotrace.ingest.columns import ARGS_BY_CATEGORY, PieceOut, Problem, column_name, compact_ints, piece_strings, piece_tables, to_file  # noqa: F401
+from holotrace.ingest.columns import PieceOut, Problem, piece_strings, piece_tables, to_file
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.schema import event_columns
 

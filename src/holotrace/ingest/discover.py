@@ -20,7 +20,8 @@ import msgspec
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
 from holotrace.ingest._read import NotATraceError
-from holotrace.ingest.decode import _split_header, iter_bytes
+from holotrace.ingest._read import split_header as _split_header
+from holotrace.ingest.decode import iter_bytes
 from holotrace.findings import Finding, FindingCode, rank_ranges
 
 SNIFF_BYTES = 4 * 1024 * 1024

@@ -28,7 +28,7 @@ import numpy as np
 
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, RuleSet
-from holotrace.model.view import JobView, RankView, job_view, restrict
+from holotrace.model.view import JobView, RankView, job_view, resolve, restrict
 
 __all__ = ["TraceFilter", "filter_view", "filter_job", "parse_int_ranges", "row_masks"]
 
@@ -142,7 +142,7 @@ def filter_view(source, flt: Optional[TraceFilter] = None, *, rules: Optional[Ru
     """The view of ``source`` (a Job or a JobView) restricted by ``flt`` or by the keyword criteria of
     :class:`TraceFilter` (``ranks=``, ``steps=``, ``time_range_us=``, ``names=``, ``under=``)."""
     flt = replace(flt or TraceFilter(), **{k: _tuple(k, x) for k, x in criteria.items()})
-    view = job_view(source, rules or NATIVE)
+    view = resolve(source, rules)
     masks = row_masks(view, flt)
     return restrict(view, {r: np.flatnonzero(m) for r, m in masks.items()})
 

@@ -193,6 +193,17 @@ class Job:
     findings: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (file, why)
     path: str = ""
+    # the job's views, built once per rule-set shape and ranks (holotrace.model.view.resolve); never pickled
+    _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_views"] = {}
+        return state
+
+    def forget_views(self) -> None:
+        """Drop the views built for this job (their memory is freed once no analysis holds them)."""
+        self._views.clear()
 
     @property
     def ranks(self) -> list[int]:

@@ -6,6 +6,8 @@ whole job) returning ``Finding`` objects; ``validate_job`` runs them all.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -155,9 +157,30 @@ def _sorted_overlaps(c: dict, n: int, key: tuple) -> tuple[int, int]:
     return cnt, (int(rows[order[int(np.argmax(ov)) + 1]]) if cnt else -1)
 
 
+@dataclass(frozen=True)
+class RankFacts:
+    """What the job-wide checks read of each rank (from its trace, or from a summary of it)."""
+
+    rank: int
+    n_events: int
+    has_steps: bool
+    first_ts_ns: int  # on the rank's own clock
+    clock_offset_ns: int
+
+    @classmethod
+    def of(cls, t: RankTrace) -> "RankFacts":
+        return cls(t.rank, t.n_events, t.has_steps, t.first_ts_ns, t.clock_offset_ns)
+
+
 def check_job(job: Job) -> list[Finding]:
+    """The job-wide checks (:func:`check_ranks`) on the job's traces."""
+    return check_ranks([RankFacts.of(t) for t in job.traces.values()])
+
+
+def check_ranks(facts: Sequence[RankFacts]) -> list[Finding]:
+    """Findings across ranks: profiler steps on some ranks only, clocks that cannot be compared."""
     out: list[Finding] = []
-    ranks = [t for t in job.traces.values() if t.n_events]
+    ranks = [t for t in facts if t.n_events]
     if ranks and not any(t.has_steps for t in ranks):
         out.append(Finding.of(FindingCode.NO_PROFILER_STEPS, "no ProfilerStep#N annotations: the whole trace is treated as one step"))
     elif ranks:

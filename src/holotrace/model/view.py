@@ -31,18 +31,18 @@ A view never shares writable memory with the model; treat its arrays as read-onl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from holotrace.errors import RankNotFoundError
+from holotrace.errors import AnalysisError, RankNotFoundError
 from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.strings import StringTable
 
-__all__ = ["RankView", "JobView", "job_view", "COLUMNS", "take_rows", "restrict"]
+__all__ = ["RankView", "JobView", "resolve", "job_view", "build_view", "COLUMNS", "take_rows", "restrict"]
 
 COLUMNS = ("row", "index", "cat", "name", "pid", "tid", "ts", "dur", "end", "stream", "correlation", "kind", "gpu",
            "kernel_type", "partner", "index_correlation", "iteration")
@@ -160,15 +160,59 @@ class JobView:
         return np.array([i for i, s in enumerate(self.strings.table) if test(s)], dtype=np.int64)
 
 
-def job_view(job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = None,
+def resolve(source, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None,
+            include_last_step: bool = False) -> JobView:
+    """The view an analysis reads: ``source`` under ``rules``, the one place a rule set is resolved.
+
+    ``source`` is a :class:`~holotrace.model.job.Job` or a :class:`JobView`. ``rules`` None means the view's own
+    rules (a view) or :data:`~holotrace.model.classify.NATIVE` (a job). A view given with other rules of the same
+    shape (the same columns: HTA's table or holotrace's) is returned relabelled, sharing its columns; rules of
+    the other shape raise :class:`~holotrace.errors.AnalysisError` (a view cannot be read under both). A job's
+    view is built once per shape, ``ranks`` and ``include_last_step`` (HTA's rules only) and kept on the job, so
+    every analysis of one command shares it; a view of some ranks is taken from the job's full view when that
+    exists. The returned view's ``rules`` are the rules to apply.
+    """
+    if isinstance(source, JobView):
+        if rules is None or rules == source.rules:
+            return source
+        if _shape(rules) != _shape(source.rules):
+            raise AnalysisError(f"a view built under the {source.rules.name} rules cannot be read under the "
+                                f"{rules.name} rules", fix="pass the job, or a view built under those rules")
+        return replace(source, rules=rules)
+    rules = rules or NATIVE
+    last = bool(include_last_step) if rules.hta_table else True
+    cache = source._views if isinstance(getattr(source, "_views", None), dict) else {}
+    chosen = None if ranks is None else tuple(int(source.rank(r).rank) for r in ranks)
+    full = cache.get((_shape(rules), last, None))
+    if full is not None:
+        view = full if chosen is None else replace(full, views={r: full[r] for r in chosen}, _per_string={})
+    else:
+        key = (_shape(rules), last, chosen)
+        view = cache.get(key)
+        if view is None:
+            view = cache[key] = build_view(source, rules, ranks=chosen, include_last_step=last)
+    return view if view.rules == rules else replace(view, rules=rules)
+
+
+def _shape(rules: RuleSet) -> bool:
+    """What the view's columns depend on: HTA's table or holotrace's."""
+    return bool(rules.hta_table)
+
+
+def job_view(job, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None,
              include_last_step: bool = False) -> JobView:
-    """The job's events under ``rules`` (every rank unless ``ranks``; built on threads).
+    """:func:`resolve` (the name the analyses used first)."""
+    return resolve(job, rules, ranks=ranks, include_last_step=include_last_step)
+
+
+def build_view(job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = None,
+               include_last_step: bool = False) -> JobView:
+    """The job's events under ``rules``, built now (every rank unless ``ranks``; on threads). Analyses call
+    :func:`resolve`, which keeps what this builds on the job.
 
     ``include_last_step`` matters under HTA's rules only (HTA drops the last ``ProfilerStep`` and what it
-    launched unless asked not to). Passing a :class:`JobView` returns it unchanged.
+    launched unless asked not to).
     """
-    if isinstance(job, JobView):
-        return job
     chosen = list(job.ranks) if ranks is None else [job.rank(r).rank for r in ranks]
     if rules.hta_table:
         from holotrace.model import view_hta

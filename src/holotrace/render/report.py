@@ -82,6 +82,8 @@ def _job_section(d: Mapping[str, Any]) -> str:
              ("time span", f"{svg.fmt(m['span_ms'], 2)} ms (first to last event, common clock)")]
     if m.get("warning"):
         facts.append(("warning", m["warning"]))
+    if m.get("costliest_rank"):
+        facts.append(("costliest rank", m["costliest_rank"]["why"]))
     html = '<table class="facts" data-table="facts">' + "".join(
         f'<tr><td>{escape(k)}</td><td class="t">{escape(str(v))}</td></tr>' for k, v in facts) + "</table>"
     f = d["findings"]

@@ -384,8 +384,8 @@ def _gantt(g: ch.Gantt) -> str:
     """The zoomable canvas timeline: a key, zoom buttons, the canvas and its JSON."""
     letters = list(g.letters) + [""] * (len(g.kinds) - len(g.letters))
     key = "".join(f'<span><i style="background:{escape(c)}"></i>'
-                  f'{escape(l) + " = " + escape(t.lower()) if l else escape(t)}</span>'
-                  for t, c, l in list(zip(g.kinds, g.colours, letters))[:_KEY_KINDS])
+                  f'{escape(mark) + " = " + escape(t.lower()) if mark else escape(t)}</span>'
+                  for t, c, mark in list(zip(g.kinds, g.colours, letters))[:_KEY_KINDS])
     if len(g.kinds) > _KEY_KINDS:
         key += f"<span>and {len(g.kinds) - _KEY_KINDS:,} more</span>"
     payload = json.dumps(gantt_json(g), separators=(",", ":")).replace("</", "<\\/")

@@ -17,7 +17,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Optional, Sequence
 
 from holotrace.analysis.job_summary import JobSummary
@@ -29,10 +28,10 @@ from holotrace.findings import Finding, FindingCode, rank_ranges
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
 from holotrace.model.job import Job
-from holotrace.model.validate import check_job, check_rank
+from holotrace.model.validate import RankFacts, check_rank, check_ranks
 from holotrace.scale import store
 
-__all__ = ["JobSummary", "summarize", "summarize_file", "ingest", "read_ingest"]
+__all__ = ["JobSummary", "RankTask", "summarize", "summarize_file", "ingest", "read_ingest"]
 
 # codes found on the whole set of files or the whole job (the driver's), not on one file
 _JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, FindingCode.DUPLICATE_RANK, FindingCode.BAD_RANK_INFO,
@@ -47,13 +46,25 @@ class _Failed:
     problem: str
 
 
-def summarize_file(task: tuple):
+@dataclass(frozen=True)
+class RankTask:
+    """One rank's file for a worker: read it (through the cache at ``cache_dir`` when ``cache``), summarise it,
+    and write its tables and summary under ``output`` when given (an ingest)."""
+
+    path: str
+    rank: int  # the rank the job's discovery gave this file
+    cache: bool = False
+    cache_dir: Optional[str] = None
+    output: Optional[str] = None
+
+
+def summarize_file(task: RankTask):
     """Task: one file → its rank's summary (model facts and findings in ``info``); a :class:`_Failed` when the
-    file cannot be read. ``task`` = (path, rank, cache, cache_dir, output folder or None)."""
-    path, rank, use_cache, cache_dir, out = task
+    file cannot be read."""
+    path, rank, out = task.path, task.rank, task.output
     t0 = time.perf_counter()
     try:
-        one = load(path, cache=use_cache, cache_dir=cache_dir, workers=1, progress_bar=False)
+        one = load(path, cache=task.cache, cache_dir=task.cache_dir, workers=1, progress_bar=False)
     except HolotraceError as e:
         problem = e.problem + (f" ({e.fix})" if e.fix else "")
         if out is not None:
@@ -155,11 +166,9 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
     summaries.sort(key=lambda s: s.rank)
     for key in ("findings_decode", "findings_check"):
         findings += [_finding(d) for s in summaries for d in s.info.get(key, [])]
-    stubs = {s.rank: SimpleNamespace(rank=s.rank, n_events=s.info.get("n_events", 0), has_steps=s.info.get("has_steps", False),
-                                     clock_offset_ns=s.info.get("clock_offset_ns", 0),
-                                     first_ts_ns=(s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0))
-             for s in summaries}
-    findings += check_job(SimpleNamespace(traces=stubs))
+    findings += check_ranks([RankFacts(s.rank, s.info.get("n_events", 0), s.info.get("has_steps", False),
+                                       (s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0),
+                                       s.info.get("clock_offset_ns", 0)) for s in summaries])
     if world is None:
         world = next((s.info.get("meta_world_size") for s in summaries if s.info.get("meta_world_size")), None)
     frames = reducer.frames(top=top)
@@ -182,7 +191,7 @@ def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequ
     found = discover(path)
     files = _select(found.files, ranks)
     cdir = str(cache_dir) if cache_dir is not None else None
-    tasks = [(f.path, f.rank, cache, cdir, None) for f in files]
+    tasks = [RankTask(f.path, f.rank, cache, cdir) for f in files]
     reducer = Reducer()
     results = _map(executor, tasks, progress_bar, reducer)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
@@ -206,7 +215,7 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
     found = discover(path)
     files = _select(found.files, ranks)
     t0 = time.perf_counter()
-    tasks = [(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in files]
+    tasks = [RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in files]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
     failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(files, results) if not isinstance(r, RankSummary)]
@@ -238,7 +247,7 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
                 seen.add(key)
                 found_findings.append(_finding(d))
     reducer, summaries = Reducer(), []
-    for r, f in summary_files:  # one summary in memory at a time
+    for _rank, f in summary_files:  # one summary in memory at a time
         data = f.read_bytes()
         s = store.summary_from_bytes(data, str(f))
         s.info["summary_bytes"] = len(data)

@@ -213,7 +213,7 @@ def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series
     """A text column (pandas' default string dtype) of ``uniq[codes]``, missing where ``ok`` is False: each
     distinct string is encoded once (a take on an Arrow array, not one conversion per row)."""
     dtype = pd.Series(["x"]).dtype        # what pandas makes of text: ``str`` (pandas 3) or object
-    if dtype == object or getattr(dtype, "storage", None) != "pyarrow":
+    if dtype == object or getattr(dtype, "storage", None) != "pyarrow":  # noqa: E721  (a dtype, not a type)
         out = np.asarray(uniq, dtype=object)[codes]
         if ok is not None:
             out = np.where(ok, out, np.nan)

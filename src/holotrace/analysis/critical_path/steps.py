@@ -14,6 +14,7 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.graph import build_graph, clip, cpu_rows
 from holotrace.analysis.critical_path.path import CriticalPath, breakdown, solve
+from holotrace.errors import AnalysisError
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.view import job_view
@@ -50,7 +51,8 @@ def step_windows(rv, strings, rules, steps: Sequence[int] | None = None, *, rank
     missing = sorted(set(wanted) - set(numbers))
     if missing:
         have = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
-        raise ValueError(f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})")
+        raise AnalysisError(f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})",
+                            fix="pass a step number of that rank")
     keep = set(wanted)
     return [(s, (float(rv["ts"][r]), float(rv["ts"][r] + rv["dur"][r]))) for s, r in rows if s in keep]
 

@@ -1,0 +1,194 @@
+"""What to fix first in the whole job, and which rank costs the job most: the one analysis behind ``advise``,
+``stragglers``, the summary and the report.
+
+``job_advice(job)`` builds the job graph, replays it, tries every fix of
+:mod:`holotrace.analysis.critical_path.job_what_if` and ranks them by the job step time they save (mean over the
+analysed steps). ``costliest_rank(job)`` answers "which rank costs this job most, and why" from the same replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.critical_path import job_what_if as jw
+from holotrace.analysis.critical_path.job_graph import (
+    JobGraph,
+    NodeType,
+    build_job_graph,
+)
+from holotrace.analysis.critical_path.replay import Replay, base_delays
+
+__all__ = ["LONGEST_VS_LAST", "Advice", "CostliestRank", "costliest_rank", "job_advice"]
+
+SPEEDUPS = ("kernel", "cpu_op")   # fixes that assume work can be made faster, not waste removed
+WASTE_FIRST_PCT = 5.0             # a waste fix saving at least this % of the step ranks before every speed-up
+
+LONGEST_VS_LAST = ("'Longest step' is the rank whose own step takes longest; 'arrives last' is the rank the others "
+                   "wait for in collectives: a rank can have the longest step only because it waits for a late one.")
+
+
+@dataclass
+class CostliestRank:
+    """The rank whose fix saves the job most, why (one sentence, evidence named), and the two ranks the
+    question is often confused with."""
+
+    rank: int | None
+    why: str
+    saving_ms: float = 0.0
+    arrives_last: int | None = None
+    longest_step: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"rank": self.rank, "why": self.why}
+
+
+@dataclass
+class Advice:
+    """``fixes``: ranked, one row per fix (``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms,
+    evidence``; ``step`` None when averaged over several steps); ``per_step``: every fix on every step; ``replay``:
+    measured and replayed job step times; ``costliest``; ``issues``: what the graph could not match."""
+
+    fixes: pd.DataFrame
+    per_step: pd.DataFrame
+    replay: pd.DataFrame
+    costliest: CostliestRank
+    issues: list = field(default_factory=list)
+    graph: JobGraph | None = field(default=None, repr=False)
+    base: Replay | None = field(default=None, repr=False)
+
+
+def _fix_for(name: str) -> str:
+    aliases = {"comm-overlap": "communication", "comm": "communication", "launch": "launch_overhead",
+               "sync": "host_sync", "host-sync": "host_sync", "data": "data_loading", "data-loading": "data_loading",
+               "gaps": "kernel_gaps", "kernel-gaps": "kernel_gaps", "cpu": "cpu_op", "launch-overhead": "launch_overhead"}
+    fix = aliases.get(name.strip(), name.strip())
+    if fix not in jw.FIXES:
+        raise ValueError(f"unknown fix {name!r}; known: {', '.join(jw.FIXES)} (and comm-overlap)")
+    return fix
+
+
+def parse_combination(text: str | None) -> list[list[str]]:
+    """``'straggler,comm-overlap;host_sync,kernel_gaps'`` → ``[['straggler', 'communication'], [...]]``."""
+    if not text:
+        return []
+    return [[_fix_for(x) for x in part.split(",") if x.strip()] for part in text.split(";") if part.strip()]
+
+
+def job_advice(source, *, ranks: Sequence[int] | None = None, steps: Sequence[int] | None = None,
+               options: jw.WhatIfOptions | None = None, combine: Sequence[Sequence[str]] = (),
+               only: Sequence[str] | None = None) -> Advice:
+    """Every fix (or ``only`` these) tried on the replay of the whole job, ranked by the mean job step time it
+    saves (``ranks``: fixes job-wide or on those ranks; ``steps``: savings over those steps only).
+
+    Ranking: fixes that remove measured waste (a straggler, exposed communication, launch overhead, host
+    synchronisation, data loading, kernel gaps) by their saving; a speed-up that assumes a kernel or CPU operator
+    can be made ``speedup`` times faster ranks after every waste fix that saves at least ``WASTE_FIRST_PCT`` % of
+    the step, and by its saving among the rest."""
+    opts = options or jw.WhatIfOptions()
+    g = build_job_graph(source)
+    base = base_delays(g)
+    info = jw.node_info(g)
+    needed = set(only or jw.FIXES) | {x for c in combine for x in c}
+    cands = jw.candidates(g, base, info, opts, only=sorted(needed))
+    combos = [list(c) for c in combine]
+    ref, per = jw.evaluate(g, base, cands, combine=combos)
+    rep = ref.steps
+    if steps is not None:
+        wanted = [int(s) for s in steps]
+        missing = sorted(set(wanted) - set(rep["step"].tolist()))
+        if missing:
+            raise ValueError(f"step(s) {missing} not in the job (its steps: {rep['step'].tolist()})")
+        rep = rep[rep["step"].isin(wanted)].reset_index(drop=True)
+        per = per[per["step"].isin(wanted)].reset_index(drop=True)
+    costliest = _costliest(g, ref, per, rep)
+    shown = per if ranks is None else per[per["rank"].isna() | per["rank"].isin(list(ranks))]
+    fixes = _rank_fixes(shown, len(rep))
+    replay_rows = rep[["step", "measured_ms", "replayed_ms", "error_pct"]].reset_index(drop=True)
+    return Advice(fixes, per, replay_rows, costliest, list(g.issues), g, ref)
+
+
+def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
+    cols = ["fix", "rank", "target", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"]
+    if per.empty:
+        return pd.DataFrame({c: [] for c in cols})
+    key = ["fix", "rank", "target"]
+    p = per.assign(rank=per["rank"].astype(object).where(per["rank"].notna(), None),
+                   target=per["target"].where(per["target"].notna(), ""))
+    g = p.groupby(key, sort=False, dropna=False)
+    agg = g.agg(saving_ms=("saving_ms", "mean"), measured=("measured_ms", "mean"),
+                step=("step", "first"), evidence=("evidence", "first")).reset_index()
+    agg["saving_pct"] = np.where(agg["measured"] > 0, 100.0 * agg["saving_ms"] / agg["measured"], 0.0)
+    agg["predicted_step_ms"] = agg["measured"] - agg["saving_ms"]
+    if n_steps != 1:
+        agg["step"] = None
+    agg["target"] = agg["target"].astype(object).where(agg["target"] != "", None)
+    agg["rank"] = pd.Series([None if r is None or pd.isna(r) else int(r) for r in agg["rank"]], dtype=object)
+    # one straggler row: the rank that saves most
+    strag = agg[agg["fix"] == "straggler"].sort_values("saving_ms", ascending=False, kind="stable")
+    agg = agg.drop(index=strag.index[1:])
+    waste_first = ~agg["fix"].isin(SPEEDUPS) & (agg["saving_pct"] >= WASTE_FIRST_PCT)
+    agg = agg.assign(_tier=np.where(waste_first, 0, 1))
+    agg = agg.sort_values(["_tier", "saving_ms", "fix"], ascending=[True, False, True], kind="stable", ignore_index=True)
+    return agg[cols]
+
+
+def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -> CostliestRank:
+    ranks = sorted(set(g.node_rank[g.node_rank >= 0].tolist()))
+    if not ranks:
+        return CostliestRank(None, "no rank has runtime calls or GPU work to compare")
+    rs = ref.rank_steps[ref.rank_steps["step"].isin(rep["step"])]
+    mean_step = rs.groupby("rank")["measured_ms"].mean()
+    longest = int(mean_step.sort_values(ascending=False, kind="stable").index[0]) if len(mean_step) else ranks[0]
+    if len(ranks) == 1:
+        return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
+    n = max(len(rep), 1)
+    caused = jw.waits_caused(g)
+    last = int(caused.sort_values(ascending=False, kind="stable").index[0]) if len(caused) and caused.max() > 0 else None
+    strag = per[per["fix"] == "straggler"].groupby("rank")["saving_ms"].mean().sort_values(ascending=False, kind="stable")
+    step_ms = float(rep["measured_ms"].mean()) if len(rep) else 0.0
+    if len(strag) and strag.iloc[0] > 0.01 * step_ms:
+        r = int(strag.index[0])
+        ev = per[(per["fix"] == "straggler") & (per["rank"] == r)]["evidence"].iloc[0]
+        coll = _worst_collective(g, r)
+        waited = float(caused.get(r, 0.0)) / 1e6 / n
+        if r == last:
+            why = (f"rank {r} arrives last at the collectives ({coll}): the other ranks wait {waited:.2f} ms per step "
+                   f"in all for it, because its {ev[1]}")
+        else:
+            why = f"rank {r}: its {ev[1]}"
+        if len(ev) > 2:
+            why += f" (most of it in {ev[2]})"
+        why += f"; bringing it to the median saves {strag.iloc[0]:.2f} ms per step."
+        if longest != r:
+            why += (f" Rank {longest} has the longest step because it waits for rank {r}. " + LONGEST_VS_LAST)
+        return CostliestRank(r, why, float(strag.iloc[0]), last, longest)
+    why = (f"rank {longest} has the longest step ({mean_step[longest]:.2f} ms per step); no rank's compute, brought "
+           "to the median, shortens the job's step.")
+    if last is not None and last != longest:
+        why += f" Rank {last} arrives last at collectives. " + LONGEST_VS_LAST
+    return CostliestRank(longest, why, 0.0, last, longest)
+
+
+def _worst_collective(g: JobGraph, r: int) -> str:
+    """The collective kernel (full name) at which the others waited longest for rank ``r``."""
+    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
+    df = pd.DataFrame({"inst": g.node_coll[m], "rank": g.node_rank[m], "start": g.point_time[2 * m], "node": m})
+    arrive = df.groupby("inst")["start"].transform("max")
+    df["wait"] = arrive - df["start"]
+    lastr = df.sort_values(["inst", "start"], ascending=[True, False], kind="stable").groupby("inst").head(1)
+    mine = lastr[lastr["rank"] == r]
+    if mine.empty:
+        return "none"
+    w = df.groupby("inst")["wait"].sum().reindex(mine["inst"])
+    node = int(mine.set_index("inst").loc[w.idxmax(), "node"])
+    return g.view.strings[int(g.view[r]["name"][g.node_row[node]])]
+
+
+def costliest_rank(source) -> CostliestRank:
+    """Which rank costs the job most, and why: the rank whose compute brought to the median saves the job most
+    (:func:`job_advice` with the straggler fix alone), else the rank with the longest step."""
+    return job_advice(source, only=("straggler",)).costliest

@@ -1,0 +1,367 @@
+"""The graph of the whole job: every rank's CPU threads and GPU streams, and the collectives that join them.
+
+Arrays only (no object per node). A **node** is a runtime call on a CPU thread (nested calls are part of the
+call around them), a ``ProfilerStep`` boundary (two zero-length nodes: start and end), a GPU operation (kernel,
+copy, set) or, per matched collective, one *arrival* point. Each node has a start and an end **point**; times are
+nanoseconds on the job's common clock after the per-rank offsets estimated from the collectives.
+
+Edges join points. Every point belongs to one **chain** (a CPU thread or a GPU stream, in time order), and the
+edge from the point before it on its chain is its chain edge: ``DURATION`` (a node's own start to its end),
+``CPU_GAP`` (host time between two calls of a thread) or ``GPU_GAP`` (a stream's idle time between two
+operations). The other edges cross chains:
+
+========== ====================================================================================================
+``LAUNCH`` the launch call's start → each GPU operation with its correlation id (``cudaGraphLaunch``: all of
+           its kernels)
+``STREAM`` another stream's operation end → a GPU operation that started right after it and later than its
+           own stream and launch explain (a stream/event wait; inferred from the times)
+``SYNC``   a GPU operation's end → the end of a blocking call that waited for it (stream/device/event
+           synchronize; a blocking copy waits for its own copy)
+``ARRIVE`` each member's collective kernel start → the collective's arrival point (the last member's start)
+``XFER``   the arrival point → each member's kernel end (the transfer)
+========== ====================================================================================================
+
+Each edge has its measured **lag** (destination time minus source time) and a **floor** (the least it could
+take if its source were not the latest: 0 for gaps and waits, the rank's fastest launch for launches, the
+transfer for collectives). :mod:`holotrace.analysis.critical_path.replay` re-times the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.critical_path.collectives import match_collectives
+from holotrace.analysis.critical_path.steps import step_rows
+from holotrace.model import classify
+from holotrace.model.classify import NATIVE, Kind
+from holotrace.model.view import job_view
+
+__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "JobGraph", "NodeType", "build_job_graph"]
+
+STREAM_WAIT_WINDOW_NS = 10_000   # a stream wait is inferred when the operation starts within this of the other's end
+STREAM_WAIT_SLACK_NS = 2_000     # ... and at least this later than its own stream and launch explain
+SYNC_TOLERANCE_NS = 2_000        # a blocking call ends at most this before the GPU operation it waited for
+LAUNCH_FLOOR_QUANTILE = 5        # percentile of a rank's launch lags taken as its fastest launch
+
+SYNC_CALLS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+                        "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize"})
+BLOCKING_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync", "hipMemcpy", "hipMemcpyAsync", "hipMemcpyWithStream",
+                             "cudaMemcpy2D", "cudaMemcpy2DAsync", "cuMemcpyDtoH", "cuMemcpyAsync"})
+
+
+class NodeType(IntEnum):
+    CALL = 0
+    STEP_START = 1
+    STEP_END = 2
+    GPU = 3
+    ARRIVAL = 4
+
+
+class EdgeKind(IntEnum):
+    DURATION = 0
+    CPU_GAP = 1
+    GPU_GAP = 2
+    LAUNCH = 3
+    STREAM = 4
+    SYNC = 5
+    ARRIVE = 6
+    XFER = 7
+
+
+EDGE_KIND_NAMES = np.array([k.name.lower() for k in EdgeKind], dtype=object)
+
+
+@dataclass
+class JobGraph:
+    """The job graph (see the module docstring). Node arrays have one entry per node, point arrays one per
+    point (point ``2 * n`` is node n's start, ``2 * n + 1`` its end), edge arrays one per cross-chain edge."""
+
+    view: object = field(repr=False)
+    node_rank: np.ndarray        # rank (-1 for arrival points)
+    node_row: np.ndarray         # row in the rank's view (a step's ProfilerStep row; -1 for arrival points)
+    node_type: np.ndarray        # NodeType
+    node_step: np.ndarray        # ProfilerStep number (-1 none)
+    node_coll: np.ndarray        # collective instance of a GPU node / arrival point (-1 none)
+    point_time: np.ndarray       # measured time of every point (ns from ``origin_ns``, float64)
+    chain_order: np.ndarray      # points sorted by chain, then time
+    chain_first: np.ndarray      # per position of chain_order: first point of its chain
+    chain_id: np.ndarray         # per position of chain_order: the chain
+    chain_kind: np.ndarray       # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
+    chain_lag: np.ndarray        # per position of chain_order: measured lag of that edge (0 for a first point)
+    chain_floor: np.ndarray      # per position of chain_order
+    src: np.ndarray              # cross edges: source point
+    dst: np.ndarray              # cross edges: destination point
+    kind: np.ndarray             # cross edges: EdgeKind
+    lag: np.ndarray
+    floor: np.ndarray
+    offsets_ns: dict             # per rank: the clock offset estimated from the collectives (added to its times)
+    skew_ns: float = 0.0         # residual: median spread of a collective's ends after the offsets
+    origin_ns: int = 0
+    issues: list = field(default_factory=list)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_rank)
+
+    def point_of_position(self) -> np.ndarray:
+        """Position in ``chain_order`` of every point."""
+        pos = np.empty(len(self.chain_order), dtype=np.int64)
+        pos[self.chain_order] = np.arange(len(self.chain_order))
+        return pos
+
+
+def _cpu_calls(rv) -> np.ndarray:
+    """Rows of runtime/driver calls on CPU threads, outermost only (a call inside another is part of it)."""
+    sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
+    if not len(sel):
+        return sel
+    thread = rv["pid"][sel] * 1_000_003 + rv["tid"][sel]
+    order = np.lexsort((-rv["dur"][sel], rv["ts"][sel], thread))
+    sel, thread = sel[order], thread[order]
+    end = rv["end"][sel]
+    keep = np.ones(len(sel), dtype=bool)
+    cut = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    for a, b in zip(np.r_[0, cut], np.r_[cut, len(sel)]):
+        prev = np.maximum.accumulate(end[a:b])
+        keep[a + 1:b] = end[a + 1:b] > prev[:-1]
+    return sel[keep]
+
+
+def _rank_nodes(view, r: int, base: int) -> dict:
+    """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
+    rv = view[r]
+    calls = _cpu_calls(rv)
+    steps = step_rows(rv, view.strings, NATIVE)
+    srows = np.array([row for _, row in steps], dtype=np.int64)
+    snum = np.array([s for s, _ in steps], dtype=np.int64)
+    gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
+    ts, dur = rv["ts"], rv["dur"]
+    rows = np.concatenate([calls, srows, srows, gpu])
+    ntype = np.concatenate([np.full(len(calls), NodeType.CALL), np.full(len(srows), NodeType.STEP_START),
+                            np.full(len(srows), NodeType.STEP_END), np.full(len(gpu), NodeType.GPU)]).astype(np.int8)
+    start = np.concatenate([ts[calls], ts[srows], ts[srows] + dur[srows], ts[gpu]]) - base
+    length = np.concatenate([dur[calls], np.zeros(2 * len(srows), dtype=np.int64), dur[gpu]])
+    it = np.nan_to_num(rv["iteration"], nan=-1).astype(np.int64)
+    step = np.concatenate([it[calls], snum, snum, it[gpu]])
+    # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
+    thread = np.concatenate([rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
+                             rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
+                             rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
+                             -(rv["pid"][gpu] * 1_000_003 + rv["stream"][gpu]) - 1])
+    return {"rows": rows, "type": ntype, "start": start.astype(np.int64), "dur": np.maximum(length, 0).astype(np.int64),
+            "step": step, "thread": thread}
+
+
+def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
+    """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread."""
+    k = match.kernels
+    ranks = sorted(set(k["rank"].tolist()))
+    if len(ranks) < 2 or k.empty:
+        return {r: 0 for r in view.ranks}, 0.0
+    end = np.empty(len(k), dtype=np.float64)
+    for r in ranks:
+        sel = (k["rank"] == r).to_numpy()
+        rows = k["row"].to_numpy()[sel]
+        v = view[r]
+        end[sel] = (v["end"][rows] - base[r]).astype(np.float64)
+    inst = k["instance"].to_numpy()
+    rk = k["rank"].to_numpy()
+    off = {r: 0.0 for r in ranks}
+    for _ in range(3):
+        adj = end + np.array([off[r] for r in rk])
+        mean = pd.Series(adj).groupby(inst).transform("mean").to_numpy()
+        resid = pd.Series(mean - adj).groupby(rk).median()
+        for r in ranks:
+            off[r] += float(resid[r])
+        shift = off[ranks[0]]
+        off = {r: o - shift for r, o in off.items()}
+    adj = end + np.array([off[r] for r in rk])
+    spread = pd.Series(adj).groupby(inst).agg(lambda s: s.max() - s.min())
+    out = {r: round(off.get(r, 0.0)) for r in view.ranks}
+    return out, float(spread.median()) if len(spread) else 0.0
+
+
+def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
+    """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring)."""
+    view = job_view(source, NATIVE)
+    chosen = view.select(ranks)
+    base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
+    common = {r: base[r] + view[r].clock_offset for r in chosen}
+    origin = min(common.values()) if common else 0
+    match = match_collectives(view, ranks=chosen)
+    per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
+    offsets, skew = _clock_offsets(view, match, per, base)
+    issues = list(match.unmatched)
+    if skew > 50_000:
+        issues.append(f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
+                      "ranks' clocks: cross-rank waits are uncertain by about that much")
+    # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
+    parts = []
+    for r in chosen:
+        p = per[r]
+        shift = common[r] - origin + offsets.get(r, 0)
+        parts.append((r, p, shift))
+    n_per = [len(p["rows"]) for _, p, _ in parts]
+    node_rank = np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)]) if parts else np.zeros(0, np.int64)
+    cat = (lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64))
+    node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
+    start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
+    dur = cat("dur").astype(np.float64)
+    node_coll = np.full(len(node_rank), -1, dtype=np.int64)
+    # collective instances -> GPU nodes
+    k = match.kernels
+    n_inst = match.n_instances
+    gpu_node_of = {}
+    for r in chosen:
+        sel = np.flatnonzero((node_rank == r) & (node_type == NodeType.GPU))
+        gpu_node_of[r] = (node_row[sel], sel)
+        if len(k):
+            kk = k[k["rank"] == r]
+            if len(kk):
+                rows_r, nodes_r = gpu_node_of[r]
+                srt = np.argsort(rows_r)
+                at = srt[np.searchsorted(rows_r[srt], kk["row"].to_numpy())]
+                node_coll[nodes_r[at]] = kk["instance"].to_numpy()
+    # arrival points: one node per instance, its own chain
+    coll_nodes = np.flatnonzero(node_coll >= 0)
+    arr_time = np.full(n_inst, -np.inf)
+    np.maximum.at(arr_time, node_coll[coll_nodes], start[coll_nodes])
+    arr_node = len(node_rank) + np.arange(n_inst)
+    node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
+    node_row = np.concatenate([node_row, np.full(n_inst, -1)])
+    node_type = np.concatenate([node_type, np.full(n_inst, NodeType.ARRIVAL, dtype=np.int8)])
+    inst_step = np.full(n_inst, -1, dtype=np.int64)
+    inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
+    node_step = np.concatenate([node_step, inst_step])
+    node_coll = np.concatenate([node_coll, np.arange(n_inst)])
+    thread = np.concatenate([thread, np.full(n_inst, 0)])
+    start = np.concatenate([start, arr_time])
+    dur = np.concatenate([dur, np.zeros(n_inst)])
+    n = len(node_rank)
+    pt = np.empty(2 * n)
+    pt[0::2], pt[1::2] = start, start + dur
+    # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
+    chain_key = np.where(node_type == NodeType.ARRIVAL, -(np.arange(n) + 1), 0)
+    ck = pd.factorize(pd.MultiIndex.from_arrays([node_rank, thread, chain_key]))[0].astype(np.int64)
+    pid = np.arange(2 * n)
+    p_chain = np.repeat(ck, 2)
+    order = np.lexsort((pid, pt, p_chain))
+    c = p_chain[order]
+    first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
+    prev = np.r_[-1, order[:-1]]
+    lag = np.where(first, 0.0, pt[order] - pt[np.maximum(prev, 0)]) if len(order) else np.zeros(0)
+    own = (~first) & (order % 2 == 1) & (prev == order - 1)
+    is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
+    ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
+    ckind[first] = -1
+    cfloor = np.zeros(len(order))
+    src, dst, kind, floor = _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order,
+                                         first)
+    elag = pt[dst] - pt[src]
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    # a blocking call that waited could shrink to the time it took after the GPU finished
+    sy = kind == EdgeKind.SYNC
+    at = pos[dst[sy]]
+    cfloor[at] = np.clip(elag[sy], 0, lag[at])
+    # collectives: a member's own duration could shrink only to its transfer
+    coll_end = np.flatnonzero(np.isin(order, 2 * coll_nodes + 1) & (ckind == EdgeKind.DURATION))
+    xf = kind == EdgeKind.XFER
+    transfer = np.full(2 * n, np.nan)
+    transfer[dst[xf]] = elag[xf]
+    cfloor[coll_end] = np.clip(np.nan_to_num(transfer[order[coll_end]]), 0, None)
+    return JobGraph(view, node_rank, node_row, node_type, node_step, node_coll, pt, order, first, c, ckind, lag, cfloor,
+                    src, dst, kind, elag, floor, offsets, skew, origin, issues)
+
+
+def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring)."""
+    S, D, K, F = [], [], [], []
+
+    def add(s, d, k, f):
+        S.append(np.asarray(s, dtype=np.int64))
+        D.append(np.asarray(d, dtype=np.int64))
+        K.append(np.full(len(s), int(k), dtype=np.int8))
+        F.append(np.broadcast_to(np.asarray(f, dtype=np.float64), (len(s),)).copy())
+
+    sync_ids = view.name_ids(set(SYNC_CALLS))
+    copy_ids = view.name_ids(set(BLOCKING_COPIES))
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    for r in chosen:
+        rv = view[r]
+        nodes = np.flatnonzero(node_rank == r)
+        call = nodes[node_type[nodes] == NodeType.CALL]
+        gpu = nodes[node_type[nodes] == NodeType.GPU]
+        if not len(gpu):
+            continue
+        # launch edges by correlation (a graph launch: every kernel with its correlation)
+        corr = rv["correlation"]
+        cc, gc = corr[node_row[call]], corr[node_row[gpu]]
+        okc = cc >= 0
+        srt = np.argsort(cc[okc], kind="stable")
+        ck, cn = cc[okc][srt], call[okc][srt]
+        at = np.searchsorted(ck, gc)
+        hit = (at < len(ck)) & (gc >= 0)
+        hit[hit] = ck[at[hit]] == gc[hit]
+        l_src, l_dst = 2 * cn[at[hit]], 2 * gpu[hit]
+        lags = pt[l_dst] - pt[l_src]
+        fl = np.percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
+        add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
+        # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
+        # operation of another stream of the same rank ends
+        explained = np.full(2 * len(node_rank), -np.inf)
+        s_pt = 2 * gpu
+        prev_end = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
+        explained[s_pt] = prev_end
+        np.maximum.at(explained, l_dst, pt[l_src])
+        slack = pt[s_pt] - explained[s_pt]
+        stream = rv["stream"][node_row[gpu]]
+        ends, end_nodes = pt[2 * gpu + 1], gpu
+        eo = np.argsort(ends, kind="stable")
+        for s in np.unique(stream):
+            cand = np.flatnonzero((stream == s) & (slack > STREAM_WAIT_SLACK_NS))
+            other = eo[stream[eo] != s]
+            if not len(cand) or not len(other):
+                continue
+            oe = ends[other]
+            j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
+            ok = j >= 0
+            gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
+            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[s_pt[cand[ok]]])
+            add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
+        # host syncs: a blocking call ends right after the GPU operation it waited for
+        name = rv["name"][node_row[call]]
+        is_sync = np.isin(name, sync_ids)
+        is_copy = np.isin(name, copy_ids)
+        c_start, c_end = pt[2 * call], pt[2 * call + 1]
+        target = np.full(len(call), -1, dtype=np.int64)
+        if is_copy.any():
+            partner = rv["partner"][node_row[call]]
+            g_of_row = np.full(rv.n, -1, dtype=np.int64)
+            g_of_row[node_row[gpu]] = gpu
+            tg = np.where(is_copy & (partner >= 0), g_of_row[np.maximum(partner, 0)], -1)
+            target = np.where(tg >= 0, tg, target)
+        if is_sync.any():
+            oe = ends[eo]
+            j = np.searchsorted(oe, c_end + SYNC_TOLERANCE_NS, side="right") - 1
+            target = np.where(is_sync & (j >= 0), end_nodes[eo[np.maximum(j, 0)]], target)
+        ok = target >= 0
+        ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
+        add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
+    # collectives: member starts -> arrival point -> member ends
+    members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))
+    if len(members):
+        a = arr_node[node_coll[members]]
+        add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
+        xfer = pt[2 * members + 1] - pt[2 * a]
+        add(2 * a, 2 * members + 1, EdgeKind.XFER, np.clip(xfer, 0, None))
+    if not S:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, np.zeros(0, dtype=np.int8), np.zeros(0)
+    return np.concatenate(S), np.concatenate(D), np.concatenate(K), np.concatenate(F)

@@ -1,0 +1,260 @@
+"""Replay of the job graph: every point re-timed as the latest of its incoming edges.
+
+Each edge gets a **delay**. The edge that explains a point's measured time (its latest source, the smallest lag;
+the chain edge on ties) keeps its measured lag, so time nothing explains (a thread busy between calls, a stream
+idle for no traced reason) stays as measured slack; every other edge gets ``min(lag, floor)``. The unmodified
+replay therefore gives back the measured times wherever the measured edges agree with each other (the error left
+is where they do not: clocks of two ranks that disagree, operations that overlap on one stream). A what-if changes
+delays (:mod:`holotrace.analysis.critical_path.job_what_if`) and replays.
+
+Solving: along a chain ``v[k] = max(x[k], v[k-1] + d[k])`` is a running maximum after subtracting the chain's
+cumulative delays, so each pass solves every chain at once for given cross-chain inputs ``x``; passes repeat until
+nothing moves (one pass per cross-chain hop of the longest dependency path).
+
+Steps: a rank's step ends when its ``ProfilerStep`` range ends or, if later, when the last GPU operation of the
+step ends; a step of the job ends when its slowest rank's step ends. A job step's time is the time from the end
+of the job's previous step (the first: from its earliest ``ProfilerStep`` start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
+
+__all__ = ["Delays", "Replay", "base_delays", "gpu_idle", "replay", "solve", "step_ends", "step_table"]
+
+MAX_PASSES = 100_000
+WINDOW_POINTS = 8_192   # points per time window of the solver
+
+
+@dataclass
+class Delays:
+    """What a replay re-times with: one delay per chain position and per cross edge, and which cross edges hold."""
+
+    chain: np.ndarray
+    cross: np.ndarray
+    keep: np.ndarray
+
+    def copy(self) -> Delays:
+        return Delays(self.chain.copy(), self.cross.copy(), self.keep.copy())
+
+
+def base_delays(g: JobGraph) -> Delays:
+    """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
+    n_pts = len(g.point_time)
+    best = np.full(n_pts, np.inf)
+    best[g.chain_order] = np.where(g.chain_first, np.inf, g.chain_lag)
+    np.minimum.at(best, g.dst, g.lag)
+    chain_bind = (~g.chain_first) & (g.chain_lag <= best[g.chain_order])
+    chain = np.where(chain_bind, g.chain_lag, np.minimum(g.chain_lag, g.chain_floor))
+    chain[g.chain_first] = 0.0
+    chain_wins = np.zeros(n_pts, dtype=bool)
+    chain_wins[g.chain_order] = chain_bind
+    cross_bind = (g.lag <= best[g.dst]) & ~chain_wins[g.dst]
+    cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
+    return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
+
+
+def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
+    """Replayed time of every point, and the number of passes it took.
+
+    Dependencies run forward in measured time, so the points are solved window by window in time order (each
+    window's passes see the earlier windows settled, which keeps the passes per window few), then passes over the
+    whole graph confirm that nothing moves (they also settle any edge that runs backwards in measured time)."""
+    n_pts = len(g.point_time)
+    order, first = g.chain_order, g.chain_first
+    src, dst, w = g.src[d.keep], g.dst[d.keep], d.cross[d.keep]
+    has_in = np.zeros(n_pts, dtype=bool)
+    has_in[dst] = True
+    fixed_pos = first & ~has_in[order]
+    dd = np.where(first, 0.0, d.chain)
+    pos_of = np.empty(n_pts, dtype=np.int64)
+    pos_of[order] = np.arange(len(order))
+    v = np.full(n_pts, -np.inf)
+    passes = 0
+    # windows of positions by measured time (each chain's points in a window are consecutive positions)
+    t_pos = g.point_time[order]
+    n_win = max(1, len(order) // max(window_points, 1))
+    edges_t = np.quantile(t_pos, np.linspace(0, 1, n_win + 1)[1:-1]) if n_win > 1 and len(order) else np.zeros(0)
+    win_of_pos = np.searchsorted(edges_t, t_pos, side="right")
+    win_of_edge = win_of_pos[pos_of[dst]]
+    e_order = np.argsort(win_of_edge, kind="stable")
+    e_cut = np.searchsorted(win_of_edge[e_order], np.arange(n_win + 1))
+    p_order = np.argsort(win_of_pos, kind="stable")
+    p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
+    for k in range(n_win):
+        pos = np.sort(p_order[p_cut[k]:p_cut[k + 1]])
+        sel = e_order[e_cut[k]:e_cut[k + 1]]
+        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos)
+        passes += n
+    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos)
+    return v, passes + n
+
+
+def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
+    """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves."""
+    order = g.chain_order
+    if not len(pos):
+        return v, 0
+    pts = order[pos]
+    srt = np.argsort(dst, kind="stable")
+    src, dst, w = src[srt], dst[srt], w[srt]
+    cut = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, dtype=np.int64)
+    local = np.full(len(v), -1, dtype=np.int64)
+    local[pts] = np.arange(len(pts))
+    targets = local[dst[cut]] if len(dst) else np.zeros(0, dtype=np.int64)
+    seg = first[pos] | np.r_[True, pos[1:] != pos[:-1] + 1]
+    carry_from = np.where(seg & ~first[pos], order[np.maximum(pos - 1, 0)], -1)
+    has_carry = carry_from >= 0
+    d_local = np.where(seg, 0.0, dd[pos])
+    cs = np.cumsum(d_local)
+    seg_start = np.maximum.accumulate(np.where(seg, np.arange(len(pos)), 0))
+    c_cum = cs - cs[seg_start]
+    seg_id = np.cumsum(seg)
+    bounds = np.r_[np.flatnonzero(seg), len(pos)]
+    few = len(bounds) <= 65   # few chain segments: one running maximum each beats a grouped one
+    fixed = fixed_pos[pos]
+    measured = g.point_time[pts]
+    for n in range(1, MAX_PASSES + 1):
+        x = np.full(len(pos), -np.inf)
+        if len(dst):
+            x[targets] = np.maximum.reduceat(v[src] + w, cut)
+        x[fixed] = measured[fixed]
+        x[has_carry] = np.maximum(x[has_carry], v[carry_from[has_carry]] + dd[pos[has_carry]])
+        y = x - c_cum
+        if few:
+            for a, b in pairwise(bounds.tolist()):
+                np.maximum.accumulate(y[a:b], out=y[a:b])
+        else:
+            y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
+        new = c_cum + y
+        old = v[pts]
+        fin = np.isfinite(new)
+        done = np.array_equal(fin, np.isfinite(old)) and (not fin.any() or np.abs(new[fin] - old[fin]).max() < 0.5)
+        v[pts] = new
+        if done:
+            return v, n
+    raise RuntimeError("the job graph's replay did not settle: a dependency cycle gains time")
+
+
+def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
+    """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
+    end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
+    numbered -1, per rank from its first call or GPU operation to the end of its last."""
+    nt, rk, st = g.node_type, g.node_rank, g.node_step
+    marks = np.flatnonzero(nt == NodeType.STEP_START)
+    ends = np.flatnonzero(nt == NodeType.STEP_END)
+    if not len(marks):
+        work = np.flatnonzero((nt == NodeType.CALL) | (nt == NodeType.GPU))
+        if not len(work):
+            return pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})
+        grp = pd.DataFrame({"rank": rk[work], "start": t[2 * work], "end": t[2 * work + 1]}).groupby("rank")
+        out = grp.agg(start=("start", "min"), end=("end", "max")).reset_index()
+        out.insert(1, "step", -1)
+        return out
+    out = pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks]}).set_index(["rank", "step"])
+    out["end"] = pd.Series(t[2 * ends + 1], index=pd.MultiIndex.from_arrays([rk[ends], st[ends]]))
+    gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
+    if len(gpu):
+        last = pd.Series(t[2 * gpu + 1]).groupby([rk[gpu], st[gpu]]).max()
+        last = last.reindex(out.index)
+        out["end"] = np.fmax(out["end"].to_numpy(), last.to_numpy())
+    return out.reset_index()
+
+
+def step_table(ends: pd.DataFrame) -> pd.DataFrame:
+    """Job step times from :func:`step_ends`: ``step, start, end, time`` (ns) and ``slowest`` (the rank whose step
+    ended last)."""
+    if ends.empty:
+        return pd.DataFrame({"step": [], "start": [], "end": [], "time": [], "slowest": []})
+    e = ends.sort_values(["step", "end", "rank"], ascending=[True, False, True], kind="stable")
+    last = e.groupby("step", sort=True).head(1).set_index("step")
+    job = ends.groupby("step", sort=True).agg(start=("start", "min"), end=("end", "max"))
+    prev = job["end"].shift(1)
+    job["time"] = job["end"] - np.where(prev.notna() & (prev > job["start"]), prev, job["start"])
+    job["slowest"] = last["rank"].reindex(job.index).to_numpy()
+    return job.reset_index()
+
+
+@dataclass
+class Replay:
+    """A replay of the job graph: the point times and the job's steps (measured and replayed, ms)."""
+
+    graph: JobGraph
+    delays: Delays
+    times: np.ndarray
+    passes: int
+    steps: pd.DataFrame      # step, measured_ms, replayed_ms, error_pct, slowest_rank
+    rank_steps: pd.DataFrame  # rank, step, measured_ms, replayed_ms
+
+
+def _rank_times(ends: pd.DataFrame) -> pd.Series:
+    e = ends.sort_values(["rank", "step"], kind="stable")
+    prev = e.groupby("rank")["end"].shift(1)
+    t = e["end"] - np.where(prev.notna() & (prev > e["start"]), prev, e["start"])
+    return pd.Series(t.to_numpy(), index=pd.MultiIndex.from_frame(e[["rank", "step"]]))
+
+
+def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
+    """Replay ``g`` (unmodified when ``delays`` is None) and compare with the measured steps."""
+    d = delays if delays is not None else base_delays(g)
+    t, passes = solve(g, d)
+    m_ends, r_ends = step_ends(g, g.point_time), step_ends(g, t)
+    m, r = step_table(m_ends), step_table(r_ends)
+    steps = pd.DataFrame({"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6,
+                          "replayed_ms": r["time"].to_numpy() / 1e6})
+    steps["error_pct"] = np.where(steps["measured_ms"] > 0,
+                                  100.0 * (steps["replayed_ms"] - steps["measured_ms"]) / steps["measured_ms"], 0.0)
+    steps["slowest_rank"] = m["slowest"].to_numpy().astype(np.int64) if len(m) else np.zeros(0, np.int64)
+    mt, rt = _rank_times(m_ends), _rank_times(r_ends)
+    rank_steps = pd.DataFrame({"rank": mt.index.get_level_values(0).astype(np.int64),
+                               "step": mt.index.get_level_values(1).astype(np.int64),
+                               "measured_ms": mt.to_numpy() / 1e6, "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6})
+    return Replay(g, d, t, passes, steps, rank_steps)
+
+
+def gpu_idle(g: JobGraph) -> pd.DataFrame:
+    """Measured GPU idle time per (rank, step) in ms, within the job's step (:func:`step_table`: from the end of
+    the job's previous step to the end of this one): the step's time minus the union of the rank's GPU
+    operations inside it, a collective kernel counting from its last member's arrival (its wait is idle)."""
+    job = step_table(step_ends(g, g.point_time))
+    if job.empty:
+        return pd.DataFrame({"rank": [], "step": [], "idle_ms": []})
+    hi = job["end"].to_numpy()
+    lo = hi - job["time"].to_numpy()
+    arrival = np.full(max(int(g.node_coll.max()) + 1, 1) if len(g.node_coll) else 1, -np.inf)
+    arr = np.flatnonzero(g.node_type == NodeType.ARRIVAL)
+    arrival[g.node_coll[arr]] = g.point_time[2 * arr]
+    rows = []
+    for r in sorted(set(g.node_rank[g.node_rank >= 0].tolist())):
+        gpu = np.flatnonzero((g.node_rank == r) & (g.node_type == NodeType.GPU))
+        start = g.point_time[2 * gpu]
+        c = g.node_coll[gpu]
+        start = np.where(c >= 0, np.maximum(start, arrival[np.maximum(c, 0)]), start)
+        busy = _covered(start, g.point_time[2 * gpu + 1], lo, hi)
+        rows.append(pd.DataFrame({"rank": r, "step": job["step"].to_numpy(), "idle_ms": (hi - lo - busy) / 1e6}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _covered(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Length of the union of intervals ``[s, e)`` inside each window ``[lo, hi)``."""
+    if not len(s):
+        return np.zeros(len(lo))
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], np.maximum.accumulate(e[o])
+    new = np.r_[True, s[1:] > e[:-1]]
+    us = s[new]
+    ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+    cum = np.r_[0.0, np.cumsum(ue - us)]
+
+    def upto(x):
+        i = np.searchsorted(us, x, side="right")
+        j = np.maximum(i - 1, 0)
+        return np.where(i > 0, cum[j] + np.clip(np.minimum(x, ue[j]) - us[j], 0, None), 0.0)
+
+    return upto(hi) - upto(lo)
