@@ -102,14 +102,20 @@ def _critical_steps(df, notes):  # per step, the bounds share the path: 100 % an
         assert _close(g["duration us"].sum(), g["path us"].iloc[0], 1e-3 * max(1.0, g["path us"].iloc[0]))
 
 
-def _fixes(df, notes):  # % of path = saving / path
-    assert _close(df["% of path"], 100.0 * df["saving us"] / df["path us"], 0.01)
+def _fixes(df, notes):  # % of step = saving / the measured step (the prediction plus the saving)
+    assert np.allclose(df["% of step"], 100.0 * df["saving ms"] / (df["predicted ms"] + df["saving ms"]),
+                       rtol=1e-6, atol=1e-6)
+
+
+def _replay(df, notes):  # error % = (replayed - measured) / measured
+    assert np.allclose(df["error_pct"], 100.0 * (df["replayed_ms"] - df["measured_ms"]) / df["measured_ms"],
+                       rtol=1e-6, atol=1e-6)
 
 
 CLAIMS = {("summary", "temporal"): _temporal, ("summary", "idle_causes"): _idle_causes,
           ("summary", "overlap"): _overlap, ("summary", "kernel_types"): _kernel_types,
           ("summary", "top_kernels"): _top_kernels, ("critical-path", "steps"): _critical_steps,
-          ("advise", "fixes"): _fixes}
+          ("advise", "fixes"): _fixes, ("advise", "replay"): _replay}
 # percentage columns that are statistics, not shares (quartiles of a series)
 NOT_SHARES = {("counters", "queue_length"), ("counters", "memory_bandwidth"), ("diff", "kernels")}
 
