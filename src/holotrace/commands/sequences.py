@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from holotrace.analysis import sequences as _seq
-from holotrace.text import fit_names
+from holotrace.text import fit_names, structural_forms
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
@@ -68,7 +68,12 @@ def _labels(patterns, width: Optional[int]) -> list[str]:
     kernels never print alike, so two different patterns never do)."""
     split = [p.split("|") for p in patterns]
     kernels = list(dict.fromkeys(k for parts in split for k in parts[1:]))
-    short = dict(zip(kernels, fit_names(kernels, width)))
+    if width is not None:
+        # several names on one line: without `void` and argument lists from the start, unless that makes two alike
+        bare = [structural_forms(k)[1] for k in kernels]
+        short = dict(zip(kernels, fit_names(bare if len(set(bare)) == len(bare) else kernels, width)))
+    else:
+        short = dict(zip(kernels, fit_names(kernels, None)))
     return [" > ".join([fit_names([parts[0]], None)[0]] + [short[k] for k in parts[1:]]) for parts in split]
 
 
