@@ -70,7 +70,7 @@ BLOCK_PARAMS = 4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN + 13 * HIDDEN
 BUS_BYTES_PER_US = 100e3  # 100 GB/s NCCL bus bandwidth
 
 FIRST_STEP = 5  # profiler schedules usually skip a few steps
-VERSION = 1  # bump when the output changes, so cached benchmark jobs are regenerated
+VERSION = 2  # bump when the output changes, so cached benchmark jobs are regenerated
 
 
 class Kernel:
@@ -350,11 +350,14 @@ class RankTrace:
         th.t += int(dur_us * 1000 * self._noise())
         self.end(th, post_us=0.3)
 
-    def runtime(self, th, name, dur_us, flow=False):
-        """A CUDA runtime call at the thread's clock; returns (correlation, end time)."""
+    def runtime(self, th, name, dur_us, flow=False, until=None):
+        """A CUDA runtime call at the thread's clock (lasting at least until ``until``, ns, when it blocks);
+        returns (correlation, end time)."""
         self.corr += 1
         th.t += int(1000 * self._noise())
         start, dur = th.t, int(dur_us * 1000 * self._noise())
+        if until is not None:
+            dur = max(dur, until - start)
         th.t += dur
         self.emit(th, (
             f',\n  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {self.pid}, "tid": {th.tid},\n'
@@ -634,7 +637,7 @@ class RankTrace:
         self.begin(th, "aten::item")
         self.begin(th, "aten::_local_scalar_dense")
         self.memory(th, "cudaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)", 4, 0.5)
-        self.runtime(th, "cudaStreamSynchronize", 2.0)
+        self.runtime(th, "cudaStreamSynchronize", 2.0, until=self.gpu[COMPUTE] + 2_000)  # returns once the GPU is done
         th.t = max(th.t, self.gpu[COMPUTE] + 4_000)
         self.end(th); self.end(th)
         self.end_annotation(th, step_ext, post_us=50.0)

@@ -63,3 +63,7 @@ class PlottingUnavailableError(HolotraceError, ImportError):
 class OutputError(HolotraceError, OSError):
     """An output cannot be written: its destination is unusable (a missing or read-only folder, a folder where a
     file is meant, a device) or the write failed (disk full, the file-size limit)."""
+
+
+class RulesError(HolotraceError, ValueError):
+    """A rules file (``--rules``, ``$HOLOTRACE_RULES``, ``rules=``) cannot be read or has a bad line."""

@@ -24,6 +24,7 @@ from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
 from holotrace.schema import ID_COLUMNS, event_columns
 from holotrace.model.classify import RULES_VERSION
+from holotrace.model.rule_table import resolve_table
 from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
 from holotrace.model.strings import StringTable
@@ -96,6 +97,7 @@ class LoadOptions:
     executor: object = None  # an Executor for per-file work beyond this machine's pool (None: the local pool)
     progress: Optional[Callable[[int, int, str], None]] = None
     progress_bar: Optional[bool] = None
+    rules: object = None  # users' rules files (or a RuleTable) for holotrace's rule set; None: $HOLOTRACE_RULES
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ def _map(r, session: CacheSession) -> DecodedFile:
 def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
          cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
          progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None,
-         executor=None) -> Job:
+         executor=None, rules=None) -> Job:
     """Load a job: a folder of per-rank trace files, one file, or a list of files.
 
     Parameters
@@ -211,18 +213,25 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
     executor: an :class:`~holotrace.exec.executor.Executor` (e.g. Ray's) that decodes the files instead of
         this machine's process pool (its workers must reach the files and, with ``cache``, the cache folder).
 
+    rules: a user's rules file (or a list of them, or a ``RuleTable``) tried before the built-in rule table when
+        holotrace's rules classify this job's events (docs/rules.md); default: the files named by
+        ``$HOLOTRACE_RULES``. A bad file raises :class:`~holotrace.errors.RulesError` naming its line.
+
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
-    return load_with(path, LoadOptions(strict, cache, cache_dir, workers, all_args, executor, progress, progress_bar))
+    return load_with(path, LoadOptions(strict, cache, cache_dir, workers, all_args, executor, progress, progress_bar,
+                                       rules))
 
 
 def load_with(path: Union[PathLike, Sequence[PathLike]], opts: LoadOptions) -> Job:
     """:func:`load` with its options in one object."""
+    table = resolve_table(opts.rules)  # a bad rules file fails before any decoding
     found = discover(path, strict=opts.strict)
     session = CacheSession(cache_mod.resolve_dir(opts.cache_dir, check=True) if opts.cache else None, opts.all_args)
     t0 = time.perf_counter()
     decoded = _decode_all(found.files, session, opts)
     job = _job_of(path, found, decoded)
+    job.rule_table = table
     log.info("loaded %d rank(s) in %.2f s", len(job.traces), time.perf_counter() - t0)
     if opts.strict:
         serious = [x for x in job.findings if x.severity == "error"]

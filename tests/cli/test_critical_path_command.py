@@ -147,3 +147,15 @@ def test_job_path(job_dir, capsys):
     assert "duration" in kinds and {r["name"] for r in doc["job_path"] if r["kind"] == "duration"} >= {GEMM}
     code = main(["critical-path", str(job_dir), "--job", "--step", "9", "--no-cache"])
     assert code != 0 and "not in the job" in capsys.readouterr().err
+
+
+def test_job_path_timeline(job_dir, tmp_path, capsys):
+    out = tmp_path / "o"
+    code, text, _ = _run(capsys, "critical-path", str(job_dir), "--job", "--output", str(out))
+    assert code == 0 and "as flow arrows" in text
+    doc = json.loads((out / "job_critical_path.pt.trace.json").read_text())
+    flows = [e for e in doc["traceEvents"] if e.get("cat") == "job_critical_path"]
+    # each step: the launch of its first kernel on the path (step 1: the first GEMM, then the GPU is the path;
+    # step 2: the last kernel, the host's launches being the path), then that GPU's end to the synchronize
+    hops = [(e["args"]["step"], e["args"]["kind"]) for e in flows if e["ph"] == "s"]
+    assert hops == [(1, "launch"), (1, "sync"), (2, "launch"), (2, "sync")]

@@ -38,7 +38,8 @@ def test_every_command_module_is_registered():
         cmd = getattr(mod, "COMMAND", None)
         assert isinstance(cmd, Command), f"holotrace/commands/{name}.py defines no COMMAND = Command(...)"
         assert Entry(cmd.name, cmd.help) in COMMANDS, \
-            f"holotrace/commands/{name}.py is not listed in holotrace.commands.COMMANDS (or its help line differs)"
+            (f"holotrace/commands/{name}.py is not listed in holotrace.commands.COMMANDS, or its help line differs from "
+             f"its Entry there (the CLI lists commands from the Entry without importing them): update the Entry")
         assert cmd.name.replace("-", "_") == name, f"the command in {name}.py is called {cmd.name!r}; name the module after it"
         assert f"holotrace.commands.{name}" in registered
 
@@ -56,7 +57,7 @@ def test_registry_is_consistent():
     for entry in COMMANDS:
         c = entry.load()
         assert c.run.__module__ == entry.module == f"holotrace.commands.{c.name.replace('-', '_')}"
-        assert c.help == entry.help, f"the help line of {c.name} differs between its module and the registry"
+        assert c.help == entry.help, f"the help line of {c.name} differs from its Entry in commands/__init__.py: update the Entry"
         assert c.help and c.description and callable(c.add_arguments)
 
 

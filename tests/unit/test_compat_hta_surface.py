@@ -457,3 +457,74 @@ def test_parse_trace_file_and_helpers(filter_dir):
     with pytest.raises(KeyError):
         trace_event_timestamp_to_unixtime_ns(2.5, {})
     assert get_value_from_dict({"a": {"b": 1}}, "a.b") == 1 and get_value_from_dict({}, "a.b", 5) == 5
+
+
+def test_loaded_table_end_both_modes(filter_dir):
+    from holotrace import TraceAnalysis
+
+    # HTA: TraceAnalysis(trace_dir).t.get_trace(0)[["index", "ts", "dur", "end"]].head(3): ts aligned, end absolute
+    hta = [[2402, 2936, 10, 1682725898082238], [2404, 2995, 10, 1682725898082297], [2406, 3043, 3, 1682725898082338]]
+    compat = TraceAnalysis(trace_dir=filter_dir, hta_compat=True).t.get_trace(0)
+    assert compat[["index", "ts", "dur", "end"]].head(3).values.tolist() == hta
+    fixed = TraceAnalysis(trace_dir=filter_dir).t.get_trace(0)  # default: end = ts + dur on one clock
+    assert fixed[["index", "ts", "dur", "end"]].head(3).values.tolist() == [[i, t, d, t + d] for i, t, d, _ in hta]
+
+
+# ---------------------------------------------------------------------------- HTA's test_trace_call_graph.py
+def _backward_file(tmp_path) -> str:
+    from test_compat_trace_callgraph import BACKWARD  # HTA's tests/data/call_stack/backward_thread.json
+
+    events = [{"ph": "X", "cat": c, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
+              for c, n, p, t, ts, d, a in BACKWARD]
+    path = tmp_path / "backward_thread.json"
+    path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0}}))
+    return str(path)
+
+
+def test_call_graph_on_parsed_trace(tmp_path):
+    from holotrace import CallGraph, Trace
+    from holotrace.compat.call_graph import CallStackIdentity
+
+    f = _backward_file(tmp_path)
+    t = Trace(trace_files={0: f}, trace_dir="")
+    t.parse_traces()
+    t.decode_symbol_ids(use_shorten_name=False)
+    cg = CallGraph(t, ranks=[0])
+    df = cg.trace_data.get_trace(0)
+    # HTA 0.6.1, the same calls (its test_trace_call_graph.py on this trace):
+    assert df.shape[0] == 7 and list(cg.rank_to_stacks) == [0]
+    assert (df.loc[5, "height"], df.loc[5, "depth"]) == (0, 6)
+    stack = cg.get_stack_of_node(5)
+    assert stack["depth"].tolist() == [0, 1, 2, 3, 4, 5, 6] and stack["height"].tolist() == [6, 5, 4, 3, 2, 1, 0]
+    assert stack["num_kernels"].tolist() == [1] * 7 and stack["s_name"].iloc[0] == "ProfilerStep#552"
+    assert sorted(cg.mapping["label"]) == ["bwd", "main"] and cg.mapping["stack_root"].tolist() == [-3914, -3914]
+    assert [c.identity for c in cg.get_call_stacks(stack_index=1)] == [CallStackIdentity(0, 3914, 24922)]
+    assert cg.get_stack_of_node(5, skip_ancestors=True)["parent"].tolist() == [6]
+    assert cg.get_stack_of_node(5)["parent"].tolist() == [-3914, 0, 1, 2, 3, 4, 6]
+    assert cg.get_stack_of_node(2, skip_ancestors=True)["parent"].tolist() == [1, 2, 3, 4, 6]
+    cs = CallGraph.from_dataframe(df, t.symbol_table).get_csg_of_node(1)
+    assert [(i, cs.nodes[i].parent) for i in sorted(cs.nodes)] == [
+        (-3914, -1), (0, -3914), (1, 0), (2, 1), (3, 2), (4, 3), (5, 6), (6, 4)]
+    # without the "## backward ##" annotation the backward thread hangs under ProfilerStep#552 (index 0)
+    for d in t.get_all_traces().values():
+        d.drop(d.index[d["s_name"].eq("## backward ##")], inplace=True)
+    csg = CallGraph(t).get_csg_of_node(2, 0)
+    assert csg.get_parent(2) == 0 and 2 in csg.get_children(0)
+    four = Trace(trace_files={i: f for i in range(4)}, trace_dir="")
+    four.parse_traces()
+    for r, d in four.get_all_traces().items():
+        d["pid"] = r + 1
+    assert CallGraph(four).mapping.groupby("rank").size().unique().tolist() == [2]  # HTA: two stacks per rank
+
+
+def test_kernels_with_user_annotations_columns():
+    from holotrace import TraceAnalysis
+
+    a = TraceAnalysis(trace_dir=_traces("hta_ns_resolution"), hta_compat=True)
+    k = a.get_gpu_kernels_with_user_annotations(rank=0)
+    # HTA: get_gpu_kernels_with_user_annotations(rank=0): 4876 x 34, `end` right after `dur`, first rows
+    # (index, ts, dur, end) = (25790, 3488, 5, 3493), (25804, 3678, 2, 3680), (25820, 4067, 0, 4067)
+    assert k.shape == (4876, 34) and list(k.columns[5:9]) == ["ts", "dur", "end", "stream"]
+    assert list(k.columns[-4:]) == ["user_annotation", "s_name", "s_cat", "s_user_annotation"]
+    assert k[["index", "ts", "dur", "end"]].head(3).values.tolist() == [[25790, 3488, 5, 3493], [25804, 3678, 2, 3680],
+                                                                        [25820, 4067, 0, 4067]]

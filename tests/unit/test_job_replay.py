@@ -114,3 +114,25 @@ def test_job_critical_path(job):
     assert got == [(2, "cpu_gap", "cudaLaunchKernel", 0.0, 10.0), (2, "launch", "gemm_kernel", 10.0, 10.0),
                    (2, "duration", "gemm_kernel", 20.0, 300.0), (0, "xfer", ALLREDUCE, 320.0, 50.0)]
     assert path_summary(p)["ms"].sum() == pytest.approx(0.370)
+
+
+def test_job_path_hops_and_flows(job, tmp_path):
+    """The path's hops: rank 2's launch and stream wait, then from rank 2's all-reduce start (the last arrival) to
+    rank 0's all-reduce end; in the merged timeline they are flow arrows from rank to rank."""
+    import json
+
+    from holotrace.analysis.critical_path.job_path import job_path_hops
+    from holotrace.render.merged_trace import write_merged_trace
+
+    hops = job_path_hops(replay(build_job_graph(job)))
+    names = {r: job.strings.decode(job.rank(r).columns["name"]) for r in job.ranks}
+    got = [(h.kind, h.from_rank, names[h.from_rank][h.from_row], h.from_end, h.to_rank, names[h.to_rank][h.to_row],
+            h.to_end) for h in hops.itertuples()]
+    assert got == [("launch", 2, "cudaLaunchKernel", False, 2, "gemm_kernel", False),
+                   ("stream", 2, "gemm_kernel", True, 2, ALLREDUCE, False),
+                   ("xfer", 2, ALLREDUCE, False, 0, ALLREDUCE, True)]
+    out = tmp_path / "t.json"
+    write_merged_trace(job, out, job_path=hops)
+    ev = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "job_critical_path"]
+    last = [e for e in ev if e["args"]["kind"] == "xfer"]
+    assert [(e["ph"], e["pid"], e["ts"]) for e in last] == [("s", 2, 320.0), ("f", 0, 369.999)]

@@ -11,7 +11,6 @@ from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace.cli import main
-from holotrace.errors import AnalysisError
 from holotrace.model import view as view_mod
 from holotrace.model.classify import HTA, HTA_FIXED, NATIVE
 
@@ -74,8 +73,7 @@ def test_resolve_keeps_the_view_on_the_job_and_knows_its_rules(tmp_path, builds)
     fixed = view_mod.resolve(hta, HTA_FIXED)  # same columns, other rules: relabelled, not rebuilt
     assert fixed.rules is HTA_FIXED and fixed[0] is hta[0] and view_mod.resolve(hta) is hta
     assert builds == [(NATIVE.name, None), (HTA.name, None)]
-    with pytest.raises(AnalysisError, match="cannot be read under"):
-        view_mod.resolve(hta, NATIVE)  # HTA's table under holotrace's rules would mix two readings
+    assert view_mod.resolve(hta, NATIVE).rules is NATIVE  # the rules asked for are the ones applied
     job.forget_views()
     view_mod.resolve(job)
     assert len(builds) == 3

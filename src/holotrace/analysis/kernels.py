@@ -221,7 +221,7 @@ def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
                           "total": totals.to_numpy()})
     order = order.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable")
     chosen = order.head(top).reset_index(drop=True)
-    sel = allg[allg["name_id"].isin(chosen["name_id"])]
+    sel = allg if len(chosen) == len(order) else allg[allg["name_id"].isin(chosen["name_id"])]
     stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(["count", "sum", "max", "min", "mean", "std"]).reset_index()
     stats["std"] = stats["std"].fillna(0.0)
     ktype = sel.groupby("name_id")["ktype"].first()

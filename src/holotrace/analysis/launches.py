@@ -199,9 +199,10 @@ def all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
 
 
 def worst_launches(launches: pd.DataFrame, by: str, flag: str, top: int) -> pd.DataFrame:
-    """The ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time)."""
+    """The ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time; a frame of one
+    rank's launches may leave out ``rank``)."""
     pos = np.flatnonzero(launches[flag].to_numpy(dtype=bool))
-    keys = [launches[c].to_numpy()[pos] for c in (("ts", "rank") if "ts" in launches.columns else ("rank",))]
+    keys = [launches[c].to_numpy()[pos] for c in ("ts", "rank") if c in launches.columns]
     value = launches[by].to_numpy(dtype=np.float64)[pos]
     # a stable sort on (value descending, NaN last; rank; start), positions picked before any row is copied
     order = np.lexsort((*keys, -np.nan_to_num(value), np.isnan(value)))

@@ -88,10 +88,16 @@ def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, l
         stats = launches.launch_stats(view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True)
     else:
         stats = {r: launch_stats}
-    rows = launches.all_launches(stats)
+    rows = stats.get(r)
+    if rows is None or not len(rows):
+        rows = launches.all_launches(stats)  # no launch: the empty frame, with its columns
+        worst = rows.iloc[:0]
+    else:  # the rank's frame as it is (no stacked copy): the worst launches get the rank column
+        worst = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches)
+        worst = worst.assign(rank=np.int64(r))[["rank", *rows.columns]]
     delay = rows["launch_delay"].to_numpy(dtype=np.float64)
     frames["launch_sketch"] = delay_sketch(delay)
-    frames["launch_worst"] = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches).reset_index(drop=True)
+    frames["launch_worst"] = worst.reset_index(drop=True)
     v = view[r]
     info = {"rank": r, "origin_ns": origin, "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
             "clock_offset_ns": int(v.clock_offset), "launches": int(len(delay)),

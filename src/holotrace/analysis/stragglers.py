@@ -5,7 +5,9 @@ Two views, both over a :class:`~holotrace.model.view.JobView` under a rule set:
 * :func:`potential_stragglers` — HTA's method: among the long communication kernels, pick the
   ``(stream, kernel)`` whose duration varies most across ranks; per step, the ranks that start its
   last instance latest are the candidates. Communication kernels are those of
-  :meth:`~holotrace.model.classify.RuleSet.is_communication`. Without ``hta_quirks`` (holotrace's fixes):
+  :meth:`~holotrace.model.classify.RuleSet.is_communication` on HTA's tables, the view's ``kernel_type`` on
+  holotrace's (every family of the rule table, and work launched under a collective; docs/rules.md).
+  Without ``hta_quirks`` (holotrace's fixes):
   every NCCL/RCCL/HCCL family (``ncclDevKernel_*`` included), stream 0 and step 0 count, a trace
   without ``ProfilerStep`` annotations is one step, and degenerate inputs (one rank, no collective)
   give ``[]`` instead of an exception. With ``hta_quirks``: HTA's ``ncclKernel*``/``stream > 0``/
@@ -27,7 +29,7 @@ import pandas as pd
 
 from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
-from holotrace.model.classify import RuleSet
+from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve
 
@@ -136,16 +138,18 @@ def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         long = _long_rows(v["stream"], it, dur, mean_iter * 0.01, rules.hta_quirks)
         if keep is not None:
             long = long[keep[long]]
-        picked.append((r, long, v["stream"], it, ts, dur, v["name"]))
+        picked.append((r, long, v["stream"], it, ts, dur, v["name"], v["kernel_type"]))
     ids = np.concatenate([p[6][p[1]] for p in picked]) if picked else np.empty(0, dtype=np.int64)
     if not len(ids):
         return _empty()
-    # the communication rule, once per distinct name of the long rows
-    uniq, inv = np.unique(ids, return_inverse=True)
-    comm = np.array([rules.is_communication(view.strings[int(i)]) for i in uniq.tolist()], dtype=bool)[inv.reshape(-1)]
+    if view.rules.hta_table:  # HTA's tables: the communication rule by name, once per distinct name of the long rows
+        uniq, inv = np.unique(ids, return_inverse=True)
+        comm = np.array([rules.is_communication(view.strings[int(i)]) for i in uniq.tolist()], dtype=bool)[inv.reshape(-1)]
+    else:  # holotrace's view: its kernel types (the rule table, by name and by the launching collective)
+        comm = np.concatenate([p[7][p[1]] == int(KernelType.COMMUNICATION) for p in picked])
     cols: dict[str, list] = {c: [] for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
     at = 0
-    for r, long, stream, it, ts, dur, name in picked:
+    for r, long, stream, it, ts, dur, name, _ in picked:
         rows = long[comm[at:at + len(long)]]
         at += len(long)
         for c, x in (("rank", np.full(len(rows), r, dtype=np.int64)), ("stream", stream[rows]), ("iteration", it[rows]),
@@ -327,7 +331,7 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0
     cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]
-    m = match_collectives(view, ranks=ranks).kernels
+    m = match_collectives(view, rules=view.rules, ranks=ranks).kernels
     if m.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
     parts = []

@@ -17,10 +17,18 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)")
     g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_rules_option(g)
     add_executor_options(g)
     f = p.add_argument_group("selection")
     f.add_argument("--ranks", metavar="LIST", help="analyse only these ranks, e.g. 0-3,7 (default: all)")
     f.add_argument("--steps", metavar="LIST", help="analyse only these ProfilerStep numbers, e.g. 5-9 (default: all)")
+
+
+def add_rules_option(g) -> None:
+    """``--rules FILE`` (repeatable): a user's classification rules, tried before the built-in table."""
+    g.add_argument("--rules", metavar="FILE", action="append", default=None,
+                   help="classification rules tried before the built-in table (repeatable; default: the files in "
+                        "$HOLOTRACE_RULES; format: docs/rules.md)")
 
 
 def add_executor_options(g) -> None:
@@ -47,7 +55,8 @@ def load_job(args: argparse.Namespace) -> Job:
 
     def opts(executor=None) -> LoadOptions:
         return LoadOptions(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                           executor=executor, progress_bar=False if getattr(args, "quiet", False) else None)
+                           executor=executor, progress_bar=False if getattr(args, "quiet", False) else None,
+                           rules=getattr(args, "rules", None))
 
     if ex is None:
         return select_job(load_with(args.path, opts()), args)

@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     if getattr(args, "job", False):
-        return emit(job_report(job, parse_steps(args.step)), args)
+        return emit(job_report(job, parse_steps(args.step), getattr(args, "output", None)), args)
     if args.rank not in job.ranks:
         raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
     steps = parse_steps(args.step)
@@ -72,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     return emit(report, args)
 
 
-def job_report(job, steps=None) -> Report:
-    """The job's cross-rank critical path per step: time by rank and edge kind, and the path's segments."""
+def job_report(job, steps=None, output=None) -> Report:
+    """The job's cross-rank critical path per step: time by rank and edge kind, and the path's segments; with
+    ``output``, the merged timeline of every rank with the path's hops as flow arrows, written into that folder."""
     from holotrace.analysis.critical_path.job_graph import build_job_graph
     from holotrace.analysis.critical_path.job_path import job_critical_path, path_summary
     from holotrace.analysis.critical_path.replay import replay
@@ -96,8 +97,20 @@ def job_report(job, steps=None) -> Report:
                         notes=["kinds: duration = an event's own time, cpu_gap = host time between calls, gpu_gap = "
                                "stream idle, launch/stream/sync = waits on another thread or stream, arrive/xfer = "
                                "a collective's wait for its last member and its transfer (docs/analyses.md)"])]
-    return Report(title="Critical path of the job (all ranks)", sections=sections, header=header,
-                  data={"job_path_summary": summ, "job_path": path, "replay": rep.steps})
+    report = Report(title="Critical path of the job (all ranks)", sections=sections, header=header,
+                    data={"job_path_summary": summ, "job_path": path, "replay": rep.steps})
+    if output:
+        from holotrace.analysis.critical_path.job_path import job_path_hops
+        from holotrace.render.merged_trace import write_merged_trace
+
+        hops = job_path_hops(rep)
+        if steps is not None:
+            hops = hops[hops["step"].isin(steps)]
+        target = os.path.join(output, "job_critical_path.pt.trace.json")
+        write_merged_trace(job, target, job_path=hops)
+        report.meta["timeline"] = target
+        report.header.append(f"timeline with the path's {len(hops)} hops as flow arrows: {target}")
+    return report
 
 
 COMMAND = Command(

@@ -31,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     job = select_job(load(args.path, strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir,
-                          workers=args.workers, all_args=True, progress_bar=False if args.quiet else None), args)
+                          workers=args.workers, all_args=True, progress_bar=False if args.quiet else None,
+                          rules=args.rules), args)
     return emit(build_report(job, by=args.by, top=args.top, strict=args.strict), args)
 
 

@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from holotrace.analysis.diff import NORMALISATIONS, check_rules, diff_jobs, parse_rule
+from holotrace.commands._load import add_rules_option
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
@@ -52,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ld.add_argument("--workers", type=int, metavar="N", help="cores used to decode")
     ld.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     ld.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_rules_option(ld)
     add_output_options(p)
 
 
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         parse_rule(r)
     k = parse_min_effect(args.min_effect)
     opts = dict(cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                progress_bar=False if args.quiet else None)
+                progress_bar=False if args.quiet else None, rules=args.rules)
     base = load(args.base, **opts)
     new = base if args.new == args.base else load(args.new, **opts)
     steps = lambda s, what: parse_int_ranges(s, what) if s else None  # noqa: E731

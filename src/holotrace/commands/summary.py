@@ -96,7 +96,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
                       workers=getattr(args, "workers", None)) as ex:
         return summarize(args.path, executor=ex, ranks=ranks, cache=not getattr(args, "no_cache", False),
                          cache_dir=getattr(args, "cache_dir", None), top=top,
-                         progress_bar=False if getattr(args, "quiet", False) else None)
+                         progress_bar=False if getattr(args, "quiet", False) else None, rules=getattr(args, "rules", None))
 
 
 def build_report(js: JobSummary, *, top: int = 10) -> Report:

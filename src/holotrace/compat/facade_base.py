@@ -46,12 +46,13 @@ class FacadeBase:
     @property
     def t(self):
         """HTA's ``Trace`` of this job (:class:`holotrace.compat.trace.Trace`): tables built on first access,
-        owned by that object (editing them never changes what the analyses read)."""
+        owned by that object (editing them never changes what the analyses read). With ``hta_compat`` their ``end``
+        is absolute, as HTA leaves it (``ts`` is aligned); otherwise ``end = ts + dur``."""
         trace = self.__dict__.get("_trace")
         if trace is None:
             from holotrace.compat.trace import Trace
 
-            trace = self.__dict__["_trace"] = Trace.from_job(self.job, self.view)
+            trace = self.__dict__["_trace"] = Trace.from_job(self.job, self.view, hta_compat=self.hta_compat)
         return trace
 
     # ------------------------------------------------------------------ shared inputs (read-only)

@@ -46,6 +46,8 @@ class AnnotationMethods(FacadeBase):
         # HTA returns rows of its table, every column but the names: build just those rows
         out = hta_table(self.view[rank], self.job.strings, rows=ops).drop(columns=["s_name", "s_cat"])
         out = out.assign(end=out["ts"] + out["dur"], user_annotation=np.where(ann >= 0, names[np.clip(ann, 0, None)], -1))
+        cols = [c for c in out.columns if c != "end"]  # HTA's order: the corrected end right after dur
+        out = out[cols[:cols.index("dur") + 1] + ["end"] + cols[cols.index("dur") + 1:]]
         if expand_names:
             def text(ids):  # each distinct name decoded (and shortened) once
                 return text_column(*_anno.shortened_ids(self.job.strings, ids) if shorten_names else (self.job.strings, ids))

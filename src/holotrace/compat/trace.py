@@ -228,7 +228,7 @@ class Trace:
     """HTA's ``Trace``: the loaded per-rank tables, their symbol table and metadata."""
 
     def __init__(self, trace_files: Optional[Union[List[str], Dict[int, str]]] = None, trace_dir: str = "",
-                 parser_config=None, *, job=None, view=None) -> None:
+                 parser_config=None, *, job=None, view=None, hta_compat: bool = False) -> None:
         self.trace_path = trace_dir
         self.parser_config = parser_config
         self._trace_files_arg = trace_files
@@ -240,13 +240,14 @@ class Trace:
         self.meta_data: Dict[int, dict] = {}
         self.min_ts: int = 0
         self.trace_files: Dict[int, str] = dict(trace_files) if isinstance(trace_files, dict) else {}
+        self.hta_compat = bool(hta_compat)  # loaded tables keep HTA's absolute ``end``
         if job is not None:
             self._attach(job, view)
 
     @classmethod
-    def from_job(cls, job, view=None) -> "Trace":
+    def from_job(cls, job, view=None, hta_compat: bool = False) -> "Trace":
         """The Trace of an already loaded job (and its HTA view, or one built here)."""
-        return cls(job=job, view=view)
+        return cls(job=job, view=view, hta_compat=hta_compat)
 
     def _attach(self, job, view) -> None:
         from holotrace.model.classify import HTA
@@ -257,10 +258,14 @@ class Trace:
         ranks = self.view.ranks
         self.trace_files = {r: job.rank(r).file for r in ranks}
         view = self.view
-        self.traces = _LazyTables(lambda r: hta_table(view[r], job.strings), ranks)
+        self.min_ts = _min_ts(job)
+        if self.hta_compat:  # HTA aligns ``ts`` only: its ``end`` stays on the file's clock
+            offset = self.min_ts
+            self.traces = _LazyTables(lambda r: _absolute_end(hta_table(view[r], job.strings), offset), ranks)
+        else:
+            self.traces = _LazyTables(lambda r: hta_table(view[r], job.strings), ranks)
         self._sym = None
         self.meta_data = {r: {**job.rank(r).meta, "device_type": job.rank(r).device_type} for r in ranks}
-        self.min_ts = _min_ts(job)
         self.is_parsed = True
 
     @property
@@ -456,6 +461,11 @@ def parsed_table(view, strings, offset: int, *, args: bool = True) -> pd.DataFra
     df = hta_table(view, strings, args=args).drop(columns=["s_name", "s_cat"])
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
     df["ts"] = df["ts"] + offset
+    df["end"] = df["end"] + offset
+    return df
+
+
+def _absolute_end(df: pd.DataFrame, offset: int) -> pd.DataFrame:
     df["end"] = df["end"] + offset
     return df
 

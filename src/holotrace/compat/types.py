@@ -59,10 +59,12 @@ def to_grouping_pattern(pattern: Union[str, List[str], re.Pattern, GroupingPatte
 
 
 ProfilerStepGroupingPattern = GroupingPattern(classify.HTA_STEP_GROUPING, False, "profiler_steps")
-MemoryKernelGroupingPattern = GroupingPattern(classify._MEMORY, False, "memory_kernels")
+MemoryKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.MEMORY), False, "memory_kernels")
 MTIAMemoryKernelGroupingPattern = GroupingPattern(classify.HTA_MTIA_MEMORY_KERNEL, False, "memory_kernels")
-CommunicateKernelGroupingPattern = GroupingPattern(classify._COMM, False, "communicate_kernels")
-ComputeKernelGroupingPattern = GroupingPattern(classify._NOT_COMPUTE, True, "compute_kernels")
+CommunicateKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.COMMUNICATION), False,
+                                                   "communicate_kernels")
+ComputeKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.COMPUTATION), True,
+                                               "compute_kernels")
 common_grouping_patterns = {"memory_kernels": MemoryKernelGroupingPattern,
                             "compute_kernels": ComputeKernelGroupingPattern,
                             "communicate_kernels": CommunicateKernelGroupingPattern}
@@ -122,7 +124,7 @@ def get_kernel_type(name: str) -> str:
 
 
 def is_comm_kernel(name: str) -> bool:
-    return classify._COMM.match(name) is not None
+    return classify.hta_kernel_pattern(KernelType.COMMUNICATION).match(name) is not None
 
 
 def is_memory_kernel(name: str) -> bool:
@@ -130,7 +132,7 @@ def is_memory_kernel(name: str) -> bool:
 
 
 def is_compute_kernel(name: str) -> bool:
-    return classify._NOT_COMPUTE.match(name) is None
+    return classify.hta_kernel_pattern(KernelType.COMPUTATION).match(name) is None
 
 
 is_computer_kernel = is_compute_kernel

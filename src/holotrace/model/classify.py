@@ -5,9 +5,14 @@ Every analysis asks this module, never its own regexes:
 * :class:`Kind` — what an event is, from its category (and, for MTIA device
   events, its name): CPU op, annotation, runtime call, GPU kernel, memcpy ...
 * :class:`KernelType` — COMMUNICATION / MEMORY / COMPUTATION / OTHER for GPU
-  activity, by kernel name. The rules are HTA 0.6.1's (``get_kernel_type``),
-  which the compatibility bar requires, plus ``rccl*`` names as communication
-  (HTA calls them computation; see docs/compatibility.md).
+  activity, and :class:`CommKind` — which collective: the rule table
+  ``default.rules`` (data shipped in the package, read by
+  :mod:`holotrace.model.rule_table`; users add rules with ``--rules``,
+  ``$HOLOTRACE_RULES`` or ``rules=``). Its ``hta`` rules are HTA 0.6.1's
+  (``get_kernel_type``), the only ones under the HTA rule sets; holotrace's
+  own rules add every collective library it knows and, in the view,
+  the collective operators GPU work was launched under
+  (:mod:`holotrace.model.comm_evidence`; docs/rules.md).
 * launch APIs, synchronisation calls, ``ProfilerStep#N`` recognition.
 
 Rules are evaluated once per distinct string of the job's string table and
@@ -19,11 +24,13 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-RULES_VERSION = 2
+from holotrace.model.rule_table import CommKind, KernelType, default_table, hta_table  # noqa: F401  (CommKind re-exported)
+
+RULES_VERSION = 3  # the derived columns of the cached model (kernel types are the view's, under a rule table)
 
 
 class Kind(enum.IntEnum):
@@ -51,13 +58,6 @@ GPU_ACTIVITY = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 CPU_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER, Kind.PYTHON)
 
 
-class KernelType(enum.IntEnum):
-    COMMUNICATION = 0
-    MEMORY = 1
-    COMPUTATION = 2
-    OTHER = 3
-
-
 # Category (lower-cased) -> Kind. Legacy (2021) traces capitalise categories.
 CATEGORY_KINDS: dict[str, Kind] = {
     "cpu_op": Kind.CPU_OP,
@@ -80,15 +80,6 @@ CATEGORY_KINDS: dict[str, Kind] = {
     "trace": Kind.TRACE_SPAN,
     "overhead": Kind.OVERHEAD,
 }
-
-# Kernel-name rules (HTA 0.6.1, start-anchored ``re.match`` semantics).
-_COMM = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
-_COMM_EXTRA = re.compile(r"^rccl")  # RCCL's own kernel prefix
-_MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
-_NOT_COMPUTE = re.compile(
-    r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)"
-    r"|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)"
-)
 
 # CPU calls that put work on a GPU queue.
 LAUNCH_APIS = frozenset({
@@ -136,34 +127,27 @@ def is_memory_api(name: str) -> bool:
 
 
 def is_memory_kernel_name(name: str) -> bool:
-    """HTA's memory-kernel name test (``is_memory_kernel``: ``[hip]Memcpy*``, ``[hip]Memset*``, ``dma*``), on its
-    own: ``hipMemcpy*`` passes it although its kernel type is COMMUNICATION (the ``^hip`` rule comes first)."""
-    return _MEMORY.match(name) is not None
+    """HTA's memory-kernel name test (``is_memory_kernel``: the ``hta`` memory rule of the table, ``[hip]Memcpy*``,
+    ``[hip]Memset*``, ``dma*``), on its own: ``hipMemcpy*`` passes it although its kernel type is COMMUNICATION
+    (the ``hta`` communication rule comes first)."""
+    return any(r.pattern.search(name) for r in hta_table().rules if r.type is KernelType.MEMORY)
+
+
+def hta_kernel_pattern(kernel_type: KernelType) -> re.Pattern:
+    """The expression of HTA's rule for one kernel type (the table's ``hta`` rule; for COMPUTATION, the rule of
+    what is *not* computation, OTHER's), matched at the start of a name as HTA's ``re.match``."""
+    want = KernelType.OTHER if kernel_type is KernelType.COMPUTATION else kernel_type
+    return next(r.pattern for r in hta_table().rules if r.type is want)
 
 
 def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:
-    """Kernel type of one GPU activity name (full, unshortened)."""
-    if _COMM.match(name) or (not hta_compat and _COMM_EXTRA.match(name)):
-        return KernelType.COMMUNICATION
-    if _MEMORY.match(name):
-        return KernelType.MEMORY
-    if not _NOT_COMPUTE.match(name):
-        return KernelType.COMPUTATION
-    return KernelType.OTHER
-
-
-def kernel_type_of_names(names: Iterable[str], *, hta_compat: bool = False) -> np.ndarray:
-    """Vectorised :func:`kernel_type_of_name` over distinct strings (int8 codes)."""
-    arr = np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object)
-    if arr.size == 0:
-        return np.empty(0, dtype=np.int8)
-    uniq, inv = np.unique(arr.astype(str), return_inverse=True)
-    types = np.array([int(kernel_type_of_name(n, hta_compat=hta_compat)) for n in uniq.tolist()], dtype=np.int8)
-    return types[inv.reshape(-1)]
+    """Kernel type of one GPU activity name (full, unshortened) by the built-in table's kernel-name rules (HTA's
+    rules only with ``hta_compat``). The name alone: the view also reads the launching operator."""
+    return KernelType((hta_table() if hta_compat else default_table()).kernel_rule(name)[0])
 
 
 def is_communication_kernel(name: str) -> bool:
-    """Every communication kernel family: nccl*/ncclKernel*/ncclDevKernel*, rccl*, hccl*, hip collectives."""
+    """A communication kernel by its name under the built-in table (every family it knows)."""
     return kernel_type_of_name(name) == KernelType.COMMUNICATION
 
 
@@ -176,15 +160,13 @@ def profiler_step_number(name: str) -> int:
 def classify_strings(table: list[str]) -> dict[str, np.ndarray]:
     """Per-string lookup arrays (index = string id) used to classify events in bulk."""
     n = len(table)
-    kernel_type = np.full(n, -1, dtype=np.int8)
     is_launch = np.zeros(n, dtype=bool)
     step = np.full(n, -1, dtype=np.int64)
     for i, s in enumerate(table):
-        kernel_type[i] = kernel_type_of_name(s)
         is_launch[i] = s in LAUNCH_APIS
         if s.startswith("ProfilerStep"):
             step[i] = profiler_step_number(s)
-    return {"kernel_type": kernel_type, "is_launch": is_launch, "step": step}
+    return {"is_launch": is_launch, "step": step}
 
 
 class KindLookup:
@@ -253,16 +235,12 @@ class RuleSet:
     launch_apis: frozenset
     memory_launch_apis: frozenset
 
-    def kernel_types(self, names: Iterable[str]) -> np.ndarray:
-        """:meth:`kernel_type` of many names (int8 codes, one rule pass per distinct name)."""
-        return kernel_type_of_names(names, hta_compat=self.hta_table)
-
     def step_number(self, name: str) -> int:
         """The ``ProfilerStep`` number of a name under these rules, else -1."""
         return hta_profiler_step_number(name) if self.hta_table else profiler_step_number(name)
 
     def is_communication(self, name: str) -> bool:
-        """A communication kernel for the straggler analysis (HTA's quirk: ``ncclKernel*`` only)."""
+        """A communication kernel by name for the straggler analysis (HTA's quirk: ``ncclKernel*`` only)."""
         if self.hta_quirks:
             return name.startswith("ncclKernel")
         return kernel_type_of_name(name) == KernelType.COMMUNICATION

@@ -1,4 +1,7 @@
-"""The columns derived from one rank's decoded events: kind, kernel type, launches, links, steps.
+"""The columns derived from one rank's decoded events: kind, launches, links, steps.
+
+Kernel types are not among them: they depend on the rule table in use (a user's rules, the launching
+operator), so the view derives them (:mod:`holotrace.model.view`).
 
 Derivation runs over the events in chunks of rows, so that its working memory does not grow with the
 file: a first pass finds the ``ProfilerStep`` rows; the second classifies each chunk (every rule is a
@@ -22,7 +25,7 @@ from holotrace.schema import compact_ints
 
 CHUNK_ROWS = 1 << 16  # rows per chunk: a few MB of working memory, whatever the file's size
 #: the derived columns, in the order they follow the decoded ones
-DERIVED = ("end_ns", "kind", "kernel_type", "is_launch", "partner", "is_step", "step_number", "iteration")
+DERIVED = ("end_ns", "kind", "is_launch", "partner", "is_step", "step_number", "iteration")
 
 
 class Columns(Protocol):
@@ -67,7 +70,6 @@ class _Lookup:
         n = len(table)
         lut = classify.classify_strings(table)
         self.n = n
-        self.kernel_type = np.append(lut["kernel_type"], np.int8(-1))
         self.is_launch = np.append(lut["is_launch"], False)
         self.step = np.append(lut["step"], np.int64(-1))
         self.kinds = classify.KindLookup(table)
@@ -93,14 +95,12 @@ def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
         corr = src.read("events", "correlation", a, b)
         kind = look.kinds(cat, name)
         safe = np.where(name >= 0, name, look.n)
-        gpu_activity = classify.is_gpu_activity(kind)
         cpu_side, gpu_side = _sides(kind)
         step_num = look.step[safe]
         is_step = _is_step(kind, step_num)
         src.append("events", {
             "end_ns": ts + dur,
             "kind": kind,
-            "kernel_type": np.where(gpu_activity, look.kernel_type[safe], -1).astype(np.int8),
             "is_launch": look.is_launch[safe] & cpu_side,
             "is_step": is_step,
             "step_number": compact_ints(np.where(is_step, step_num, -1)),

@@ -17,6 +17,8 @@ from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from holotrace.model.rule_table import RuleTable
+
 __all__ = ["Job", "RankTrace", "derive_columns"]
 
 
@@ -193,6 +195,9 @@ class Job:
     findings: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (file, why)
     path: str = ""
+    #: the rule table holotrace's rule set classifies this job's events with (the built-in table with the user's
+    #: rules first, from ``load(rules=...)`` or ``$HOLOTRACE_RULES``); None: resolved when a view is built
+    rule_table: Optional["RuleTable"] = None
     # the job's views, built once per rule-set shape and ranks (holotrace.model.view.resolve); never pickled
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -9,7 +9,8 @@ Used by :func:`holotrace.model.view.job_view` under a rule set with ``hta_table`
   sits on stream 0);
 * the last ``ProfilerStep`` and what it launched dropped (unless ``include_last_step``), in HTA's row order
   (GPU rows, then CPU rows);
-* ``gpu`` = every row carrying a stream (HTA's selection for its breakdowns); ``kernel_type`` by HTA's regexes.
+* ``gpu`` = every row carrying a stream (HTA's selection for its breakdowns); ``kernel_type`` by HTA's rules of the rule table
+  (family ``hta``), by name only; ``comm_op`` is −1.
 
 One difference on purpose (docs/compatibility.md): ``end`` is ``ts + dur`` on the aligned clock.
 """
@@ -19,7 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from holotrace.model import link
-from holotrace.model.classify import HTA, HTA_PROFILER_STEP, HTA_SYNC_EVENT_NAMES, KernelType, hta_profiler_step_number
+from holotrace.model.classify import HTA_PROFILER_STEP, HTA_SYNC_EVENT_NAMES, hta_profiler_step_number
+from holotrace.model.comm_evidence import classify_rank
+from holotrace.model.rule_table import hta_table
 from holotrace.exec.pool import thread_map
 
 __all__ = ["hta_rank_columns", "as_double_us"]
@@ -124,7 +127,7 @@ def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_
     cols["end"] = cols["ts"] + cols["dur"]
     gpu = cols["stream"] != -1
     cols["gpu"] = gpu
-    cols["kernel_type"] = _hta_kernel_types(job.strings, cols["name"], gpu)
+    cols.update(classify_rank(cols, job.strings, hta_table(), gpu=gpu, by_launch=False))  # HTA's name-only types
     icorr = cols["index_correlation"]
     partner = np.full(len(icorr), -1, dtype=np.int64)
     linked = np.flatnonzero(icorr > 0)
@@ -135,20 +138,6 @@ def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_
         partner[linked[inside]] = lookup[want[inside]]
     cols["partner"] = partner
     return cols
-
-
-def _hta_kernel_types(strings, name: np.ndarray, gpu: np.ndarray) -> np.ndarray:
-    """HTA's kernel type of each ``gpu`` row (one regex pass per distinct name), −1 elsewhere."""
-    out = np.full(len(name), -1, dtype=np.int8)
-    rows = np.flatnonzero(gpu)
-    if not len(rows):
-        return out
-    uniq, inv = np.unique(name[rows], return_inverse=True)
-    text = strings.decode(uniq)
-    types = HTA.kernel_types(list(text)) if len(uniq) else np.empty(0, dtype=np.int8)
-    types = np.where(uniq >= 0, types, int(KernelType.COMPUTATION)).astype(np.int8)  # a missing name reads as ""
-    out[rows] = types[inv.reshape(-1)]
-    return out
 
 
 def _rows_after_last_step_filter(cols: dict, step_ids: np.ndarray, min_ts: int, include_last: bool) -> np.ndarray:

@@ -12,7 +12,9 @@ Critical paths (``critical_paths={rank: [(step, CriticalPath), ...]}``, computed
 drawn as flow arrows (``"ph": "s"/"f"``, ``cat`` ``critical_path``) for each path edge that hops between two
 events other than a call into or out of a nested operator on the same thread (launch delays, kernel-to-kernel
 gaps, dependencies, syncs, any edge across tracks), with ids above every flow id of the job; the path's events carry ``args.critical_path = <step>``. An arrow's end on an event's
-end instant is placed 1 ns inside it, so that Perfetto binds it to that event.
+end instant is placed 1 ns inside it, so that Perfetto binds it to that event. The job's cross-rank critical
+path (``job_path``: the hops of :func:`holotrace.analysis.critical_path.job_path.job_path_hops`) is drawn the
+same way, ``cat`` ``job_critical_path``, from one rank's process to another's where it crosses ranks.
 
 :func:`merged_events` yields the JSON text of the events; :func:`write_merged_trace` writes the file
 (gzip-compressed when the name ends in ``.gz``).
@@ -159,6 +161,35 @@ def _flow_events(job, r: int, origin: int, gpu_only: bool, paths, first_id: int)
     return out, first_id
 
 
+def _job_flow_events(job, origin: int, gpu_only: bool, hops, first_id: int) -> tuple[list[str], int]:
+    """Flow arrows of the job's cross-rank critical path (``hops``: rows of
+    :func:`holotrace.analysis.critical_path.job_path.job_path_hops`), ids from ``first_id``."""
+    tids, starts, ends = {}, {}, {}
+    for r in set(hops["from_rank"].tolist()) | set(hops["to_rank"].tolist()):
+        t = job.rank(r)
+        c = t.columns
+        rows, tid_w, _ = _tracks(job, r, gpu_only)
+        tid = np.full(t.n_events, -1, dtype=np.int64)
+        tid[rows] = tid_w
+        s = c["ts_ns"].astype(np.int64) + int(t.clock_offset_ns) - origin
+        tids[r], starts[r], ends[r] = tid, s, s + np.maximum(c["dur_ns"].astype(np.int64) - 1, 0)
+    out: list[str] = []
+    for h in hops.itertuples(index=False):
+        a, b = int(h.from_row), int(h.to_row)
+        ta, tb = tids[h.from_rank][a], tids[h.to_rank][b]
+        if ta < 0 or tb < 0:
+            continue
+        xa = (ends if h.from_end else starts)[h.from_rank][a]
+        xb = (ends if h.to_end else starts)[h.to_rank][b]
+        (x, y), args = _ts_text(np.array([xa, xb])), f'{{"step":{int(h.step)},"kind":{json.dumps(str(h.kind))}}}'
+        out.append(f'{{"ph":"s","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
+                   f'"pid":{int(h.from_rank)},"tid":{ta},"ts":{x},"args":{args}}},'
+                   f'{{"ph":"f","bp":"e","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
+                   f'"pid":{int(h.to_rank)},"tid":{tb},"ts":{y},"args":{args}}}')
+        first_id += 1
+    return out, first_id
+
+
 def first_free_flow_id(job) -> int:
     """One above every flow id of the job's files."""
     top = -1
@@ -170,7 +201,8 @@ def first_free_flow_id(job) -> int:
 
 
 def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
-                  findings: bool = True, critical_paths: Optional[dict] = None) -> tuple[int, Iterator[str]]:
+                  findings: bool = True, critical_paths: Optional[dict] = None,
+                  job_path=None) -> tuple[int, Iterator[str]]:
     """``(origin_ns, events)``: the job's origin on the common clock and the JSON text of every event."""
     chosen = [r for r in job.ranks if ranks is None or r in set(ranks)]
     starts, origin = {}, None
@@ -189,6 +221,10 @@ def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool 
             if paths:
                 flows, next_id = _flow_events(job, r, origin, gpu_only, paths, next_id)
                 yield from flows
+        if job_path is not None and len(job_path):
+            hops = job_path[job_path["from_rank"].isin(chosen) & job_path["to_rank"].isin(chosen)]
+            flows, next_id = _job_flow_events(job, origin, gpu_only, hops, next_id)
+            yield from flows
         if findings:
             yield from _finding_events(job, origin, rel)
 
@@ -196,10 +232,10 @@ def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool 
 
 
 def write_merged_trace(job, output, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
-                       findings: bool = True, critical_paths: Optional[dict] = None) -> tuple[int, int]:
+                       findings: bool = True, critical_paths: Optional[dict] = None, job_path=None) -> tuple[int, int]:
     """Write the merged trace to ``output`` (``.gz``: gzip); returns ``(events written, bytes written)``."""
     origin, events = merged_events(job, ranks=ranks, gpu_only=gpu_only, findings=findings,
-                                   critical_paths=critical_paths)
+                                   critical_paths=critical_paths, job_path=job_path)
     body = list(events)
     head = json.dumps({"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": origin,
                        "traceName": f"holotrace merged timeline of {Path(str(job.path)).name}",

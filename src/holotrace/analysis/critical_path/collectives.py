@@ -55,7 +55,7 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
 
     Instances held by one rank only are left out (nothing to match); a (step, group, kind) whose ranks hold
     different counts is left out and named in ``unmatched``."""
-    view = job_view(source, rules or NATIVE)
+    view = job_view(source, rules or getattr(source, "rules", NATIVE))
     parts = [_rank_kernels(view, r) for r in view.select(ranks)]
     parts = [p for p in parts if len(p)]
     cols = ["rank", "row", "step", "group", "kind", "occurrence", "instance"]

@@ -12,12 +12,13 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import (
     EDGE_KIND_NAMES,
+    EdgeKind,
     JobGraph,
     NodeType,
 )
 from holotrace.analysis.critical_path.replay import Replay, step_ends, step_table
 
-__all__ = ["job_critical_path", "path_summary"]
+__all__ = ["job_critical_path", "job_path_hops", "path_summary"]
 
 
 def _end_point(g: JobGraph, t: np.ndarray, rank: int, step: int) -> int:
@@ -30,24 +31,21 @@ def _end_point(g: JobGraph, t: np.ndarray, rank: int, step: int) -> int:
     return int(ends[np.argmax(t[ends])])
 
 
-def job_critical_path(rep: Replay) -> pd.DataFrame:
-    """One row per path segment, in time order per step: ``step, rank, kind, name, start_ms, dur_ms`` (times from
-    the job's origin on the replay, which is the measured time when unmodified; ``name`` the event the segment ends
-    in; ``rank`` -1 for a collective's arrival point)."""
+def _walk(rep: Replay) -> list:
+    """``(step, source point, destination point, edge kind, step start)`` of every path edge, walked back from the
+    end of each job step (see the module docstring)."""
     g, t, d = rep.graph, rep.times, rep.delays
-    cols = ["step", "rank", "kind", "name", "start_ms", "dur_ms"]
     job = step_table(step_ends(g, t))
     if job.empty:
-        return pd.DataFrame({c: [] for c in cols})
+        return []
     pos_of = np.empty(len(g.chain_order), dtype=np.int64)
     pos_of[g.chain_order] = np.arange(len(g.chain_order))
     keep = np.flatnonzero(d.keep)
     srt = keep[np.argsort(g.dst[keep], kind="stable")]
     dsts = g.dst[srt]
     rows = []
-    for s, end_t, time in zip(job["step"], job["end"], job["time"]):
+    for s, end_t, time, slow in zip(job["step"], job["end"], job["time"], job["slowest"]):
         lo = end_t - time
-        slow = job.loc[job["step"] == s, "slowest"].iloc[0]
         p = _end_point(g, t, int(slow), int(s))
         for _ in range(len(g.point_time)):
             if t[p] <= lo + 0.5:
@@ -63,12 +61,24 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
                     best, src, kind = val, int(g.src[e]), int(g.kind[e])
             if src < 0:
                 break
-            node = p // 2
-            rows.append((int(s), int(g.node_rank[node]), kind, node, max(t[src], lo), t[p] - max(t[src], lo)))
+            rows.append((int(s), src, int(p), kind, lo))
             p = src
-    if not rows:
+    return rows[::-1]
+
+
+def job_critical_path(rep: Replay) -> pd.DataFrame:
+    """One row per path segment, in time order per step: ``step, rank, kind, name, start_ms, dur_ms`` (times from
+    the job's origin on the replay, which is the measured time when unmodified; ``name`` the event the segment ends
+    in; ``rank`` -1 for a collective's arrival point)."""
+    g, t = rep.graph, rep.times
+    cols = ["step", "rank", "kind", "name", "start_ms", "dur_ms"]
+    raw = _walk(rep)
+    if not raw:
         return pd.DataFrame({c: [] for c in cols})
-    df = pd.DataFrame(rows, columns=["step", "rank", "kind", "node", "start", "dur"]).iloc[::-1]
+    st, src, dst, kind, lo = (np.array(x) for x in zip(*raw))
+    start = np.maximum(t[src], lo)
+    df = pd.DataFrame({"step": st, "rank": g.node_rank[dst // 2], "kind": kind, "node": dst // 2, "start": start,
+                       "dur": t[dst] - start})
     df = df[df["dur"] > 0]
     df = df.sort_values(["step", "start"], kind="stable", ignore_index=True)
     names = np.full(len(df), "", dtype=object)
@@ -86,6 +96,33 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
                                               name=("name", "first"), start_ms=("start_ms", "first"),
                                               dur_ms=("dur_ms", "sum"))
     return merged.reset_index(drop=True)[cols]
+
+
+def job_path_hops(rep: Replay) -> pd.DataFrame:
+    """The path's hops from one track to another (a launch, a stream wait, a host sync, a collective's last arrival
+    to a member's end), for flow arrows: ``step, kind, from_rank, from_row, from_end, to_rank, to_row, to_end``
+    (rows of the ranks' model columns; ``*_end``: the hop leaves from / lands on the event's end, else its start)."""
+    g = rep.graph
+    cols = ["step", "kind", "from_rank", "from_row", "from_end", "to_rank", "to_row", "to_end"]
+    raw = _walk(rep)
+    hops = []
+    cross = {int(EdgeKind.LAUNCH), int(EdgeKind.STREAM), int(EdgeKind.SYNC)}
+    for i, (s, src, dst, kind, _) in enumerate(raw):
+        if kind == int(EdgeKind.XFER) and i and raw[i - 1][3] == int(EdgeKind.ARRIVE):
+            src = raw[i - 1][1]           # from the last member's start, through the arrival point
+        elif kind not in cross:
+            continue
+        a, b = src // 2, dst // 2
+        if g.node_rank[a] < 0 or g.node_rank[b] < 0 or (a == b):
+            continue
+        hops.append((s, EDGE_KIND_NAMES[kind], int(g.node_rank[a]), int(g.node_row[a]), bool(src % 2),
+                     int(g.node_rank[b]), int(g.node_row[b]), bool(dst % 2)))
+    df = pd.DataFrame(hops, columns=cols).sort_values("step", kind="stable", ignore_index=True)
+    for side in ("from", "to"):   # view rows -> model rows
+        for r in sorted(set(df[f"{side}_rank"].tolist())):
+            m = (df[f"{side}_rank"] == r).to_numpy()
+            df.loc[m, f"{side}_row"] = g.view[r]["row"][df.loc[m, f"{side}_row"].to_numpy()]
+    return df
 
 
 def path_summary(path: pd.DataFrame) -> pd.DataFrame:

@@ -147,9 +147,12 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
     quirks = cp.rules.hta_quirks
     pats = cp.data_load_events or []
     names_u = short_u if quirks else full_u
-    comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
-                       for x in names_u], dtype=bool)
-    comm = comm_u[inv[op]]
+    if cp.rules.hta_table:  # HTA's tables: its name rule (on short names with its quirks)
+        comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
+                           for x in names_u], dtype=bool)
+        comm = comm_u[inv[op]]
+    else:  # holotrace's view: its kernel types (the rule table, by name and by the launching collective)
+        comm = cp.view["kernel_type"][rows[op]] == int(KernelType.COMMUNICATION)
     if pats:
         dl = np.array([classify.is_data_loading(str(x), pats, regex=quirks) for x in names_u], dtype=bool)[inv[op]]
     else:

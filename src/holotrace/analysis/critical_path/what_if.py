@@ -46,8 +46,10 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
     op = g.type == EdgeType.OPERATOR_KERNEL
     launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.HTA_LAUNCH_APIS))
     gpu = has & (v["stream"][attr] != -1)
-    comm_str = jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool)
-    comm = gpu & op & jv.lookup(name, comm_str)
+    if jv.rules.hta_table:
+        comm = gpu & op & jv.lookup(name, jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool))
+    else:  # the view's kernel types (the rule table, by name and by the launching collective)
+        comm = gpu & op & (v["kernel_type"][attr] == int(KernelType.COMMUNICATION))
     w0 = g.weight
 
     def scaled(mask, factor):

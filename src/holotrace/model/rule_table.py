@@ -1,0 +1,264 @@
+"""The rule table as data: reading ``default.rules`` and users' rule files, and matching names against it.
+
+A rules file holds one rule a line (see the header of ``default.rules`` and docs/rules.md)::
+
+    ON      FAMILY   TYPE            KIND            PATTERN
+    kernel  vllm     communication   all_reduce      cross_device_reduce_(1|2)stage
+    op      c10d     communication   all_reduce      ^c10d::allreduce
+
+A :class:`RuleTable` is the list of rules in the order they are tried: a user's rules first, then the built-in
+ones. Names are classified once per distinct string (:meth:`RuleTable.classify_kernels`,
+:meth:`RuleTable.classify_ops`), so the cost grows with the number of distinct names, not of events.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from holotrace.errors import RulesError
+
+__all__ = ["KernelType", "CommKind", "Rule", "RuleTable", "default_table", "hta_table", "user_table", "resolve_table",
+           "ENV_RULES", "DEFAULT_RULES_FILE"]
+
+#: environment variable naming users' rules files (separated like PATH), read when no rules are given
+ENV_RULES = "HOLOTRACE_RULES"
+DEFAULT_RULES_FILE = Path(__file__).with_name("default.rules")
+
+
+class KernelType(enum.IntEnum):
+    COMMUNICATION = 0
+    MEMORY = 1
+    COMPUTATION = 2
+    OTHER = 3
+
+
+class CommKind(enum.IntEnum):
+    """The collective a communication event performs (``UNKNOWN`` when no rule says)."""
+
+    UNKNOWN = 0
+    ALL_REDUCE = 1
+    ALL_GATHER = 2
+    REDUCE_SCATTER = 3
+    ALL_TO_ALL = 4
+    SEND_RECV = 5
+    BROADCAST = 6
+    REDUCE = 7
+    GATHER = 8
+    SCATTER = 9
+    BARRIER = 10
+    PEER_COPY = 11
+
+    @property
+    def label(self) -> str:
+        return "-" if self is CommKind.UNKNOWN else self.name.lower()
+
+
+_KINDS = {k.label: k for k in CommKind}
+KIND_FROM_ARGS = -2  # an op rule whose kind is read from the op's "Collective name" argument
+_TYPES = {t.name.lower(): t for t in KernelType}
+_ON = ("kernel", "op")
+HTA_FAMILY = "hta"
+
+# "Collective name" argument values (record_param_comms) -> kind, tested in this order on the lower-cased value
+# with underscores removed: allreduce_coalesced, _allgather_base, reduce_scatter_tensor_coalesced, alltoall_base ...
+_ARG_KINDS = (("reducescatter", CommKind.REDUCE_SCATTER), ("allreduce", CommKind.ALL_REDUCE),
+              ("allgather", CommKind.ALL_GATHER), ("alltoall", CommKind.ALL_TO_ALL), ("send", CommKind.SEND_RECV),
+              ("recv", CommKind.SEND_RECV), ("broadcast", CommKind.BROADCAST), ("barrier", CommKind.BARRIER),
+              ("gather", CommKind.GATHER), ("scatter", CommKind.SCATTER), ("reduce", CommKind.REDUCE))
+
+
+def kind_of_collective_name(value: str) -> CommKind:
+    """The kind of a ``Collective name`` argument (``allreduce``, ``_allgather_base``, ...); UNKNOWN if none."""
+    v = value.lower().replace("_", "")
+    return next((k for key, k in _ARG_KINDS if key in v), CommKind.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One line of a rules file."""
+
+    on: str  # "kernel" | "op"
+    family: str
+    type: KernelType
+    kind: int  # a CommKind, or KIND_FROM_ARGS
+    pattern: re.Pattern
+    source: str  # the file (a label for the built-in table)
+    line: int
+
+    @property
+    def label(self) -> str:
+        """``family (file:line)`` as ``holotrace rules`` shows it."""
+        return f"{self.family} ({Path(self.source).name}:{self.line})"
+
+    @property
+    def kind_label(self) -> str:
+        return "args" if self.kind == KIND_FROM_ARGS else CommKind(self.kind).label
+
+
+def parse_rules(text: str, source: str) -> list[Rule]:
+    """The rules of a rules file's text; a bad line raises :class:`RulesError` naming ``source`` and the line."""
+    out = []
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 4)
+        where = f"line {no}: "
+        if len(parts) < 5:
+            raise RulesError(where + f"expected 5 fields (on family type kind pattern), found {len(parts)}",
+                             path=source, fix="e.g. 'kernel mylib communication all_reduce ^my_allreduce'")
+        on, family, type_, kind, pattern = parts
+        if on not in _ON:
+            raise RulesError(where + f"unknown target {on!r}", path=source, fix="use 'kernel' or 'op'")
+        if type_ not in _TYPES:
+            raise RulesError(where + f"unknown type {type_!r}", path=source, fix="use one of " + ", ".join(_TYPES))
+        if on == "op" and _TYPES[type_] is not KernelType.COMMUNICATION:
+            raise RulesError(where + "an op rule's type must be communication", path=source)
+        if kind == "args" and on == "op":
+            kind_code = KIND_FROM_ARGS
+        elif kind in _KINDS:
+            kind_code = int(_KINDS[kind])
+        else:
+            raise RulesError(where + f"unknown collective kind {kind!r}", path=source,
+                             fix="use one of " + ", ".join(_KINDS) + (", args" if on == "op" else ""))
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise RulesError(where + f"bad regular expression {pattern!r}: {e}", path=source) from None
+        out.append(Rule(on, family, _TYPES[type_], kind_code, rx, source, no))
+    return out
+
+
+@dataclass(frozen=True)
+class RuleTable:
+    """Rules in the order they are tried (see the module docstring). ``rules[i]`` is rule id ``i``."""
+
+    rules: tuple
+    files: tuple = ()  # the users' rules files read into this table, first to last
+    _kernel: dict = field(default_factory=dict, repr=False, compare=False)  # name -> (type, kind, rule id)
+    _op: dict = field(default_factory=dict, repr=False, compare=False)  # name -> (kind, rule id)
+
+    def __post_init__(self):
+        k = [i for i, r in enumerate(self.rules) if r.on == "kernel"]
+        o = [i for i, r in enumerate(self.rules) if r.on == "op"]
+        object.__setattr__(self, "_kernel_ids", k)
+        object.__setattr__(self, "_op_ids", o)
+        object.__setattr__(self, "_kernel_any", _any_of(self.rules[i] for i in k))
+        object.__setattr__(self, "_op_any", _any_of(self.rules[i] for i in o))
+
+    def extended(self, user: Sequence[Rule], files: Sequence[str] = ()) -> "RuleTable":
+        """This table with ``user`` rules tried first."""
+        return RuleTable(tuple(user) + self.rules, tuple(files) + self.files)
+
+    def kernel_rule(self, name: str) -> tuple[int, int, int]:
+        """``(type, kind, rule id)`` of one GPU activity name (kind −1 unless communication); no rule:
+        ``(COMPUTATION, -1, -1)``."""
+        hit = self._kernel.get(name)
+        if hit is None:
+            hit = (int(KernelType.COMPUTATION), -1, -1)
+            if self._kernel_any is not None and self._kernel_any.search(name):
+                for i in self._kernel_ids:
+                    r = self.rules[i]
+                    if r.pattern.search(name):
+                        hit = (int(r.type), r.kind if r.type is KernelType.COMMUNICATION else -1, i)
+                        break
+            self._kernel[name] = hit
+        return hit
+
+    def op_rule(self, name: str) -> tuple[int, int]:
+        """``(kind, rule id)`` of the first op rule matching a CPU op or annotation name; ``(-1, -1)`` if none."""
+        hit = self._op.get(name)
+        if hit is None:
+            hit = (-1, -1)
+            if self._op_any is not None and self._op_any.search(name):
+                for i in self._op_ids:
+                    if self.rules[i].pattern.search(name):
+                        hit = (self.rules[i].kind, i)
+                        break
+            self._op[name] = hit
+        return hit
+
+    def classify_kernels(self, names: Iterable[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(type int8, kind int8, rule id int32)`` of each name (call it with distinct names)."""
+        hits = [self.kernel_rule(n) for n in names]
+        a = np.array(hits, dtype=np.int64).reshape(-1, 3)
+        return a[:, 0].astype(np.int8), a[:, 1].astype(np.int8), a[:, 2].astype(np.int32)
+
+    def classify_ops(self, names: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(kind int8, rule id int32)`` of each op name (distinct names); rule −1 where no op rule matches."""
+        a = np.array([self.op_rule(n) for n in names], dtype=np.int64).reshape(-1, 2)
+        return a[:, 0].astype(np.int8), a[:, 1].astype(np.int32)
+
+
+def _any_of(rules: Iterable[Rule]) -> Optional[re.Pattern]:
+    """One expression matching where any rule matches (a first test; most names match none)."""
+    parts = [f"(?:{r.pattern.pattern})" for r in rules]
+    return re.compile("|".join(parts)) if parts else None
+
+
+_DEFAULT: list = []
+_USER: dict = {}
+
+
+def default_table() -> RuleTable:
+    """The built-in table (``default.rules``, shipped in the package), read once."""
+    if not _DEFAULT:
+        _DEFAULT.append(RuleTable(tuple(parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"),
+                                                    str(DEFAULT_RULES_FILE)))))
+    return _DEFAULT[0]
+
+
+def hta_table() -> RuleTable:
+    """HTA 0.6.1's rules only (the built-in rules of family ``hta``): the name-only classification of the HTA
+    rule sets, which users' rules never change."""
+    if len(_DEFAULT) < 2:
+        _DEFAULT.append(RuleTable(tuple(r for r in default_table().rules if r.family == HTA_FAMILY)))
+    return _DEFAULT[1]
+
+
+def user_table(files: Sequence[Union[str, Path]]) -> RuleTable:
+    """The built-in table with the rules of ``files`` first (the first file's rules first)."""
+    names = tuple(str(f) for f in files)
+    key = tuple((f, _stamp(f)) for f in names)  # a file edited since it was read is read again
+    out = _USER.get(key)
+    if out is None:
+        rules: list = []
+        for f in names:
+            try:
+                text = Path(f).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise RulesError(f"cannot read the rules file: {getattr(e, 'strerror', None) or e}", path=f,
+                                 fix="give a readable text file of rules (see docs/rules.md)") from None
+            rules += parse_rules(text, f)
+        out = _USER[key] = default_table().extended(rules, names)
+    return out
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return None
+
+
+def resolve_table(rules: Union[None, str, Path, Sequence, RuleTable] = None) -> RuleTable:
+    """The table for a ``rules=`` argument: a :class:`RuleTable` as given; a rules file or a list of them; None:
+    the files named by ``$HOLOTRACE_RULES`` (separated like PATH), else the built-in table."""
+    if isinstance(rules, RuleTable):
+        return rules
+    if rules is None:
+        env = os.environ.get(ENV_RULES, "")
+        files = [f for f in env.split(os.pathsep) if f.strip()]
+    elif isinstance(rules, (str, Path)):
+        files = [rules]
+    else:
+        files = list(rules)
+    return user_table(files) if files else default_table()
