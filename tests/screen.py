@@ -29,6 +29,7 @@ COMMANDS = (
     ("memory", []),
     ("counters", []),
     ("cupti", []),
+    ("rules", []),
     ("diff", ["{job}"]),
     ("report", ["-o", "{out}/report.html"]),
 )
