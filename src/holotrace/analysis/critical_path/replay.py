@@ -77,6 +77,7 @@ def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tupl
     pos_of[order] = np.arange(len(order))
     v = np.full(n_pts, -np.inf)
     passes = 0
+    local = np.full(n_pts, -1, dtype=np.int64)
     # windows of positions by measured time (each chain's points in a window are consecutive positions)
     t_pos = g.point_time[order]
     n_win = max(1, len(order) // max(window_points, 1))
@@ -90,13 +91,13 @@ def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tupl
     for k in range(n_win):
         pos = np.sort(p_order[p_cut[k] : p_cut[k + 1]])
         sel = e_order[e_cut[k] : e_cut[k + 1]]
-        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos)
+        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos, local)
         passes += n
-    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos)
+    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
     return v, passes + n
 
 
-def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
+def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local):
     """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves."""
     order = g.chain_order
     if not len(pos):
@@ -105,8 +106,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
     srt = np.argsort(dst, kind="stable")
     src, dst, w = src[srt], dst[srt], w[srt]
     cut = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, dtype=np.int64)
-    local = np.full(len(v), -1, dtype=np.int64)
-    local[pts] = np.arange(len(pts))
+    local[pts] = np.arange(len(pts))  # (a scratch array of all points: only this window's entries are read)
     targets = local[dst[cut]] if len(dst) else np.zeros(0, dtype=np.int64)
     seg = first[pos] | np.r_[True, pos[1:] != pos[:-1] + 1]
     carry_from = np.where(seg & ~first[pos], order[np.maximum(pos - 1, 0)], -1)
