@@ -42,3 +42,12 @@ def test_corpus_two_ranks(capsys):
     stories = _stories(capsys, job)
     assert stories[0] == stories[1] == stories[2]
     assert stories[0]["rank"] in (0, 1)
+
+
+def test_advise_rank_narrows(tmp_path, capsys):
+    job = planted_job(tmp_path / "job", ranks=4, steps=2, straggler=3)
+    whole = _json(capsys, "advise", str(job))
+    assert whole["fixes"][0]["fix"] == "straggler" and whole["fixes"][0]["rank"] == 3
+    other = _json(capsys, "advise", str(job), "--rank", "0")
+    assert all(f["rank"] in (None, 0) for f in other["fixes"])
+    assert other["costliest_rank"] == whole["costliest_rank"]  # the job's story does not change with the view

@@ -285,3 +285,33 @@ def test_critical_path_sees_a_kernel_classified_by_its_launching_operator(tmp_pa
         b = breakdown(critical_path(job, rank=0, rules=rules))
         kernel_edges = b[b["s_name"].astype(str).str.startswith("my_allreduce_kernel")]
         assert len(kernel_edges) and set(kernel_edges["bound_by"]) == {want}, rules.name
+
+
+def test_user_rules_reach_every_summary_path(tmp_path, capsys):
+    """--rules on the summary of a loaded job, of a map on the local executor, and of an ingest folder."""
+    import json
+
+    for r in (0, 1):
+        tb = TraceBuilder(rank=r, world_size=2)
+        tb.launch_kernel("gemm_kernel", 0, 2, 10, 60)
+        tb.launch_kernel("my_lib_ring_allreduce<float>", 20, 2, 80, 40)
+        tb.write(tmp_path / "job")
+    mine = tmp_path / "mine.rules"
+    mine.write_text("kernel  mylib  communication  all_reduce  ^my_lib_ring_allreduce\n", encoding="utf-8")
+
+    def comm_share(argv) -> float:
+        assert main(argv + ["--format", "json"]) == 0
+        types = json.loads(capsys.readouterr().out)["kernel_types"]
+        return sum(t["pctg"] for t in types if "COMMUNICATION" in t["kernel_type"])
+
+    job = str(tmp_path / "job")
+    assert comm_share(["summary", job, "--no-cache", "--quiet"]) == 0
+    assert comm_share(["summary", job, "--no-cache", "--quiet", "--rules", str(mine)]) > 0
+    assert comm_share(["summary", job, "--no-cache", "--quiet", "--executor", "local", "--rules", str(mine)]) > 0
+    assert main(["ingest", job, "--output", str(tmp_path / "ing"), "--quiet", "--rules", str(mine)]) == 0
+    capsys.readouterr()
+    assert comm_share(["summary", str(tmp_path / "ing"), "--quiet"]) > 0
+    bad = tmp_path / "bad.rules"
+    bad.write_text("kernel mylib communication nope ^x\n", encoding="utf-8")
+    assert main(["ingest", job, "--output", str(tmp_path / "ing2"), "--quiet", "--rules", str(bad)]) == 2
+    assert "bad.rules: line 1: unknown collective kind" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.filter import parse_int_ranges
+from holotrace.text import fit_name, fit_names
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
@@ -30,11 +31,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p)
     p.add_argument("--rank", type=int, default=None, help="only fixes job-wide or on this rank (default: whole job)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
-    p.add_argument("--speedup", type=float, default=2.0, metavar="K", help="speed-up tried for kernels and CPU operators (default 2)")
+    p.add_argument("--speedup", type=float, default=2.0, metavar="K",
+                   help="speed-up tried for kernels and CPU operators (default 2)")
     p.add_argument("--comm-speedup", type=float, default=None, metavar="K",
                    help="communication K x faster instead of perfectly overlapped")
-    p.add_argument("--launch-floor-us", type=float, default=2.0, metavar="US", help="a launch call's cost at its floor (default 2)")
-    p.add_argument("--kernel", default=None, metavar="TEXT", help="try the kernels whose name contains TEXT (a kernel class)")
+    p.add_argument("--launch-floor-us", type=float, default=2.0, metavar="US",
+                   help="a launch call's cost at its floor (default 2)")
+    p.add_argument("--kernel", default=None, metavar="TEXT",
+                   help="try the kernels whose name contains TEXT (a kernel class)")
     p.add_argument("--what-if", default=None, metavar="A,B[;C,D]",
                    help="also try these fixes together, e.g. 'straggler,comm-overlap'")
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows shown (default 10)")
@@ -43,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     if args.rank is not None and args.rank not in job.ranks:
-        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
+        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path,
+                            fix=f"use --rank with one of {list(job.ranks)}")
     for name in ("speedup", "comm_speedup"):
         v = getattr(args, name)
         if v is not None and not v > 1.0:
@@ -53,19 +58,23 @@ def run(args: argparse.Namespace) -> int:
         combine = parse_combination(args.what_if)
         opts = WhatIfOptions(speedup=args.speedup, comm_speedup=args.comm_speedup, launch_floor_us=args.launch_floor_us,
                              kernel_match=args.kernel)
-        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=None if args.step is None else list(parse_int_ranges(args.step, "step")),
+        steps = None if args.step is None else list(parse_int_ranges(args.step, "step"))
+        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=steps,
                             options=opts, combine=combine)
     except ValueError as exc:
         raise AnalysisError(str(exc), path=args.path, fix="check --step and --what-if") from None
     return emit(build_report(advice, top=args.top), args)
 
 
+NAME_WIDTH = 60  # a kernel or operator named in a line: shortened by the one formatter (--format json: in full)
+
+
 def _line(r) -> str:
     what = _TEXT.get(r.fix, r.fix.replace("+", " and "))
     who = f" on rank {r.rank}" if r.rank is not None and r.rank == r.rank else ""
-    target = f" ({r.target})" if isinstance(r.target, str) and r.target else ""
+    target = f" ({fit_name(r.target, NAME_WIDTH)})" if isinstance(r.target, str) and r.target else ""
     step = f"step {r.step}" if r.step is not None and r.step == r.step else "step"
-    ev = "; ".join(r.evidence) if r.evidence else ""
+    ev = "; ".join(fit_names(list(r.evidence), NAME_WIDTH)) if r.evidence else ""  # never two alike
     return (f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
             f"predicted {r.predicted_step_ms:.3f} ms)" + (f": {ev}" if ev and not target else ""))
 

@@ -12,7 +12,7 @@ import argparse
 
 import pandas as pd
 
-from holotrace.commands._load import add_executor_options
+from holotrace.commands._load import add_executor_options, add_rules_option
 from holotrace.commands._output import Report, Section, emit
 from holotrace.commands._dest import writes
 from holotrace.commands.base import Command
@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=int, metavar="N", help="local processes (default: every core)")
     g.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     g.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_rules_option(g)
     add_executor_options(g)
     p.add_argument("--format", choices=("table", "json", "csv", "markdown"), default="table", help="what to print")
     p.add_argument("--width", type=int, default=None, metavar="N", help="table width in characters")
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     ranks = parse_int_ranges(args.ranks, "rank") if args.ranks is not None else None
     with get_executor(args.executor, address=args.ray_address, workers=args.workers) as ex:
         res = ingest(args.path, args.output, executor=ex, ranks=ranks, cache=args.cache_dir is not None, cache_dir=args.cache_dir,
-                     progress_bar=False if args.quiet else None)
+                     progress_bar=False if args.quiet else None, rules=args.rules)
     if not res["ranks"] and not res["failed"]:
         raise AnalysisError(f"--ranks {args.ranks} selects no trace file", path=args.path, fix="check the job's ranks with holotrace info PATH")
     failed = pd.DataFrame(res["failed"], columns=["rank", "file", "problem"])

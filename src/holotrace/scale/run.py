@@ -28,6 +28,7 @@ from holotrace.findings import Finding, FindingCode, rank_ranges
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
 from holotrace.model.job import Job
+from holotrace.model.rule_table import resolve_table
 from holotrace.model.validate import RankFacts, check_rank, check_ranks
 from holotrace.scale import store
 
@@ -56,6 +57,7 @@ class RankTask:
     cache: bool = False
     cache_dir: Optional[str] = None
     output: Optional[str] = None
+    rules: tuple = ()  # users' rules files (every worker must reach them); (): $HOLOTRACE_RULES
 
 
 def summarize_file(task: RankTask):
@@ -64,7 +66,8 @@ def summarize_file(task: RankTask):
     path, rank, out = task.path, task.rank, task.output
     t0 = time.perf_counter()
     try:
-        one = load(path, cache=task.cache, cache_dir=task.cache_dir, workers=1, progress_bar=False)
+        one = load(path, cache=task.cache, cache_dir=task.cache_dir, workers=1, progress_bar=False,
+                   rules=list(task.rules) or None)
     except HolotraceError as e:
         problem = e.problem + (f" ({e.fix})" if e.fix else "")
         if out is not None:
@@ -72,7 +75,7 @@ def summarize_file(task: RankTask):
         return _Failed(rank, path, problem)
     t = one.rank(one.ranks[0])
     t.rank = rank  # the rank the job's discovery gave this file
-    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path)
+    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path, rule_table=one.rule_table)
     checks = check_rank(job, t)
     decode = [f for f in one.findings if f.code not in _JOB_CODES and f not in checks]
     s = rank_summary(job, rank)
@@ -177,7 +180,7 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
 
 
 def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None) -> JobSummary:
+              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None, rules=None) -> JobSummary:
     """The job's summary by a map over its ranks on ``executor`` (default: the local pool) and a reduce.
 
     Args:
@@ -185,18 +188,30 @@ def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequ
         executor: where the per-rank work runs (:func:`holotrace.exec.executor.get_executor`).
         ranks: only these ranks.
         cache: read/write each file's cache entry (on ``cache_dir``, which every worker must reach).
+        rules: users' rules files (a path or a list; every worker must reach them), checked here first.
     """
+    files_of_rules = _rules_files(rules)
     if not isinstance(path, (list, tuple)) and store.is_ingest_folder(path):
         return read_ingest(path, ranks=ranks, top=top)
     found = discover(path)
     files = _select(found.files, ranks)
     cdir = str(cache_dir) if cache_dir is not None else None
-    tasks = [RankTask(f.path, f.rank, cache, cdir) for f in files]
+    tasks = [RankTask(f.path, f.rank, cache, cdir, rules=files_of_rules) for f in files]
     reducer = Reducer()
     results = _map(executor, tasks, progress_bar, reducer)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
     return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, reducer, top=top, world=_found_world(found),
                      executor=(executor.name if executor else "local"), explicit=explicit)
+
+
+def _rules_files(rules) -> tuple:
+    """Users' rules files as a tuple of paths, read and checked once here (a bad file is one error, not one per
+    rank); () when none are given (workers then read ``$HOLOTRACE_RULES``)."""
+    if rules is None:
+        return ()
+    files = (str(rules),) if isinstance(rules, (str, Path)) else tuple(str(f) for f in rules)
+    resolve_table(files)
+    return files
 
 
 def _found_world(found) -> Optional[int]:
@@ -205,17 +220,19 @@ def _found_world(found) -> Optional[int]:
 
 
 def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-           cache_dir=None, progress_bar: Optional[bool] = None) -> dict:
+           cache_dir=None, progress_bar: Optional[bool] = None, rules=None) -> dict:
     """Write each selected rank's tables and summary under ``output`` (see :mod:`holotrace.scale.store`).
 
     Returns ``{"ranks": written, "failed": [(rank, file, problem)], "bytes": summary bytes per rank}``.
     """
+    files_of_rules = _rules_files(rules)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     found = discover(path)
     files = _select(found.files, ranks)
     t0 = time.perf_counter()
-    tasks = [RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out)) for f in files]
+    tasks = [RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out), files_of_rules)
+             for f in files]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
     failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(files, results) if not isinstance(r, RankSummary)]
