@@ -50,8 +50,10 @@ def main(argv=None) -> int:
 
     job = holotrace.load(folder)
     view = job_view(job, NATIVE)
-    print(f"{folder}: {a.ranks} ranks, {sum(view[r].n for r in view.ranks):,} events; "
-          f"peak RSS after load and view {_peak_mb():.0f} MB")
+    print(
+        f"{folder}: {a.ranks} ranks, {sum(view[r].n for r in view.ranks):,} events; "
+        f"peak RSS after load and view {_peak_mb():.0f} MB"
+    )
     first = view.ranks[0]
     steps = step_rows(view[first], view.strings, NATIVE)
     t = time.process_time()
@@ -65,9 +67,13 @@ def main(argv=None) -> int:
     adv = job_advice(view)
     t3 = time.process_time()
     print(f"job graph: {g.n_nodes:,} nodes, {len(g.src):,} cross edges, {t1 - t:.2f} s CPU")
-    print(f"replay: {rep.passes} passes, {t2 - t1:.2f} s CPU, worst step error {rep.steps['error_pct'].abs().max():.3f}%")
-    print(f"advise (graph, replay, {len(adv.per_step.groupby(['fix', 'rank', 'target'], dropna=False))} what-ifs): "
-          f"{t3 - t2:.2f} s CPU; peak RSS {_peak_mb():.0f} MB")
+    print(
+        f"replay: {rep.passes} passes, {t2 - t1:.2f} s CPU, worst step error {rep.steps['error_pct'].abs().max():.3f}%"
+    )
+    print(
+        f"advise (graph, replay, {len(adv.per_step.groupby(['fix', 'rank', 'target'], dropna=False))} what-ifs): "
+        f"{t3 - t2:.2f} s CPU; peak RSS {_peak_mb():.0f} MB"
+    )
     print(f"first fix: {adv.fixes.iloc[0]['fix'] if len(adv.fixes) else '-'}; costliest rank: {adv.costliest.why}")
     print(f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
     return 0

@@ -29,13 +29,15 @@ from holotrace.analysis.critical_path.advice import job_advice
 from holotrace.analysis.critical_path.job_graph import build_job_graph
 from holotrace.analysis.critical_path.replay import replay
 
-CASES = [("straggler (rank 2 compute x1.3)", {"straggler": 2}, "straggler"),
-         ("one kernel x2", {"slow_kernel": True}, "kernel"),
-         ("launch-bound CPU", {"launch_bound": True}, "launch_overhead"),
-         ("communication, no overlap", {"comm_no_overlap": True}, "communication"),
-         ("data-loader stall", {"loader_stall": True}, "data_loading"),
-         ("blocking D2H copy each step", {"blocking_copy": True}, "host_sync"),
-         ("straggler (rank 1) + no overlap", {"straggler": 1, "comm_no_overlap": True}, "straggler")]
+CASES = [
+    ("straggler (rank 2 compute x1.3)", {"straggler": 2}, "straggler"),
+    ("one kernel x2", {"slow_kernel": True}, "kernel"),
+    ("launch-bound CPU", {"launch_bound": True}, "launch_overhead"),
+    ("communication, no overlap", {"comm_no_overlap": True}, "communication"),
+    ("data-loader stall", {"loader_stall": True}, "data_loading"),
+    ("blocking D2H copy each step", {"blocking_copy": True}, "host_sync"),
+    ("straggler (rank 1) + no overlap", {"straggler": 1, "comm_no_overlap": True}, "straggler"),
+]
 
 
 def main(argv=None) -> int:
@@ -50,7 +52,9 @@ def main(argv=None) -> int:
         print("| cause | first fix | names | saving % | predicted vs twin (worst step) | replay error | CPU s |")
         print("|---|---|---|---|---|---|---|")
         for label, causes, want in CASES:
-            job = holotrace.load(str(planted_job(Path(tmp) / want, ranks=a.ranks, steps=a.steps, **causes)), cache=False)
+            job = holotrace.load(
+                str(planted_job(Path(tmp) / want, ranks=a.ranks, steps=a.steps, **causes)), cache=False
+            )
             t = time.process_time()
             combo = [["straggler", "communication"]] if len(causes) > 1 else []
             adv = job_advice(job, combine=combo)
@@ -65,12 +69,17 @@ def main(argv=None) -> int:
                 per = per[per["rank"] == first["rank"]]
             pred = per.set_index("step")["predicted_step_ms"]
             worst = max(abs(pred[s] / tw[s] - 1) for s in tw.index[1:]) * 100
-            named = (f"rank {first['rank']}" if first["rank"] is not None else
-                     (first["target"] or "; ".join(first["evidence"][:1]))[:60])
+            named = (
+                f"rank {first['rank']}"
+                if first["rank"] is not None
+                else (first["target"] or "; ".join(first["evidence"][:1]))[:60]
+            )
             ok = "" if first["fix"] == want else " (expected " + want + ")"
             err = adv.replay["error_pct"].abs().max()
-            print(f"| {label} | {first['fix']}{ok} | {named} | {first['saving_pct']:.1f} | "
-                  f"{fix}: {worst:.2f}% | {err:.2f}% | {cpu:.2f} |")
+            print(
+                f"| {label} | {first['fix']}{ok} | {named} | {first['saving_pct']:.1f} | "
+                f"{fix}: {worst:.2f}% | {err:.2f}% | {cpu:.2f} |"
+            )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 

@@ -29,7 +29,9 @@ US = 1000  # ns per us
 COMPUTE, COMM = 7, 20
 GEMM_FWD = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
 GEMM_BWD = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel"
-ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl, at::detail::Array<char*, 2> >"
+ELEMENTWISE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl, at::detail::Array<char*, 2> >"
+)
 ELEMENTWISE_BWD = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl>"
 EMBED_BWD = "void at::native::embedding_backward_feature_kernel<float, float, long>"
 ADAM = "void at::native::multi_tensor_apply_kernel<at::native::FusedAdamMathFunctor<float, 4> >"
@@ -65,8 +67,9 @@ class _Rank:
         """A launch call at the host clock; the kernel runs when its stream (and ``wait_for``) allow."""
         call = (250 if self.c.launch_bound and api == "cudaLaunchKernel" else 4) * US
         start = max(self.cpu + 3 * US, self.gpu[stream], wait_for)
-        self.tb.launch_kernel(kernel, self.cpu / US, call / US, start / US, dur_ns / US, stream=stream,
-                              launch_name=api, **gpu_args)
+        self.tb.launch_kernel(
+            kernel, self.cpu / US, call / US, start / US, dur_ns / US, stream=stream, launch_name=api, **gpu_args
+        )
         self.cpu += call
         self.gpu[stream] = start + dur_ns
         return start, start + dur_ns
@@ -97,7 +100,9 @@ class _Rank:
         self.tb._corr += 1
         start = max(self.cpu + 3 * US, self.gpu[COMPUTE])
         self.tb.runtime("cudaMemcpyAsync", self.cpu / US, 5, correlation=corr)
-        self.tb.gpu("Memcpy HtoD (Pinned -> Device)", start / US, 20, stream=COMPUTE, cat="gpu_memcpy", correlation=corr)
+        self.tb.gpu(
+            "Memcpy HtoD (Pinned -> Device)", start / US, 20, stream=COMPUTE, cat="gpu_memcpy", correlation=corr
+        )
         self.gpu[COMPUTE] = start + 20 * US
         self.cpu += 5 * US + 5 * US
         self._op("aten::copy_", t0, self.cpu)
@@ -108,8 +113,9 @@ class _Rank:
             self.compute_op("aten::gelu", ELEMENTWISE, 60)
 
     def backward_layer(self):
-        self.compute_op("autograd::engine::evaluate_function: MmBackward0", GEMM_BWD, 600,
-                        2.0 if self.c.slow_kernel else 1.0)
+        self.compute_op(
+            "autograd::engine::evaluate_function: MmBackward0", GEMM_BWD, 600, 2.0 if self.c.slow_kernel else 1.0
+        )
         self.compute_op("autograd::engine::evaluate_function: GeluBackward0", ELEMENTWISE_BWD, 60)
 
     def allreduce_arrive(self):
@@ -125,10 +131,17 @@ class _Rank:
     def allreduce_end(self, end: int):
         corr = self.tb._corr
         self.tb._corr += 1
-        args = {"Collective name": "allreduce", "Process Group Name": "0", "Process Group Ranks":
-                str(list(range(self.world))), "In msg nelems": 1 << 20, "Group size": self.world}
+        args = {
+            "Collective name": "allreduce",
+            "Process Group Name": "0",
+            "Process Group Ranks": str(list(range(self.world))),
+            "In msg nelems": 1 << 20,
+            "Group size": self.world,
+        }
         self.tb.runtime("cudaLaunchKernelExC", self.coll_call / US, 8, correlation=corr)
-        self.tb.gpu(ALLREDUCE, self.coll_start / US, (end - self.coll_start) / US, stream=COMM, correlation=corr, **args)
+        self.tb.gpu(
+            ALLREDUCE, self.coll_start / US, (end - self.coll_start) / US, stream=COMM, correlation=corr, **args
+        )
         self.gpu[COMM] = end
         if self.c.comm_no_overlap:
             self.gpu[COMPUTE] = max(self.gpu[COMPUTE], end)
@@ -151,8 +164,9 @@ class _Rank:
             self.tb._corr += 1
             call = self.cpu
             start = max(call + 3 * US, self.gpu[COMPUTE])
-            self.tb.gpu("Memcpy DtoH (Device -> Pageable)", start / US, 3, stream=COMPUTE, cat="gpu_memcpy",
-                        correlation=corr)
+            self.tb.gpu(
+                "Memcpy DtoH (Device -> Pageable)", start / US, 3, stream=COMPUTE, cat="gpu_memcpy", correlation=corr
+            )
             self.gpu[COMPUTE] = start + 3 * US
             self.cpu = start + 3 * US + 4 * US
             self.tb.runtime("cudaMemcpyAsync", call / US, (self.cpu - call) / US, correlation=corr)

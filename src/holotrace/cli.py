@@ -4,7 +4,9 @@ Every subcommand is a :class:`holotrace.commands.base.Command` listed in
 :data:`holotrace.commands.COMMANDS`; the parser is built from that list, importing
 only the command that runs (``--help`` and ``--version`` import no command, nor
 numpy, pandas or pyarrow). Errors the user can fix print one line and exit
-non-zero; ``--debug`` shows the traceback.
+non-zero; ``--debug`` shows the traceback. Log messages go through one handler for the run
+(``commands/_log.py``): each warning once, with its count; ``-v`` adds the informational ones,
+``--quiet`` silences both.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
     wanted = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for entry in COMMANDS:
         if wanted is None or entry.name == wanted:
-            entry.load().register(sub)
+            cp = entry.load().register(sub)
+            cp.add_argument("-v", "--verbose", action="store_true",
+                            help="also print informational messages on stderr (--quiet: warnings neither)")
         else:
             entry.register_help_only(sub)
     return p
@@ -49,6 +53,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE_OR_INPUT
     debug = getattr(args, "debug", False)
+    from holotrace.commands._log import run_logging
+
+    with run_logging(verbose=getattr(args, "verbose", False), quiet=getattr(args, "quiet", False)):
+        return _run(args, debug)
+
+
+def _run(args: argparse.Namespace, debug: bool) -> int:
     try:
         from holotrace.commands._dest import check_destinations
 

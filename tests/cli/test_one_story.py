@@ -50,4 +50,4 @@ def test_advise_rank_narrows(tmp_path, capsys):
     assert whole["fixes"][0]["fix"] == "straggler" and whole["fixes"][0]["rank"] == 3
     other = _json(capsys, "advise", str(job), "--rank", "0")
     assert all(f["rank"] in (None, 0) for f in other["fixes"])
-    assert other["costliest_rank"] == whole["costliest_rank"]   # the job's story does not change with the view
+    assert other["costliest_rank"] == whole["costliest_rank"]  # the job's story does not change with the view

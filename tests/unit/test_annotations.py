@@ -136,14 +136,6 @@ def test_assign_annotations_equal_lengths_later_wins():
     assert pos.tolist() == [1]
 
 
-def test_shorten_names_like_hta():
-    got = anno.shorten_names([
-        "void at::native::(anonymous namespace)::CatArrayBatchedCopy<int, 1>(int*, int)",
-        "Memcpy DtoD (Device -> Device)", "a>b(c)", "operator<(a)", "a (b) c", "plain",
-    ]).tolist()
-    assert got == ["at::native::::CatArrayBatchedCopy", "Memcpy DtoD (Device -> Device)", "b", "operator<", "c", "plain"]
-
-
 def test_one_path_under_each_rule_set(loaded):
     job, ta = loaded
     native = job_view(job, NATIVE)

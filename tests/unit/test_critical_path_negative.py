@@ -28,7 +28,7 @@ def _records(caplog):
     return [r for r in caplog.records if "negative edge weight" in r.getMessage()]
 
 
-@pytest.mark.parametrize("tail,on_path,level,length", [(5.0, 1, logging.WARNING, 17_000.0),
+@pytest.mark.parametrize("tail,on_path,level,length", [(5.0, 1, logging.INFO, 17_000.0),
                                                        (500.0, 0, logging.DEBUG, 510_000.0)])
 def test_zeroed_weights_counted_and_logged_once(tmp_path, caplog, tail, on_path, level, length):
     job = _job(tmp_path, tail)

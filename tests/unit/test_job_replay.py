@@ -33,9 +33,17 @@ def _job(folder, durs=(100, 100, 300)):
         tb = TraceBuilder(rank=r, world_size=len(durs), pid=100 + r, device=r)
         tb.annotation("ProfilerStep#1", 0, 50)
         tb.launch_kernel("gemm_kernel", cpu_ts_us=10, cpu_dur_us=5, gpu_ts_us=20, gpu_dur_us=d)
-        tb.launch_kernel(ALLREDUCE, cpu_ts_us=30, cpu_dur_us=5, gpu_ts_us=20 + d, gpu_dur_us=370 - (20 + d),
-                         stream=20, launch_name="cudaLaunchKernelExC", collective_name="allreduce",
-                         process_group_name="0")
+        tb.launch_kernel(
+            ALLREDUCE,
+            cpu_ts_us=30,
+            cpu_dur_us=5,
+            gpu_ts_us=20 + d,
+            gpu_dur_us=370 - (20 + d),
+            stream=20,
+            launch_name="cudaLaunchKernelExC",
+            collective_name="allreduce",
+            process_group_name="0",
+        )
         tb.write(folder)
     return holotrace.load(str(folder), cache=False)
 
@@ -62,7 +70,7 @@ def test_unmodified_replay_gives_the_measured_step(job):
     r = replay(build_job_graph(job))
     assert r.steps["measured_ms"].tolist() == [pytest.approx(0.370)]
     assert r.steps["replayed_ms"].tolist() == [pytest.approx(0.370)]
-    assert r.steps["slowest_rank"].tolist() == [0]   # all end together; ties go to the lowest rank
+    assert r.steps["slowest_rank"].tolist() == [0]  # all end together; ties go to the lowest rank
     idle = gpu_idle(build_job_graph(job)).set_index("rank")["idle_ms"]
     # 20 us before the GEMM; ranks 0 and 1 also wait 200 us in the all-reduce for rank 2 (a wait is idle)
     assert idle.to_dict() == pytest.approx({0: 0.220, 1: 0.220, 2: 0.020})
@@ -92,9 +100,16 @@ def test_unmatched_collectives_are_reported(tmp_path):
     for r in range(2):
         tb = TraceBuilder(rank=r, world_size=2, pid=100 + r, device=r)
         tb.annotation("ProfilerStep#1", 0, 50)
-        for k in range(1 + r):   # rank 1 holds one all-reduce more
-            tb.launch_kernel(ALLREDUCE, cpu_ts_us=10 + 20 * k, cpu_dur_us=5, gpu_ts_us=20 + 100 * k, gpu_dur_us=50,
-                             stream=20, launch_name="cudaLaunchKernelExC")
+        for k in range(1 + r):  # rank 1 holds one all-reduce more
+            tb.launch_kernel(
+                ALLREDUCE,
+                cpu_ts_us=10 + 20 * k,
+                cpu_dur_us=5,
+                gpu_ts_us=20 + 100 * k,
+                gpu_dur_us=50,
+                stream=20,
+                launch_name="cudaLaunchKernelExC",
+            )
         tb.write(tmp_path)
     g = build_job_graph(holotrace.load(str(tmp_path), cache=False))
     assert (g.node_coll[g.node_type == NodeType.GPU] == -1).all()
@@ -111,8 +126,12 @@ def test_job_critical_path(job):
 
     p = job_critical_path(replay(build_job_graph(job)))
     got = [(r.rank, r.kind, r.name, round(r.start_ms * 1e3, 3), round(r.dur_ms * 1e3, 3)) for r in p.itertuples()]
-    assert got == [(2, "cpu_gap", "cudaLaunchKernel", 0.0, 10.0), (2, "launch", "gemm_kernel", 10.0, 10.0),
-                   (2, "duration", "gemm_kernel", 20.0, 300.0), (0, "xfer", ALLREDUCE, 320.0, 50.0)]
+    assert got == [
+        (2, "cpu_gap", "cudaLaunchKernel", 0.0, 10.0),
+        (2, "launch", "gemm_kernel", 10.0, 10.0),
+        (2, "duration", "gemm_kernel", 20.0, 300.0),
+        (0, "xfer", ALLREDUCE, 320.0, 50.0),
+    ]
     assert path_summary(p)["ms"].sum() == pytest.approx(0.370)
 
 
@@ -126,11 +145,23 @@ def test_job_path_hops_and_flows(job, tmp_path):
 
     hops = job_path_hops(replay(build_job_graph(job)))
     names = {r: job.strings.decode(job.rank(r).columns["name"]) for r in job.ranks}
-    got = [(h.kind, h.from_rank, names[h.from_rank][h.from_row], h.from_end, h.to_rank, names[h.to_rank][h.to_row],
-            h.to_end) for h in hops.itertuples()]
-    assert got == [("launch", 2, "cudaLaunchKernel", False, 2, "gemm_kernel", False),
-                   ("stream", 2, "gemm_kernel", True, 2, ALLREDUCE, False),
-                   ("xfer", 2, ALLREDUCE, False, 0, ALLREDUCE, True)]
+    got = [
+        (
+            h.kind,
+            h.from_rank,
+            names[h.from_rank][h.from_row],
+            h.from_end,
+            h.to_rank,
+            names[h.to_rank][h.to_row],
+            h.to_end,
+        )
+        for h in hops.itertuples()
+    ]
+    assert got == [
+        ("launch", 2, "cudaLaunchKernel", False, 2, "gemm_kernel", False),
+        ("stream", 2, "gemm_kernel", True, 2, ALLREDUCE, False),
+        ("xfer", 2, ALLREDUCE, False, 0, ALLREDUCE, True),
+    ]
     out = tmp_path / "t.json"
     write_merged_trace(job, out, job_path=hops)
     ev = [e for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "job_critical_path"]

@@ -25,7 +25,7 @@ def test_every_corpus_job():
         try:
             job = holotrace.load(str(path))
         except TraceNotFoundError:
-            continue    # a folder that holds no profiler trace (the memory-snapshot job)
+            continue  # a folder that holds no profiler trace (the memory-snapshot job)
         a = job_advice(job)
         if a.replay.empty:
             continue

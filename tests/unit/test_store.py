@@ -101,7 +101,7 @@ def test_chunked_derivation_and_validation_match_the_whole_rank_at_once(tmp_path
     assert ov.count == n_ov > 0 and f"event #{int(a['index'][first])} " in ov.example
 
 
-@pytest.mark.parametrize("job", [j[1] for j in golden_jobs(include_shared=False)], ids=lambda p: p.name)
+@pytest.mark.parametrize("job", [j[1] for j in golden_jobs(include_shared=False, include_reordered=False)], ids=lambda p: p.name)
 def test_bundled_ranks_derive_the_same_in_small_chunks(job, monkeypatch):
     loaded = holotrace.load(job, cache=False)
     monkeypatch.setattr(derive_mod, "CHUNK_ROWS", 997)

@@ -34,10 +34,10 @@ from holotrace.model.classify import (
     HTA_SYNC_EVENT_NAMES,
     Kind,
     RuleSet,
-    is_memory_kernel_name,
 )
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView, resolve
+from holotrace.text import hta_short_name
 
 __all__ = [
     "allowlisted_names",
@@ -45,7 +45,6 @@ __all__ = [
     "annotation_time",
     "assign_annotations",
     "kernel_time_by_annotation",
-    "shorten_names",
     "shortened_ids",
 ]
 
@@ -53,38 +52,12 @@ GPU_CATEGORY, CPU_CATEGORY = "gpu_user_annotation", "user_annotation"
 
 
 # --------------------------------------------------------------------------- name shortening
-def _shorten_one(name: str) -> str:
-    """HTA's ``shorten_name`` (spec 20 C6) for one string."""
-    if is_memory_kernel_name(name) or ("<" not in name and "(" not in name):
-        return name
-    s = name.replace("->", "")
-    stack: list[str] = []
-    for ch in s:
-        if ch == ">" or ch == ")":
-            opener = "<" if ch == ">" else "("
-            while stack and stack[-1] != opener:
-                stack.pop()
-            if stack:
-                stack.pop()
-        else:
-            stack.append(ch)
-    return "".join(stack).split(" ")[-1]
-
-
-def shorten_names(names: Iterable[str]) -> np.ndarray:
-    """HTA's name shortening applied to each distinct string once (object array)."""
-    arr = pd.Series(np.asarray(list(names) if not isinstance(names, np.ndarray) else names, dtype=object))
-    codes, uniq = pd.factorize(arr.fillna(""), sort=False)
-    short = np.array([_shorten_one(str(u)) for u in uniq], dtype=object)
-    return short[codes] if len(uniq) else np.array([], dtype=object)
-
-
 def shortened_ids(strings, ids: np.ndarray) -> tuple[StringTable, np.ndarray]:
-    """``(table, codes)``: a string table of the shortened names of ``ids`` (each distinct id shortened once;
+    """``(table, codes)``: a string table of HTA's shortened names of ``ids`` (each distinct id shortened once;
     −1 reads as ``""``) and, per id, the position of its shortened name in that table."""
     inv, uniq = pd.factorize(np.asarray(ids, dtype=np.int64))
     table = StringTable()
-    lut = np.array([table.add(_shorten_one(strings[int(i)])) for i in uniq.tolist()], dtype=np.int64)
+    lut = np.array([table.add(hta_short_name(strings[int(i)])) for i in uniq.tolist()], dtype=np.int64)
     return table, lut[inv] if len(uniq) else np.zeros(0, dtype=np.int64)
 
 

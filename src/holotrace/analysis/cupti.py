@@ -186,13 +186,14 @@ def _check_names(view: JobView, rv, ranges: np.ndarray, launches: np.ndarray, re
 
 def counters_with_operators(job, *, rules=None, ranks: Optional[Sequence[int]] = None, strict: bool = False) -> dict[int, pd.DataFrame]:
     """:func:`counter_data` of every asked rank that pairs (``{rank: frame}``; load the job with
-    ``all_args=True`` for the counter values); problems are logged as warnings."""
+    ``all_args=True`` for the counter values); problems are logged at info level (a rank without counters
+    is no error: most traces are not recorded with the range profiler, and the ``cupti`` command says so)."""
     view = resolve(job, rules)
     out = {}
     for r in view.select(ranks):
         res = counter_data(view, r, job=job, strict=strict)
         for p in res.problems:
-            log.warning(p)
+            log.info(p)
         if res.frame is not None:
             out[r] = res.frame
     return out

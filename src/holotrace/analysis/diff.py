@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import idle, launches, overlap, steps, temporal
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet, profiler_step_number
 from holotrace.model.view import JobView, RankView, job_view

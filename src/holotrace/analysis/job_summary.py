@@ -47,8 +47,9 @@ class JobSummary:
         summary_bytes: per rank, the size of its summary as sent by a worker (empty when none was sent).
         executor: what ran the per-rank work: ``"memory"`` (a job loaded in this process), ``"local"``,
             ``"ray"`` or ``"ingest"`` (read from an ingest folder).
-        costliest_rank: the "one story" section (the rank that costs the job the most, and why); None until
-            the function that fills it is given the summary.
+        costliest_rank: the "one story" section (the rank that costs the job the most, and why), a
+            :class:`~holotrace.analysis.critical_path.advice.CostliestRank` from ``costliest_rank(job)``; it replays
+            the job's graph, so only a summary of a job loaded in one process has it (None otherwise).
     """
 
     path: str

@@ -195,7 +195,9 @@ class Reducer:
         types = out["kernel_types_by_rank"]
         job_types = types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index() if len(types) else types[["kernel_type", "time_us"]]
         out["kernel_types"] = kernels._with_pctg(job_types)
-        out["top_kernels"] = _top_kernels(self._rows["gpu_ops"].frame(), top)
+        ops = self._rows["gpu_ops"].frame()
+        out["top_kernels"] = _top_kernels(ops, top)
+        out["gpu_ops_sum_us"] = float(ops["sum_us"].sum()) if len(ops) else 0.0  # what top_kernels' rows share
         rank_stats = self._rows["kernel_rank_stats"].frame()
         out["kernel_rank_distribution"] = _rank_distribution(rank_stats, top)
         out["kernel_moments"] = merge_moments(rank_stats)

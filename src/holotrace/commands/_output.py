@@ -41,6 +41,7 @@ import pandas as pd
 
 from holotrace.commands._dest import writes
 from holotrace.render.tables import FORMATS, format_markdown, format_table, to_records, write_frames
+from holotrace.text import sanitize
 
 __all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width"]
 
@@ -100,6 +101,8 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
                    help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
     g.add_argument("--width", type=int, default=None, metavar="N",
                    help="table width in characters (default: the terminal's width; 80 when not a terminal)")
+    g.add_argument("--wide", action="store_true",
+                   help="print names in full (tables may then be wider than the terminal)")
     writes(p, "output", "folder")
 
 
@@ -122,9 +125,22 @@ def _output_formats(spec: str) -> list[str]:
     return fmts
 
 
+def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every text cell sanitised: CSV printed on a terminal (the files keep the exact text)."""
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    if not text:
+        return df
+    out = df.copy()
+    for c in text:
+        out[c] = [sanitize(v) if isinstance(v, str) else v for v in df[c].tolist()]
+    return out
+
+
 def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
+    text = sanitize(text)  # the rendering boundary: a line may quote a name from a trace
+    # whole words only: a long name overflows the line rather than being cut in two
     return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=rest or first,
-                         break_long_words=True, break_on_hyphens=False)
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
@@ -142,28 +158,30 @@ def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None)
         for i, (key, df) in enumerate(report.frames().items()):
             if i:
                 out.write("\n")
-            out.write(f"# {key}\n")
-            df.to_csv(out, index=False)
+            out.write(f"# {sanitize(str(key))}\n")
+            _csv_safe(df).to_csv(out, index=False)
     elif fmt == "markdown":
-        parts = [f"## {report.title}", ""] + [f"{h}  " for h in report.header]
+        parts = [f"## {sanitize(report.title)}", ""] + [f"{sanitize(h)}  " for h in report.header]
         for s in report.sections:
             shown = s.frame if s.max_rows is None else s.frame.head(s.max_rows)
             if s.lines and shown.empty:
-                parts += ["", f"### {s.title}", ""] + [f"- {line}" for line in s.lines]
+                parts += ["", f"### {sanitize(s.title)}", ""] + [f"- {sanitize(line)}" for line in s.lines]
             else:
                 parts += ["", format_markdown(shown, digits=s.digits, title=s.title)]
-                parts += [f"- {line}" for line in s.lines]
-            parts += [f"\n*{n}*" for n in s.notes]
+                parts += [f"- {sanitize(line)}" for line in s.lines]
+            parts += [f"\n*{sanitize(n)}*" for n in s.notes]
         out.write("\n".join(parts) + "\n")
     else:
         width = terminal_width(getattr(args, "width", None))
-        parts = [report.title, "=" * min(len(report.title), width)]
+        title = sanitize(report.title)
+        parts = [title, "=" * min(len(title), width)]
         parts += [_wrap(h, width, "", "        ") for h in report.header]
         for s in report.sections:
             if s.lines and s.frame.empty:
-                parts += ["", s.title]
+                parts += ["", sanitize(s.title)]
             else:
-                parts += ["", format_table(s.frame, width=width, digits=s.digits, max_rows=s.max_rows, title=s.title)]
+                parts += ["", format_table(s.frame, width=None if getattr(args, "wide", False) else width,
+                                           digits=s.digits, max_rows=s.max_rows, title=s.title)]
             parts += [_wrap(line, width, "  ", "    ") for line in s.lines]
             parts += [_wrap(f"note: {n}", width, "  ", "        ") for n in s.notes]
         out.write("\n".join(parts) + "\n")

@@ -16,6 +16,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.filter import parse_int_ranges
+from holotrace.text import fit_name, fit_names
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
@@ -65,12 +66,15 @@ def run(args: argparse.Namespace) -> int:
     return emit(build_report(advice, top=args.top), args)
 
 
+NAME_WIDTH = 60  # a kernel or operator named in a line: shortened by the one formatter (--format json: in full)
+
+
 def _line(r) -> str:
     what = _TEXT.get(r.fix, r.fix.replace("+", " and "))
     who = f" on rank {r.rank}" if r.rank is not None and r.rank == r.rank else ""
-    target = f" ({r.target})" if isinstance(r.target, str) and r.target else ""
+    target = f" ({fit_name(r.target, NAME_WIDTH)})" if isinstance(r.target, str) and r.target else ""
     step = f"step {r.step}" if r.step is not None and r.step == r.step else "step"
-    ev = "; ".join(r.evidence) if r.evidence else ""
+    ev = "; ".join(fit_names(list(r.evidence), NAME_WIDTH)) if r.evidence else ""  # never two alike
     return (f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
             f"predicted {r.predicted_step_ms:.3f} ms)" + (f": {ev}" if ev and not target else ""))
 

@@ -50,7 +50,15 @@ def run(args: argparse.Namespace) -> int:
         raise AnalysisError(exc.problem, path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
         columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
-    report = Report(title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df)])
+    notes = []
+    zeroed = {s: cp for s, cp in paths.items() if cp.zeroed_edges}
+    if zeroed:
+        on_path = sum(cp.zeroed_on_path for cp in zeroed.values())
+        notes.append(f"zeroed_edges: dependencies of negative duration (a GPU operation starting before its cause "
+                     f"on the CPU: the rank's clocks disagree) counted as 0 in {len(zeroed)} of {len(paths)} "
+                     f"step(s); {on_path} lie on the path, whose length they change")
+    report = Report(title=f"Critical path, rank {args.rank}",
+                    sections=[Section("steps", "By step and bound", df, notes)])
     if getattr(args, "output", None):
         from holotrace.render.critical_path_overlay import overlay_path
 

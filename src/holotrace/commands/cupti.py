@@ -12,7 +12,6 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import cupti as _cupti
-from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, select_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -57,8 +56,6 @@ def build_report(job, *, by: str = "top", top: int = 20, strict: bool = False) -
         shown["GFLOP"] = shown.pop("flops") / 1e9
         shown = shown.rename(columns={col: "operator", "dram_bytes": "DRAM bytes", "arithmetic_intensity": "FLOP/byte"})
     kshown = kernels
-    if len(kernels):
-        kshown = kernels.assign(name=shorten_names(kernels["name"].astype(str).to_numpy()))
     counters = pd.concat([f.drop(columns=["op_stack"]).assign(
         op_stack=[" > ".join(s) for s in f["op_stack"]], rank=r) for r, f in frames.items()], ignore_index=True) if frames else pd.DataFrame()
     return Report("CUPTI counters per operator", [

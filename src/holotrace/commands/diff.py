@@ -110,10 +110,9 @@ def build_report(d, trips, base_path: str, new_path: str, rules, min_effect: flo
     m = d.metrics.copy()
     m["change"] = [_fmt_change(r) for r in m.itertuples()]
     metrics = m[["metric", "unit", "base", "new", "change", "base_sigma"]]
-    c = d.contributors.head(top).copy()
-    c["item"] = c["item"].map(lambda s: s if len(s) <= 60 else s[:57] + "...")
+    c = d.contributors.head(top).copy()  # full names: the table shortens them (never two alike), --wide does not
     k = d.ops[(d.ops["rank"] == -1) & (d.ops["family"] == "kernel") & (d.ops["status"] == "both")].head(top)
-    kern = k.assign(name=k["key"].map(lambda s: s if len(s) <= 50 else s[:47] + "..."))[
+    kern = k.assign(name=k["key"])[
         ["name", "count_base", "count_new", "mean_us_base", "mean_us_new", "p95_us_base", "p95_us_new",
          "delta_per_step_us", "delta_pct"]]
     moved = d.ops[(d.ops["rank"] == -1) & (d.ops["status"] != "both")][["family", "key", "status", "count_base",

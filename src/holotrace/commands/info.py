@@ -9,6 +9,7 @@ from pathlib import Path
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
 from holotrace.model.summary import job_facts
+from holotrace.text import fmt_steps, sanitize_lines
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(facts, indent=2, default=str))
         return 0
-    print(render(facts))
+    print(sanitize_lines(render(facts)))
     return 0
 
 
@@ -78,8 +79,4 @@ def render(facts: dict) -> str:
 
 
 def _steps_text(steps: list[int]) -> str:
-    if not steps:
-        return "none (no ProfilerStep#N annotations: the whole trace is one step)"
-    if len(steps) > 12:
-        return f"{steps[0]}..{steps[-1]} ({len(steps)} steps)"
-    return ", ".join(map(str, steps))
+    return fmt_steps(steps, listed=12)

@@ -15,7 +15,6 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import launches as _launches
-from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -62,7 +61,7 @@ def _worst(df: pd.DataFrame, col: str, flag: str, top: int) -> pd.DataFrame:
         "step": sel["iteration"].to_numpy(),
         "at ms": sel["ts"].to_numpy() / 1e3,
         "launch": sel["launch"].to_numpy(),
-        "kernel": shorten_names(sel["kernel"].astype(str).to_numpy()),
+        "kernel": sel["kernel"].astype(str).to_numpy(),
         "cpu us": sel["cpu_duration"].to_numpy(),
         "gpu us": sel["gpu_duration"].to_numpy(),
         "delay us": sel["launch_delay"].to_numpy(),

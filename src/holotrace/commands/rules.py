@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 
 from holotrace.analysis import classification as _cls
-from holotrace.analysis.annotations import shorten_names
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
@@ -47,9 +46,7 @@ def build_report(job, *, top: int = 20, min_share: float = 1.0) -> Report:
               f"claimed by no rule {unclaimed:.1f} %"]
 
     def shown(df, cols):
-        d = df.head(top)[cols].copy()
-        d["name"] = shorten_names(d["name"].tolist()) if len(d) else d["name"]
-        return d
+        return df.head(top)[cols].copy()  # full names: the table shortens them (never two alike), --wide not
 
     kcols = ["name", "kernel_type", "comm_kind", "rule", "evidence", "count", "time_us", "share"]
     big = kernels[(kernels["evidence"] == "no rule") & (kernels["share"] >= min_share)]

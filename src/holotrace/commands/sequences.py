@@ -11,12 +11,13 @@ modified. Works on traces whose call stacks HTA cannot build.
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 from pathlib import Path
 
 import pandas as pd
 
 from holotrace.analysis import sequences as _seq
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import fit_names, structural_forms
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.errors import AnalysisError
@@ -46,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     report = build_report(job, args.op, rank=args.rank, min_pattern_len=args.min_len, top=args.top, match=args.match,
-                          roots="hta" if args.hta_roots else "outermost", overlay_dir=args.overlay)
+                          roots="hta" if args.hta_roots else "outermost", overlay_dir=args.overlay,
+                          name_width=None if getattr(args, "wide", False) else 40)
     return emit(report, args)
 
 
@@ -61,13 +63,22 @@ COMMAND = Command(
 )
 
 
-def _label(pattern: str) -> str:
-    parts = pattern.split("|")
-    return " > ".join([parts[0]] + list(shorten_names(parts[1:])))
+def _labels(patterns, width: Optional[int]) -> list[str]:
+    """``operator > kernel > …`` per pattern, the kernel names of all patterns fitted together (two different
+    kernels never print alike, so two different patterns never do)."""
+    split = [p.split("|") for p in patterns]
+    kernels = list(dict.fromkeys(k for parts in split for k in parts[1:]))
+    if width is not None:
+        # several names on one line: without `void` and argument lists from the start, unless that makes two alike
+        bare = [structural_forms(k)[1] for k in kernels]
+        short = dict(zip(kernels, fit_names(bare if len(set(bare)) == len(bare) else kernels, width)))
+    else:
+        short = dict(zip(kernels, fit_names(kernels, None)))
+    return [" > ".join([fit_names([parts[0]], None)[0]] + [short[k] for k in parts[1:]]) for parts in split]
 
 
 def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int = 5, match: str = "substring",
-                 roots: str = "outermost", overlay_dir=None) -> Report:
+                 roots: str = "outermost", overlay_dir=None, name_width: Optional[int] = 40) -> Report:
     """Find the patterns and lay out the report; writes the overlay file when ``overlay_dir`` is given."""
     if not op:
         raise AnalysisError("--op needs a non-empty operator name")
@@ -82,7 +93,7 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
         "GPU ms": pats["GPU kernel duration (us)"].to_numpy() / 1e3,
         "CPU ms": pats["CPU op duration (us)"].to_numpy() / 1e3,
         "kernels": [p.count("|") for p in pats["pattern"]],
-        "sequence": [_label(p) for p in pats["pattern"]],
+        "sequence": _labels(pats["pattern"].tolist(), name_width),
     })
     lines = []
     if pats.empty:
@@ -92,8 +103,8 @@ def build_report(job, op: str, *, rank=None, min_pattern_len: int = 3, top: int 
         d.mkdir(parents=True, exist_ok=True)
         header.append(f"overlay {_seq.write_overlay(res, job.rank(r).file, d, top)}")
     section = Section("sequences", f"Most frequent kernel sequences under {op}", shown,
-                      [("sequence = operator > kernels in start order (kernel names shortened for display; "
-                        "--format csv/json has the full names)")], digits={"GPU ms": 3, "CPU ms": 3},
+                      [("sequence = operator > kernels in start order (kernel names shortened for display; --wide and "
+                        "--format csv/json have the full names)")], digits={"GPU ms": 3, "CPU ms": 3},
                       max_rows=top, lines=lines)
     meta = {"path": job.path, "rank": r, "op": op, "match": match, "roots": roots, "min_pattern_len": min_pattern_len}
     return Report(title="holotrace sequences: kernel sequences under an operator", sections=[section],

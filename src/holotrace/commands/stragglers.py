@@ -17,7 +17,6 @@ import argparse
 import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
-from holotrace.analysis.annotations import shorten_names
 from holotrace.analysis.critical_path.advice import costliest_rank
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
@@ -82,7 +81,7 @@ def build_report(job, *, candidates: int = 2) -> Report:
             "step": st["step"].to_numpy(),
             "straggler": st["rank"].to_numpy(),
             "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
-            "worst collective": shorten_names(st["worst_collective"].astype(str).to_numpy()),
+            "worst collective": st["worst_collective"].astype(str).to_numpy(),
             "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
         })
         sections.append(Section("stragglers_by_step", "Straggler per step (evidence: the collective waited on most)",

@@ -24,7 +24,7 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
 from holotrace.render.summary_lines import launch_lines, straggler_lines
-from holotrace.render.tables import kernel_label
+from holotrace.text import fmt_significant, fmt_steps
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "job_summary_of_args", "AFFECTING_CODES"]
 
@@ -109,7 +109,7 @@ def build_report(js: JobSummary, *, top: int = 10) -> Report:
         _idle_section(f["idle"]),
         _overlap_section(f["overlap"]),
         _types_section(f["kernel_types"]),
-        _top_kernels_section(f["top_kernels"], top, tb),
+        _top_kernels_section(f["top_kernels"], top, f["gpu_ops_sum_us"]),
         _slowest_section(tb, f["steps"], f["kernel_rank_distribution"]),
         Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(js)),
         Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(js)),
@@ -142,11 +142,7 @@ def _ranks_text(ranks: list[int]) -> str:
 
 
 def _steps_text(step_list: list[int]) -> str:
-    if not step_list:
-        return "none (no ProfilerStep#N: the whole trace is one step)"
-    if len(step_list) > 6:
-        return f"{step_list[0]} … {step_list[-1]} ({len(step_list)} steps)"
-    return ", ".join(map(str, step_list))
+    return fmt_steps(step_list)
 
 
 def _temporal_section(tb: pd.DataFrame) -> Section:
@@ -215,22 +211,23 @@ def _types_section(types: pd.DataFrame) -> Section:
                    ["A + B = both types running at the same time"], digits={"time ms": 2, "%": 1})
 
 
-def _top_kernels_section(top_k: pd.DataFrame, top: int, tb: pd.DataFrame) -> Section:
+def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section:
+    """``total``: the summed duration of every GPU operation of every rank (the rows' universe)."""
     title = f"Top {top} kernels (all ranks)"
     if top_k.empty:
         return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
-    busy = float(tb["busy_us"].sum())
     shown = pd.DataFrame({
-        "kernel": [kernel_label(n) for n in top_k["name"].to_numpy()],
+        "kernel": top_k["name"].astype(str).to_numpy(),
         "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
         "count": top_k["count"].to_numpy(np.int64),
         "total ms": top_k["sum_us"].to_numpy() / 1e3,
         "mean us": top_k["mean_us"].to_numpy(),
-        "% busy": 100.0 * top_k["sum_us"].to_numpy() / busy if busy > 0 else np.nan,
+        "% of all": 100.0 * top_k["sum_us"].to_numpy() / total if total > 0 else np.nan,
     })
     return Section("top_kernels", title, shown,
-                   ["% busy = share of the summed GPU busy time (kernel durations, overlaps counted twice)"],
-                   digits={"total ms": 2, "mean us": 1, "% busy": 1})
+                   [f"% of all = total ms / {fmt_significant(total / 1e3)} ms, the summed duration of every GPU operation on "
+                    f"all ranks (operations running at the same time each count in full)"],
+                   digits={"total ms": 2, "mean us": 1, "% of all": 1})
 
 
 def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import critical_path as _cp
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, Graph
 from holotrace.compat.hta_table import hta_table
 from holotrace.errors import HolotraceError

@@ -31,7 +31,7 @@ def get_cpu_gpu_correlation(df: pd.DataFrame) -> pd.DataFrame:
 
 def decode_symbol_id_to_symbol_name(df: pd.DataFrame, symbol_table, use_shorten_name: bool) -> None:
     """Write ``s_name``/``s_cat`` (and ``s_user_annotation``) from integer id columns, in place (−1 → ``""``)."""
-    from holotrace.analysis.annotations import shorten_names
+    from holotrace.text import hta_short_names as shorten_names
 
     table = np.asarray(list(symbol_table.sym_table) + [""], dtype=object)
     if use_shorten_name:

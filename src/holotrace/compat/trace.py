@@ -397,7 +397,7 @@ class Trace:
 
     def decode_symbol_ids(self, use_shorten_name: bool = True) -> None:
         """Write ``s_name``/``s_cat`` from the ids (shortened names by default), in every loaded table."""
-        from holotrace.analysis.annotations import shorten_names
+        from holotrace.text import hta_short_names as shorten_names
 
         table = np.array(self.symbol_table.sym_table + [""], dtype=object)
         if use_shorten_name:

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Union
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.compat.hta_table import hta_table
 from holotrace.compat.types import DeviceType
 from holotrace.model.classify import HTA

@@ -9,12 +9,13 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
+import numpy as np
 import pandas as pd
 
 from holotrace.analysis import intervals
-from holotrace.analysis.annotations import shorten_names
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
+from holotrace.text import hta_short_names as shorten_names
 
 __all__ = [
     "GroupingPattern", "to_grouping_pattern", "ProfilerStepGroupingPattern", "MemoryKernelGroupingPattern",
@@ -147,9 +148,12 @@ def get_memory_kernel_type(name: str) -> str:
 
 def merge_kernel_intervals(kernel_df: pd.DataFrame) -> pd.DataFrame:
     """Merged ``[ts, end]`` intervals of the rows (touching intervals merge); sorts ``kernel_df`` by ``ts`` in
-    place and adds its ``end`` column, as HTA does."""
+    place (rows with equal ``ts`` keep their order) and adds its ``end`` column, as HTA does."""
     df = kernel_df
-    df.sort_values(by="ts", inplace=True)
+    ordered = df.iloc[np.argsort(df["ts"].to_numpy(), kind="stable")]
+    for i in range(df.shape[1]):
+        df.isetitem(i, ordered.iloc[:, i].array)  # by position: duplicate labels, dtypes kept
+    df.index = ordered.index
     df["end"] = df["ts"] + df["dur"]
     iv = intervals.merge(df["ts"].to_numpy(), df["end"].to_numpy())
     return pd.DataFrame({"ts": iv.start, "end": iv.end})

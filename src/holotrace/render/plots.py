@@ -15,9 +15,9 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.annotations import shorten_names
 from holotrace.render.charts import (Bars, Gantt, Histogram, Line, Lines, Pie, Series, StackedBars, Strip, StripGroup,
                                      Table)
+from holotrace.text import fit_names
 
 __all__ = [
     # the facade's figures (HTA's frames)
@@ -34,6 +34,9 @@ __all__ = [
 KERNEL_TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
 KERNEL_TYPE_COLOURS = ("#e08a1e", "#6aa84f", "#1f5fa8", "#8c8c8c")
 KERNEL_TYPE_LETTERS = ("N", "M", "C", "O")
+
+# kernel and operator names on a figure: shortened by structure to this many characters, never alike
+LABEL_WIDTH = 48
 
 
 def _rank_labels(ranks) -> list[str]:
@@ -191,7 +194,7 @@ def collective_waits(ss: pd.DataFrame, slowest: int) -> Bars:
 
 def top_kernels(top: pd.DataFrame) -> Bars:
     """Total time of the top kernels over all ranks (``kernels.top_kernels``), names shortened."""
-    short = [str(s) for s in shorten_names(top["name"].astype(str).to_numpy())]
+    short = fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)
     return Bars(name="top-kernels", title="Top kernels by total time", labels=short,
                 series=[Series("total", top["sum_us"].to_numpy() / 1e3, hover=top["name"].astype(str).tolist())],
                 unit="ms (all ranks)", digits=2, horizontal=True)
@@ -201,7 +204,7 @@ def kernel_rank_spread(top: pd.DataFrame, dist: pd.DataFrame) -> Strip:
     """Per top kernel, its time on each rank (``kernels.rank_distribution``)."""
     groups = []
     by_name = {k: g for k, g in dist.groupby("name", sort=False)}
-    for name, short in zip(top["name"], shorten_names(top["name"].astype(str).to_numpy())):
+    for name, short in zip(top["name"], fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)):
         g = by_name.get(name, dist.iloc[:0])
         groups.append(StripGroup(str(short), g["sum_us"].to_numpy() / 1e3, [f"rank {r}" for r in g["rank"]]))
     return Strip(name="kernel-ranks", title="Per-rank time of each top kernel", groups=groups, unit="ms per rank",
@@ -279,7 +282,7 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
     kind = np.array([KERNEL_TYPES.index(t) if t in KERNEL_TYPES else 3 for t in map(str, tuniq)] or [3])[tcodes]
     return Gantt(lanes=[f"rank {k // width} stream {k % width + smin}" for k in keys.tolist()], lane=lane[order],
                  start=start[order] - t0, dur=(end - start)[order], kind=kind[order], label=codes[order],
-                 names=[str(x) for x in shorten_names(np.asarray(uniq, dtype=object).astype(str))], t0_ns=t0, **common)
+                 names=fit_names([str(x) for x in uniq], LABEL_WIDTH), t0_ns=t0, **common)
 
 
 # ============================================================================ the comparison report's plots

@@ -10,16 +10,16 @@ Every number shown comes from a frame; tables carry ``data-table`` names so the 
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.annotations import shorten_names
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report_assets import SCRIPT, STYLE
+from holotrace.text import fit_names
+from holotrace.text import html_escape as escape
 
 __all__ = ["render_report", "page", "table", "SECTIONS", "gpu_time_split", "timeline_data"]
 
@@ -233,7 +233,7 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         pick = _largest(delay, 10)
         kernel = la["kernel"]  # one value at a time: taking rows of a long text column copies all of it
         worst = pd.DataFrame({"rank": la["rank"].to_numpy()[pick], "iteration": la["iteration"].to_numpy()[pick],
-                              "kernel_s": shorten_names(np.array([str(kernel.iat[i]) for i in pick], dtype=object)),
+                              "kernel_s": fit_names([str(kernel.iat[i]) for i in pick], 60),
                               "launch_delay": delay[pick]})
         html += "<h3>Worst launch delays</h3>" + table(
             "worst_launch_delays", worst,

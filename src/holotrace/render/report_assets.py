@@ -17,7 +17,7 @@ th{background:#f3f3f3}td.t,th.t{text-align:left}td.t{max-width:560px;overflow-wr
 .finding{margin:2px 0}.sev-error{color:#a00;font-weight:600}.sev-warning{color:#a60}
 .note{color:#555;font-size:12.5px;margin:2px 0}
 .plot{display:block;max-width:100%;height:auto;margin:4px 0}
-.plot text{font-size:11px;fill:#222}.plot text.in{fill:#fff;font-size:10.5px;paint-order:stroke;stroke:#0006;stroke-width:2px}
+.plot text{font-size:11px;fill:#222}.plot text.in{fill:#111;font-size:10.5px;font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 .plot .mark:hover{opacity:.75}
 nav a{margin-right:10px}
 #tl-wrap{position:relative;border:1px solid #ccc}

@@ -9,12 +9,12 @@ operators and annotations that changed most, and the names that appeared or disa
 
 from __future__ import annotations
 
-from html import escape
 from typing import Sequence
 
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report import page, table
+from holotrace.text import html_escape as escape
 
 __all__ = ["render_diff_report", "DIFF_SECTIONS"]
 

@@ -11,12 +11,13 @@ SVG's accessible name (the report shows it as the heading above).
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Sequence
 
 import numpy as np
 
 from holotrace.render import charts as ch
+from holotrace.text import fit_names
+from holotrace.text import html_escape as escape
 
 __all__ = ["render", "gantt_json", "fmt", "PALETTE"]
 
@@ -294,6 +295,14 @@ def _strip(c: ch.Strip) -> str:
     return _svg(c, width, h, body, f"strip plot of {len(groups)} groups in {c.unit}")
 
 
+_LEGEND_ROWS = 16
+
+
+def s_name(name: str) -> str:
+    """A series name for a legend row (22 characters)."""
+    return fit_names([name], 22)[0]
+
+
 def _lines(c: ch.Lines) -> str:
     """A line per series over a shared x axis (:func:`charts.line_points`: reduced by peaks, stacked bands as
     their tops, each band filled down to the one below), in steps unless ``step`` is off; a legend at the
@@ -323,11 +332,21 @@ def _lines(c: ch.Lines) -> str:
         body.append(f'<polyline class="mark" points="{pts}" fill="none" stroke="{escape(colours[i])}" '
                     f'stroke-width="1.3"><title>{escape(s.name)}: max {float(s.y.max()):,.4g} {escape(c.y_unit)}'
                     '</title></polyline>')
-    for i, s in enumerate(c.series[:16]):
-        yy = top + 6 + 12 * i
+    # the legend: every series, or when there are more than fit, the ones with the highest peaks and a line
+    # that says so (each line names its series on hover)
+    keyed = list(range(len(c.series)))
+    if len(keyed) > _LEGEND_ROWS:
+        keyed = sorted(keyed, key=lambda i: -float(c.series[i].y.max()) if len(c.series[i].y) else 0.0)
+        keyed = sorted(keyed[:_LEGEND_ROWS - 1])
+    for row, i in enumerate(keyed):
+        yy = top + 6 + 12 * row
         body.append(f'<line x1="{left + pw + 6}" x2="{left + pw + 18}" y1="{yy}" y2="{yy}" '
                     f'stroke="{escape(colours[i])}" stroke-width="2"/><text x="{left + pw + 21}" y="{yy + 4}" '
-                    f'class="ax">{escape(s.name[:22])}</text>')
+                    f'class="ax">{escape(s_name(c.series[i].name))}</text>')
+    if len(keyed) < len(c.series):
+        yy = top + 6 + 12 * len(keyed)
+        body.append(f'<text x="{left + pw + 6}" y="{yy + 4}" class="ax">top {len(keyed)} of {len(c.series)} by '
+                    f'peak; hover a line</text>')
     for t in _ticks(0.0, yhi, 4):
         yy = top + ph - ph * t / yhi
         body.append(f'<text x="{left - 4}" y="{yy + 4:.1f}" text-anchor="end" class="ax">{t:,.4g}</text>'

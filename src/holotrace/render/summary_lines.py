@@ -6,15 +6,10 @@ per-rank work (a job in this process, the local pool, Ray, an ingest folder).
 
 from __future__ import annotations
 
-from holotrace.analysis.annotations import shorten_names
 from holotrace.analysis.job_summary import JobSummary
-from holotrace.text import sanitize
+from holotrace.text import fit_name, fit_names, sanitize
 
 __all__ = ["straggler_lines", "launch_lines"]
-
-
-def _short(name, n: int) -> str:
-    return sanitize(str(shorten_names([str(name)])[0]))[:n]
 
 
 def straggler_lines(js: JobSummary) -> list[str]:
@@ -32,7 +27,7 @@ def straggler_lines(js: JobSummary) -> list[str]:
     ev = ""
     if len(worst):
         w = worst.iloc[0]
-        ev = (f"; worst: {_short(w['worst_collective'], 50)} in step {int(w['step'])}, "
+        ev = (f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, "
               f"{w['worst_collective_wait_us'] / 1e3:.3f} ms")
     return [f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
             f"straggler in {int(top['steps_as_straggler'])}/{rep['step'].nunique()} steps{ev})"]
@@ -46,8 +41,9 @@ def launch_lines(js: JobSummary) -> list[str]:
     cutoff = o.get("cutoff_us", 100.0)
     lines = [f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us (within 1 %) over "
              f"{o['launches']} launches; {o['outliers']} above {cutoff:g} us"]
-    for row in worst.itertuples(index=False):
+    names = fit_names([str(k) for k in worst["kernel"]], 60)  # together: two kernels never read alike
+    for row, name in zip(worst.itertuples(index=False), names):
         step = f" step {row.iteration}" if row.iteration >= 0 else ""
-        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {_short(row.kernel, 60)} "
+        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {name} "
                      f"started {row.launch_delay:.1f} us after its {sanitize(str(row.launch))}")
     return lines

@@ -20,56 +20,37 @@ import pandas as pd
 
 from holotrace.atomic import write_atomic, write_bytes
 from holotrace.errors import HolotraceError, OutputError
-from holotrace.text import sanitize
+from holotrace.text import cut, fit_names, sanitize, structural_forms
 
-__all__ = ["kernel_label", "format_table", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
+__all__ = ["kernel_label", "format_table", "table_cells", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
 
 FORMATS = ("csv", "parquet", "json")
-ELLIPSIS = "…"
+NAME_FLOOR = 24  # a text column is never shortened below this (or its natural width): names stay readable
 
 
-def shorten(text: str, width: int) -> str:
-    """Cut ``text`` to ``width`` characters, keeping its start and end around an ellipsis."""
-    if width <= 0:
-        return ""
-    if len(text) <= width:
-        return text
-    if width == 1:
-        return ELLIPSIS
-    head = (width - 1) * 2 // 3
-    tail = width - 1 - head
-    return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+shorten = cut  # a plain cut (start … end) for text that is not a name list
 
 
 def kernel_label(name: str) -> str:
-    """A display label for a kernel name: without a leading ``void `` and the trailing parameter list
-    (memcpy/memset names, whose parentheses say the direction, are kept whole).
-
-    Display only; analyses always key kernels by their full name.
-    """
-    label = name[5:] if name.startswith("void ") else name
-    if label.endswith(")") and not label.startswith(("Memcpy", "Memset")):
-        depth = 0
-        for i in range(len(label) - 1, -1, -1):
-            c = label[i]
-            depth += c == ")"
-            depth -= c == "("
-            if depth == 0:
-                if i > 0:
-                    label = label[:i]
-                break
-    return label.strip() or name
+    """A display label for one kernel name: without a leading ``void`` and the trailing argument list
+    (memory copies and sets, whose parentheses say the direction, are kept whole). Display only; a table
+    of names goes through :func:`holotrace.text.fit_names`, which never makes two names alike."""
+    return structural_forms(name)[1] or name
 
 
 def _is_num(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
+def _text(s: pd.Series) -> list[str]:
+    return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in s.tolist()]
+
+
 def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
     if pd.api.types.is_bool_dtype(s):
         return ["yes" if v else "no" for v in s.tolist()]
     if not _is_num(s):
-        return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else sanitize(str(v)) for v in s.tolist()]
+        return [sanitize(v) for v in _text(s)]
     values = s.to_numpy(dtype=np.float64)
     finite = values[np.isfinite(values)]
     if digits is None:
@@ -86,10 +67,40 @@ def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
     return out
 
 
+def table_cells(shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
+                ) -> tuple[list[str], list[list[str]], list[int], list[bool]]:
+    """What :func:`format_table` prints, before alignment: headers, each column's cells, column widths and
+    which columns are numeric. Text columns too wide for ``width`` are shortened together by
+    :func:`holotrace.text.fit_names` (two different values of a column never print alike)."""
+    digits = dict(digits or {})
+    cols = [sanitize(str(c)) for c in shown.columns]
+    cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
+    numeric = [_is_num(shown[c]) for c in shown.columns]
+    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
+    sep = 2
+    total = sum(widths) + sep * (len(widths) - 1)
+    text_cols = [i for i, n in enumerate(numeric) if not n]
+    natural = list(widths)
+    while width is not None and total > width and text_cols:
+        i = max(text_cols, key=lambda k: widths[k])
+        floor = max(len(cols[i]), min(natural[i], NAME_FLOOR))
+        if widths[i] <= floor:
+            text_cols.remove(i)
+            continue
+        step = min(total - width, widths[i] - floor)
+        widths[i] -= step
+        total -= step
+    for i, c in enumerate(shown.columns):
+        if widths[i] < natural[i] and not numeric[i] and not pd.api.types.is_bool_dtype(shown[c]):
+            cells[i] = fit_names(_text(shown[c]), widths[i])
+            widths[i] = max([len(cols[i])] + [len(v) for v in cells[i]])
+    return cols, cells, widths, numeric
+
+
 def format_table(
     df: pd.DataFrame,
     *,
-    width: int = 80,
+    width: Optional[int] = 80,
     digits: Optional[Mapping[str, int]] = None,
     max_rows: Optional[int] = None,
     title: Optional[str] = None,
@@ -98,8 +109,9 @@ def format_table(
 
     Args:
         df: the table; column names are the headers.
-        width: target width in characters; the widest text columns are
-            shortened (middle ellipsis) until the table fits.
+        width: target width in characters; the widest text columns are shortened until the table fits,
+            by :func:`holotrace.text.fit_names` (by structure; two different values of a column never
+            print alike, even if the table gets wider). ``None``: nothing shortened (``--wide``).
         digits: decimals per numeric column (default: 0 for integral values, else 2).
         max_rows: show at most this many rows, then a "… N more rows" line.
         title: a line printed above the table.
@@ -113,26 +125,12 @@ def format_table(
         lines.append("  (none)")
         return "\n".join(lines)
     shown = df if max_rows is None or len(df) <= max_rows else df.head(max_rows)
-    cols = [sanitize(str(c)) for c in shown.columns]
-    cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
-    numeric = [_is_num(shown[c]) for c in shown.columns]
-    widths = [max([len(h)] + [len(v) for v in col]) for h, col in zip(cols, cells)]
+    cols, cells, widths, numeric = table_cells(shown, width=width, digits=digits)
     sep = 2
-    total = sum(widths) + sep * (len(widths) - 1)
-    text_cols = [i for i, n in enumerate(numeric) if not n]
-    while total > width and text_cols:
-        i = max(text_cols, key=lambda k: widths[k])
-        floor = max(len(cols[i]), 8)
-        if widths[i] <= floor:
-            text_cols.remove(i)
-            continue
-        cut = min(total - width, widths[i] - floor)
-        widths[i] -= cut
-        total -= cut
+
     def fmt(values: Sequence[str]) -> str:
         parts = []
         for v, w, n in zip(values, widths, numeric):
-            v = shorten(v, w)
             parts.append(v.rjust(w) if n else v.ljust(w))
         return (" " * sep).join(parts).rstrip()
     lines.append(fmt(cols))

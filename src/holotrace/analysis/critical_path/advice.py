@@ -24,11 +24,13 @@ from holotrace.analysis.critical_path.replay import Replay, base_delays
 
 __all__ = ["LONGEST_VS_LAST", "Advice", "CostliestRank", "costliest_rank", "job_advice"]
 
-SPEEDUPS = ("kernel", "cpu_op")   # fixes that assume work can be made faster, not waste removed
-WASTE_FIRST_PCT = 5.0             # a waste fix saving at least this % of the step ranks before every speed-up
+SPEEDUPS = ("kernel", "cpu_op")  # fixes that assume work can be made faster, not waste removed
+WASTE_FIRST_PCT = 5.0  # a waste fix saving at least this % of the step ranks before every speed-up
 
-LONGEST_VS_LAST = ("'Longest step' is the rank whose own step takes longest; 'arrives last' is the rank the others "
-                   "wait for in collectives: a rank can have the longest step only because it waits for a late one.")
+LONGEST_VS_LAST = (
+    "'Longest step' is the rank whose own step takes longest; 'arrives last' is the rank the others "
+    "wait for in collectives: a rank can have the longest step only because it waits for a late one."
+)
 
 
 @dataclass
@@ -62,9 +64,19 @@ class Advice:
 
 
 def _fix_for(name: str) -> str:
-    aliases = {"comm-overlap": "communication", "comm": "communication", "launch": "launch_overhead",
-               "sync": "host_sync", "host-sync": "host_sync", "data": "data_loading", "data-loading": "data_loading",
-               "gaps": "kernel_gaps", "kernel-gaps": "kernel_gaps", "cpu": "cpu_op", "launch-overhead": "launch_overhead"}
+    aliases = {
+        "comm-overlap": "communication",
+        "comm": "communication",
+        "launch": "launch_overhead",
+        "sync": "host_sync",
+        "host-sync": "host_sync",
+        "data": "data_loading",
+        "data-loading": "data_loading",
+        "gaps": "kernel_gaps",
+        "kernel-gaps": "kernel_gaps",
+        "cpu": "cpu_op",
+        "launch-overhead": "launch_overhead",
+    }
     fix = aliases.get(name.strip(), name.strip())
     if fix not in jw.FIXES:
         raise ValueError(f"unknown fix {name!r}; known: {', '.join(jw.FIXES)} (and comm-overlap)")
@@ -78,9 +90,15 @@ def parse_combination(text: str | None) -> list[list[str]]:
     return [[_fix_for(x) for x in part.split(",") if x.strip()] for part in text.split(";") if part.strip()]
 
 
-def job_advice(source, *, ranks: Sequence[int] | None = None, steps: Sequence[int] | None = None,
-               options: jw.WhatIfOptions | None = None, combine: Sequence[Sequence[str]] = (),
-               only: Sequence[str] | None = None) -> Advice:
+def job_advice(
+    source,
+    *,
+    ranks: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
+    options: jw.WhatIfOptions | None = None,
+    combine: Sequence[Sequence[str]] = (),
+    only: Sequence[str] | None = None,
+) -> Advice:
     """Every fix (or ``only`` these) tried on the replay of the whole job, ranked by the mean job step time it
     saves (``ranks``: fixes job-wide or on those ranks; ``steps``: savings over those steps only).
 
@@ -116,11 +134,17 @@ def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
     if per.empty:
         return pd.DataFrame({c: [] for c in cols})
     key = ["fix", "rank", "target"]
-    p = per.assign(rank=per["rank"].astype(object).where(per["rank"].notna(), None),
-                   target=per["target"].where(per["target"].notna(), ""))
+    p = per.assign(
+        rank=per["rank"].astype(object).where(per["rank"].notna(), None),
+        target=per["target"].where(per["target"].notna(), ""),
+    )
     g = p.groupby(key, sort=False, dropna=False)
-    agg = g.agg(saving_ms=("saving_ms", "mean"), measured=("measured_ms", "mean"),
-                step=("step", "first"), evidence=("evidence", "first")).reset_index()
+    agg = g.agg(
+        saving_ms=("saving_ms", "mean"),
+        measured=("measured_ms", "mean"),
+        step=("step", "first"),
+        evidence=("evidence", "first"),
+    ).reset_index()
     agg["saving_pct"] = np.where(agg["measured"] > 0, 100.0 * agg["saving_ms"] / agg["measured"], 0.0)
     agg["predicted_step_ms"] = agg["measured"] - agg["saving_ms"]
     if n_steps != 1:
@@ -132,7 +156,9 @@ def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
     agg = agg.drop(index=strag.index[1:])
     waste_first = ~agg["fix"].isin(SPEEDUPS) & (agg["saving_pct"] >= WASTE_FIRST_PCT)
     agg = agg.assign(_tier=np.where(waste_first, 0, 1))
-    agg = agg.sort_values(["_tier", "saving_ms", "fix"], ascending=[True, False, True], kind="stable", ignore_index=True)
+    agg = agg.sort_values(
+        ["_tier", "saving_ms", "fix"], ascending=[True, False, True], kind="stable", ignore_index=True
+    )
     return agg[cols]
 
 
@@ -147,8 +173,12 @@ def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -
         return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
     n = max(len(rep), 1)
     caused = jw.waits_caused(g)
-    last = int(caused.sort_values(ascending=False, kind="stable").index[0]) if len(caused) and caused.max() > 0 else None
-    strag = per[per["fix"] == "straggler"].groupby("rank")["saving_ms"].mean().sort_values(ascending=False, kind="stable")
+    last = (
+        int(caused.sort_values(ascending=False, kind="stable").index[0]) if len(caused) and caused.max() > 0 else None
+    )
+    strag = (
+        per[per["fix"] == "straggler"].groupby("rank")["saving_ms"].mean().sort_values(ascending=False, kind="stable")
+    )
     step_ms = float(rep["measured_ms"].mean()) if len(rep) else 0.0
     if len(strag) and strag.iloc[0] > 0.01 * step_ms:
         r = int(strag.index[0])
@@ -156,18 +186,22 @@ def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -
         coll = _worst_collective(g, r)
         waited = float(caused.get(r, 0.0)) / 1e6 / n
         if r == last:
-            why = (f"rank {r} arrives last at the collectives ({coll}): the other ranks wait {waited:.2f} ms per step "
-                   f"in all for it, because its {ev[1]}")
+            why = (
+                f"rank {r} arrives last at the collectives ({coll}): the other ranks wait {waited:.2f} ms per step "
+                f"in all for it, because its {ev[1]}"
+            )
         else:
             why = f"rank {r}: its {ev[1]}"
         if len(ev) > 2:
             why += f" (most of it in {ev[2]})"
         why += f"; bringing it to the median saves {strag.iloc[0]:.2f} ms per step."
         if longest != r:
-            why += (f" Rank {longest} has the longest step because it waits for rank {r}. " + LONGEST_VS_LAST)
+            why += f" Rank {longest} has the longest step because it waits for rank {r}. " + LONGEST_VS_LAST
         return CostliestRank(r, why, float(strag.iloc[0]), last, longest)
-    why = (f"rank {longest} has the longest step ({mean_step[longest]:.2f} ms per step); no rank's compute, brought "
-           "to the median, shortens the job's step.")
+    why = (
+        f"rank {longest} has the longest step ({mean_step[longest]:.2f} ms per step); no rank's compute, brought "
+        "to the median, shortens the job's step."
+    )
     if last is not None and last != longest:
         why += f" Rank {last} arrives last at collectives. " + LONGEST_VS_LAST
     return CostliestRank(longest, why, 0.0, last, longest)

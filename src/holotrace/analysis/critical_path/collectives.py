@@ -39,12 +39,21 @@ class CollectiveMatch:
 def _rank_kernels(view, r: int) -> pd.DataFrame:
     v = view[r]
     sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
-    group = v.arg("process_group_name")[sel].astype(np.int64) if "process_group_name" in v.model else np.full(len(sel), -1)
+    group = (
+        v.arg("process_group_name")[sel].astype(np.int64) if "process_group_name" in v.model else np.full(len(sel), -1)
+    )
     coll = v.arg("collective_name")[sel].astype(np.int64) if "collective_name" in v.model else np.full(len(sel), -1)
     kind = np.where(coll >= 0, coll, v["name"][sel])
-    d = pd.DataFrame({"rank": np.int64(r), "row": sel,
-                      "step": np.nan_to_num(v["iteration"][sel], nan=-1).astype(np.int64),
-                      "group": group, "kind": kind, "ts": v["ts"][sel]})
+    d = pd.DataFrame(
+        {
+            "rank": np.int64(r),
+            "row": sel,
+            "step": np.nan_to_num(v["iteration"][sel], nan=-1).astype(np.int64),
+            "group": group,
+            "kind": kind,
+            "ts": v["ts"][sel],
+        }
+    )
     d = d.sort_values(["step", "group", "kind", "ts"], kind="stable")
     d["occurrence"] = d.groupby(["step", "group", "kind"], sort=False).cumcount().to_numpy()
     return d
@@ -70,8 +79,9 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
     for t in bad.itertuples(index=False):
         name = view.strings[int(t.kind)] if t.kind >= 0 else "?"
         grp = f" of group {view.strings[int(t.group)]}" if t.group >= 0 else ""
-        unmatched.append(f"step {t.step}: the ranks hold {t.min} to {t.max} '{name}' collectives{grp}; "
-                         "not matched across ranks")
+        unmatched.append(
+            f"step {t.step}: the ranks hold {t.min} to {t.max} '{name}' collectives{grp}; not matched across ranks"
+        )
     if len(bad):
         drop = d.merge(bad[key], on=key, how="left", indicator=True)["_merge"].to_numpy() == "both"
         d = d[~drop]

@@ -430,7 +430,7 @@ def _gpu_pass(g: Graph, view, strings, rules, rows: np.ndarray, edges: _Edges, t
             add(sn[prt[i]], s0, EdgeType.KERNEL_LAUNCH_DELAY + 10)  # zero-weight marker, fixed below
         last[skey] = e0
     if missing_runtime:
-        log.warning("%d GPU operation(s) qualified for a launch edge but their launch call is not a graph node; "
+        log.info("%d GPU operation(s) qualified for a launch edge but their launch call is not a graph node; "
                     "no launch edge added for them", missing_runtime)
     if S:
         T = np.array(T, dtype=np.int8)

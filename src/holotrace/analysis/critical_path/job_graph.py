@@ -43,15 +43,34 @@ from holotrace.model.view import job_view
 
 __all__ = ["EDGE_KIND_NAMES", "EdgeKind", "JobGraph", "NodeType", "build_job_graph"]
 
-STREAM_WAIT_WINDOW_NS = 10_000   # a stream wait is inferred when the operation starts within this of the other's end
-STREAM_WAIT_SLACK_NS = 2_000     # ... and at least this later than its own stream and launch explain
-SYNC_TOLERANCE_NS = 2_000        # a blocking call ends at most this before the GPU operation it waited for
-LAUNCH_FLOOR_QUANTILE = 5        # percentile of a rank's launch lags taken as its fastest launch
+STREAM_WAIT_WINDOW_NS = 10_000  # a stream wait is inferred when the operation starts within this of the other's end
+STREAM_WAIT_SLACK_NS = 2_000  # ... and at least this later than its own stream and launch explain
+SYNC_TOLERANCE_NS = 2_000  # a blocking call ends at most this before the GPU operation it waited for
+LAUNCH_FLOOR_QUANTILE = 5  # percentile of a rank's launch lags taken as its fastest launch
 
-SYNC_CALLS = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-                        "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize"})
-BLOCKING_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync", "hipMemcpy", "hipMemcpyAsync", "hipMemcpyWithStream",
-                             "cudaMemcpy2D", "cudaMemcpy2DAsync", "cuMemcpyDtoH", "cuMemcpyAsync"})
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+    }
+)
+BLOCKING_COPIES = frozenset(
+    {
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+        "hipMemcpy",
+        "hipMemcpyAsync",
+        "hipMemcpyWithStream",
+        "cudaMemcpy2D",
+        "cudaMemcpy2DAsync",
+        "cuMemcpyDtoH",
+        "cuMemcpyAsync",
+    }
+)
 
 
 class NodeType(IntEnum):
@@ -82,25 +101,25 @@ class JobGraph:
     point (point ``2 * n`` is node n's start, ``2 * n + 1`` its end), edge arrays one per cross-chain edge."""
 
     view: object = field(repr=False)
-    node_rank: np.ndarray        # rank (-1 for arrival points)
-    node_row: np.ndarray         # row in the rank's view (a step's ProfilerStep row; -1 for arrival points)
-    node_type: np.ndarray        # NodeType
-    node_step: np.ndarray        # ProfilerStep number (-1 none)
-    node_coll: np.ndarray        # collective instance of a GPU node / arrival point (-1 none)
-    point_time: np.ndarray       # measured time of every point (ns from ``origin_ns``, float64)
-    chain_order: np.ndarray      # points sorted by chain, then time
-    chain_first: np.ndarray      # per position of chain_order: first point of its chain
-    chain_id: np.ndarray         # per position of chain_order: the chain
-    chain_kind: np.ndarray       # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
-    chain_lag: np.ndarray        # per position of chain_order: measured lag of that edge (0 for a first point)
-    chain_floor: np.ndarray      # per position of chain_order
-    src: np.ndarray              # cross edges: source point
-    dst: np.ndarray              # cross edges: destination point
-    kind: np.ndarray             # cross edges: EdgeKind
+    node_rank: np.ndarray  # rank (-1 for arrival points)
+    node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points)
+    node_type: np.ndarray  # NodeType
+    node_step: np.ndarray  # ProfilerStep number (-1 none)
+    node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none)
+    point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
+    chain_order: np.ndarray  # points sorted by chain, then time
+    chain_first: np.ndarray  # per position of chain_order: first point of its chain
+    chain_id: np.ndarray  # per position of chain_order: the chain
+    chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
+    chain_lag: np.ndarray  # per position of chain_order: measured lag of that edge (0 for a first point)
+    chain_floor: np.ndarray  # per position of chain_order
+    src: np.ndarray  # cross edges: source point
+    dst: np.ndarray  # cross edges: destination point
+    kind: np.ndarray  # cross edges: EdgeKind
     lag: np.ndarray
     floor: np.ndarray
-    offsets_ns: dict             # per rank: the clock offset estimated from the collectives (added to its times)
-    skew_ns: float = 0.0         # residual: median spread of a collective's ends after the offsets
+    offsets_ns: dict  # per rank: the clock offset estimated from the collectives (added to its times)
+    skew_ns: float = 0.0  # residual: median spread of a collective's ends after the offsets
     origin_ns: int = 0
     issues: list = field(default_factory=list)
 
@@ -128,7 +147,7 @@ def _cpu_calls(rv) -> np.ndarray:
     cut = np.flatnonzero(thread[1:] != thread[:-1]) + 1
     for a, b in zip(np.r_[0, cut], np.r_[cut, len(sel)]):
         prev = np.maximum.accumulate(end[a:b])
-        keep[a + 1:b] = end[a + 1:b] > prev[:-1]
+        keep[a + 1 : b] = end[a + 1 : b] > prev[:-1]
     return sel[keep]
 
 
@@ -142,19 +161,35 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
     ts, dur = rv["ts"], rv["dur"]
     rows = np.concatenate([calls, srows, srows, gpu])
-    ntype = np.concatenate([np.full(len(calls), NodeType.CALL), np.full(len(srows), NodeType.STEP_START),
-                            np.full(len(srows), NodeType.STEP_END), np.full(len(gpu), NodeType.GPU)]).astype(np.int8)
+    ntype = np.concatenate(
+        [
+            np.full(len(calls), NodeType.CALL),
+            np.full(len(srows), NodeType.STEP_START),
+            np.full(len(srows), NodeType.STEP_END),
+            np.full(len(gpu), NodeType.GPU),
+        ]
+    ).astype(np.int8)
     start = np.concatenate([ts[calls], ts[srows], ts[srows] + dur[srows], ts[gpu]]) - base
     length = np.concatenate([dur[calls], np.zeros(2 * len(srows), dtype=np.int64), dur[gpu]])
     it = np.nan_to_num(rv["iteration"], nan=-1).astype(np.int64)
     step = np.concatenate([it[calls], snum, snum, it[gpu]])
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
-    thread = np.concatenate([rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
-                             rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-                             rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-                             -(rv["pid"][gpu] * 1_000_003 + rv["stream"][gpu]) - 1])
-    return {"rows": rows, "type": ntype, "start": start.astype(np.int64), "dur": np.maximum(length, 0).astype(np.int64),
-            "step": step, "thread": thread}
+    thread = np.concatenate(
+        [
+            rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
+            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
+            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
+            -(rv["pid"][gpu] * 1_000_003 + rv["stream"][gpu]) - 1,
+        ]
+    )
+    return {
+        "rows": rows,
+        "type": ntype,
+        "start": start.astype(np.int64),
+        "dur": np.maximum(length, 0).astype(np.int64),
+        "step": step,
+        "thread": thread,
+    }
 
 
 def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
@@ -198,8 +233,10 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     offsets, skew = _clock_offsets(view, match, per, base)
     issues = list(match.unmatched)
     if skew > 50_000:
-        issues.append(f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
-                      "ranks' clocks: cross-rank waits are uncertain by about that much")
+        issues.append(
+            f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
+            "ranks' clocks: cross-rank waits are uncertain by about that much"
+        )
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
     parts = []
     for r in chosen:
@@ -207,8 +244,12 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
         shift = common[r] - origin + offsets.get(r, 0)
         parts.append((r, p, shift))
     n_per = [len(p["rows"]) for _, p, _ in parts]
-    node_rank = np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)]) if parts else np.zeros(0, np.int64)
-    cat = (lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64))
+    node_rank = (
+        np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
+        if parts
+        else np.zeros(0, np.int64)
+    )
+    cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
     node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
@@ -260,8 +301,9 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     ckind[first] = -1
     cfloor = np.zeros(len(order))
-    src, dst, kind, floor = _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order,
-                                         first)
+    src, dst, kind, floor = _cross_edges(
+        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first
+    )
     elag = pt[dst] - pt[src]
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
@@ -275,8 +317,30 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     transfer = np.full(2 * n, np.nan)
     transfer[dst[xf]] = elag[xf]
     cfloor[coll_end] = np.clip(np.nan_to_num(transfer[order[coll_end]]), 0, None)
-    return JobGraph(view, node_rank, node_row, node_type, node_step, node_coll, pt, order, first, c, ckind, lag, cfloor,
-                    src, dst, kind, elag, floor, offsets, skew, origin, issues)
+    return JobGraph(
+        view,
+        node_rank,
+        node_row,
+        node_type,
+        node_step,
+        node_coll,
+        pt,
+        order,
+        first,
+        c,
+        ckind,
+        lag,
+        cfloor,
+        src,
+        dst,
+        kind,
+        elag,
+        floor,
+        offsets,
+        skew,
+        origin,
+        issues,
+    )
 
 
 def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first):

@@ -24,7 +24,9 @@ __all__ = ["job_critical_path", "job_path_hops", "path_summary"]
 def _end_point(g: JobGraph, t: np.ndarray, rank: int, step: int) -> int:
     """The point that ends ``rank``'s step: its ProfilerStep end or its last GPU operation of the step."""
     nt, rk, st = g.node_type, g.node_rank, g.node_step
-    cand = np.flatnonzero((rk == rank) & (((nt == NodeType.STEP_END) & (st == step)) | ((nt == NodeType.GPU) & (st == step))))
+    cand = np.flatnonzero(
+        (rk == rank) & (((nt == NodeType.STEP_END) & (st == step)) | ((nt == NodeType.GPU) & (st == step)))
+    )
     if not len(cand):
         cand = np.flatnonzero((rk == rank) & ((nt == NodeType.CALL) | (nt == NodeType.GPU)))
     ends = 2 * cand + 1
@@ -53,7 +55,11 @@ def _walk(rep: Replay) -> list:
             pos = pos_of[p]
             best, src, kind = -np.inf, -1, -1
             if not g.chain_first[pos]:
-                best, src, kind = t[g.chain_order[pos - 1]] + d.chain[pos], int(g.chain_order[pos - 1]), int(g.chain_kind[pos])
+                best, src, kind = (
+                    t[g.chain_order[pos - 1]] + d.chain[pos],
+                    int(g.chain_order[pos - 1]),
+                    int(g.chain_kind[pos]),
+                )
             a, b = np.searchsorted(dsts, p), np.searchsorted(dsts, p, side="right")
             for e in srt[a:b]:
                 val = t[g.src[e]] + d.cross[e]
@@ -77,8 +83,16 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in cols})
     st, src, dst, kind, lo = (np.array(x) for x in zip(*raw))
     start = np.maximum(t[src], lo)
-    df = pd.DataFrame({"step": st, "rank": g.node_rank[dst // 2], "kind": kind, "node": dst // 2, "start": start,
-                       "dur": t[dst] - start})
+    df = pd.DataFrame(
+        {
+            "step": st,
+            "rank": g.node_rank[dst // 2],
+            "kind": kind,
+            "node": dst // 2,
+            "start": start,
+            "dur": t[dst] - start,
+        }
+    )
     df = df[df["dur"] > 0]
     df = df.sort_values(["step", "start"], kind="stable", ignore_index=True)
     names = np.full(len(df), "", dtype=object)
@@ -88,13 +102,26 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
         ids = g.view[r]["name"][g.node_row[nodes]]
         names[m] = g.view.names(ids)
     names[(df["rank"] == -1).to_numpy()] = "collective arrival"
-    out = pd.DataFrame({"step": df["step"], "rank": df["rank"], "kind": EDGE_KIND_NAMES[df["kind"].to_numpy()],
-                        "name": names, "start_ms": df["start"] / 1e6, "dur_ms": df["dur"] / 1e6})
+    out = pd.DataFrame(
+        {
+            "step": df["step"],
+            "rank": df["rank"],
+            "kind": EDGE_KIND_NAMES[df["kind"].to_numpy()],
+            "name": names,
+            "start_ms": df["start"] / 1e6,
+            "dur_ms": df["dur"] / 1e6,
+        }
+    )
     # merge consecutive segments of one rank, kind and name
     key = (out[["step", "rank", "kind", "name"]] != out[["step", "rank", "kind", "name"]].shift()).any(axis=1).cumsum()
-    merged = out.groupby(key, sort=False).agg(step=("step", "first"), rank=("rank", "first"), kind=("kind", "first"),
-                                              name=("name", "first"), start_ms=("start_ms", "first"),
-                                              dur_ms=("dur_ms", "sum"))
+    merged = out.groupby(key, sort=False).agg(
+        step=("step", "first"),
+        rank=("rank", "first"),
+        kind=("kind", "first"),
+        name=("name", "first"),
+        start_ms=("start_ms", "first"),
+        dur_ms=("dur_ms", "sum"),
+    )
     return merged.reset_index(drop=True)[cols]
 
 
@@ -109,16 +136,26 @@ def job_path_hops(rep: Replay) -> pd.DataFrame:
     cross = {int(EdgeKind.LAUNCH), int(EdgeKind.STREAM), int(EdgeKind.SYNC)}
     for i, (s, src, dst, kind, _) in enumerate(raw):
         if kind == int(EdgeKind.XFER) and i and raw[i - 1][3] == int(EdgeKind.ARRIVE):
-            src = raw[i - 1][1]           # from the last member's start, through the arrival point
+            src = raw[i - 1][1]  # from the last member's start, through the arrival point
         elif kind not in cross:
             continue
         a, b = src // 2, dst // 2
         if g.node_rank[a] < 0 or g.node_rank[b] < 0 or (a == b):
             continue
-        hops.append((s, EDGE_KIND_NAMES[kind], int(g.node_rank[a]), int(g.node_row[a]), bool(src % 2),
-                     int(g.node_rank[b]), int(g.node_row[b]), bool(dst % 2)))
+        hops.append(
+            (
+                s,
+                EDGE_KIND_NAMES[kind],
+                int(g.node_rank[a]),
+                int(g.node_row[a]),
+                bool(src % 2),
+                int(g.node_rank[b]),
+                int(g.node_row[b]),
+                bool(dst % 2),
+            )
+        )
     df = pd.DataFrame(hops, columns=cols).sort_values("step", kind="stable", ignore_index=True)
-    for side in ("from", "to"):   # view rows -> model rows
+    for side in ("from", "to"):  # view rows -> model rows
         for r in sorted(set(df[f"{side}_rank"].tolist())):
             m = (df[f"{side}_rank"] == r).to_numpy()
             df.loc[m, f"{side}_row"] = g.view[r]["row"][df.loc[m, f"{side}_row"].to_numpy()]

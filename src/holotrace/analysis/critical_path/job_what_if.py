@@ -41,19 +41,29 @@ from holotrace.model.classify import KernelType
 
 __all__ = ["FIXES", "Candidate", "NodeInfo", "WhatIfOptions", "apply", "candidates", "evaluate", "node_info"]
 
-FIXES = ("straggler", "communication", "launch_overhead", "host_sync", "kernel", "data_loading", "kernel_gaps", "cpu_op")
+FIXES = (
+    "straggler",
+    "communication",
+    "launch_overhead",
+    "host_sync",
+    "kernel",
+    "data_loading",
+    "kernel_gaps",
+    "cpu_op",
+)
 PURE_LAUNCH_APIS = frozenset(n for n in classify.LAUNCH_APIS if "Memcpy" not in n and "memcpy" not in n) | frozenset(
-    {"cudaMemcpyAsync", "hipMemcpyAsync"})
+    {"cudaMemcpyAsync", "hipMemcpyAsync"}
+)
 
 
 @dataclass
 class WhatIfOptions:
-    speedup: float = 2.0                 # kernel / cpu_op fixes
-    comm_speedup: float | None = None    # None: communication perfectly overlapped
-    launch_floor_us: float = 2.0         # a launch call's cost once launch overhead is at its floor
-    top: int = 3                         # kernels / CPU operators tried
+    speedup: float = 2.0  # kernel / cpu_op fixes
+    comm_speedup: float | None = None  # None: communication perfectly overlapped
+    launch_floor_us: float = 2.0  # a launch call's cost once launch overhead is at its floor
+    top: int = 3  # kernels / CPU operators tried
     data_load_patterns: tuple = ("DataLoader",)
-    kernel_match: str | None = None      # a kernel class (substring) instead of the top kernel names
+    kernel_match: str | None = None  # a kernel class (substring) instead of the top kernel names
 
 
 @dataclass
@@ -132,12 +142,39 @@ def _shift(g: JobGraph, r: int) -> int:
     return v.clock_offset - g.origin_ns + g.offsets_ns.get(r, 0)
 
 
-def _scale_pos(d: Delays, pos: np.ndarray, factor) -> None:
-    d.chain[pos] = d.chain[pos] * factor
+def _scale(pos: np.ndarray, factor, *, cross: np.ndarray | None = None) -> Callable[[Delays], None]:
+    """An edit: the chain delays at ``pos`` (and the cross delays at ``cross``) times ``factor``."""
+
+    def edit(d: Delays) -> None:
+        d.chain[pos] = d.chain[pos] * factor
+        if cross is not None:
+            d.cross[cross] = d.cross[cross] * factor
+
+    return edit
 
 
-def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *,
-               only: Sequence[str] | None = None) -> list[Candidate]:
+def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
+    """An edit: the cross edges ``edges`` no longer hold."""
+
+    def edit(d: Delays) -> None:
+        d.keep[edges] = False
+
+    return edit
+
+
+def _less_host(cover: np.ndarray, factor: float) -> Callable[[Delays], None]:
+    """An edit: each host gap loses ``factor`` times the part of it covered (``cover``, per chain position)."""
+    m = cover > 0
+
+    def edit(d: Delays) -> None:
+        d.chain[m] = np.maximum(d.chain[m] - cover[m] * factor, 0.0)
+
+    return edit
+
+
+def candidates(
+    g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *, only: Sequence[str] | None = None
+) -> list[Candidate]:
     """The fixes worth trying on this job (see the module docstring), each with its delay edit and evidence;
     ``only``: just these fixes."""
     want = set(only or FIXES)
@@ -162,8 +199,7 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
     if (len(cpos) or xf.any()) and "communication" in want:
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
-        out.append(Candidate("communication", None, None, lambda d, f=f: (_scale_pos(d, cpos, f),
-                             d.cross.__setitem__(xf, d.cross[xf] * f)), names))
+        out.append(Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
     # launch overhead
     launch_ids = view.name_ids(set(PURE_LAUNCH_APIS))
     synced = np.zeros(g.n_nodes, dtype=bool)
@@ -177,14 +213,21 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
         def launch(d, lpos=lpos, le=le, floor=floor):
             d.chain[lpos] = np.minimum(d.chain[lpos], floor)
             d.cross[le] = np.minimum(d.cross[le], g.floor[le])
-        out.append(Candidate("launch_overhead", None, None, launch,
-                             _top_names(view, g, info, lpos, np.clip(base.chain[lpos] - floor, 0, None), opts.top)))
+
+        out.append(
+            Candidate(
+                "launch_overhead",
+                None,
+                None,
+                launch,
+                _top_names(view, g, info, lpos, np.clip(base.chain[lpos] - floor, 0, None), opts.top),
+            )
+        )
     # host sync
     se = np.flatnonzero(g.kind == EdgeKind.SYNC)
     if len(se) and "host_sync" in want:
         waited = se[base.cross[se] >= 0]
-        out.append(Candidate("host_sync", None, None, lambda d, se=se: d.keep.__setitem__(se, False),
-                             _sync_evidence(g, info, waited, opts.top)))
+        out.append(Candidate("host_sync", None, None, _drop(se), _sync_evidence(g, info, waited, opts.top)))
     # kernels
     if len(kdf) and "kernel" in want:
         if opts.kernel_match:
@@ -195,7 +238,7 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
             targets = [(view.strings[int(i)], info.name == i) for i in top.index]
         for label, m in targets:
             kp = dur_pos[(gpu & ~info.comm & m)[dur_node]]
-            out.append(Candidate("kernel", None, label, lambda d, kp=kp: _scale_pos(d, kp, 1.0 / opts.speedup), [label]))
+            out.append(Candidate("kernel", None, label, _scale(kp, 1.0 / opts.speedup), [label]))
     # data loading, CPU operators (host time between calls inside them)
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     if len(gap_pos) and "data_loading" in want:
@@ -203,20 +246,27 @@ def candidates(g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *
         rows = {r: np.flatnonzero(np.isin(view[r]["name"], dl_ids)) for r in view.ranks if r in set(rk.tolist())}
         cover = _gap_cover(g, info, _intervals(g, rows))
         if cover.any():
-            out.append(Candidate("data_loading", None, None,
-                                 lambda d, c=cover: d.chain.__setitem__(slice(None), np.where(
-                                     c > 0, np.maximum(d.chain - c, 0.0), d.chain)),
-                                 sorted({view.strings[int(i)] for i in dl_ids})[:opts.top]))
+            out.append(
+                Candidate(
+                    "data_loading",
+                    None,
+                    None,
+                    _less_host(cover, 1.0),
+                    sorted({view.strings[int(i)] for i in dl_ids})[: opts.top],
+                )
+            )
     if len(gap_pos) and "cpu_op" in want:
         for label, cov in _cpu_op_covers(g, info, opts, gap_pos, base):
             k = 1.0 - 1.0 / opts.speedup
-            out.append(Candidate("cpu_op", None, label, lambda d, c=cov, k=k: d.chain.__setitem__(
-                slice(None), np.maximum(d.chain - c * k, 0.0)), [label]))
+            out.append(Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
     # kernel gaps
     gg = np.flatnonzero(g.chain_kind == EdgeKind.GPU_GAP)
     if len(gg) and (base.chain[gg] > 0).any() and "kernel_gaps" in want:
-        out.append(Candidate("kernel_gaps", None, None, lambda d, gg=gg: d.chain.__setitem__(gg, 0.0),
-                             _top_names(view, g, info, gg, base.chain[gg], opts.top)))
+        out.append(
+            Candidate(
+                "kernel_gaps", None, None, _scale(gg, 0.0), _top_names(view, g, info, gg, base.chain[gg], opts.top)
+            )
+        )
     return out
 
 
@@ -240,7 +290,9 @@ def waits_caused(g: JobGraph) -> pd.Series:
         return pd.Series(dtype=np.float64)
     inst, start = g.node_coll[m], g.point_time[2 * m]
     df = pd.DataFrame({"inst": inst, "rank": g.node_rank[m], "start": start})
-    last = df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
+    last = (
+        df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
+    )
     arrive = df["inst"].map(last.set_index("inst")["start"])
     df["wait"] = arrive - df["start"]
     caused = df.groupby("inst")["wait"].sum()
@@ -252,14 +304,21 @@ def _straggler(g, base, info, kdf, r) -> Candidate:
     factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
     nodes = g.chain_order // 2
-    hmask = (g.node_rank[nodes] == r) & np.isin(g.chain_kind, [EdgeKind.CPU_GAP, EdgeKind.DURATION]) & (
-        g.node_type[nodes] == NodeType.CALL)
+    hmask = (
+        (g.node_rank[nodes] == r)
+        & np.isin(g.chain_kind, [EdgeKind.CPU_GAP, EdgeKind.DURATION])
+        & (g.node_type[nodes] == NodeType.CALL)
+    )
     hdf = pd.DataFrame({"rank": g.node_rank[nodes], "step": g.node_step[nodes], "t": base.chain})
     hall = hdf[np.isin(g.chain_kind, [EdgeKind.CPU_GAP, EdgeKind.DURATION]) & (g.node_type[nodes] == NodeType.CALL)]
     hs = hall.groupby(["rank", "step"])["t"].sum().unstack("rank")
     hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
-    kpos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & (g.node_rank[nodes] == r)
-                          & (g.node_type[nodes] == NodeType.GPU) & ~info.comm[nodes])
+    kpos = np.flatnonzero(
+        (g.chain_kind == EdgeKind.DURATION)
+        & (g.node_rank[nodes] == r)
+        & (g.node_type[nodes] == NodeType.GPU)
+        & ~info.comm[nodes]
+    )
     kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
     hpos = np.flatnonzero(hmask)
     hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
@@ -267,6 +326,7 @@ def _straggler(g, base, info, kdf, r) -> Candidate:
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
         d.chain[kpos] *= kf
         d.chain[hpos] *= hf
+
     per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
     med_name = kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1)
     excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
@@ -296,7 +356,7 @@ def _sync_evidence(g, info, edges, n) -> list:
     w = pd.Series(g.point_time[g.src[edges]] - g.point_time[2 * call]).clip(lower=0)
     top = w.groupby([g.node_rank[call], info.name[call]]).sum().sort_values(ascending=False, kind="stable")
     out = []
-    for (r, nm) in list(top.index)[:n]:
+    for r, nm in list(top.index)[:n]:
         rv = g.view[int(r)]
         rows = g.node_row[call[(g.node_rank[call] == r) & (info.name[call] == nm)]]
         parent = call_graph(g.view, int(r), link_backward=False).parent
@@ -338,7 +398,7 @@ def _cpu_op_covers(g, info, opts, gap_pos, base):
         s = pd.Series(base.chain[gap_pos[sel]][ok]).groupby(rv["name"][up[ok]]).sum()
         for k, v in s.items():
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
-    top = sorted(tot.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.top]
+    top = sorted(tot.items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
     for name_id, _ in top:
         rows = {r: np.flatnonzero(view[r]["name"] == name_id) for r in ranks}
         yield view.strings[name_id], _gap_cover(g, info, _intervals(g, rows))
@@ -372,11 +432,33 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
         sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)
         for s in replayed.index:
             m = float(measured[s])
-            rows.append({"fix": fix, "rank": rank, "target": target, "step": int(s), "saving_ms": float(sav[s]),
-                         "saving_pct": 100.0 * float(sav[s]) / m if m > 0 else 0.0,
-                         "predicted_step_ms": m - float(sav[s]), "measured_ms": m, "evidence": list(ev)})
-    return ref, pd.DataFrame(rows, columns=["fix", "rank", "target", "step", "saving_ms", "saving_pct",
-                                            "predicted_step_ms", "measured_ms", "evidence"])
+            rows.append(
+                {
+                    "fix": fix,
+                    "rank": rank,
+                    "target": target,
+                    "step": int(s),
+                    "saving_ms": float(sav[s]),
+                    "saving_pct": 100.0 * float(sav[s]) / m if m > 0 else 0.0,
+                    "predicted_step_ms": m - float(sav[s]),
+                    "measured_ms": m,
+                    "evidence": list(ev),
+                }
+            )
+    return ref, pd.DataFrame(
+        rows,
+        columns=[
+            "fix",
+            "rank",
+            "target",
+            "step",
+            "saving_ms",
+            "saving_pct",
+            "predicted_step_ms",
+            "measured_ms",
+            "evidence",
+        ],
+    )
 
 
 def replay_times(g: JobGraph, d: Delays) -> pd.Series:

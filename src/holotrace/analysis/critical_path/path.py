@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.annotations import shorten_names
+from holotrace.text import hta_short_names as shorten_names
 from holotrace.analysis.critical_path.graph import (
     EDGE_TYPE_NAMES,
     EdgeType,
@@ -83,14 +83,15 @@ def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", in
 
 
 def solve(cp: CriticalPath) -> CriticalPath:
-    """Fill ``cp``'s longest path; the zeroed negative weights are counted on ``cp`` and logged once: a warning
-    when one is on the path (the path's length then differs from the graph as built), else at debug level."""
+    """Fill ``cp``'s longest path; the zeroed negative weights are counted on ``cp`` (commands show them with
+    the path) and logged once: at info level when one is on the path (the path's length then differs from the
+    graph as built), else at debug level."""
     cp.success, cp.graph_weight, cp.path_nodes, cp.path_edges = longest_path(cp.graph, cp.view)
     neg = cp.graph.weight <= -1
     cp.zeroed_edges = int(neg.sum())
     if cp.zeroed_edges:
         cp.zeroed_on_path = int(neg[cp.path_edges].sum()) if cp.success else 0
-        level = logging.WARNING if cp.zeroed_on_path else logging.DEBUG
+        level = logging.INFO if cp.zeroed_on_path else logging.DEBUG
         log.log(level, "critical path of rank %d: %d negative edge weight(s) set to 0 (%d on the path)",
                 cp.graph.rank, cp.zeroed_edges, cp.zeroed_on_path)
     return cp

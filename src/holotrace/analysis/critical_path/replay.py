@@ -29,7 +29,7 @@ from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 __all__ = ["Delays", "Replay", "base_delays", "gpu_idle", "replay", "solve", "step_ends", "step_table"]
 
 MAX_PASSES = 100_000
-WINDOW_POINTS = 8_192   # points per time window of the solver
+WINDOW_POINTS = 8_192  # points per time window of the solver
 
 
 @dataclass
@@ -77,6 +77,7 @@ def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tupl
     pos_of[order] = np.arange(len(order))
     v = np.full(n_pts, -np.inf)
     passes = 0
+    local = np.full(n_pts, -1, dtype=np.int64)
     # windows of positions by measured time (each chain's points in a window are consecutive positions)
     t_pos = g.point_time[order]
     n_win = max(1, len(order) // max(window_points, 1))
@@ -88,15 +89,15 @@ def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tupl
     p_order = np.argsort(win_of_pos, kind="stable")
     p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
     for k in range(n_win):
-        pos = np.sort(p_order[p_cut[k]:p_cut[k + 1]])
-        sel = e_order[e_cut[k]:e_cut[k + 1]]
-        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos)
+        pos = np.sort(p_order[p_cut[k] : p_cut[k + 1]])
+        sel = e_order[e_cut[k] : e_cut[k + 1]]
+        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos, local)
         passes += n
-    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos)
+    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
     return v, passes + n
 
 
-def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
+def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local):
     """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves."""
     order = g.chain_order
     if not len(pos):
@@ -105,8 +106,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
     srt = np.argsort(dst, kind="stable")
     src, dst, w = src[srt], dst[srt], w[srt]
     cut = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, dtype=np.int64)
-    local = np.full(len(v), -1, dtype=np.int64)
-    local[pts] = np.arange(len(pts))
+    local[pts] = np.arange(len(pts))  # (a scratch array of all points: only this window's entries are read)
     targets = local[dst[cut]] if len(dst) else np.zeros(0, dtype=np.int64)
     seg = first[pos] | np.r_[True, pos[1:] != pos[:-1] + 1]
     carry_from = np.where(seg & ~first[pos], order[np.maximum(pos - 1, 0)], -1)
@@ -117,7 +117,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos):
     c_cum = cs - cs[seg_start]
     seg_id = np.cumsum(seg)
     bounds = np.r_[np.flatnonzero(seg), len(pos)]
-    few = len(bounds) <= 65   # few chain segments: one running maximum each beats a grouped one
+    few = len(bounds) <= 65  # few chain segments: one running maximum each beats a grouped one
     fixed = fixed_pos[pos]
     measured = g.point_time[pts]
     for n in range(1, MAX_PASSES + 1):
@@ -189,7 +189,7 @@ class Replay:
     delays: Delays
     times: np.ndarray
     passes: int
-    steps: pd.DataFrame      # step, measured_ms, replayed_ms, error_pct, slowest_rank
+    steps: pd.DataFrame  # step, measured_ms, replayed_ms, error_pct, slowest_rank
     rank_steps: pd.DataFrame  # rank, step, measured_ms, replayed_ms
 
 
@@ -206,15 +206,22 @@ def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
     t, passes = solve(g, d)
     m_ends, r_ends = step_ends(g, g.point_time), step_ends(g, t)
     m, r = step_table(m_ends), step_table(r_ends)
-    steps = pd.DataFrame({"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6,
-                          "replayed_ms": r["time"].to_numpy() / 1e6})
-    steps["error_pct"] = np.where(steps["measured_ms"] > 0,
-                                  100.0 * (steps["replayed_ms"] - steps["measured_ms"]) / steps["measured_ms"], 0.0)
+    steps = pd.DataFrame(
+        {"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6, "replayed_ms": r["time"].to_numpy() / 1e6}
+    )
+    steps["error_pct"] = np.where(
+        steps["measured_ms"] > 0, 100.0 * (steps["replayed_ms"] - steps["measured_ms"]) / steps["measured_ms"], 0.0
+    )
     steps["slowest_rank"] = m["slowest"].to_numpy().astype(np.int64) if len(m) else np.zeros(0, np.int64)
     mt, rt = _rank_times(m_ends), _rank_times(r_ends)
-    rank_steps = pd.DataFrame({"rank": mt.index.get_level_values(0).astype(np.int64),
-                               "step": mt.index.get_level_values(1).astype(np.int64),
-                               "measured_ms": mt.to_numpy() / 1e6, "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6})
+    rank_steps = pd.DataFrame(
+        {
+            "rank": mt.index.get_level_values(0).astype(np.int64),
+            "step": mt.index.get_level_values(1).astype(np.int64),
+            "measured_ms": mt.to_numpy() / 1e6,
+            "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6,
+        }
+    )
     return Replay(g, d, t, passes, steps, rank_steps)
 
 

@@ -139,7 +139,7 @@ def _evidence(cp: CriticalPath, mask: np.ndarray, strings, n: int = 3) -> tuple[
     uniq, inv = np.unique(names, return_inverse=True)
     tot = np.bincount(inv.reshape(-1), weights=w, minlength=len(uniq))
     order = np.argsort(-tot)[:n]
-    from holotrace.analysis.annotations import shorten_names
+    from holotrace.text import hta_short_names as shorten_names
 
     short = shorten_names(strings.decode(uniq[order]))
     text = ", ".join(f"{short[j]} ({tot[i] / 1e3 if cp.unit_ns == 1 else tot[i]:.0f} us)"

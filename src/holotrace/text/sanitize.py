@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sanitize"]
+__all__ = ["sanitize", "sanitize_lines", "html_escape"]
 
 # control characters (C0, DEL, C1) and the bidirectional overrides: a name from a trace never moves the
 # cursor, changes colours, sets a window title or reorders what a terminal shows
@@ -19,3 +19,15 @@ def _escape(m: re.Match) -> str:
 def sanitize(text: str) -> str:
     """``text`` for a terminal: control characters written as escapes (``\\x1b``, ``\\r``, ``\\u202e``)."""
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+
+
+def sanitize_lines(text: str) -> str:
+    """:func:`sanitize` of each line of ``text`` (its line breaks kept)."""
+    return "\n".join(sanitize(line) for line in text.split("\n"))
+
+
+def html_escape(text) -> str:
+    """``text`` for HTML: sanitised, then HTML-escaped (``<``, ``&``, quotes)."""
+    from html import escape
+
+    return escape(sanitize(str(text)))
