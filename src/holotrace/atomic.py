@@ -36,6 +36,21 @@ def temp_name(stem: str = "") -> str:
     return f"{TMP_PREFIX}{host}-{os.getpid()}-{stem}{'-' if stem else ''}{os.urandom(4).hex()}"
 
 
+def _alive(pid: int) -> bool:
+    """The process runs (a zombie, killed but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: leave its files alone
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
 def sweep(folder) -> int:
     """Remove the temporary files and folders that processes of this machine left in ``folder`` when they were
     killed (their process is gone); returns how many. Those of live processes or other machines stay."""
@@ -51,12 +66,7 @@ def sweep(folder) -> int:
         parts = name[len(TMP_PREFIX):].split("-")
         if not name.startswith(TMP_PREFIX) or len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
             continue
-        try:
-            os.kill(int(parts[1]), 0)
-            continue  # its process still runs
-        except ProcessLookupError:
-            pass
-        except OSError:
+        if _alive(int(parts[1])):
             continue
         p = Path(folder) / name
         if p.is_dir() and not p.is_symlink():
