@@ -86,18 +86,31 @@ def main() -> None:
 
     size = os.path.getsize(a.file)
     _update(a.file, hashlib.sha1())  # into the page cache
-    rows = {"fingerprint (device, inode, size, mtime, ctime, 128 KiB head+tail)": timed(lambda: cache.fingerprint(a.file), a.repeat)}
+    rows = {
+        "fingerprint (device, inode, size, mtime, ctime, 128 KiB head+tail)": timed(
+            lambda: cache.fingerprint(a.file), a.repeat
+        )
+    }
     for name, fn in hashers().items():
         rows[f"full hash: {name}"] = timed(lambda fn=fn: fn(a.file), a.repeat)
     with tempfile.TemporaryDirectory() as cdir:
         holotrace.load(a.file, cache_dir=cdir, progress_bar=False)
         cache.flush()
-        rows["cached reload (holotrace.load, cache hit)"] = timed(lambda: holotrace.load(a.file, cache_dir=cdir, progress_bar=False),
-                                                                 a.repeat)
-    print(json.dumps({"file": a.file, "bytes": size, "loadavg": open("/proc/loadavg").read().split()[:3],
-                      "seconds (cpu, wall), best of": a.repeat,
-                      "rows": {k: {"cpu_s": c, "wall_s": w, "GB/s": round(size / w / 1e9, 2)} for k, (c, w) in rows.items()}},
-                     indent=1))
+        rows["cached reload (holotrace.load, cache hit)"] = timed(
+            lambda: holotrace.load(a.file, cache_dir=cdir, progress_bar=False), a.repeat
+        )
+    print(
+        json.dumps(
+            {
+                "file": a.file,
+                "bytes": size,
+                "loadavg": open("/proc/loadavg").read().split()[:3],
+                "seconds (cpu, wall), best of": a.repeat,
+                "rows": {k: {"cpu_s": c, "wall_s": w, "GB/s": round(size / w / 1e9, 2)} for k, (c, w) in rows.items()},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

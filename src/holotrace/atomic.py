@@ -22,7 +22,18 @@ from typing import Callable, Optional
 
 from holotrace.errors import OutputError
 
-__all__ = ["temp_name", "sweep", "write_atomic", "write_bytes", "fsync_dir", "write_error", "check_file", "check_folder", "TMP_PREFIX", "kill_point"]
+__all__ = [
+    "temp_name",
+    "sweep",
+    "write_atomic",
+    "write_bytes",
+    "fsync_dir",
+    "write_error",
+    "check_file",
+    "check_folder",
+    "TMP_PREFIX",
+    "kill_point",
+]
 
 TMP_PREFIX = ".tmp-"  # temporary files (and folders) being written: never read, removed by the writer on failure
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
@@ -63,7 +74,7 @@ def sweep(folder) -> int:
     except OSError:
         return 0
     for name in names:
-        parts = name[len(TMP_PREFIX):].split("-")
+        parts = name[len(TMP_PREFIX) :].split("-")
         if not name.startswith(TMP_PREFIX) or len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
             continue
         if _alive(int(parts[1])):
@@ -127,15 +138,22 @@ def write_error(e: OSError, path, needed: Optional[int] = None) -> OutputError:
             free = None
         room = f"needs {_mb(needed)}" if needed else "needs more room"
         room += f", {_mb(free)} free" if free is not None else ""
-        return OutputError(f"no space left on the device ({room})", path=where,
-                           fix="free disk space there, or write somewhere else")
+        return OutputError(
+            f"no space left on the device ({room})", path=where, fix="free disk space there, or write somewhere else"
+        )
     if e.errno == errno.EFBIG:
         room = f" (needs {_mb(needed)})" if needed else ""
-        return OutputError(f"the file is larger than this process may write{room}", path=where,
-                           fix="raise the file-size limit (ulimit -f), or write somewhere else")
+        return OutputError(
+            f"the file is larger than this process may write{room}",
+            path=where,
+            fix="raise the file-size limit (ulimit -f), or write somewhere else",
+        )
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return OutputError("cannot write here (permission denied or read-only)", path=where,
-                           fix="write somewhere you have permission to")
+        return OutputError(
+            "cannot write here (permission denied or read-only)",
+            path=where,
+            fix="write somewhere you have permission to",
+        )
     return OutputError(f"cannot write the file ({e.strerror or e})", path=where, fix="check the path and the disk")
 
 
@@ -233,19 +251,26 @@ def check_file(path, *, what: str = "the output file", example: str = "out.html"
         if stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{what} is a folder", path=p, fix=f"give a file name, e.g. {p / example}")
         if not stat.S_ISREG(st.st_mode):
-            raise OutputError(f"{what} is not a regular file (a device, pipe or socket)", path=p,
-                              fix="give the name of a file to write")
+            raise OutputError(
+                f"{what} is not a regular file (a device, pipe or socket)",
+                path=p,
+                fix="give the name of a file to write",
+            )
         if not os.access(p, os.W_OK):
             raise OutputError(f"{what} exists and is read-only", path=p, fix="give another name, or make it writable")
     parent = p.parent
     if parent.exists() and not parent.is_dir():
         raise OutputError(f"the folder of {what} is not a folder", path=parent, fix="give a path inside a folder")
     if not parent.exists():
-        raise OutputError(f"the folder of {what} does not exist", path=parent, fix=f"create it first: mkdir -p {parent}")
+        raise OutputError(
+            f"the folder of {what} does not exist", path=parent, fix=f"create it first: mkdir -p {parent}"
+        )
     if not parent.is_dir():
         raise OutputError(f"the folder of {what} is not a folder", path=parent, fix="give a path inside a folder")
     if not _writable(parent):
-        raise OutputError(f"the folder of {what} is not writable", path=parent, fix="write somewhere you have permission to")
+        raise OutputError(
+            f"the folder of {what} is not writable", path=parent, fix="write somewhere you have permission to"
+        )
     return p
 
 
@@ -265,13 +290,18 @@ def check_folder(path, *, what: str = "the output folder") -> Path:
                 raise OutputError(f"{what} cannot be created", path=p, fix="give another folder") from None
             probe = probe.parent
         except OSError as e:
-            raise OutputError(f"{what} cannot be reached ({e.strerror or e})", path=p, fix="give another folder") from None
+            raise OutputError(
+                f"{what} cannot be reached ({e.strerror or e})", path=p, fix="give another folder"
+            ) from None
     if not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else "a device, pipe or socket"
         if probe == p:
             raise OutputError(f"{what} is {kind}, not a folder", path=p, fix="give a folder; it is created if absent")
         raise OutputError(f"{what} cannot be created: {probe} is {kind}", path=p, fix="give another folder")
     if not _writable(probe):
-        raise OutputError(f"{what} is not writable" if probe == p else f"{what} cannot be created in {probe} (not writable)",
-                          path=p, fix="write somewhere you have permission to")
+        raise OutputError(
+            f"{what} is not writable" if probe == p else f"{what} cannot be created in {probe} (not writable)",
+            path=p,
+            fix="write somewhere you have permission to",
+        )
     return p

@@ -110,7 +110,9 @@ def test_doctor_verify_finds_an_entry_the_fingerprint_cannot(env):
     p = env.write("job/rank-0.json", _content(5))
     _durations(p, env.cache)
     _rewrite_in_place(p, _content(7))
-    entry = env.cache / cache.key_for(p, False, CACHE_TAG)  # forge the entry's fingerprint: a change below the file system
+    entry = env.cache / cache.key_for(
+        p, False, CACHE_TAG
+    )  # forge the entry's fingerprint: a change below the file system
     info = json.loads((entry / "info.json").read_text())
     info["fingerprint"] = cache.fingerprint(p)
     (entry / "info.json").write_text(json.dumps(info))

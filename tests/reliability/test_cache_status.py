@@ -14,8 +14,17 @@ from _reliability import doc, kernel
 
 def _job(env):
     for r in range(2):
-        env.write(f"job/rank-{r}.json", doc([kernel(f"k{r}", ts=10 * i, dur=3, args={"stream": 7, "correlation": i, "note": "x" * 40})
-                                             for i in range(300)], rank=r, world=2))
+        env.write(
+            f"job/rank-{r}.json",
+            doc(
+                [
+                    kernel(f"k{r}", ts=10 * i, dur=3, args={"stream": 7, "correlation": i, "note": "x" * 40})
+                    for i in range(300)
+                ],
+                rank=r,
+                world=2,
+            ),
+        )
     return env.work / "job"
 
 

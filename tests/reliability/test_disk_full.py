@@ -17,7 +17,10 @@ from _reliability import doc, kernel, one_line_error
 
 def _job(env, n=4000):
     for r in range(2):
-        env.write(f"job/rank-{r}.json", doc([kernel(f"k{i % 5}", ts=10 * i + r, dur=3 + r) for i in range(n)], rank=r, world=2))
+        env.write(
+            f"job/rank-{r}.json",
+            doc([kernel(f"k{i % 5}", ts=10 * i + r, dur=3 + r) for i in range(n)], rank=r, world=2),
+        )
     return str(env.work / "job")
 
 
@@ -26,8 +29,15 @@ def run_limited(env, limit: int, *args):
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(env.cache))
-    return subprocess.run([sys.executable, "-m", "holotrace.cli", *args], capture_output=True, text=True, timeout=300, env=e,
-                          cwd=env.work, preexec_fn=limit_files)
+    return subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=e,
+        cwd=env.work,
+        preexec_fn=limit_files,
+    )
 
 
 def _data(text):
@@ -66,7 +76,11 @@ def test_cache_write_fails_then_next_run_works(env):
         one_line_error(r, "cannot write")
     else:  # the answer came without a cache entry
         assert _data(r.stdout) == _data(json.dumps(clean))
-    assert not _left(env.cache) and not [p for p in env.cache.iterdir() if p.name.startswith(".")] if env.cache.exists() else True
+    assert (
+        not _left(env.cache) and not [p for p in env.cache.iterdir() if p.name.startswith(".")]
+        if env.cache.exists()
+        else True
+    )
     for _ in range(2):  # the next runs write the cache and read it back
         ok = env.cli("summary", job, "--format", "json")
         assert ok.returncode == 0 and _data(ok.stdout) == _data(json.dumps(clean))

@@ -23,8 +23,26 @@ BUNDLED = DATA / "traces" / "hta_trace_filter_2rank"
 @pytest.fixture(scope="module")
 def job4(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("job4")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "generate.py"), "--out", str(out), "--ranks", "4", "--target-mb", "0.15",
-                    "--steps", "2", "--straggler-rank", "2", "--jobs", "1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "generate.py"),
+            "--out",
+            str(out),
+            "--ranks",
+            "4",
+            "--target-mb",
+            "0.15",
+            "--steps",
+            "2",
+            "--straggler-rank",
+            "2",
+            "--jobs",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -32,8 +50,15 @@ def cli(env, *args, kill_at=None, timeout=300):
     e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(env.cache))
     if kill_at:
         e["HOLOTRACE_KILL_AT"] = kill_at
-    return subprocess.run([sys.executable, "-m", "holotrace.cli", *args], capture_output=True, text=True, timeout=timeout, env=e,
-                          cwd=env.work, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=e,
+        cwd=env.work,
+        start_new_session=True,
+    )
 
 
 def data(r) -> dict:
@@ -41,8 +66,17 @@ def data(r) -> dict:
     return {k: v for k, v in json.loads(r.stdout).items() if k != "meta"}
 
 
-COMMANDS = [("summary",), ("launches",), ("stragglers",), ("memory",), ("counters",), ("annotations",), ("advise",),
-            ("critical-path",), ("sequences", "--op", "aten::mm", "--min-len", "1")]
+COMMANDS = [
+    ("summary",),
+    ("launches",),
+    ("stragglers",),
+    ("memory",),
+    ("counters",),
+    ("annotations",),
+    ("advise",),
+    ("critical-path",),
+    ("sequences", "--op", "aten::mm", "--min-len", "1"),
+]
 
 
 @pytest.mark.parametrize("which", ["bundled", "generated"])
@@ -55,7 +89,9 @@ def test_every_command_reads_an_ingest_folder(env, job4, which):
         a = cli(env, cmd[0], str(job), *cmd[1:], "--format", "json", "--quiet")
         b = cli(env, cmd[0], str(out), *cmd[1:], "--format", "json", "--quiet")
         da, db = data(a), data(b)
-        if cmd[0] == "summary":  # the job graph's costliest rank needs every rank's events: not in the reduce of summaries
+        if (
+            cmd[0] == "summary"
+        ):  # the job graph's costliest rank needs every rank's events: not in the reduce of summaries
             da.pop("costliest_rank", None)
         assert da == db, cmd
     for cmd in ("info", "doctor"):  # text: the same lines but the first (the path)
@@ -101,16 +137,38 @@ def test_overlapping_concurrent_ingests(env, job4):
     assert cli(env, "ingest", str(job4), "--output", str(clean), "--quiet").returncode == 0
     out = env.work / "both"
     e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(env.cache))
-    procs = [subprocess.Popen([sys.executable, "-m", "holotrace.cli", "ingest", str(job4), "--output", str(out), "--ranks", rr,
-                               "--quiet", "--workers", "1"], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for rr in ("0-2", "1-3")]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "holotrace.cli",
+                "ingest",
+                str(job4),
+                "--output",
+                str(out),
+                "--ranks",
+                rr,
+                "--quiet",
+                "--workers",
+                "1",
+            ],
+            env=e,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rr in ("0-2", "1-3")
+    ]
     for p in procs:
         o, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
     a = cli(env, "summary", str(clean), "--format", "json", "--quiet")
     b = cli(env, "summary", str(out), "--format", "json", "--quiet")
     assert data(a) == data(b)
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("ingest-")) == [f"rank-00000{r}" for r in range(4)]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith("ingest-")) == [
+        f"rank-00000{r}" for r in range(4)
+    ]
 
 
 def test_a_left_over_temporary_rank_folder_is_never_read(env, job4):

@@ -12,7 +12,9 @@ from _reliability import doc, kernel, one_line_error
 
 def _job(env):
     for r in range(2):
-        env.write(f"job/rank-{r}.json", doc([kernel(f"k{r}", ts=10 * i + r, dur=3 + r) for i in range(50)], rank=r, world=2))
+        env.write(
+            f"job/rank-{r}.json", doc([kernel(f"k{r}", ts=10 * i + r, dur=3 + r) for i in range(50)], rank=r, world=2)
+        )
     return str(env.work / "job")
 
 
@@ -28,13 +30,16 @@ FOLDER_WRITERS = [
 
 
 @pytest.mark.parametrize("cmd,flag", FILE_WRITERS)
-@pytest.mark.parametrize("dest,words", [
-    ("missing/dir/out.html", ("missing/dir", "does not exist", "mkdir -p missing/dir")),
-    (".", ("is a folder",)),
-    ("/dev/null", ("not a regular file",)),
-    ("afile/out.html", ("afile", "is not a folder")),
-    ("", ("empty path",)),
-])
+@pytest.mark.parametrize(
+    "dest,words",
+    [
+        ("missing/dir/out.html", ("missing/dir", "does not exist", "mkdir -p missing/dir")),
+        (".", ("is a folder",)),
+        ("/dev/null", ("not a regular file",)),
+        ("afile/out.html", ("afile", "is not a folder")),
+        ("", ("empty path",)),
+    ],
+)
 def test_file_destination_checked_up_front(env, cmd, flag, dest, words):
     job = _job(env)
     env.write("afile", "x")
@@ -46,13 +51,16 @@ def test_file_destination_checked_up_front(env, cmd, flag, dest, words):
 
 
 @pytest.mark.parametrize("cmd,flag", FOLDER_WRITERS)
-@pytest.mark.parametrize("dest,words", [
-    ("afile", ("afile", "is a file, not a folder")),
-    ("afile/sub", ("afile is a file",)),
-    ("/dev/null", ("is a device",)),
-    ("/dev/null/sub", ("/dev/null is a device",)),
-    ("", ("empty path",)),
-])
+@pytest.mark.parametrize(
+    "dest,words",
+    [
+        ("afile", ("afile", "is a file, not a folder")),
+        ("afile/sub", ("afile is a file",)),
+        ("/dev/null", ("is a device",)),
+        ("/dev/null/sub", ("/dev/null is a device",)),
+        ("", ("empty path",)),
+    ],
+)
 def test_folder_destination_checked_up_front(env, cmd, flag, dest, words):
     job = _job(env)
     env.write("afile", "x")
@@ -77,7 +85,8 @@ def test_missing_folder_of_a_folder_output_is_created(env):
     r = env.cli("summary", job, "--output", "new/sub", "--format", "json")
     assert r.returncode == 0, r.stderr
     assert sorted(p.suffix for p in (env.work / "new" / "sub").iterdir()) and not [
-        p for p in (env.work / "new" / "sub").iterdir() if p.name.startswith(".tmp-")]
+        p for p in (env.work / "new" / "sub").iterdir() if p.name.startswith(".tmp-")
+    ]
 
 
 def test_diff_report_and_sequences_overlay(env):

@@ -16,7 +16,10 @@ from _reliability import doc, kernel
 @pytest.fixture
 def job(env):
     for r in range(4):
-        env.write(f"job/rank-{r}.json", doc([kernel(f"k{i % 3}", ts=10 * i + r, dur=3 + r) for i in range(400)], rank=r, world=4))
+        env.write(
+            f"job/rank-{r}.json",
+            doc([kernel(f"k{i % 3}", ts=10 * i + r, dur=3 + r) for i in range(400)], rank=r, world=4),
+        )
     return str(env.work / "job")
 
 
@@ -24,8 +27,15 @@ def run(env, *args, kill_at=None):
     e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(env.cache), HOLOTRACE_KILL_MARK=str(env.root / "killed-once"))
     if kill_at:
         e["HOLOTRACE_KILL_AT"] = kill_at
-    return subprocess.run([sys.executable, "-m", "holotrace.cli", *args], capture_output=True, text=True, timeout=300, env=e,
-                          cwd=env.work, start_new_session=True)
+    return subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=e,
+        cwd=env.work,
+        start_new_session=True,
+    )
 
 
 def _data(r) -> dict:

@@ -15,8 +15,19 @@ from holotrace.exec.tasks import Executor, TaskFailed
 __all__ = ["map_retrying", "worker_lost", "LOST_KINDS"]
 
 #: the errors with which a local pool or Ray reports a lost worker
-LOST_KINDS = frozenset({"BrokenProcessPool", "BrokenExecutor", "WorkerCrashedError", "RayActorError", "NodeDiedError",
-                        "ObjectLostError", "OwnerDiedError", "LocalRayletDiedError", "TaskUnschedulableError"})
+LOST_KINDS = frozenset(
+    {
+        "BrokenProcessPool",
+        "BrokenExecutor",
+        "WorkerCrashedError",
+        "RayActorError",
+        "NodeDiedError",
+        "ObjectLostError",
+        "OwnerDiedError",
+        "LocalRayletDiedError",
+        "TaskUnschedulableError",
+    }
+)
 
 
 def worker_lost(r) -> bool:
@@ -24,8 +35,15 @@ def worker_lost(r) -> bool:
     return isinstance(r, TaskFailed) and r.kind in LOST_KINDS
 
 
-def map_retrying(ex: Executor, fn: Callable, items: Sequence, *, on_done: Optional[Callable] = None,
-                 keep: Optional[Callable] = None, retries: int = 1) -> list:
+def map_retrying(
+    ex: Executor,
+    fn: Callable,
+    items: Sequence,
+    *,
+    on_done: Optional[Callable] = None,
+    keep: Optional[Callable] = None,
+    retries: int = 1,
+) -> list:
     """``ex.map(fn, items)``, then the tasks whose worker was lost run again (``retries`` times at most); those
     lost every time come back as a :class:`TaskFailed` saying so."""
     items = list(items)
@@ -40,8 +58,12 @@ def map_retrying(ex: Executor, fn: Callable, items: Sequence, *, on_done: Option
             redo = ex.map(fn, [items[i] for i in again])
         for i, r in zip(again, redo):
             results[i] = keep(i, r) if keep is not None and not isinstance(r, TaskFailed) else r
-    return [TaskFailed(r.kind, f"its worker was lost {retries + 1} times (killed or out of memory): {r.message}")
-            if worker_lost(r) else r for r in results]
+    return [
+        TaskFailed(r.kind, f"its worker was lost {retries + 1} times (killed or out of memory): {r.message}")
+        if worker_lost(r)
+        else r
+        for r in results
+    ]
 
 
 def _isolated(fn: Callable, items: list, workers: Optional[int]) -> list:
@@ -56,9 +78,9 @@ def _isolated(fn: Callable, items: list, workers: Optional[int]) -> list:
     out: list = [None] * len(items)
     step = max(1, min(int(workers or os.cpu_count() or 1), len(items)))
     for a in range(0, len(items), step):
-        pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in items[a:a + step]]
+        pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in items[a : a + step]]
         try:
-            futures = [p.submit(_call, fn, x) for p, x in zip(pools, items[a:a + step])]
+            futures = [p.submit(_call, fn, x) for p, x in zip(pools, items[a : a + step])]
             for k, f in enumerate(futures):
                 try:
                     out[a + k] = f.result()

@@ -61,29 +61,61 @@ def load_ingested(folder, *, ranks: Optional[Sequence[int]] = None) -> Job:
             side = {t: _columns(d / f"{t}.arrow") for t in _SIDE if (d / f"{t}.arrow").is_file()}
             info = store.summary_from_bytes(summary.read_bytes(), str(summary)).info
         except (OSError, ValueError, KeyError) as e:
-            raise TraceFormatError(f"rank {r} of the ingest folder cannot be read ({e})", path=str(d),
-                                   fix=f"ingest it again, or remove {d.name} and ingest it again") from None
+            raise TraceFormatError(
+                f"rank {r} of the ingest folder cannot be read ({e})",
+                path=str(d),
+                fix=f"ingest it again, or remove {d.name} and ingest it again",
+            ) from None
         remap = strings.merge(local)
         lut = np.append(remap, -1).astype(np.int16 if len(strings) < 2**15 else np.int32)
         _renumber(events, ID_COLUMNS["events"], lut)
         for t in side:
             _renumber(side[t], ID_COLUMNS[t], lut)
-        traces[r] = RankTrace(r, facts["file"], facts["meta"], events, side, strings, ts_is_float=facts["ts_is_float"],
-                              n_trace_events=facts["n_trace_events"], phase_counts=facts["phase_counts"], format=facts["format"])
+        traces[r] = RankTrace(
+            r,
+            facts["file"],
+            facts["meta"],
+            events,
+            side,
+            strings,
+            ts_is_float=facts["ts_is_float"],
+            n_trace_events=facts["n_trace_events"],
+            phase_counts=facts["phase_counts"],
+            format=facts["format"],
+        )
         decode += [_finding(x) for x in info.get("findings_decode", [])]
     findings = manifest_findings(manifests)
     skipped = [(f["file"], f["problem"]) for f in failures]
-    findings += [Finding.of(FindingCode.SKIPPED_FILE, f"not loaded, rank {f['rank']} is missing from every number: {f['problem']}",
-                            rank=int(f["rank"]), file=f["file"]) for f in failures]
+    findings += [
+        Finding.of(
+            FindingCode.SKIPPED_FILE,
+            f"not loaded, rank {f['rank']} is missing from every number: {f['problem']}",
+            rank=int(f["rank"]),
+            file=f["file"],
+        )
+        for f in failures
+    ]
     job_ranks = sorted({int(r) for m in manifests for r in m.get("job_ranks", [])})
     have = set(traces) | {int(f["rank"]) for f in failures}
     missing = [r for r in job_ranks if r not in have and (want is None or r in want)]
     if missing:
         findings.append(missing_finding(manifests, folder, missing))
     if not traces:
-        raise TraceFormatError("the ingest folder holds no whole rank" + (f" of ranks {sorted(want)}" if want else ""),
-                               path=str(folder), fix=(f"resume with: {resume_command(manifests, folder, missing)}" if missing
-                                                      else "run holotrace ingest PATH --output DIR"))
-    job = Job(traces=dict(sorted(traces.items())), strings=strings, findings=findings + decode, skipped=skipped, path=str(folder))
+        raise TraceFormatError(
+            "the ingest folder holds no whole rank" + (f" of ranks {sorted(want)}" if want else ""),
+            path=str(folder),
+            fix=(
+                f"resume with: {resume_command(manifests, folder, missing)}"
+                if missing
+                else "run holotrace ingest PATH --output DIR"
+            ),
+        )
+    job = Job(
+        traces=dict(sorted(traces.items())),
+        strings=strings,
+        findings=findings + decode,
+        skipped=skipped,
+        path=str(folder),
+    )
     job.findings.extend(validate_job(job))
     return job
