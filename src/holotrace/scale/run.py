@@ -339,7 +339,8 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     results = [by_rank[r] for r in order]
     world = next((m.get("world_size") for m in manifests if m.get("world_size")), None)
     if not summaries and not failures:
-        raise TraceFormatError("the ingest folder holds no rank summary" + (f" for ranks {rank_ranges(sorted(want))}" if want else ""),
-                               path=str(folder), fix="run holotrace ingest PATH --output DIR (with --ranks for a part of the job)")
+        raise TraceFormatError("the ingest folder holds no whole rank" + (f" of ranks {rank_ranges(sorted(want))}" if want else ""),
+                               path=str(folder), fix=(f"resume with: {resume_command(manifests, folder, missing)}" if missing
+                                                      else "run holotrace ingest PATH --output DIR"))
     return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, reducer, top=top, world=world, executor="ingest")
 
