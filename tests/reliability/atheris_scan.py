@@ -6,7 +6,7 @@ Each input is scanned as one piece of a ``traceEvents`` list, with and without r
 tables are built (``piece_tables``) as a load builds them: any crash, hang or Python exception other than the
 scanner's typed rejections is a finding. Seeds: slices of the bundled traces (``tests/data/traces``). The
 extension is not built with libFuzzer's coverage (``-fsanitize=fuzzer``), so the fuzzer is guided by the Python
-side's coverage only and mutates the C scanner's input blind. Result of the last run: ``docs/fuzzing.md``.
+side's coverage only and mutates the C scanner's input blind. Result of the last run: ``docs/reliability.md``.
 """
 
 from __future__ import annotations
