@@ -46,8 +46,13 @@ def points(n: int, seed: int) -> list:
     return out
 
 
-QUICK = [("load", "cache:1", None), ("ingest", "rank:2", None), ("ingest", "rename:3", None), ("report", "rename:1", None),
-         ("cache", None, 1.2)]
+QUICK = [
+    ("load", "cache:1", None),
+    ("ingest", "rank:2", None),
+    ("ingest", "rename:3", None),
+    ("report", "rename:1", None),
+    ("cache", None, 1.2),
+]
 CASES = points(N_THOROUGH, SEED) if N_THOROUGH else QUICK
 
 
@@ -70,8 +75,15 @@ def _env(root: Path, kill: str | None = None) -> dict:
 
 def cli(root: Path, *args, kill=None, after=None):
     cmd = [sys.executable, "-m", "holotrace.cli", *map(str, args)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(root, kill), cwd=root,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(root, kill),
+        cwd=root,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=after) if after else p.communicate(timeout=300)
     except subprocess.TimeoutExpired:
@@ -92,9 +104,11 @@ def clean(job, tmp_path_factory) -> dict:
     assert cli(root, "ingest", job, "--output", root / "ing", "--quiet").returncode == 0
     report = cli(root, "report", job, "-o", root / "r.html", "--quiet")
     assert report.returncode == 0, report.stderr
-    return {"summary": _data(cli(root, "summary", job, "--format", "json", "--no-cache", "--quiet")),
-            "ingested": _data(cli(root, "summary", root / "ing", "--format", "json", "--quiet")),
-            "report_size": (root / "r.html").stat().st_size}
+    return {
+        "summary": _data(cli(root, "summary", job, "--format", "json", "--no-cache", "--quiet")),
+        "ingested": _data(cli(root, "summary", root / "ing", "--format", "json", "--quiet")),
+        "report_size": (root / "r.html").stat().st_size,
+    }
 
 
 TALLY = {"killed": 0, "finished": 0, "cases": 0, "ok": 0}
@@ -126,7 +140,9 @@ def test_kill_then_rerun(tmp_path, job, clean, op, kill, after):
         again = cli(root, *args)
         assert _data(again) == clean["summary"]
         assert _data(cli(root, *args)) == clean["summary"]  # from the cache
-        assert not [p for p in (root / "cache").iterdir() if p.name.startswith(".")]  # a killed run's work folders swept
+        assert not [
+            p for p in (root / "cache").iterdir() if p.name.startswith(".")
+        ]  # a killed run's work folders swept
     elif op == "ingest":
         if (root / "ing").exists() and any((root / "ing").glob("ingest-*.json")):
             partial = cli(root, "summary", root / "ing", "--format", "json", "--quiet")
@@ -152,5 +168,7 @@ def test_kill_then_rerun(tmp_path, job, clean, op, kill, after):
 
 def test_kill_figures():
     """Prints the profile's figures (run last in the file)."""
-    print(f"\nkill-anywhere: {TALLY['cases']} points, {TALLY['killed']} killed, {TALLY['finished']} finished before their point, "
-          f"{TALLY['ok']} re-run with the clean answer and nothing left behind, {TALLY['cases'] - TALLY['ok']} failed (seed {SEED})")
+    print(
+        f"\nkill-anywhere: {TALLY['cases']} points, {TALLY['killed']} killed, {TALLY['finished']} finished before their point, "
+        f"{TALLY['ok']} re-run with the clean answer and nothing left behind, {TALLY['cases'] - TALLY['ok']} failed (seed {SEED})"
+    )
