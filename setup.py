@@ -7,8 +7,11 @@ setup(
         Extension(
             "holotrace.ingest._scan",
             sources=["src/holotrace/ingest/_scan.c"],
-            depends=["src/holotrace/ingest/_scan_util.h", "src/holotrace/ingest/_scan_event.h",
-                     "src/holotrace/ingest/_scan_py.h"],
+            depends=[
+                "src/holotrace/ingest/_scan_util.h",
+                "src/holotrace/ingest/_scan_event.h",
+                "src/holotrace/ingest/_scan_py.h",
+            ],
             extra_compile_args=["-O2", "-std=gnu99"],
         )
     ]

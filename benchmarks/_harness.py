@@ -23,6 +23,7 @@ HTA_ENV = "HOLOTRACE_HTA_PYTHON"
 
 # ---- generated jobs -------------------------------------------------------------------------
 
+
 def default_work_dir():
     return os.path.join(tempfile.gettempdir(), "holotrace-bench")
 
@@ -37,8 +38,11 @@ def ensure_job(work, ranks, size_mb, steps, seed=0, world_size=None, gzip_output
     import generate  # noqa: E402  (generator lives next to this file)
 
     world_size = world_size or ranks
-    name = (f"job-{ranks}r-w{world_size}-{size_mb:g}mb-{steps}s-seed{seed}"
-            + ("-gz" if gzip_output else "") + (f"-straggler{straggler_rank}" if straggler_rank >= 0 else ""))
+    name = (
+        f"job-{ranks}r-w{world_size}-{size_mb:g}mb-{steps}s-seed{seed}"
+        + ("-gz" if gzip_output else "")
+        + (f"-straggler{straggler_rank}" if straggler_rank >= 0 else "")
+    )
     folder = os.path.join(work, name)
     summary_path = folder + ".summary.json"
     if os.path.exists(summary_path):
@@ -49,14 +53,23 @@ def ensure_job(work, ranks, size_mb, steps, seed=0, world_size=None, gzip_output
             print(f"reusing generated job {folder}")
             return folder, summary
     shutil.rmtree(folder, ignore_errors=True)
-    summary = generate.generate(folder, ranks=ranks, target_mb=size_mb, steps=steps, gzip_output=gzip_output,
-                                seed=seed, world_size=world_size, straggler_rank=straggler_rank)
+    summary = generate.generate(
+        folder,
+        ranks=ranks,
+        target_mb=size_mb,
+        steps=steps,
+        gzip_output=gzip_output,
+        seed=seed,
+        world_size=world_size,
+        straggler_rank=straggler_rank,
+    )
     with open(summary_path, "w") as f:
         json.dump(summary, f, indent=2)
     return folder, summary
 
 
 # ---- interpreters ---------------------------------------------------------------------------
+
 
 def resolve_hta_python(cli_value, skip=False):
     """The interpreter that has HTA installed, or (None, reason)."""
@@ -66,8 +79,12 @@ def resolve_hta_python(cli_value, skip=False):
     if not python:
         return None, f"no HTA interpreter: set {HTA_ENV} or pass --hta-python"
     try:
-        r = subprocess.run([python, "-c", "import hta.trace_analysis, hta.version as v; print(v.__version__)"],
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [python, "-c", "import hta.trace_analysis, hta.version as v; print(v.__version__)"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, f"HTA interpreter {python!r} unusable: {e}"
     if r.returncode != 0:
@@ -79,8 +96,10 @@ def resolve_hta_python(cli_value, skip=False):
 
 def holotrace_status(attribute, python=sys.executable):
     """None if `holotrace.<attribute>` is importable by `python`, else the reason."""
-    code = ("import sys; sys.path.append(sys.argv[1]); import holotrace; "
-            f"assert callable(getattr(holotrace, {attribute!r}, None)), 'holotrace.{attribute} missing'")
+    code = (
+        "import sys; sys.path.append(sys.argv[1]); import holotrace; "
+        f"assert callable(getattr(holotrace, {attribute!r}, None)), 'holotrace.{attribute} missing'"
+    )
     r = subprocess.run([python, "-c", code, os.path.join(REPO, "src")], capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         return "holotrace unavailable: " + ((r.stderr.strip().splitlines() or ["?"])[-1])
@@ -99,6 +118,7 @@ def import_holotrace():
 
 # ---- measured subprocesses ------------------------------------------------------------------
 
+
 def _tree_rss(root):
     """Total RSS (bytes) of `root` and all its descendants, from /proc (Linux)."""
     children = {}
@@ -108,7 +128,7 @@ def _tree_rss(root):
         try:
             with open(f"/proc/{entry}/stat") as f:
                 stat = f.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry))
@@ -134,7 +154,7 @@ def _parse_time_v(path):
                     out["time_v_max_rss_mb"] = int(value) / 1024
                 elif key.startswith("Elapsed (wall clock) time"):
                     parts = [float(x) for x in value.split(":")]
-                    out["time_v_wall_s"] = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+                    out["time_v_wall_s"] = sum(p * 60**i for i, p in enumerate(reversed(parts)))
     except OSError:
         pass
     return out
@@ -161,8 +181,9 @@ def run_child(python, script, child_args, log_path, timeout, env=None):
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(shlex.quote(c) for c in cmd) + "\n")
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})}
+        )
         done = threading.Event()
 
         def sample():
@@ -181,10 +202,16 @@ def run_child(python, script, child_args, log_path, timeout, env=None):
             proc.wait()
         done.set()
         sampler.join()
-    out = {"status": status, "process_wall_s": time.perf_counter() - started,
-           "tree_peak_rss_mb": peak[0] / 2**20, "log": log_path, **_parse_time_v(time_path),
-           # other work on the machine skews timings: 1-minute load average before and after the run
-           "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0]}
+    out = {
+        "status": status,
+        "process_wall_s": time.perf_counter() - started,
+        "tree_peak_rss_mb": peak[0] / 2**20,
+        "log": log_path,
+        **_parse_time_v(time_path),
+        # other work on the machine skews timings: 1-minute load average before and after the run
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg()[0],
+    }
     if status == "ok" and proc.returncode != 0:
         out["status"] = f"error: exit code {proc.returncode}"
     if os.path.exists(result_path):
@@ -206,8 +233,10 @@ def child_rusage():
     import resource
 
     scale = 1 / 1024 if sys.platform != "darwin" else 1 / 2**20  # ru_maxrss is KiB on Linux
-    return {"self_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale,
-            "children_max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale}
+    return {
+        "self_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale,
+        "children_max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale,
+    }
 
 
 def write_child_result(path, data):
@@ -226,6 +255,7 @@ def silence_plotly():
 
 
 # ---- output ---------------------------------------------------------------------------------
+
 
 def fmt(value, digits=2):
     if value is None:

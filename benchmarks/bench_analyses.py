@@ -33,10 +33,13 @@ ANALYSES = {
     "get_gpu_kernel_breakdown": lambda ta, ranks, tmp: ta.get_gpu_kernel_breakdown(visualize=False),
     "get_idle_time_breakdown": lambda ta, ranks, tmp: ta.get_idle_time_breakdown(ranks=ranks, visualize=False),
     "get_comm_comp_overlap": lambda ta, ranks, tmp: ta.get_comm_comp_overlap(visualize=False),
-    "get_cuda_kernel_launch_stats": lambda ta, ranks, tmp: ta.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False),
+    "get_cuda_kernel_launch_stats": lambda ta, ranks, tmp: ta.get_cuda_kernel_launch_stats(
+        ranks=ranks, visualize=False
+    ),
     "get_aten_op_kernels_and_delay": lambda ta, ranks, tmp: ta.get_aten_op_kernels_and_delay(ranks=ranks),
     "get_frequent_cuda_kernel_sequences": lambda ta, ranks, tmp: ta.get_frequent_cuda_kernel_sequences(
-        operator_name="aten::linear", output_dir=tmp, min_pattern_len=3, rank=0, top_k=5, visualize=False),
+        operator_name="aten::linear", output_dir=tmp, min_pattern_len=3, rank=0, top_k=5, visualize=False
+    ),
     "get_gpu_kernels_with_user_annotations": lambda ta, ranks, tmp: ta.get_gpu_kernels_with_user_annotations(rank=0),
     "get_gpu_user_annotation_breakdown": lambda ta, ranks, tmp: ta.get_gpu_user_annotation_breakdown(visualize=False),
     "get_potential_stragglers": lambda ta, ranks, tmp: ta.get_potential_stragglers(visualize=False),
@@ -62,6 +65,7 @@ def describe(value, depth=0):
 
 
 # ---- child side -------------------------------------------------------------------------------
+
 
 class AnalysisTimeout(Exception):
     pass
@@ -123,6 +127,7 @@ def child(args):
 
 # ---- parent side ------------------------------------------------------------------------------
 
+
 def cell(run, name):
     """(seconds or None, note) for one analysis of one tool's run."""
     entry = (run or {}).get("result", {}).get("analyses", {}).get(name)
@@ -150,8 +155,13 @@ def render(runs, skipped, json_mb, ranks):
 
     get = lambda run, key: run.get("result", {}).get(key) if run else None  # noqa: E731
     ok = lambda run, key: run[key] if run and run["status"] == "ok" else None  # noqa: E731
-    add("load: TraceAnalysis(trace_dir=...)", get(hta, "load_s"), get(holo, "load_s"),
-        hta["status"] if hta else "", holo["status"] if holo else "")
+    add(
+        "load: TraceAnalysis(trace_dir=...)",
+        get(hta, "load_s"),
+        get(holo, "load_s"),
+        hta["status"] if hta else "",
+        holo["status"] if holo else "",
+    )
     totals = [0.0, 0.0]
     for name in ANALYSES:
         (a, note_a), (b, note_b) = cell(hta, name), cell(holo, name)
@@ -165,11 +175,18 @@ def render(runs, skipped, json_mb, ranks):
             add("  best of repeated calls", best_a, best_b)
     add("all analyses (sum of the above)", totals[0] or None, totals[1] or None)
     add("process wall time", ok(hta, "process_wall_s"), ok(holo, "process_wall_s"))
-    rows.append(["peak RSS, process tree (MB)", ok(hta, "tree_peak_rss_mb"), ok(holo, "tree_peak_rss_mb"),
-                 None, "", ""])
-    rows.append(["system load avg before / after",
-                 *(f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}" if r else None for r in (hta, holo)),
-                 None, "", ""])
+    rows.append(
+        ["peak RSS, process tree (MB)", ok(hta, "tree_peak_rss_mb"), ok(holo, "tree_peak_rss_mb"), None, "", ""]
+    )
+    rows.append(
+        [
+            "system load avg before / after",
+            *(f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}" if r else None for r in (hta, holo)),
+            None,
+            "",
+            "",
+        ]
+    )
     lines = [f"\n### analyses: {ranks} ranks, {json_mb:,.1f} MB JSON\n", h.markdown_table(headers, rows)]
     lines += [f"\n{tool}: {why}" for tool, why in skipped.items()]
     return "\n".join(lines)
@@ -178,8 +195,12 @@ def render(runs, skipped, json_mb, ranks):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=8, help="ranks of the generated job")
-    p.add_argument("--size-mb", type=float, default=10.0,
-                   help="JSON MB per rank (HTA needs ~3 s per MB of a rank for get_aten_op_kernels_and_delay)")
+    p.add_argument(
+        "--size-mb",
+        type=float,
+        default=10.0,
+        help="JSON MB per rank (HTA needs ~3 s per MB of a rank for get_aten_op_kernels_and_delay)",
+    )
     p.add_argument("--steps", type=int, default=10, help="profiler steps per rank")
     p.add_argument("--straggler-rank", type=int, default=3, help="slow rank in the generated job (-1: none)")
     p.add_argument("--seed", type=int, default=0)
@@ -193,8 +214,12 @@ def main(argv=None):
     p.add_argument("--skip-holotrace", action="store_true")
     p.add_argument("--timeout", type=float, default=3600, help="seconds allowed per tool (load + all analyses)")
     p.add_argument("--analysis-timeout", type=float, default=900, help="seconds allowed per analysis")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="call each sub-second analysis this many times and also report the fastest call")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="call each sub-second analysis this many times and also report the fastest call",
+    )
     # internal: the measured child process
     p.add_argument("--child", choices=["holotrace", "hta"], help=argparse.SUPPRESS)
     p.add_argument("--child-ranks", dest="child_ranks", help=argparse.SUPPRESS)
@@ -216,8 +241,15 @@ def main(argv=None):
         json_mb = sum(os.path.getsize(os.path.join(folder, f)) for f in files) / 1e6  # on-disk size
         job = {"folder": folder, "files": len(files)}
     else:
-        folder, summary = h.ensure_job(args.work, args.ranks, args.size_mb, args.steps, args.seed,
-                                       gzip_output=args.gzip, straggler_rank=args.straggler_rank)
+        folder, summary = h.ensure_job(
+            args.work,
+            args.ranks,
+            args.size_mb,
+            args.steps,
+            args.seed,
+            gzip_output=args.gzip,
+            straggler_rank=args.straggler_rank,
+        )
         rank_list = list(range(args.ranks))
         json_mb = summary["json_bytes"] / 1e6
         job = {"folder": folder, **{k: summary[k] for k in ("generator", "json_bytes")}}
@@ -229,8 +261,16 @@ def main(argv=None):
     runs, skipped = {}, {}
     logs = os.path.join(args.work, "logs")
     os.makedirs(logs, exist_ok=True)
-    child_args = ["--trace-dir", folder, "--child-ranks", ",".join(map(str, rank_list)),
-                  "--analysis-timeout", str(args.analysis_timeout), "--repeat", str(args.repeat)]
+    child_args = [
+        "--trace-dir",
+        folder,
+        "--child-ranks",
+        ",".join(map(str, rank_list)),
+        "--analysis-timeout",
+        str(args.analysis_timeout),
+        "--repeat",
+        str(args.repeat),
+    ]
     if args.analyses:
         child_args += ["--analyses", args.analyses]
     for tool, python, reason in (("holotrace", sys.executable, holo_reason), ("hta", hta_python, hta_reason)):
@@ -239,12 +279,22 @@ def main(argv=None):
             print(f"{tool}: {reason}")
             continue
         print(f"{tool} ...", flush=True)
-        runs[tool] = h.run_child(python, SCRIPT, [tool, *child_args], os.path.join(logs, f"analyses-{tool}.log"),
-                                 args.timeout)
+        runs[tool] = h.run_child(
+            python, SCRIPT, [tool, *child_args], os.path.join(logs, f"analyses-{tool}.log"), args.timeout
+        )
     print(render(runs, skipped, json_mb, len(rank_list)))
     if args.results:
-        h.write_child_result(args.results, {"benchmark": "analyses", "machine": h.machine_info(), "job": job,
-                                            "json_mb": json_mb, "runs": runs, "skipped": skipped})
+        h.write_child_result(
+            args.results,
+            {
+                "benchmark": "analyses",
+                "machine": h.machine_info(),
+                "job": job,
+                "json_mb": json_mb,
+                "runs": runs,
+                "skipped": skipped,
+            },
+        )
         print(f"\nresults written to {args.results}")
     return 0
 

@@ -75,8 +75,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="also write the results here")
     a = p.parse_args(argv)
     rows = []
-    print("| rank file | holotrace graph + breakdown, first / best | HTA graph + breakdown | speed-up (first) "
-          "| path edges (both) | holotrace peak RSS | HTA peak RSS |")
+    print(
+        "| rank file | holotrace graph + breakdown, first / best | HTA graph + breakdown | speed-up (first) "
+        "| path edges (both) | holotrace peak RSS | HTA peak RSS |"
+    )
     print("|---|---|---|---|---|---|---|")
     for path in a.paths:
         ours = measure(sys.executable, path, "holotrace", a.repeat)
@@ -86,8 +88,11 @@ def main(argv=None) -> int:
         sp = f"{hta['cp_s'] / ours['first_s']:.0f}x" if hta else "-"
         pe = f"{ours['path_edges']} / {hta['path_edges']}" if hta else f"{ours['path_edges']}"
         hp = f"{hta['peak_mb']:.0f} MB" if hta else "-"
-        print(f"| {rows[-1]['mb']:.0f} MB | {ours['first_s']:.3f} / {ours['cp_s']:.3f} s | {h} | {sp} | {pe} | {ours['peak_mb']:.0f} MB "
-              f"(+{ours['peak_growth_mb']:.0f} in the analysis) | {hp} |", flush=True)
+        print(
+            f"| {rows[-1]['mb']:.0f} MB | {ours['first_s']:.3f} / {ours['cp_s']:.3f} s | {h} | {sp} | {pe} | {ours['peak_mb']:.0f} MB "
+            f"(+{ours['peak_growth_mb']:.0f} in the analysis) | {hp} |",
+            flush=True,
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=2)

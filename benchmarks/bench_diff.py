@@ -33,6 +33,7 @@ SCRIPT = os.path.abspath(__file__)
 
 # ---- children ---------------------------------------------------------------------------------
 
+
 def child_hta(base, new):
     t0 = time.perf_counter()
     from hta.trace_diff import LabeledTrace, TraceDiff
@@ -60,6 +61,7 @@ def child_holotrace(base, new, cache_dir):
 
 
 # ---- parent -----------------------------------------------------------------------------------
+
 
 def _child(python, tool, base, new, cache_dir, log):
     out = h.run_child(python, SCRIPT, [tool, base, new, cache_dir], log, timeout=1800)
@@ -117,12 +119,22 @@ def main(argv=None):
     runs = {"hta": [], "holotrace": [], "cli": []}
     for i in range(a.repeat):  # in turns, so that load on the machine hits both tools alike
         if hta_python:
-            out = h.run_child(hta_python, SCRIPT, ["hta", base, new, cache_dir],
-                              os.path.join(a.work, f"diff-hta-{i}.log"), timeout=1800)
+            out = h.run_child(
+                hta_python,
+                SCRIPT,
+                ["hta", base, new, cache_dir],
+                os.path.join(a.work, f"diff-hta-{i}.log"),
+                timeout=1800,
+            )
             if out["status"] == "ok":
                 runs["hta"].append({**out["result"], "process_s": out["process_wall_s"]})
-        out = h.run_child(sys.executable, SCRIPT, ["holotrace", base, new, cache_dir],
-                          os.path.join(a.work, f"diff-holotrace-{i}.log"), timeout=1800)
+        out = h.run_child(
+            sys.executable,
+            SCRIPT,
+            ["holotrace", base, new, cache_dir],
+            os.path.join(a.work, f"diff-holotrace-{i}.log"),
+            timeout=1800,
+        )
         if out["status"] == "ok":
             runs["holotrace"].append({**out["result"], "process_s": out["process_wall_s"]})
         wall = _cli(base, new, cache_dir)
@@ -130,23 +142,44 @@ def main(argv=None):
             runs["cli"].append({"process_s": wall})
         print(f"run {i + 1}/{a.repeat} done")
 
-    med = {t: {k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
-           for t, rs in runs.items() if rs}
+    med = {
+        t: {k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
+        for t, rs in runs.items()
+        if rs
+    }
     H, N, C = med.get("hta", {}), med.get("holotrace", {}), med.get("cli", {})
     hta_work = H["load_s"] + H["compute_s"] if H else None
     rows = [
-        ["HTA load + compare_traces  vs  holotrace diff_jobs (cached jobs in memory)", hta_work,
-         N.get("compute_s"), h.ratio(hta_work, N.get("compute_s"))],
-        ["HTA load + compare_traces  vs  holotrace cached load + diff_jobs", hta_work,
-         N and N["load_s"] + N["compute_s"], h.ratio(hta_work, N and N["load_s"] + N["compute_s"])],
-        ["compare_traces alone  vs  diff_jobs alone", H.get("compute_s"), N.get("compute_s"),
-         h.ratio(H.get("compute_s"), N.get("compute_s"))],
-        ["whole process: HTA script  vs  `holotrace diff BASE NEW`", H.get("process_s"), C.get("process_s"),
-         h.ratio(H.get("process_s"), C.get("process_s"))],
+        [
+            "HTA load + compare_traces  vs  holotrace diff_jobs (cached jobs in memory)",
+            hta_work,
+            N.get("compute_s"),
+            h.ratio(hta_work, N.get("compute_s")),
+        ],
+        [
+            "HTA load + compare_traces  vs  holotrace cached load + diff_jobs",
+            hta_work,
+            N and N["load_s"] + N["compute_s"],
+            h.ratio(hta_work, N and N["load_s"] + N["compute_s"]),
+        ],
+        [
+            "compare_traces alone  vs  diff_jobs alone",
+            H.get("compute_s"),
+            N.get("compute_s"),
+            h.ratio(H.get("compute_s"), N.get("compute_s")),
+        ],
+        [
+            "whole process: HTA script  vs  `holotrace diff BASE NEW`",
+            H.get("process_s"),
+            C.get("process_s"),
+            h.ratio(H.get("process_s"), C.get("process_s")),
+        ],
         ["imports (in the process)", H.get("import_s"), N.get("import_s"), None],
     ]
-    print(f"\njobs: {base} vs {new} ({a.ranks} ranks x {a.size_mb:g} MB x {a.steps} steps); median of "
-          f"{a.repeat} runs; {h.machine_info()}\n")
+    print(
+        f"\njobs: {base} vs {new} ({a.ranks} ranks x {a.size_mb:g} MB x {a.steps} steps); median of "
+        f"{a.repeat} runs; {h.machine_info()}\n"
+    )
     print(h.markdown_table(["measure (s)", "HTA 0.6.1", "holotrace", "speed-up"], rows))
     if a.results:
         with open(a.results, "w") as f:

@@ -35,6 +35,7 @@ SCRIPT = os.path.abspath(__file__)
 
 # ---- child side (runs in the measured process) ------------------------------------------------
 
+
 def child(args):
     out = {"tool": args.child}
     try:
@@ -80,10 +81,15 @@ def _time_phases():
                 return fn(*a, **k)
             finally:
                 spent[name] = spent.get(name, 0.0) + time.perf_counter() - t
+
         return run
 
-    for attr, name in (("decode_into", "decode"), ("derive", "classify+links+steps"),
-                       ("validate_job", "validate"), ("discover", "discover")):
+    for attr, name in (
+        ("decode_into", "decode"),
+        ("derive", "classify+links+steps"),
+        ("validate_job", "validate"),
+        ("discover", "discover"),
+    ):
         if hasattr(loader, attr):
             setattr(loader, attr, timed(name, getattr(loader, attr)))
     if hasattr(loader, "Spill"):
@@ -120,16 +126,21 @@ def run_scenario(name, args, hta_python, holo_reason):
             for phase in ("cold", "cached"):
                 print(f"holotrace ({'cold cache' if phase == 'cold' else 'cached'}) ...", flush=True)
                 runs[f"holotrace_{phase}"] = h.run_child(
-                    sys.executable, SCRIPT, ["holotrace", "--trace-dir", folder, "--cache-dir", cache],
-                    os.path.join(logs, f"load-{name}-holotrace-{phase}.log"), args.timeout)
+                    sys.executable,
+                    SCRIPT,
+                    ["holotrace", "--trace-dir", folder, "--cache-dir", cache],
+                    os.path.join(logs, f"load-{name}-holotrace-{phase}.log"),
+                    args.timeout,
+                )
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     if hta_python is None:
         skipped["hta"] = args.hta_reason
     else:
         print("HTA ...", flush=True)
-        runs["hta"] = h.run_child(hta_python, SCRIPT, ["hta", "--trace-dir", folder],
-                                  os.path.join(logs, f"load-{name}-hta.log"), args.timeout)
+        runs["hta"] = h.run_child(
+            hta_python, SCRIPT, ["hta", "--trace-dir", folder], os.path.join(logs, f"load-{name}-hta.log"), args.timeout
+        )
 
     for run in runs.values():
         r = run.get("result", {})
@@ -137,8 +148,14 @@ def run_scenario(name, args, hta_python, holo_reason):
             run["mb_per_s"] = json_mb / r["load_s"]
         run["rss_per_json_mb"] = run["tree_peak_rss_mb"] / json_mb if run["status"] == "ok" else None
     print(render(name, summary, json_mb, runs, skipped))
-    return {"job": {k: summary[k] for k in ("generator", "json_bytes")}, "folder": folder, "json_mb": json_mb,
-            "file_mb": sum(f["file_bytes"] for f in summary["files"]) / 1e6, "runs": runs, "skipped": skipped}
+    return {
+        "job": {k: summary[k] for k in ("generator", "json_bytes")},
+        "folder": folder,
+        "json_mb": json_mb,
+        "file_mb": sum(f["file_bytes"] for f in summary["files"]) / 1e6,
+        "runs": runs,
+        "skipped": skipped,
+    }
 
 
 ROWS = [  # label, getter, "higher is better"
@@ -151,7 +168,11 @@ ROWS = [  # label, getter, "higher is better"
     ("max RSS, largest child (MB)", lambda r: r.get("result", {}).get("children_max_rss_mb"), False),
     ("max RSS, /usr/bin/time (MB)", lambda r: r.get("time_v_max_rss_mb"), False),
     ("ranks loaded", lambda r: r.get("result", {}).get("ranks"), True),
-    ("load stages, in process (s)", lambda r: "; ".join(f"{k} {v:.2f}" for k, v in r.get("result", {}).get("phases_s", {}).items()) or None, None),
+    (
+        "load stages, in process (s)",
+        lambda r: "; ".join(f"{k} {v:.2f}" for k, v in r.get("result", {}).get("phases_s", {}).items()) or None,
+        None,
+    ),
     ("system load avg before / after", lambda r: f"{r['loadavg_before']:.1f} / {r['loadavg_after']:.1f}", None),
     ("status", lambda r: r["status"], None),
 ]
@@ -171,9 +192,11 @@ def render(name, summary, json_mb, runs, skipped):
             gain = h.ratio(values[2], values[0])
         rows.append([label, *values, f"{gain:.1f}x" if gain else None])
     gen = summary["generator"]
-    lines = [f"\n### {name}: {gen['ranks']} rank(s), {json_mb:,.1f} MB JSON"
-             f" ({gen['steps']} steps, {gen['blocks']} blocks, {'gzip' if gen['gzip'] else 'plain json'})\n",
-             h.markdown_table(headers, rows)]
+    lines = [
+        f"\n### {name}: {gen['ranks']} rank(s), {json_mb:,.1f} MB JSON"
+        f" ({gen['steps']} steps, {gen['blocks']} blocks, {'gzip' if gen['gzip'] else 'plain json'})\n",
+        h.markdown_table(headers, rows),
+    ]
     lines += [f"\n{tool}: {why}" for tool, why in skipped.items()]
     return "\n".join(lines)
 
@@ -181,8 +204,12 @@ def render(name, summary, json_mb, runs, skipped):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenario", choices=["single", "job8", "all"], default="all")
-    p.add_argument("--size-mb", default="500", help="JSON MB of the single-rank scenario; several, comma-separated, "
-                                                       "run one single-rank scenario each (e.g. 100,500,1000)")
+    p.add_argument(
+        "--size-mb",
+        default="500",
+        help="JSON MB of the single-rank scenario; several, comma-separated, "
+        "run one single-rank scenario each (e.g. 100,500,1000)",
+    )
     p.add_argument("--job8-size-mb", type=float, default=60.0, help="JSON MB per rank of the 8-rank scenario")
     p.add_argument("--steps", type=int, default=10, help="profiler steps per generated rank")
     p.add_argument("--seed", type=int, default=0)

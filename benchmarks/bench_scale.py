@@ -55,14 +55,36 @@ print(json.dumps({"worker_peak_rss_mb": max(rss) / 2**20, "map_s_mean": sum(sec)
 def generate(n: int, mb: float, root: Path) -> Path:
     out = root / f"scale{n}x{mb:g}mb"
     if not (out / f"rank-{n - 1}.pt.trace.json").exists():
-        subprocess.run([sys.executable, str(HERE / "generate.py"), "--out", str(out), "--ranks", str(n), "--target-mb", str(mb),
-                        "--steps", "3", "--straggler-rank", "3"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE / "generate.py"),
+                "--out",
+                str(out),
+                "--ranks",
+                str(n),
+                "--target-mb",
+                str(mb),
+                "--steps",
+                "3",
+                "--straggler-rank",
+                "3",
+            ],
+            check=True,
+            capture_output=True,
+        )
     return out
 
 
 def run(code: str, path: Path, name: str, workers: int) -> dict:
     env = dict(os.environ, RAY_DEDUP_LOGS="0")
-    r = subprocess.run([sys.executable, "-c", code, str(path), name, str(workers)], capture_output=True, text=True, env=env, timeout=3600)
+    r = subprocess.run(
+        [sys.executable, "-c", code, str(path), name, str(workers)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3600,
+    )
     if r.returncode:
         raise SystemExit(f"{name} on {path} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -82,8 +104,13 @@ def main() -> int:
         path = generate(n, args.mb, Path(args.root))
         size = sum(p.stat().st_size for p in path.iterdir()) / 1e6
         for name in args.executors:
-            row = {"ranks": n, "job_mb": round(size, 1), "executor": name, **run(_CHILD, path, name, args.workers),
-                   **run(_WORKER, path, name, args.workers)}
+            row = {
+                "ranks": n,
+                "job_mb": round(size, 1),
+                "executor": name,
+                **run(_CHILD, path, name, args.workers),
+                **run(_WORKER, path, name, args.workers),
+            }
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
     for name in args.executors:
@@ -91,7 +118,9 @@ def main() -> int:
         if len(by) >= 2:
             lo, hi = min(by), max(by)
             ratio = by[hi]["driver_peak_rss_mb"] / by[lo]["driver_peak_rss_mb"]
-            print(f"{name}: driver peak RSS {hi} ranks / {lo} ranks = {ratio:.3f} ({'within' if ratio <= 1.2 else 'OVER'} 20 %)")
+            print(
+                f"{name}: driver peak RSS {hi} ranks / {lo} ranks = {ratio:.3f} ({'within' if ratio <= 1.2 else 'OVER'} 20 %)"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -101,57 +101,194 @@ def _elementwise(functor, arrays=3):
 
 
 K = {
-    "cast": Kernel(_elementwise("at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}", 2),
-                   6, (4096, 1, 1), (128, 1, 1), 16, 0),
-    "gemm_qkv": Kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-                       140, (24, 64, 1), (128, 1, 1), 168, 213248),
-    "gemm_proj": Kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-                        50, (16, 128, 1), (128, 1, 1), 90, 114688),
-    "gemm_fc": Kernel("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_tn_align8::Params)",
-                      190, (16, 64, 2), (256, 1, 1), 230, 147456),
-    "splitk": Kernel("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, void*, long, float*, int*, float*, float const*, float const*, float const*, float const*)",
-                     9, (1024, 1, 1), (256, 1, 1), 40, 0),
-    "gemm_lm": Kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
-                      1300, (125, 64, 1), (384, 1, 1), 168, 229376),
-    "ln": Kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
-                 12, (TOKENS, 1, 1), (256, 1, 1), 32, 0),
-    "ln_bwd_in": Kernel("void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
-                        18, (TOKENS, 1, 1), (128, 1, 1), 40, 0),
-    "ln_bwd_gamma": Kernel("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<c10::BFloat16, float>(long, long, c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16*, c10::BFloat16*)",
-                           14, (32, 1, 1), (32, 32, 1), 64, 8448),
-    "flash_fwd": Kernel("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false>(pytorch_flash::Flash_fwd_params)",
-                        160, (8, BATCH, HEADS), (128, 1, 1), 255, 49152),
-    "flash_bwd": Kernel("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >, false, true, false, false, false, false>(pytorch_flash::Flash_bwd_params)",
-                        420, (8, BATCH, HEADS), (256, 1, 1), 255, 98304),
-    "flash_bwd_dq": Kernel("void pytorch_flash::flash_bwd_convert_dq_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >, false, false>(pytorch_flash::Flash_bwd_params, int)",
-                           15, (8, BATCH, HEADS), (256, 1, 1), 64, 24576),
+    "cast": Kernel(
+        _elementwise("at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(float)#1}", 2),
+        6,
+        (4096, 1, 1),
+        (128, 1, 1),
+        16,
+        0,
+    ),
+    "gemm_qkv": Kernel(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        140,
+        (24, 64, 1),
+        (128, 1, 1),
+        168,
+        213248,
+    ),
+    "gemm_proj": Kernel(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+        50,
+        (16, 128, 1),
+        (128, 1, 1),
+        90,
+        114688,
+    ),
+    "gemm_fc": Kernel(
+        "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_tn_align8::Params)",
+        190,
+        (16, 64, 2),
+        (256, 1, 1),
+        230,
+        147456,
+    ),
+    "splitk": Kernel(
+        "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, float const*, __nv_bfloat16*, void*, long, float*, int*, float*, float const*, float const*, float const*, float const*)",
+        9,
+        (1024, 1, 1),
+        (256, 1, 1),
+        40,
+        0,
+    ),
+    "gemm_lm": Kernel(
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        1300,
+        (125, 64, 1),
+        (384, 1, 1),
+        168,
+        229376,
+    ),
+    "ln": Kernel(
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+        12,
+        (TOKENS, 1, 1),
+        (256, 1, 1),
+        32,
+        0,
+    ),
+    "ln_bwd_in": Kernel(
+        "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
+        18,
+        (TOKENS, 1, 1),
+        (128, 1, 1),
+        40,
+        0,
+    ),
+    "ln_bwd_gamma": Kernel(
+        "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<c10::BFloat16, float>(long, long, c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16*, c10::BFloat16*)",
+        14,
+        (32, 1, 1),
+        (32, 32, 1),
+        64,
+        8448,
+    ),
+    "flash_fwd": Kernel(
+        "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false>(pytorch_flash::Flash_fwd_params)",
+        160,
+        (8, BATCH, HEADS),
+        (128, 1, 1),
+        255,
+        49152,
+    ),
+    "flash_bwd": Kernel(
+        "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >, false, true, false, false, false, false>(pytorch_flash::Flash_bwd_params)",
+        420,
+        (8, BATCH, HEADS),
+        (256, 1, 1),
+        255,
+        98304,
+    ),
+    "flash_bwd_dq": Kernel(
+        "void pytorch_flash::flash_bwd_convert_dq_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >, false, false>(pytorch_flash::Flash_bwd_params, int)",
+        15,
+        (8, BATCH, HEADS),
+        (256, 1, 1),
+        64,
+        24576,
+    ),
     "add": Kernel(_elementwise("at::native::CUDAFunctor_add<c10::BFloat16>"), 14, (8192, 1, 1), (128, 1, 1), 28, 0),
     "add_": Kernel(_elementwise("at::native::CUDAFunctorOnSelf_add<float>", 2), 8, (4096, 1, 1), (128, 1, 1), 24, 0),
-    "gelu": Kernel(_elementwise("at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}", 2),
-                   25, (32768, 1, 1), (128, 1, 1), 30, 0),
-    "gelu_bwd": Kernel(_elementwise("at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}"),
-                       38, (32768, 1, 1), (128, 1, 1), 32, 0),
-    "bias_grad": Kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4>)",
-                        16, (256, 1, 1), (32, 16, 1), 40, 16),
-    "embed": Kernel("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
-                    30, (8192, 1, 1), (128, 1, 1), 32, 0),
-    "embed_bwd": Kernel("void at::native::(anonymous namespace)::embedding_backward_feature_kernel<c10::BFloat16, float, long>(long const*, c10::BFloat16 const*, c10::BFloat16*, int, long, int, int)",
-                        210, (32, 1, 1), (32, 32, 1), 48, 8192),
-    "log_softmax": Kernel("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
-                          240, (TOKENS, 1, 1), (1024, 1, 1), 38, 0),
-    "nll": Kernel("void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
-                  22, (1, 1, 1), (1024, 1, 1), 28, 0),
-    "nll_bwd": Kernel("void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
-                      10, (1, 1, 1), (1024, 1, 1), 28, 0),
-    "log_softmax_bwd": Kernel("void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, int)",
-                              260, (TOKENS, 1, 1), (1024, 1, 1), 40, 0),
+    "gelu": Kernel(
+        _elementwise(
+            "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}",
+            2,
+        ),
+        25,
+        (32768, 1, 1),
+        (128, 1, 1),
+        30,
+        0,
+    ),
+    "gelu_bwd": Kernel(
+        _elementwise(
+            "at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, c10::BFloat16)#1}"
+        ),
+        38,
+        (32768, 1, 1),
+        (128, 1, 1),
+        32,
+        0,
+    ),
+    "bias_grad": Kernel(
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4>)",
+        16,
+        (256, 1, 1),
+        (32, 16, 1),
+        40,
+        16,
+    ),
+    "embed": Kernel(
+        "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
+        30,
+        (8192, 1, 1),
+        (128, 1, 1),
+        32,
+        0,
+    ),
+    "embed_bwd": Kernel(
+        "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<c10::BFloat16, float, long>(long const*, c10::BFloat16 const*, c10::BFloat16*, int, long, int, int)",
+        210,
+        (32, 1, 1),
+        (32, 32, 1),
+        48,
+        8192,
+    ),
+    "log_softmax": Kernel(
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
+        240,
+        (TOKENS, 1, 1),
+        (1024, 1, 1),
+        38,
+        0,
+    ),
+    "nll": Kernel(
+        "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
+        22,
+        (1, 1, 1),
+        (1024, 1, 1),
+        28,
+        0,
+    ),
+    "nll_bwd": Kernel(
+        "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float const*, long const*, float const*, float const*, bool, int, int, long, long)",
+        10,
+        (1, 1, 1),
+        (1024, 1, 1),
+        28,
+        0,
+    ),
+    "log_softmax_bwd": Kernel(
+        "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, int)",
+        260,
+        (TOKENS, 1, 1),
+        (1024, 1, 1),
+        40,
+        0,
+    ),
     "fill": Kernel(_elementwise("at::native::FillFunctor<float>", 1), 2, (1, 1, 1), (64, 1, 1), 16, 0),
-    "adam": Kernel("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*)",
-                   70, (1320, 1, 1), (512, 1, 1), 64, 0),
-    "allreduce": Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                        0, (24, 1, 1), (640, 1, 1), 96, 0),
-    "allgather": Kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWork*)",
-                        0, (24, 1, 1), (544, 1, 1), 96, 0),
+    "adam": Kernel(
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*)",
+        70,
+        (1320, 1, 1),
+        (512, 1, 1),
+        64,
+        0,
+    ),
+    "allreduce": Kernel(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 0, (24, 1, 1), (640, 1, 1), 96, 0
+    ),
+    "allgather": Kernel("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWork*)", 0, (24, 1, 1), (544, 1, 1), 96, 0),
 }
 
 
@@ -173,7 +310,9 @@ SHAPES = {
     "fc1": _shape_args([X, [FFN, HIDDEN], [FFN]], [BF, F32, F32]),
     "fc2": _shape_args([(BATCH, SEQ, FFN), [HIDDEN, FFN], [HIDDEN]], [BF, F32, F32]),
     "lm": _shape_args([X, [VOCAB, HIDDEN], []], [BF, F32, ""]),
-    "addmm": _shape_args([[3 * HIDDEN], [TOKENS, HIDDEN], [HIDDEN, 3 * HIDDEN], [], []], [BF, BF, BF, "Scalar", "Scalar"]),
+    "addmm": _shape_args(
+        [[3 * HIDDEN], [TOKENS, HIDDEN], [HIDDEN, 3 * HIDDEN], [], []], [BF, BF, BF, "Scalar", "Scalar"]
+    ),
     "sdpa": _shape_args([(BATCH, HEADS, SEQ, 64)] * 3 + [[], []], [BF, BF, BF, "", "Scalar"]),
     "add": _shape_args([X, X, []], [BF, BF, "Scalar"]),
     "gelu": _shape_args([(BATCH, SEQ, FFN), []], [BF, "Scalar"]),
@@ -216,7 +355,9 @@ class Sink:
         if path is not None:
             self.raw = open(path, "wb")
             # mtime=0 and no file name in the header keep .gz output byte-identical per seed.
-            self.gz = gzip.GzipFile(filename="", mode="wb", fileobj=self.raw, compresslevel=3, mtime=0) if compress else None
+            self.gz = (
+                gzip.GzipFile(filename="", mode="wb", fileobj=self.raw, compresslevel=3, mtime=0) if compress else None
+            )
 
     def write(self, s: str):
         self.parts.append(s)
@@ -277,8 +418,8 @@ class RankTrace:
         self.pg_args = (
             f'"Group size": {world}, "Process Group Name": "0", "Process Group Description": "default_pg", '
             f'"Process Group Ranks": "[{", ".join(map(str, range(world)))}]"'
-            if world <= 64 else
-            f'"Group size": {world}, "Process Group Name": "0", "Process Group Description": "default_pg", '
+            if world <= 64
+            else f'"Group size": {world}, "Process Group Name": "0", "Process Group Description": "default_pg", '
             f'"Process Group Ranks": "[0, ..., {world - 1}]"'
         )
         # Nominal GPU time of one step (us), used to size the all-gather (~3% of a step).
@@ -359,16 +500,22 @@ class RankTrace:
         if until is not None:
             dur = max(dur, until - start)
         th.t += dur
-        self.emit(th, (
-            f',\n  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {self.pid}, "tid": {th.tid},\n'
-            f'    "ts": {ts(start)}, "dur": {ts(dur)},\n'
-            f'    "args": {{\n      "External id": {self.op_ext(th)},      "cbid": {CBID[name]}, "correlation": {self.corr}\n    }}\n  }}'
-        ))
+        self.emit(
+            th,
+            (
+                f',\n  {{\n    "ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": {self.pid}, "tid": {th.tid},\n'
+                f'    "ts": {ts(start)}, "dur": {ts(dur)},\n'
+                f'    "args": {{\n      "External id": {self.op_ext(th)},      "cbid": {CBID[name]}, "correlation": {self.corr}\n    }}\n  }}'
+            ),
+        )
         if flow:
-            self.emit(th, (
-                f',\n  {{\n    "ph": "s", "id": {self.corr}, "pid": {self.pid}, "tid": {th.tid}, "ts": {ts(start)},\n'
-                f'    "cat": "ac2g", "name": "ac2g"\n  }}'
-            ))
+            self.emit(
+                th,
+                (
+                    f',\n  {{\n    "ph": "s", "id": {self.corr}, "pid": {self.pid}, "tid": {th.tid}, "ts": {ts(start)},\n'
+                    f'    "cat": "ac2g", "name": "ac2g"\n  }}'
+                ),
+            )
         return self.corr, th.t
 
     def _gpu_event(self, cat, name, stream, start, dur, corr, ext, tail):
@@ -441,11 +588,14 @@ class RankTrace:
         self.leaf(th, "aten::empty_strided")
         self.begin(th, "aten::copy_")
         self.launch(th, "cast")
-        self.end(th); self.end(th); self.end(th)
+        self.end(th)
+        self.end(th)
+        self.end(th)
         self.begin(th, "aten::t")
         self.begin(th, "aten::transpose")
         self.leaf(th, "aten::as_strided")
-        self.end(th); self.end(th)
+        self.end(th)
+        self.end(th)
         self.begin(th, "aten::addmm", SHAPES["addmm"], pre_us=6.0)
         self.launch(th, gemm)
         if split_k:
@@ -484,12 +634,17 @@ class RankTrace:
             self.begin(th, "torch::autograd::AccumulateGrad")
             self.begin(th, "aten::add_")
             self.launch(th, "add_")
-            self.end(th); self.end(th); self.end(th)
+            self.end(th)
+            self.end(th)
+            self.end(th)
 
     def linear_bwd(self, seq, gemm, split_k=False):
         k = [gemm, "splitk"] if split_k else [gemm]
-        self.bwd_node("AddmmBackward0", seq, [("aten::t", []), ("aten::mm", k), ("aten::t", []), ("aten::mm", k),
-                                             ("aten::sum", ["bias_grad"])])
+        self.bwd_node(
+            "AddmmBackward0",
+            seq,
+            [("aten::t", []), ("aten::mm", k), ("aten::t", []), ("aten::mm", k), ("aten::sum", ["bias_grad"])],
+        )
         self.bwd_node("ToCopyBackward0", seq, [("aten::to", ["cast"])], accumulate=2)
 
     def collective(self, th, kind, nelems, dtype, transfer_us, gpu_ready):
@@ -501,9 +656,11 @@ class RankTrace:
         world = self.cfg.world_size
         out_nelems = nelems * world if kind == "allgather" else nelems
         self.coll_seq += 1
-        args = (f', "Collective name": "{coll}", "In msg nelems": {nelems}, "Out msg nelems": {out_nelems}, '
-                f'"dtype": "{dtype}", "In split size": "[]", "Out split size": "[]", "Global rank start": 0, '
-                f'"Global rank stride": 1, "Rank": {self.rank}, "Seq": {self.coll_seq}, {self.pg_args}')
+        args = (
+            f', "Collective name": "{coll}", "In msg nelems": {nelems}, "Out msg nelems": {out_nelems}, '
+            f'"dtype": "{dtype}", "In split size": "[]", "Out split size": "[]", "Global rank start": 0, '
+            f'"Global rank stride": 1, "Rank": {self.rank}, "Seq": {self.coll_seq}, {self.pg_args}'
+        )
         ext = self.begin(th, "record_param_comms", args, pre_us=10.0)
         self.runtime(th, "cudaStreamIsCapturing", 1.0)
         self.runtime(th, "cudaEventRecord", 1.5)
@@ -517,11 +674,14 @@ class RankTrace:
         # (the last sync point); since then it ran `busy` ns of kernels, which take speed_max/speed
         # times longer on the slowest rank.
         latest = ready + int(self.busy * (self.speed_max / self.speed - 1))
-        transfer = int(transfer_us * 1000 * (0.97 + 0.06 * random.Random(f"coll/{self.cfg.seed}/{self.coll_seq}").random()))
+        transfer = int(
+            transfer_us * 1000 * (0.97 + 0.06 * random.Random(f"coll/{self.cfg.seed}/{self.coll_seq}").random())
+        )
         end = max(latest, self.gpu[COMM], start) + transfer
         self.gpu[COMM] = end
         tail = K[key].tail + args.replace(f'"Rank": {self.rank}, "Seq": {self.coll_seq}, ', "").replace(
-            '"Global rank start": 0, "Global rank stride": 1, ', "")
+            '"Global rank start": 0, "Global rank stride": 1, ', ""
+        )
         self._gpu_event("kernel", K[key].name, COMM, start, end - start, corr, ext, tail)
         self.end_annotation(th, ann, post_us=3.0)
         self.runtime(th, "cudaEventRecord", 1.0)
@@ -533,8 +693,9 @@ class RankTrace:
         cfg, th, ag = self.cfg, self.main, self.autograd
         self.shared_rng = random.Random(f"gpu/{cfg.seed}/{s}")
         self.speed = speed_factor(cfg.seed, self.rank, s, cfg.straggler_rank, cfg.straggler_factor)
-        self.speed_max = max(speed_factor(cfg.seed, r, s, cfg.straggler_rank, cfg.straggler_factor)
-                             for r in range(cfg.world_size))
+        self.speed_max = max(
+            speed_factor(cfg.seed, r, s, cfg.straggler_rank, cfg.straggler_factor) for r in range(cfg.world_size)
+        )
         step_ext = self.annotation(th, f"ProfilerStep#{FIRST_STEP + s}", gpu_stream=COMPUTE, pre_us=20.0)
 
         loader = self.annotation(th, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
@@ -549,7 +710,9 @@ class RankTrace:
             self.leaf(th, "aten::empty_strided")
             self.begin(th, "aten::copy_", SHAPES["copy"])
             self.memory(th, "cudaMemcpyAsync", "Memcpy HtoD (Pinned -> Device)", TOKENS * 8, 22.0)
-            self.end(th); self.end(th); self.end(th)
+            self.end(th)
+            self.end(th)
+            self.end(th)
 
         # Forward.
         fwd = self.annotation(th, "DistributedDataParallel.forward", gpu_stream=COMPUTE, pre_us=30.0)
@@ -559,9 +722,12 @@ class RankTrace:
             b = {}
             b["ln1"] = self.simple_fwd("aten::layer_norm", "ln", ["aten::native_layer_norm"], ["ln"])
             b["qkv"] = self.linear("qkv", "gemm_qkv")
-            b["attn"] = self.simple_fwd("aten::scaled_dot_product_attention", "sdpa",
-                                        ["aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_forward"],
-                                        ["flash_fwd"])
+            b["attn"] = self.simple_fwd(
+                "aten::scaled_dot_product_attention",
+                "sdpa",
+                ["aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_forward"],
+                ["flash_fwd"],
+            )
             b["proj"] = self.linear("proj", "gemm_proj")
             b["add1"] = self.simple_fwd("aten::add", "add", [], ["add"])
             b["ln2"] = self.simple_fwd("aten::layer_norm", "ln", ["aten::native_layer_norm"], ["ln"])
@@ -572,8 +738,9 @@ class RankTrace:
             blocks.append(b)
         seq_lnf = self.simple_fwd("aten::layer_norm", "ln", ["aten::native_layer_norm"], ["ln"])
         seq_lm = self.linear("lm", "gemm_lm")
-        seq_loss = self.simple_fwd("aten::cross_entropy_loss", "loss", ["aten::log_softmax", "aten::_log_softmax"],
-                                   ["log_softmax"])
+        seq_loss = self.simple_fwd(
+            "aten::cross_entropy_loss", "loss", ["aten::log_softmax", "aten::_log_softmax"], ["log_softmax"]
+        )
         self.simple_fwd("aten::nll_loss_nd", "none", ["aten::nll_loss", "aten::nll_loss_forward"], ["nll"])
         self.end_annotation(th, fwd, post_us=20.0)
 
@@ -587,38 +754,61 @@ class RankTrace:
         self.leaf(th, "aten::empty_like")
         self.begin(th, "aten::fill_")
         self.launch(th, "fill")
-        self.end(th); self.end(th)
+        self.end(th)
+        self.end(th)
         ag.t = th.t + 25_000
         self.bwd_node("NllLossBackward0", seq_loss + 1, [("aten::nll_loss_backward", ["nll_bwd"])])
         self.bwd_node("LogSoftmaxBackward0", seq_loss, [("aten::_log_softmax_backward_data", ["log_softmax_bwd"])])
         self.linear_bwd(seq_lm, "gemm_lm")
-        self.bwd_node("NativeLayerNormBackward0", seq_lnf, [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])],
-                      accumulate=2)
+        self.bwd_node(
+            "NativeLayerNormBackward0",
+            seq_lnf,
+            [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])],
+            accumulate=2,
+        )
         bucket_us = 2 * (cfg.world_size - 1) / cfg.world_size * BLOCK_PARAMS * 4 / BUS_BYTES_PER_US
         for b in reversed(blocks):
             self.bwd_node("AddBackward0", b["add2"], [])
             self.linear_bwd(b["fc2"], "gemm_fc", split_k=True)
             self.bwd_node("GeluBackward0", b["gelu"], [("aten::gelu_backward", ["gelu_bwd"])])
             self.linear_bwd(b["fc1"], "gemm_fc", split_k=True)
-            self.bwd_node("NativeLayerNormBackward0", b["ln2"],
-                          [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])], accumulate=2)
+            self.bwd_node(
+                "NativeLayerNormBackward0",
+                b["ln2"],
+                [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])],
+                accumulate=2,
+            )
             self.bwd_node("AddBackward0", b["add1"], [])
             self.linear_bwd(b["proj"], "gemm_proj")
-            self.bwd_node("ScaledDotProductFlashAttentionBackward0", b["attn"],
-                          [("aten::_scaled_dot_product_flash_attention_backward", ["flash_bwd", "flash_bwd_dq"])])
+            self.bwd_node(
+                "ScaledDotProductFlashAttentionBackward0",
+                b["attn"],
+                [("aten::_scaled_dot_product_flash_attention_backward", ["flash_bwd", "flash_bwd_dq"])],
+            )
             self.linear_bwd(b["qkv"], "gemm_qkv")
-            self.bwd_node("NativeLayerNormBackward0", b["ln1"],
-                          [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])], accumulate=2)
+            self.bwd_node(
+                "NativeLayerNormBackward0",
+                b["ln1"],
+                [("aten::native_layer_norm_backward", ["ln_bwd_in", "ln_bwd_gamma"])],
+                accumulate=2,
+            )
             # DDP reducer: one gradient bucket per block, all-reduced as soon as it is ready.
             self.collective(ag, "allreduce", BLOCK_PARAMS, "Float", bucket_us, self.gpu[COMPUTE])
-        self.begin(ag, "autograd::engine::evaluate_function: EmbeddingBackward0",
-                   f', "Sequence number": {seq_embed}, "Fwd thread id": 1', pre_us=8.0)
+        self.begin(
+            ag,
+            "autograd::engine::evaluate_function: EmbeddingBackward0",
+            f', "Sequence number": {seq_embed}, "Fwd thread id": 1',
+            pre_us=8.0,
+        )
         self.begin(ag, "EmbeddingBackward0", f', "Sequence number": {seq_embed}, "Fwd thread id": 1')
         self.begin(ag, "aten::embedding_backward")
         self.begin(ag, "aten::embedding_dense_backward")
         self.memory(ag, "cudaMemsetAsync", "Memset (Device)", VOCAB * HIDDEN * 4, 1300.0)
         self.launch(ag, "embed_bwd")
-        self.end(ag); self.end(ag); self.end(ag); self.end(ag)
+        self.end(ag)
+        self.end(ag)
+        self.end(ag)
+        self.end(ag)
         th.t = ag.t + 15_000
         self.end_annotation(th, bwd)
 
@@ -639,7 +829,8 @@ class RankTrace:
         self.memory(th, "cudaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)", 4, 0.5)
         self.runtime(th, "cudaStreamSynchronize", 2.0, until=self.gpu[COMPUTE] + 2_000)  # returns once the GPU is done
         th.t = max(th.t, self.gpu[COMPUTE] + 4_000)
-        self.end(th); self.end(th)
+        self.end(th)
+        self.end(th)
         self.end_annotation(th, step_ext, post_us=50.0)
 
     # ---- the file -----------------------------------------------------------------------
@@ -647,8 +838,10 @@ class RankTrace:
     def header(self):
         cfg, out = self.cfg, self.out
         world = cfg.world_size
-        pg = (f'{{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": {world}, '
-              f'"ranks": [{", ".join(map(str, range(world)))}]}}')
+        pg = (
+            f'{{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": {world}, '
+            f'"ranks": [{", ".join(map(str, range(world)))}]}}'
+        )
         devices = ",\n    ".join(H100.format(i=i) for i in range(8))
         out.write(
             "\n{\n"
@@ -661,21 +854,31 @@ class RankTrace:
             '  "traceEvents": [\n'
         )
         start = self.t0
-        meta = [("process_name", self.pid, 0, '"name": "python3"'),
-                ("process_labels", self.pid, 0, '"labels": "CPU"'),
-                ("process_sort_index", self.pid, 0, f'"sort_index": {self.pid}'),
-                ("process_name", self.device, 0, '"name": "python3"'),
-                ("process_labels", self.device, 0, f'"labels": "GPU {self.device}"'),
-                ("process_sort_index", self.device, 0, f'"sort_index": {16777216 + self.device}')]
+        meta = [
+            ("process_name", self.pid, 0, '"name": "python3"'),
+            ("process_labels", self.pid, 0, '"labels": "CPU"'),
+            ("process_sort_index", self.pid, 0, f'"sort_index": {self.pid}'),
+            ("process_name", self.device, 0, '"name": "python3"'),
+            ("process_labels", self.device, 0, f'"labels": "GPU {self.device}"'),
+            ("process_sort_index", self.device, 0, f'"sort_index": {16777216 + self.device}'),
+        ]
         for stream in (COMPUTE, COMM):
-            meta += [("thread_name", self.device, stream, f'"name": "stream {stream} "'),
-                     ("thread_sort_index", self.device, stream, f'"sort_index": {stream}')]
+            meta += [
+                ("thread_name", self.device, stream, f'"name": "stream {stream} "'),
+                ("thread_sort_index", self.device, stream, f'"sort_index": {stream}'),
+            ]
         for tid, label in ((self.main.tid, "pt_main_thread"), (self.autograd.tid, "pt_autograd_0")):
-            meta += [("thread_name", self.pid, tid, f'"name": "thread {tid} ({label})"'),
-                     ("thread_sort_index", self.pid, tid, f'"sort_index": {tid}')]
-        out.write(",\n".join(
-            f'  {{\n    "name": "{name}", "ph": "M", "ts": {ts(start)}, "pid": {pid}, "tid": {tid},\n'
-            f'    "args": {{\n      {args}\n    }}\n  }}' for name, pid, tid, args in meta))
+            meta += [
+                ("thread_name", self.pid, tid, f'"name": "thread {tid} ({label})"'),
+                ("thread_sort_index", self.pid, tid, f'"sort_index": {tid}'),
+            ]
+        out.write(
+            ",\n".join(
+                f'  {{\n    "name": "{name}", "ph": "M", "ts": {ts(start)}, "pid": {pid}, "tid": {tid},\n'
+                f'    "args": {{\n      {args}\n    }}\n  }}'
+                for name, pid, tid, args in meta
+            )
+        )
 
     def footer(self):
         end = max(self.main.t, self.gpu[COMPUTE], self.gpu[COMM]) + 100_000
@@ -705,11 +908,41 @@ class RankTrace:
 
 
 # Nominal kernels of one block, forward + backward (to size collectives).
-BLOCK_KERNELS = (["ln", "cast", "gemm_qkv", "flash_fwd", "cast", "gemm_proj", "add", "ln", "cast", "gemm_fc", "splitk",
-                  "gelu", "cast", "gemm_fc", "splitk", "add"]
-                 + ["gemm_fc", "splitk"] * 4 + ["gemm_qkv", "gemm_qkv", "gemm_proj", "gemm_proj", "flash_bwd",
-                                                "gelu_bwd", "ln_bwd_in", "ln_bwd_gamma", "ln_bwd_in", "ln_bwd_gamma"]
-                 + ["bias_grad", "cast"] * 4 + ["add_"] * 12)
+BLOCK_KERNELS = (
+    [
+        "ln",
+        "cast",
+        "gemm_qkv",
+        "flash_fwd",
+        "cast",
+        "gemm_proj",
+        "add",
+        "ln",
+        "cast",
+        "gemm_fc",
+        "splitk",
+        "gelu",
+        "cast",
+        "gemm_fc",
+        "splitk",
+        "add",
+    ]
+    + ["gemm_fc", "splitk"] * 4
+    + [
+        "gemm_qkv",
+        "gemm_qkv",
+        "gemm_proj",
+        "gemm_proj",
+        "flash_bwd",
+        "gelu_bwd",
+        "ln_bwd_in",
+        "ln_bwd_gamma",
+        "ln_bwd_in",
+        "ln_bwd_gamma",
+    ]
+    + ["bias_grad", "cast"] * 4
+    + ["add_"] * 12
+)
 
 
 class Config:
@@ -752,18 +985,42 @@ def _generate_rank(args):
     return rank, path, sink.bytes, os.path.getsize(path), time.perf_counter() - t
 
 
-def generate(out, ranks=1, target_mb=50.0, steps=8, gzip_output=False, seed=0, world_size=None,
-             straggler_rank=-1, straggler_factor=1.3, jobs=None, blocks=None, log=print):
+def generate(
+    out,
+    ranks=1,
+    target_mb=50.0,
+    steps=8,
+    gzip_output=False,
+    seed=0,
+    world_size=None,
+    straggler_rank=-1,
+    straggler_factor=1.3,
+    jobs=None,
+    blocks=None,
+    log=print,
+):
     """Write `ranks` trace files into `out`; returns a summary dict (also usable from other scripts)."""
     world_size = world_size or ranks
     if ranks > world_size:
         raise ValueError("--ranks cannot exceed --world-size")
     os.makedirs(out, exist_ok=True)
-    cfg = Config(out=out, ranks=ranks, target_mb=target_mb, steps=steps, gzip=gzip_output, seed=seed,
-                 world_size=world_size, straggler_rank=straggler_rank, straggler_factor=straggler_factor, blocks=1)
+    cfg = Config(
+        out=out,
+        ranks=ranks,
+        target_mb=target_mb,
+        steps=steps,
+        gzip=gzip_output,
+        seed=seed,
+        world_size=world_size,
+        straggler_rank=straggler_rank,
+        straggler_factor=straggler_factor,
+        blocks=1,
+    )
     cfg.blocks = blocks or choose_blocks(cfg)
-    log(f"generating {ranks} rank(s) x ~{target_mb:g} MB: {steps} steps, {cfg.blocks} blocks, seed {seed}"
-        + (f", straggler rank {straggler_rank} x{straggler_factor:g}" if straggler_rank >= 0 else ""))
+    log(
+        f"generating {ranks} rank(s) x ~{target_mb:g} MB: {steps} steps, {cfg.blocks} blocks, seed {seed}"
+        + (f", straggler rank {straggler_rank} x{straggler_factor:g}" if straggler_rank >= 0 else "")
+    )
     t = time.perf_counter()
     jobs = max(1, min(jobs or os.cpu_count() or 1, ranks))
     work = [(cfg, r) for r in range(ranks)]
@@ -777,9 +1034,18 @@ def generate(out, ranks=1, target_mb=50.0, steps=8, gzip_output=False, seed=0, w
         log(f"  rank {rank}: {raw / 1e6:.1f} MB JSON ({size / 1e6:.1f} MB on disk) in {secs:.1f} s -> {path}")
         files.append({"rank": rank, "path": path, "json_bytes": raw, "file_bytes": size})
     return {
-        "generator": {"version": VERSION, "ranks": ranks, "world_size": world_size, "target_mb": target_mb, "steps": steps,
-                      "blocks": cfg.blocks, "gzip": gzip_output, "seed": seed, "straggler_rank": straggler_rank,
-                      "straggler_factor": straggler_factor},
+        "generator": {
+            "version": VERSION,
+            "ranks": ranks,
+            "world_size": world_size,
+            "target_mb": target_mb,
+            "steps": steps,
+            "blocks": cfg.blocks,
+            "gzip": gzip_output,
+            "seed": seed,
+            "straggler_rank": straggler_rank,
+            "straggler_factor": straggler_factor,
+        },
         "files": files,
         "json_bytes": sum(f["json_bytes"] for f in files),
         "seconds": time.perf_counter() - t,
@@ -803,8 +1069,19 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.steps < 1 or a.ranks < 1:
         p.error("--steps and --ranks must be >= 1")
-    summary = generate(a.out, a.ranks, a.target_mb, a.steps, a.gzip, a.seed, a.world_size,
-                       a.straggler_rank, a.straggler_factor, a.jobs, a.blocks)
+    summary = generate(
+        a.out,
+        a.ranks,
+        a.target_mb,
+        a.steps,
+        a.gzip,
+        a.seed,
+        a.world_size,
+        a.straggler_rank,
+        a.straggler_factor,
+        a.jobs,
+        a.blocks,
+    )
     mb = summary["json_bytes"] / 1e6
     print(f"done: {mb:.1f} MB JSON in {summary['seconds']:.1f} s ({mb / summary['seconds']:.1f} MB/s)")
     if a.summary:

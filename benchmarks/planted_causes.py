@@ -22,12 +22,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from plantedjob import planted_job
-
 import holotrace
 from holotrace.analysis.critical_path.advice import job_advice
 from holotrace.analysis.critical_path.job_graph import build_job_graph
 from holotrace.analysis.critical_path.replay import replay
+from plantedjob import planted_job
 
 CASES = [
     ("straggler (rank 2 compute x1.3)", {"straggler": 2}, "straggler"),

@@ -11,6 +11,7 @@ REPO = TESTS.parent
 DATA = TESTS / "data"
 SHARED = REPO.parent / "shared"  # the full corpus, present in CI, absent on a user's fresh clone
 
+
 def golden_jobs(include_shared: bool = True, include_reordered: bool = True) -> list[tuple[str, Path, Path]]:
     """(job, trace folder, golden folder) for the bundled jobs and, when present, the shared corpus; with
     ``include_reordered``, also the bundled jobs with equal-time events reversed (:func:`reordered_jobs`)."""
@@ -48,7 +49,9 @@ def _reordered_once() -> list[tuple[str, Path, Path]]:
 
 def shared_or_skip() -> Path:
     if not (SHARED / "traces").is_dir():
-        pytest.skip("full trace corpus (../shared/traces beside the repository) not present; bundled tests/data still run")
+        pytest.skip(
+            "full trace corpus (../shared/traces beside the repository) not present; bundled tests/data still run"
+        )
     return SHARED
 
 

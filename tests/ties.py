@@ -114,9 +114,9 @@ def check_positive_points(gold: pd.DataFrame, series: pd.DataFrame, keys: list[s
             assert low[stat] - slack <= g <= up + slack, (k, stat, low[stat], g, up)
         if n > 1:
             s1lo, s1hi = lo[certain].sum(), hi[certain].sum() + top.sum()
-            s2lo, s2hi = (lo[certain] ** 2).sum(), (hi[certain] ** 2).sum() + (top ** 2).sum()
-            var_hi = (s2hi - s1lo ** 2 / n) / (n - 1)
-            var_lo = max(0.0, (s2lo - s1hi ** 2 / n) / (n - 1))
+            s2lo, s2hi = (lo[certain] ** 2).sum(), (hi[certain] ** 2).sum() + (top**2).sum()
+            var_hi = (s2hi - s1lo**2 / n) / (n - 1)
+            var_lo = max(0.0, (s2lo - s1hi**2 / n) / (n - 1))
             g = float(row[f"{value}|std"])
             slack = rtol * max(abs(g), 1.0)
             assert np.sqrt(var_lo) - slack <= g <= np.sqrt(max(var_hi, 0.0)) + slack, (k, "std", var_lo, g, var_hi)

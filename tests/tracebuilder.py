@@ -18,8 +18,17 @@ from typing import Any, Optional
 
 
 class TraceBuilder:
-    def __init__(self, rank: Optional[int] = 0, world_size: int = 1, *, pid: int = 100, device: int = 0,
-                 backend: str = "nccl", base_time_ns: Optional[int] = None, distributed: bool = True):
+    def __init__(
+        self,
+        rank: Optional[int] = 0,
+        world_size: int = 1,
+        *,
+        pid: int = 100,
+        device: int = 0,
+        backend: str = "nccl",
+        base_time_ns: Optional[int] = None,
+        distributed: bool = True,
+    ):
         self.rank = rank
         self.world_size = world_size
         self.pid = pid
@@ -42,16 +51,40 @@ class TraceBuilder:
 
     def annotation(self, name: str, ts_us: float, dur_us: float, tid: int = 1, cat: str = "user_annotation") -> dict:
         if cat == "gpu_user_annotation":
-            ev = {"ph": "X", "cat": cat, "name": name, "pid": self.device, "tid": tid, "ts": ts_us, "dur": dur_us,
-                  "args": {"External id": self._next_ext()}}
+            ev = {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": self.device,
+                "tid": tid,
+                "ts": ts_us,
+                "dur": dur_us,
+                "args": {"External id": self._next_ext()},
+            }
         else:
-            ev = {"ph": "X", "cat": cat, "name": name, "pid": self.pid, "tid": tid, "ts": ts_us, "dur": dur_us,
-                  "args": {"External id": self._next_ext()}}
+            ev = {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": self.pid,
+                "tid": tid,
+                "ts": ts_us,
+                "dur": dur_us,
+                "args": {"External id": self._next_ext()},
+            }
         self.events.append(ev)
         return ev
 
-    def runtime(self, name: str, ts_us: float, dur_us: float, tid: int = 1, correlation: Optional[int] = None,
-                cat: str = "cuda_runtime", **args: Any) -> dict:
+    def runtime(
+        self,
+        name: str,
+        ts_us: float,
+        dur_us: float,
+        tid: int = 1,
+        correlation: Optional[int] = None,
+        cat: str = "cuda_runtime",
+        **args: Any,
+    ) -> dict:
         a: dict[str, Any] = {"cbid": 211}
         if correlation is not None:
             a["correlation"] = correlation
@@ -61,30 +94,73 @@ class TraceBuilder:
         return ev
 
     # ---------------------------------------------------------------- GPU side
-    def gpu(self, name: str, ts_us: float, dur_us: float, stream: int = 7, cat: str = "kernel",
-            correlation: Optional[int] = None, external_id: Optional[int] = None, **args: Any) -> dict:
+    def gpu(
+        self,
+        name: str,
+        ts_us: float,
+        dur_us: float,
+        stream: int = 7,
+        cat: str = "kernel",
+        correlation: Optional[int] = None,
+        external_id: Optional[int] = None,
+        **args: Any,
+    ) -> dict:
         a: dict[str, Any] = {"device": self.device, "stream": stream}
         if correlation is not None:
             a["correlation"] = correlation
         if external_id is not None:
             a["External id"] = external_id
         a.update(_rename(args))
-        ev = {"ph": "X", "cat": cat, "name": name, "pid": self.device, "tid": stream, "ts": ts_us, "dur": dur_us, "args": a}
+        ev = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": self.device,
+            "tid": stream,
+            "ts": ts_us,
+            "dur": dur_us,
+            "args": a,
+        }
         self.events.append(ev)
         return ev
 
-    def launch_kernel(self, name: str, cpu_ts_us: float, cpu_dur_us: float, gpu_ts_us: float, gpu_dur_us: float,
-                      stream: int = 7, cat: str = "kernel", launch_name: str = "cudaLaunchKernel", tid: int = 1,
-                      external_id: Optional[int] = None, **gpu_args: Any) -> tuple[dict, dict]:
+    def launch_kernel(
+        self,
+        name: str,
+        cpu_ts_us: float,
+        cpu_dur_us: float,
+        gpu_ts_us: float,
+        gpu_dur_us: float,
+        stream: int = 7,
+        cat: str = "kernel",
+        launch_name: str = "cudaLaunchKernel",
+        tid: int = 1,
+        external_id: Optional[int] = None,
+        **gpu_args: Any,
+    ) -> tuple[dict, dict]:
         """A runtime launch on the CPU and the GPU activity it started, linked by correlation."""
         corr = self._corr
         self._corr += 1
         ext = external_id if external_id is not None else self._next_ext()
         cpu = self.runtime(launch_name, cpu_ts_us, cpu_dur_us, tid=tid, correlation=corr, **{"External id": ext})
-        gpu = self.gpu(name, gpu_ts_us, gpu_dur_us, stream=stream, cat=cat, correlation=corr, external_id=ext, **gpu_args)
-        self.events.append({"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": cpu_ts_us, "cat": "ac2g", "name": "ac2g"})
-        self.events.append({"ph": "f", "id": corr, "pid": self.device, "tid": stream, "ts": gpu_ts_us, "cat": "ac2g",
-                            "name": "ac2g", "bp": "e"})
+        gpu = self.gpu(
+            name, gpu_ts_us, gpu_dur_us, stream=stream, cat=cat, correlation=corr, external_id=ext, **gpu_args
+        )
+        self.events.append(
+            {"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": cpu_ts_us, "cat": "ac2g", "name": "ac2g"}
+        )
+        self.events.append(
+            {
+                "ph": "f",
+                "id": corr,
+                "pid": self.device,
+                "tid": stream,
+                "ts": gpu_ts_us,
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
+        )
         return cpu, gpu
 
     def raw(self, event: dict) -> dict:

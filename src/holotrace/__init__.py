@@ -1,10 +1,10 @@
 """holotrace: where distributed GPU training wastes time, from PyTorch Profiler traces.
 
-    import holotrace
-    job = holotrace.load("traces/")          # a folder of per-rank Kineto files
-    job.ranks, job.findings
+import holotrace
+job = holotrace.load("traces/")          # a folder of per-rank Kineto files
+job.ranks, job.findings
 
-    from holotrace import TraceAnalysis      # HTA-compatible facade
+from holotrace import TraceAnalysis      # HTA-compatible facade
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 from holotrace import __version__
 from holotrace.commands import COMMANDS
@@ -30,7 +31,7 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
         prog="holotrace",
         description="Find where distributed GPU training wastes time, from PyTorch Profiler (Kineto) trace files.",
         epilog="Run 'holotrace COMMAND --help' for the options of a command. Exit codes: 0 ok, 1 findings/regressions "
-               "that a CI gate should catch, 2 bad input or usage, 3 internal error.",
+        "that a CI gate should catch, 2 bad input or usage, 3 internal error.",
     )
     p.add_argument("--version", action="version", version=f"holotrace {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -38,8 +39,12 @@ def build_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParse
     for entry in COMMANDS:
         if wanted is None or entry.name == wanted:
             cp = entry.load().register(sub)
-            cp.add_argument("-v", "--verbose", action="store_true",
-                            help="also print informational messages on stderr (--quiet: warnings neither)")
+            cp.add_argument(
+                "-v",
+                "--verbose",
+                action="store_true",
+                help="also print informational messages on stderr (--quiet: warnings neither)",
+            )
         else:
             entry.register_help_only(sub)
     return p
@@ -78,8 +83,10 @@ def _run(args: argparse.Namespace, debug: bool) -> int:
     except Exception as e:  # a bug: say so in one line, traceback with --debug
         if debug:
             raise
-        print(f"holotrace: internal error: {type(e).__name__}: {sanitize(str(e))} (run again with --debug for the traceback)",
-              file=sys.stderr)
+        print(
+            f"holotrace: internal error: {type(e).__name__}: {sanitize(str(e))} (run again with --debug for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

@@ -8,9 +8,10 @@ every code and what to do about it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 __all__ = ["Severity", "FindingCode", "Finding", "AFFECTING_CODES", "CROSS_RANK_CODES", "rank_ranges"]
 
@@ -54,79 +55,178 @@ class FindingCode(str, Enum):
     __format__ = str.__format__
 
     @classmethod
-    def parse(cls, code: Union["FindingCode", str]) -> "FindingCode":
+    def parse(cls, code: Union[FindingCode, str]) -> FindingCode:
         """The member for ``code``; ``ValueError`` for a code that is not a member (a programming error)."""
         if isinstance(code, cls):
             return code
         try:
             return cls(code)
         except ValueError:
-            raise ValueError(f"unknown finding code {code!r}: add it to holotrace.findings.FindingCode "
-                             f"and document it in docs/loading.md") from None
+            raise ValueError(
+                f"unknown finding code {code!r}: add it to holotrace.findings.FindingCode "
+                f"and document it in docs/loading.md"
+            ) from None
 
     #                   value                   severity  affects cross   meaning
     # -- files and ranks (ingest.discover)
-    SKIPPED_FILE = ("skipped_file", _E, False, False,
-                    "a file was not loaded (not a trace, empty, unreadable or damaged at its start)")
-    RANK_ASSIGNED = ("rank_assigned", _W, False, False,
-                     "a file states no rank (no distributedInfo.rank, none in its name): a number was assigned")
-    DUPLICATE_RANK = ("duplicate_rank", _E, True, True,
-                      "several files claim the same rank: only the first (name order) was loaded")
-    BAD_RANK_INFO = ("bad_rank_info", _W, False, False,
-                     "distributedInfo.rank or world_size is not a usable number (negative, not an integer, too large): ignored")
-    MIXED_JOBS = ("mixed_jobs", _E, True, True,
-                  "files disagree on world_size or backend: they come from different jobs")
-    MISSING_RANKS = ("missing_ranks", _E, True, True,
-                     "ranks below world_size have no trace file")
-    INCOMPLETE_INGEST = ("incomplete_ingest", _E, True, True,
-                         "an ingest run into this folder stopped before it finished: ranks it was to write are missing")
-    RANK_OUT_OF_RANGE = ("rank_out_of_range", _E, True, True,
-                         "a rank is not below the job's world_size")
+    SKIPPED_FILE = (
+        "skipped_file",
+        _E,
+        False,
+        False,
+        "a file was not loaded (not a trace, empty, unreadable or damaged at its start)",
+    )
+    RANK_ASSIGNED = (
+        "rank_assigned",
+        _W,
+        False,
+        False,
+        "a file states no rank (no distributedInfo.rank, none in its name): a number was assigned",
+    )
+    DUPLICATE_RANK = (
+        "duplicate_rank",
+        _E,
+        True,
+        True,
+        "several files claim the same rank: only the first (name order) was loaded",
+    )
+    BAD_RANK_INFO = (
+        "bad_rank_info",
+        _W,
+        False,
+        False,
+        "distributedInfo.rank or world_size is not a usable number (negative, not an integer, too large): ignored",
+    )
+    MIXED_JOBS = (
+        "mixed_jobs",
+        _E,
+        True,
+        True,
+        "files disagree on world_size or backend: they come from different jobs",
+    )
+    MISSING_RANKS = ("missing_ranks", _E, True, True, "ranks below world_size have no trace file")
+    INCOMPLETE_INGEST = (
+        "incomplete_ingest",
+        _E,
+        True,
+        True,
+        "an ingest run into this folder stopped before it finished: ranks it was to write are missing",
+    )
+    RANK_OUT_OF_RANGE = ("rank_out_of_range", _E, True, True, "a rank is not below the job's world_size")
     # -- decoding one file (ingest.decode)
-    TRUNCATED_GZIP = ("truncated_gzip", _E, True, False,
-                      "the gzip stream ends early: only the part before the cut was read")
-    TRUNCATED_JSON = ("truncated_json", _E, True, False,
-                      "the event list is cut off or damaged: the events before the damage were read")
-    NON_STANDARD_JSON = ("non_standard_json", _W, False, False,
-                         "the file uses NaN or Infinity literals, which JSON does not allow")
-    MISSING_TIME = ("missing_time", _E, True, False,
-                    "events with a duration (every X event) have no ts/dur, or null or NaN: they were left out")
-    NEGATIVE_DURATION = ("negative_duration", _E, True, False,
-                         "events have a negative duration: they were left out")
-    BAD_TIME = ("bad_time", _E, True, False,
-                "events have a ts/dur that is not a usable number (Infinity, text, beyond 146 years): they were left out")
-    BAD_NUMBER = ("bad_number", _E, True, False,
-                  "events have an integer (pid, tid, id, an arg) that does not fit in 64 bits: they were left out")
-    TRAILING_DATA = ("trailing_data", _W, False, False,
-                     "bytes after the end of the gzip stream are not gzip data: they were ignored")
-    ABSURD_DURATION = ("absurd_duration", _W, True, False,
-                       "events last longer than 7 days (kept)")
-    BAD_ARG_TYPE = ("bad_arg_type", _W, False, False,
-                    "an integer arg has non-integer values: they were read as the default")
-    UNSUPPORTED_PHASE = ("unsupported_phase", _I, True, False,
-                         "begin/end (B/E, b/e/n) events are not paired into spans: they are not analysed")
+    TRUNCATED_GZIP = (
+        "truncated_gzip",
+        _E,
+        True,
+        False,
+        "the gzip stream ends early: only the part before the cut was read",
+    )
+    TRUNCATED_JSON = (
+        "truncated_json",
+        _E,
+        True,
+        False,
+        "the event list is cut off or damaged: the events before the damage were read",
+    )
+    NON_STANDARD_JSON = (
+        "non_standard_json",
+        _W,
+        False,
+        False,
+        "the file uses NaN or Infinity literals, which JSON does not allow",
+    )
+    MISSING_TIME = (
+        "missing_time",
+        _E,
+        True,
+        False,
+        "events with a duration (every X event) have no ts/dur, or null or NaN: they were left out",
+    )
+    NEGATIVE_DURATION = ("negative_duration", _E, True, False, "events have a negative duration: they were left out")
+    BAD_TIME = (
+        "bad_time",
+        _E,
+        True,
+        False,
+        "events have a ts/dur that is not a usable number (Infinity, text, beyond 146 years): they were left out",
+    )
+    BAD_NUMBER = (
+        "bad_number",
+        _E,
+        True,
+        False,
+        "events have an integer (pid, tid, id, an arg) that does not fit in 64 bits: they were left out",
+    )
+    TRAILING_DATA = (
+        "trailing_data",
+        _W,
+        False,
+        False,
+        "bytes after the end of the gzip stream are not gzip data: they were ignored",
+    )
+    ABSURD_DURATION = ("absurd_duration", _W, True, False, "events last longer than 7 days (kept)")
+    BAD_ARG_TYPE = (
+        "bad_arg_type",
+        _W,
+        False,
+        False,
+        "an integer arg has non-integer values: they were read as the default",
+    )
+    UNSUPPORTED_PHASE = (
+        "unsupported_phase",
+        _I,
+        True,
+        False,
+        "begin/end (B/E, b/e/n) events are not paired into spans: they are not analysed",
+    )
     # -- one rank's events (model.validate.check_rank)
-    NO_EVENTS = ("no_events", _W, True, False,
-                 "the rank's trace has no events with a duration")
-    UNKNOWN_CATEGORY = ("unknown_category", _W, True, False,
-                        "events of categories no classification rule knows were kept as OTHER")
-    NO_CATEGORY = ("no_category", _W, True, False,
-                   "events have no 'cat' field (HTA drops them)")
-    OVERLAPPING_KERNELS = ("overlapping_kernels", _W, True, False,
-                           "a GPU activity starts before the previous one on the same stream ends")
-    GPU_WITHOUT_LAUNCH = ("gpu_without_launch", _I, True, False,
-                          "GPU activities have no CPU launch in the trace")
-    LAUNCH_WITHOUT_GPU = ("launch_without_gpu", _I, False, False,
-                          "launch calls have no GPU activity in the trace")
-    NEGATIVE_QUEUE_LENGTH = ("negative_queue_length", _W, True, False,
-                             "a stream's launch queue length goes below zero: GPU work starts before its launch call")
+    NO_EVENTS = ("no_events", _W, True, False, "the rank's trace has no events with a duration")
+    UNKNOWN_CATEGORY = (
+        "unknown_category",
+        _W,
+        True,
+        False,
+        "events of categories no classification rule knows were kept as OTHER",
+    )
+    NO_CATEGORY = ("no_category", _W, True, False, "events have no 'cat' field (HTA drops them)")
+    OVERLAPPING_KERNELS = (
+        "overlapping_kernels",
+        _W,
+        True,
+        False,
+        "a GPU activity starts before the previous one on the same stream ends",
+    )
+    GPU_WITHOUT_LAUNCH = ("gpu_without_launch", _I, True, False, "GPU activities have no CPU launch in the trace")
+    LAUNCH_WITHOUT_GPU = ("launch_without_gpu", _I, False, False, "launch calls have no GPU activity in the trace")
+    NEGATIVE_QUEUE_LENGTH = (
+        "negative_queue_length",
+        _W,
+        True,
+        False,
+        "a stream's launch queue length goes below zero: GPU work starts before its launch call",
+    )
     # -- the job as a whole (model.validate.check_job)
-    NO_PROFILER_STEPS = ("no_profiler_steps", _I, True, False,
-                         "no ProfilerStep#N annotations: the whole trace is one step")
-    STEPS_MISSING_ON_RANKS = ("steps_missing_on_ranks", _W, True, False,
-                              "some ranks have ProfilerStep#N annotations and others do not")
-    CLOCK_SKEW = ("clock_skew", _W, True, True,
-                  "rank clocks cannot be compared, or first events of ranks are more than 1 s apart")
+    NO_PROFILER_STEPS = (
+        "no_profiler_steps",
+        _I,
+        True,
+        False,
+        "no ProfilerStep#N annotations: the whole trace is one step",
+    )
+    STEPS_MISSING_ON_RANKS = (
+        "steps_missing_on_ranks",
+        _W,
+        True,
+        False,
+        "some ranks have ProfilerStep#N annotations and others do not",
+    )
+    CLOCK_SKEW = (
+        "clock_skew",
+        _W,
+        True,
+        True,
+        "rank clocks cannot be compared, or first events of ranks are more than 1 s apart",
+    )
 
 
 #: codes whose findings change what analysis numbers mean (the summary shows them under its tables)
@@ -153,12 +253,23 @@ class Finding:
         try:
             self.severity = Severity(self.severity).value
         except ValueError:
-            raise ValueError(f"unknown severity {self.severity!r} for finding {self.code.value} "
-                             f"(one of: {', '.join(s.value for s in Severity)})") from None
+            raise ValueError(
+                f"unknown severity {self.severity!r} for finding {self.code.value} "
+                f"(one of: {', '.join(s.value for s in Severity)})"
+            ) from None
 
     @classmethod
-    def of(cls, code: Union[FindingCode, str], message: str, rank: Optional[int] = None, file: Optional[str] = None,
-           count: int = 1, example: Optional[str] = None, *, severity: Optional[str] = None) -> "Finding":
+    def of(
+        cls,
+        code: Union[FindingCode, str],
+        message: str,
+        rank: Optional[int] = None,
+        file: Optional[str] = None,
+        count: int = 1,
+        example: Optional[str] = None,
+        *,
+        severity: Optional[str] = None,
+    ) -> Finding:
         """A finding of ``code`` at the code's default severity unless ``severity`` is given."""
         code = FindingCode.parse(code)
         return cls(severity if severity is not None else code.severity.value, code, message, rank, file, count, example)

@@ -9,33 +9,37 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy as np
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError, TraceReadError
 from holotrace.exec.pool import plan, run_map, thread_map
-from holotrace.ingest import _scan, cache as cache_mod
-from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
-from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, temp_folder
-from holotrace.ingest.discover import discover
 from holotrace.findings import Finding, FindingCode
-from holotrace.schema import ID_COLUMNS, event_columns
+from holotrace.ingest import _scan
+from holotrace.ingest import cache as cache_mod
+from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
+from holotrace.ingest.discover import discover
+from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, temp_folder
 from holotrace.model.classify import RULES_VERSION
-from holotrace.model.rule_table import resolve_table
 from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
+from holotrace.model.rule_table import resolve_table
 from holotrace.model.strings import StringTable
 from holotrace.model.validate import findings_from_problems, validate_job
+from holotrace.schema import ID_COLUMNS, event_columns
 
 log = logging.getLogger("holotrace")
 
 
 PathLike = Union[str, Path]
 CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
-_EVENT_CODES = frozenset({FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION, FindingCode.BAD_TIME, FindingCode.BAD_NUMBER})  # strict: TraceEventError
+_EVENT_CODES = frozenset(
+    {FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION, FindingCode.BAD_TIME, FindingCode.BAD_NUMBER}
+)  # strict: TraceEventError
 #: codes of findings that count events left out of the tables
 _DROP_CODES = _EVENT_CODES
 _ORDER = {"events": [c for c, _ in event_columns()] + list(DERIVED)}  # the events' columns: schema, then derived
@@ -80,7 +84,7 @@ class CacheSession:
         """A folder in the cache where a decode writes what becomes the file's entry (None: no cache, or no room)."""
         return cache_mod.work_dir(self.folder) if self.on else None
 
-    def keep(self, d: DecodedFile, work: "WorkFolder") -> None:
+    def keep(self, d: DecodedFile, work: WorkFolder) -> None:
         """Make ``work`` the file's cache entry (on a thread)."""
         cache_mod.commit_in_background(d, Path(work.path), self.folder, self.all_args, self.tag, work.fingerprint)
 
@@ -192,10 +196,19 @@ def _map(r, session: CacheSession) -> DecodedFile:
     return r.file
 
 
-def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cache: bool = True,
-         cache_dir: Optional[PathLike] = None, workers: Optional[int] = None, all_args: bool = False,
-         progress: Optional[Callable[[int, int, str], None]] = None, progress_bar: Optional[bool] = None,
-         executor=None, rules=None) -> Job:
+def load(
+    path: Union[PathLike, Sequence[PathLike]],
+    *,
+    strict: bool = False,
+    cache: bool = True,
+    cache_dir: Optional[PathLike] = None,
+    workers: Optional[int] = None,
+    all_args: bool = False,
+    progress: Optional[Callable[[int, int, str], None]] = None,
+    progress_bar: Optional[bool] = None,
+    executor=None,
+    rules=None,
+) -> Job:
     """Load a job: a folder of per-rank trace files, one file, or a list of files.
 
     Parameters
@@ -219,8 +232,9 @@ def load(path: Union[PathLike, Sequence[PathLike]], *, strict: bool = False, cac
 
     Returns a :class:`~holotrace.model.job.Job`; everything doubtful is in ``job.findings``.
     """
-    return load_with(path, LoadOptions(strict, cache, cache_dir, workers, all_args, executor, progress, progress_bar,
-                                       rules))
+    return load_with(
+        path, LoadOptions(strict, cache, cache_dir, workers, all_args, executor, progress, progress_bar, rules)
+    )
 
 
 def load_with(path: Union[PathLike, Sequence[PathLike]], opts: LoadOptions) -> Job:
@@ -237,7 +251,11 @@ def load_with(path: Union[PathLike, Sequence[PathLike]], opts: LoadOptions) -> J
         serious = [x for x in job.findings if x.severity == "error"]
         if serious:
             cls = TraceEventError if serious[0].code in _EVENT_CODES else JobConsistencyError
-            raise cls(serious[0].message, path=serious[0].file, fix="load without strict to get the valid part and every finding")
+            raise cls(
+                serious[0].message,
+                path=serious[0].file,
+                fix="load without strict to get the valid part and every finding",
+            )
     return job
 
 
@@ -270,7 +288,10 @@ def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
                 continue
             try:
                 decoded[i] = _map(d, session)
-            except (OSError, ValueError):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
+            except (
+                OSError,
+                ValueError,
+            ):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
                 again = _load_file(LoadTask(files[i].path, CacheSession(None, session.all_args)))
                 decoded[i] = _map(again, session) if isinstance(again, Decoded) else again
     except BaseException:
@@ -294,8 +315,15 @@ def _job_of(path, found, decoded: list) -> Job:
         raise failed[0][1].error()
     for f, d in failed:  # a file of a folder that cannot be read at all: the others load, loudly
         skipped.append((f.path, d.problem))
-        findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded, rank {f.rank} is missing from every number: {d.problem}"
-                                   + (f" ({d.fix})" if d.fix else ""), rank=f.rank, file=f.path))
+        findings.append(
+            Finding.of(
+                FindingCode.SKIPPED_FILE,
+                f"not loaded, rank {f.rank} is missing from every number: {d.problem}"
+                + (f" ({d.fix})" if d.fix else ""),
+                rank=f.rank,
+                file=f.path,
+            )
+        )
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
     for f, d in zip(files, decoded):
@@ -319,9 +347,19 @@ def _rank_trace(f, d: DecodedFile, strings: StringTable) -> RankTrace:
             _renumber(tables, remap, len(strings))
         except SpillError as e:
             raise _no_room(e, f.path) from None
-    t = RankTrace(f.rank, f.path, dict(d.meta), tables["events"], {k: tables[k] for k in ("instants", "counters", "flows", "names")},
-                  strings, ts_is_float=d.ts_is_float, n_trace_events=d.n_trace_events, phase_counts=d.phase_counts,
-                  raw_args=d.raw_args, format=d.format)
+    t = RankTrace(
+        f.rank,
+        f.path,
+        dict(d.meta),
+        tables["events"],
+        {k: tables[k] for k in ("instants", "counters", "flows", "names")},
+        strings,
+        ts_is_float=d.ts_is_float,
+        n_trace_events=d.n_trace_events,
+        phase_counts=d.phase_counts,
+        raw_args=d.raw_args,
+        format=d.format,
+    )
     t.release_pages()  # what renumbering and deriving read is paged in again when used
     return t
 
@@ -334,19 +372,27 @@ def _check_some_events(path, traces: dict, findings: list) -> None:
     where = str(path) if not isinstance(path, (list, tuple)) else None
     dropped = [x for x in findings if x.code in _DROP_CODES]
     if dropped:
-        raise TraceEventError(f"no usable events with a duration in {names}: {sum(x.count for x in dropped)} left out "
-                              f"({dropped[0].code.value}: {dropped[0].message}{' e.g. ' + dropped[0].example if dropped[0].example else ''})",
-                              path=where, fix="the file is damaged; re-export the trace")
-    raise TraceFormatError(f"no events with a duration in {names} (metadata only?)", path=where,
-                           fix="pass a trace recorded while the profiler was active")
+        raise TraceEventError(
+            f"no usable events with a duration in {names}: {sum(x.count for x in dropped)} left out "
+            f"({dropped[0].code.value}: {dropped[0].message}{' e.g. ' + dropped[0].example if dropped[0].example else ''})",
+            path=where,
+            fix="the file is damaged; re-export the trace",
+        )
+    raise TraceFormatError(
+        f"no events with a duration in {names} (metadata only?)",
+        path=where,
+        fix="pass a trace recorded while the profiler was active",
+    )
 
 
 def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
     """Replace a file's string-id columns by the job's ids (-1 stays -1), in the smallest type: written in
     chunks into a packed file of their own and mapped, like the decoded columns. Columns without any id stay."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
-    todo = {t: {c: (len(tables[t][c]), lut.dtype) for c in ids if c in tables[t] and int(tables[t][c].max(initial=-1)) >= 0}
-            for t, ids in ID_COLUMNS.items()}
+    todo = {
+        t: {c: (len(tables[t][c]), lut.dtype) for c in ids if c in tables[t] and int(tables[t][c].max(initial=-1)) >= 0}
+        for t, ids in ID_COLUMNS.items()
+    }
     todo = {t: cols for t, cols in todo.items() if cols}
     if not todo:
         return
@@ -360,7 +406,7 @@ def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
                 for c in cols:
                     ids = tables[t][c]
                     for a in range(0, len(ids), step):
-                        w.write(t, c, a, lut[ids[a:a + step]])
+                        w.write(t, c, a, lut[ids[a : a + step]])
         finally:
             layout = w.close()
         for t, cols in open_packed(folder / "renumbered", layout, token).items():
@@ -374,8 +420,11 @@ def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
 def _no_room(e: SpillError, path) -> TraceReadError:
     from holotrace.errors import NoRoomError
 
-    return NoRoomError(f"cannot write the decoded columns to {e.filename} ({e.strerror})", path=path,
-                          fix="free disk space there, or point TMPDIR at a writable folder with room")
+    return NoRoomError(
+        f"cannot write the decoded columns to {e.filename} ({e.strerror})",
+        path=path,
+        fix="free disk space there, or point TMPDIR at a writable folder with room",
+    )
 
 
 def _discard(d) -> None:
@@ -410,8 +459,17 @@ class _Bar:
         if show and sum(sizes) > 0:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, unit_divisor=1024, desc="decoding",
-                             file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=sum(sizes),
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                desc="decoding",
+                file=sys.stderr,
+                delay=1.0,
+                leave=False,
+                dynamic_ncols=True,
+            )
             self._bar.set_postfix_str(f"0/{n_files} files", refresh=False)
 
     @property

@@ -108,6 +108,7 @@ def event_columns() -> list[tuple[str, str]]:
         cols.append((s.column, {"int": "int64", "float": "float64", "str": "int32", "raw": "int32"}[s.kind]))
     return cols
 
+
 # Columns holding ids into a string table, per table (remapped when tables are merged).
 ID_COLUMNS: dict[str, tuple[str, ...]] = {
     "events": ("cat", "name") + STR_ARGS,

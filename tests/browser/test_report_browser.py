@@ -24,8 +24,15 @@ from holotrace.render.report import SECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_JOB = REPO / "tests" / "data" / "traces" / "hta_trace_filter_2rank"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _chromium() -> str:
@@ -52,22 +59,42 @@ def browser(tmp_path_factory):
 
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(str(profile), executable_path=exe, headless=True, args=FLAGS,
-                                                    viewport={"width": 1100, "height": 900})
+        ctx = pw.chromium.launch_persistent_context(
+            str(profile), executable_path=exe, headless=True, args=FLAGS, viewport={"width": 1100, "height": 900}
+        )
         yield ctx
         ctx.close()
 
 
 def _generated_job(tmp: Path) -> Path:
     out = tmp / "gen8"
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "generate.py"), "--out", str(out), "--ranks", "8",
-                    "--target-mb", "2", "--steps", "3", "--straggler-rank", "5"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "generate.py"),
+            "--out",
+            str(out),
+            "--ranks",
+            "8",
+            "--target-mb",
+            "2",
+            "--steps",
+            "3",
+            "--straggler-rank",
+            "5",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
 def _report(job: Path, out: Path) -> Path:
-    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "report", str(job), "-o", str(out), "--quiet"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", "report", str(job), "-o", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     return out
 
@@ -85,8 +112,9 @@ def _open(browser, html: Path, shot: Path):
 
 
 def _cells(page, name: str) -> list[list[str]]:
-    return page.eval_on_selector_all(f'table[data-table="{name}"] tr',
-                                     "rows => rows.slice(1).map(r => Array.from(r.cells).map(c => c.textContent))")
+    return page.eval_on_selector_all(
+        f'table[data-table="{name}"] tr', "rows => rows.slice(1).map(r => Array.from(r.cells).map(c => c.textContent))"
+    )
 
 
 def _num(text: str) -> float:
@@ -104,9 +132,11 @@ def _check_page(page, errors, requests):
     # the timeline drew operations, and zooms: the + button halves the shown window, reset restores it
     canvas = page.query_selector("#tl-canvas")
     assert int(canvas.get_attribute("data-events")) > 0
-    painted = page.evaluate("() => { const c = document.getElementById('tl-canvas');"
-                            " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                            " let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i+3] && d[i+2] > d[i] + 60) n++; return n; }")
+    painted = page.evaluate(
+        "() => { const c = document.getElementById('tl-canvas');"
+        " const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i+3] && d[i+2] > d[i] + 60) n++; return n; }"
+    )
     assert painted > 100  # blue (computation) pixels drawn
     a0, a1 = int(canvas.get_attribute("data-view-start")), int(canvas.get_attribute("data-view-end"))
     page.click("#tl-in")
@@ -170,8 +200,25 @@ def test_diff_report_in_chromium(browser, tmp_path):
     from holotrace.render.report_diff import DIFF_SECTIONS
 
     out = tmp_path / "diff.html"
-    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "diff", str(REAL_JOB), str(REAL_JOB), "--base-steps",
-                        "551", "--new-steps", "552", "--report", str(out), "--quiet"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "holotrace.cli",
+            "diff",
+            str(REAL_JOB),
+            str(REAL_JOB),
+            "--base-steps",
+            "551",
+            "--new-steps",
+            "552",
+            "--report",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     page, errors, requests = _open(browser, out, tmp_path / "diff.png")
     assert errors == [] and requests == []

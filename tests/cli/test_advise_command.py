@@ -49,10 +49,14 @@ def test_json_contract_and_savings(job_dir, capsys):
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == {"meta", "fixes", "replay", "costliest_rank"}
-    assert all(set(f) == {"fix", "rank", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"}
-               for f in doc["fixes"])
+    assert all(
+        set(f) == {"fix", "rank", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"}
+        for f in doc["fixes"]
+    )
     assert [(r["step"], r["measured_ms"], r["replayed_ms"], r["error_pct"]) for r in doc["replay"]] == [
-        (1, pytest.approx(0.306), pytest.approx(0.306), 0.0), (2, pytest.approx(0.132), pytest.approx(0.132), 0.0)]
+        (1, pytest.approx(0.306), pytest.approx(0.306), 0.0),
+        (2, pytest.approx(0.132), pytest.approx(0.132), 0.0),
+    ]
     f = _fixes(doc)
     assert f["kernel"]["saving_ms"] == pytest.approx((0.150 + 0.001) / 2)
     assert f["kernel"]["evidence"] == [GEMM]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from corpus import DATA
 
+from corpus import DATA
 from holotrace.cli import main
 from holotrace.commands._log import run_logging
 
@@ -21,8 +21,10 @@ def test_repeats_of_a_warning_print_once_with_their_count(capsys):
         log.warning("another \x1b[31mthing")
         log.info("a fact")
     err = capsys.readouterr().err.splitlines()
-    assert err == ["holotrace: warning: step 3: 2 launch calls skipped (3 times; the first shown)",
-                   "holotrace: warning: another \\x1b[31mthing"]
+    assert err == [
+        "holotrace: warning: step 3: 2 launch calls skipped (3 times; the first shown)",
+        "holotrace: warning: another \\x1b[31mthing",
+    ]
 
 
 def test_verbose_shows_info_once_and_quiet_silences_warnings(capsys):
@@ -30,7 +32,10 @@ def test_verbose_shows_info_once_and_quiet_silences_warnings(capsys):
     with run_logging(verbose=True):
         log.info("loaded %d rank(s)", 2)
         log.info("loaded %d rank(s)", 2)
-    assert capsys.readouterr().err.splitlines() == ["holotrace: loaded 2 rank(s)", "holotrace: 2 times in all: loaded 2 rank(s)"]
+    assert capsys.readouterr().err.splitlines() == [
+        "holotrace: loaded 2 rank(s)",
+        "holotrace: 2 times in all: loaded 2 rank(s)",
+    ]
     with run_logging(quiet=True):
         log.warning("not shown")
         log.info("nor this")

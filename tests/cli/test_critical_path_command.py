@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tracebuilder import TraceBuilder
-
 from holotrace.cli import main
+from tracebuilder import TraceBuilder
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 
@@ -37,9 +36,18 @@ def build_steps(folder: Path) -> Path:
             free, t = ks + kernel_us, le + post
         end = max(t, free) + 1.0
         tb.runtime("cudaDeviceSynchronize", t, end - t, correlation=90000 + n)
-        tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": tb.device, "tid": -1, "ts": end - 1.0,
-                "dur": 1.0, "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 90000 + n,
-                                     "device": tb.device}})
+        tb.raw(
+            {
+                "ph": "X",
+                "cat": "cuda_sync",
+                "name": "Context Sync",
+                "pid": tb.device,
+                "tid": -1,
+                "ts": end - 1.0,
+                "dur": 1.0,
+                "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 90000 + n, "device": tb.device},
+            }
+        )
         tb.annotation(f"ProfilerStep#{n}", t0, end - t0)
 
     step(1, 1000.0, 3, 1.0, 4.0, 1.0, 100.0)
@@ -95,10 +103,11 @@ def test_missing_step_is_a_usage_error(job_dir, capsys):
 def test_overlay_written_into_output_only(job_dir, capsys, tmp_path):
     before = sorted(p.name for p in job_dir.iterdir())
     out_dir = tmp_path / "o"
-    code, out, _ = _run(capsys, "critical-path", str(job_dir), "--step", "1", "--output", str(out_dir),
-                        "--format", "json")
+    code, out, _ = _run(
+        capsys, "critical-path", str(job_dir), "--step", "1", "--output", str(out_dir), "--format", "json"
+    )
     assert code == 0
-    assert sorted(p.name for p in job_dir.iterdir()) == before          # nothing beside the trace
+    assert sorted(p.name for p in job_dir.iterdir()) == before  # nothing beside the trace
     overlay = out_dir / "overlaid_critical_path_rank-0.pt.trace.json"
     assert json.loads(out)["meta"]["overlays"] == {"1": str(overlay)}
     assert sorted(p.name for p in out_dir.iterdir()) == [overlay.name, "steps.csv"]

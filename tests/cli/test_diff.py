@@ -51,9 +51,12 @@ def make_job(folder, seed, *, slower=None, host_wait_us=0.0, ranks=2, steps=8):
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     root = tmp_path_factory.mktemp("diffjobs")
-    return {"base": make_job(root / "base", 1), "noise": make_job(root / "noise", 2),
-            "slow": make_job(root / "slow", 2, slower="softmax_kernel"),
-            "wait": make_job(root / "wait", 2, host_wait_us=800.0)}
+    return {
+        "base": make_job(root / "base", 1),
+        "noise": make_job(root / "noise", 2),
+        "slow": make_job(root / "slow", 2, slower="softmax_kernel"),
+        "wait": make_job(root / "wait", 2, host_wait_us=800.0),
+    }
 
 
 def _run(capsys, *argv):

@@ -9,11 +9,16 @@ import re
 
 import pandas as pd
 import pytest
+
 from screen import COMMANDS, run_command
 from tracebuilder import TraceBuilder
 
-EVIL = ["gemm\x1b[2J\x1b]0;owned\x07<float>(float*)", "aten::mm\x1b[31m", "step\x9b1m\u202eeman",
-        "nccl\x1b]8;;http://x\x1b\\Kernel"]
+EVIL = [
+    "gemm\x1b[2J\x1b]0;owned\x07<float>(float*)",
+    "aten::mm\x1b[31m",
+    "step\x9b1m\u202eeman",
+    "nccl\x1b]8;;http://x\x1b\\Kernel",
+]
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but tab and newline
 
 

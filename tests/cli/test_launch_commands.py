@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tracebuilder import TraceBuilder
-
 from holotrace.cli import main
+from tracebuilder import TraceBuilder
 
 DEV = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 
@@ -31,8 +30,13 @@ def job_dir(tmp_path_factory):
             tb.cpu_op("blk", t0 + 1, 30)
             tb.launch_kernel("void gemm<float>(float*)", t0 + 2, 5, t0 + 20, 200)
             tb.launch_kernel("relu", t0 + 10, 5, t0 + 230, 100)
-            tb.launch_kernel("void gemm<float>(float*)", t0 + 20, 5, t0 + 340 + (500 if i == 1 and r == 0 else 0),
-                             580 + (300 if r == 1 else 0) - (500 if i == 1 and r == 0 else 0))
+            tb.launch_kernel(
+                "void gemm<float>(float*)",
+                t0 + 20,
+                5,
+                t0 + 340 + (500 if i == 1 and r == 0 else 0),
+                580 + (300 if r == 1 else 0) - (500 if i == 1 and r == 0 else 0),
+            )
             enter = t0 + 920 + (300 if r == 1 else 0)
             tb.launch_kernel(DEV, t0 + 40, 5, enter, t0 + 1900 - enter, stream=20)
         tb.write(folder)
@@ -59,13 +63,18 @@ def test_launches_table_and_json(job_dir, capsys):
     worst = doc["worst_launch_delays"][0]  # rank 1's all-reduce: launched at 45 us, entered at 1220 us
     assert (worst["rank"], worst["step"], worst["delay us"]) == (1, 1, 1175.0)
     # JSON carries the full name (the table shortens it)
-    delayed = [w for w in doc["worst_launch_delays"]
-               if w["kernel"] == "void gemm<float>(float*)" and w["rank"] == 0 and w["step"] == 2]
+    delayed = [
+        w
+        for w in doc["worst_launch_delays"]
+        if w["kernel"] == "void gemm<float>(float*)" and w["rank"] == 0 and w["step"] == 2
+    ]
     assert delayed[0]["delay us"] == 815.0
 
 
 def test_launches_output_dir(job_dir, capsys, tmp_path):
-    code, _out, _ = _run(capsys, "launches", str(job_dir), "--output", str(tmp_path / "o"), "--launch-delay-cutoff", "1000")
+    code, _out, _ = _run(
+        capsys, "launches", str(job_dir), "--output", str(tmp_path / "o"), "--launch-delay-cutoff", "1000"
+    )
     assert code == 0
     files = sorted(p.name for p in (tmp_path / "o").iterdir())
     assert files == ["launch_summary.csv", "launches.csv", "slowest_launch_calls.csv", "worst_launch_delays.csv"]
@@ -76,7 +85,8 @@ def test_sequences(job_dir, capsys, tmp_path):
     assert code == 0
     doc = json.loads(out)
     assert [(r["pattern"], r["count"]) for r in doc["sequences"]] == [
-        ("blk|void gemm<float>(float*)|relu|void gemm<float>(float*)", 2)]
+        ("blk|void gemm<float>(float*)|relu|void gemm<float>(float*)", 2)
+    ]
     code, out, _ = _run(capsys, "sequences", str(job_dir), "--op", "blk", "--rank", "1", "--overlay", str(tmp_path))
     assert code == 0 and "blk > gemm<float> > relu > gemm<float>" in out  # without void and arguments
     assert (tmp_path / "overlaid_rank-1.pt.trace.json").exists()
@@ -113,7 +123,11 @@ def test_stragglers(job_dir, capsys):
 
 
 def test_subprocess_smoke(job_dir):
-    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "stragglers", str(job_dir), "--format", "markdown",
-                        "--no-cache"], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", "stragglers", str(job_dir), "--format", "markdown", "--no-cache"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("## holotrace stragglers")

@@ -23,8 +23,9 @@ def job(tmp_path_factory):
         for s in range(1, 5):
             t = 1000.0 * s
             tb.annotation(f"ProfilerStep#{s}", t, 900.0)
-            tb.launch_kernel("gemm", cpu_ts_us=t + 10, cpu_dur_us=5.0, gpu_ts_us=t + 20,
-                             gpu_dur_us=100.0 * (r + 1) + 10.0 * s)
+            tb.launch_kernel(
+                "gemm", cpu_ts_us=t + 10, cpu_dur_us=5.0, gpu_ts_us=t + 20, gpu_dur_us=100.0 * (r + 1) + 10.0 * s
+            )
         tb.write(folder, name=f"rank{r}.json")
     return folder
 

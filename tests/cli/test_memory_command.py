@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tracebuilder import TraceBuilder
-
 from holotrace.cli import main
+from tracebuilder import TraceBuilder
 
 
 def _trace(tmp_path, with_memory=True):
@@ -17,9 +16,25 @@ def _trace(tmp_path, with_memory=True):
     tb.cpu_op("aten::empty", 10, 10)
     if with_memory:
         for ts, b, total in ((12, 1048576, 1048576), (15, 2097152, 3145728), (30, -2097152, 1048576)):
-            tb.raw({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": tb.pid, "tid": 1,
-                    "ts": ts, "args": {"Total Reserved": 4194304, "Total Allocated": total, "Bytes": b, "Addr": 1,
-                                       "Device Id": 0, "Device Type": 1}})
+            tb.raw(
+                {
+                    "ph": "i",
+                    "s": "t",
+                    "cat": "cpu_instant_event",
+                    "name": "[memory]",
+                    "pid": tb.pid,
+                    "tid": 1,
+                    "ts": ts,
+                    "args": {
+                        "Total Reserved": 4194304,
+                        "Total Allocated": total,
+                        "Bytes": b,
+                        "Addr": 1,
+                        "Device Id": 0,
+                        "Device Type": 1,
+                    },
+                }
+            )
     return tb.write(tmp_path).parent
 
 

@@ -28,9 +28,14 @@ def _events(job, r, *, gpu_only=False):
     keep = c["stream"] >= 0 if gpu_only else np.ones(len(c["ts_ns"]), dtype=bool)
     names = np.array(job.strings.decode(c["name"][keep].astype(np.int64)), dtype=object)
     cats = np.array(job.strings.decode(c["cat"][keep].astype(np.int64)), dtype=object)
-    rows = zip(names, cats, (c["ts_ns"][keep].astype(np.int64) + t.clock_offset_ns).tolist(),
-               c["dur_ns"][keep].astype(np.int64).tolist(), c["stream"][keep].astype(np.int64).tolist(),
-               c["correlation"][keep].astype(np.int64).tolist())
+    rows = zip(
+        names,
+        cats,
+        (c["ts_ns"][keep].astype(np.int64) + t.clock_offset_ns).tolist(),
+        c["dur_ns"][keep].astype(np.int64).tolist(),
+        c["stream"][keep].astype(np.int64).tolist(),
+        c["correlation"][keep].astype(np.int64).tolist(),
+    )
     return sorted(map(tuple, rows), key=lambda x: (x[2], x[0], x[3], x[4]))
 
 
@@ -40,9 +45,14 @@ def _merged_rank(merged, pid, *, gpu_only=False):
     sel = c["pid"] == pid
     names = np.array(merged.strings.decode(c["name"][sel].astype(np.int64)), dtype=object)
     cats = np.array(merged.strings.decode(c["cat"][sel].astype(np.int64)), dtype=object)
-    rows = zip(names, cats, (c["ts_ns"][sel].astype(np.int64) + t.clock_offset_ns).tolist(),
-               c["dur_ns"][sel].astype(np.int64).tolist(), c["stream"][sel].astype(np.int64).tolist(),
-               c["correlation"][sel].astype(np.int64).tolist())
+    rows = zip(
+        names,
+        cats,
+        (c["ts_ns"][sel].astype(np.int64) + t.clock_offset_ns).tolist(),
+        c["dur_ns"][sel].astype(np.int64).tolist(),
+        c["stream"][sel].astype(np.int64).tolist(),
+        c["correlation"][sel].astype(np.int64).tolist(),
+    )
     return sorted(map(tuple, rows), key=lambda x: (x[2], x[0], x[3], x[4]))
 
 

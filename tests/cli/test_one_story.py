@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from corpus import SHARED
-from plantedjob import planted_job
 
 import holotrace
+from corpus import SHARED
 from holotrace.cli import main
+from plantedjob import planted_job
 
 
 def _json(capsys, *args):

@@ -37,10 +37,13 @@ def test_every_command_module_is_registered():
         mod = import_module(f"holotrace.commands.{name}")
         cmd = getattr(mod, "COMMAND", None)
         assert isinstance(cmd, Command), f"holotrace/commands/{name}.py defines no COMMAND = Command(...)"
-        assert Entry(cmd.name, cmd.help) in COMMANDS, \
-            (f"holotrace/commands/{name}.py is not listed in holotrace.commands.COMMANDS, or its help line differs from "
-             f"its Entry there (the CLI lists commands from the Entry without importing them): update the Entry")
-        assert cmd.name.replace("-", "_") == name, f"the command in {name}.py is called {cmd.name!r}; name the module after it"
+        assert Entry(cmd.name, cmd.help) in COMMANDS, (
+            f"holotrace/commands/{name}.py is not listed in holotrace.commands.COMMANDS, or its help line differs from "
+            f"its Entry there (the CLI lists commands from the Entry without importing them): update the Entry"
+        )
+        assert cmd.name.replace("-", "_") == name, (
+            f"the command in {name}.py is called {cmd.name!r}; name the module after it"
+        )
         assert f"holotrace.commands.{name}" in registered
 
 
@@ -57,7 +60,9 @@ def test_registry_is_consistent():
     for entry in COMMANDS:
         c = entry.load()
         assert c.run.__module__ == entry.module == f"holotrace.commands.{c.name.replace('-', '_')}"
-        assert c.help == entry.help, f"the help line of {c.name} differs from its Entry in commands/__init__.py: update the Entry"
+        assert c.help == entry.help, (
+            f"the help line of {c.name} differs from its Entry in commands/__init__.py: update the Entry"
+        )
         assert c.help and c.description and callable(c.add_arguments)
 
 
@@ -91,7 +96,9 @@ def test_parser_dispatches_to_the_registered_run(tmp_path, capsys):
 def test_an_import_error_in_a_command_is_not_skipped():
     """Break each command module (and, for one, a module it imports) in turn: the command must fail with that
     import error, from the CLI and from the full parser, and still be listed by ``holotrace --help``."""
-    cases = [(n, f"holotrace.commands.{n.replace('-', '_')}") for n in NAMES] + [("launches", "holotrace.analysis.launches")]
+    cases = [(n, f"holotrace.commands.{n.replace('-', '_')}") for n in NAMES] + [
+        ("launches", "holotrace.analysis.launches")
+    ]
     script = textwrap.dedent(f"""
         import contextlib, importlib.abc, io, json, sys
         results = {{}}
@@ -134,7 +141,9 @@ def test_an_import_error_in_a_command_is_not_skipped():
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     results = json.loads(r.stdout)
-    assert results == {f"{n} {t}": ["listed", f"simulated breakage of {t}", f"simulated breakage of {t}"] for n, t in cases}
+    assert results == {
+        f"{n} {t}": ["listed", f"simulated breakage of {t}", f"simulated breakage of {t}"] for n, t in cases
+    }
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], []])

@@ -94,8 +94,11 @@ def test_numbers_are_the_analysis_frames(report):
     assert rows[1][1:] == ["210.32", "336.98", "0.35", "675.19", "1,222.85"]
     np.testing.assert_allclose(_col(rows, 2), np.round(split["communication_ms"], 2), atol=0.006)
     # the parts add up to the span
-    np.testing.assert_allclose(split[["compute_ms", "communication_ms", "memory_ms", "other_ms", "idle_ms"]].sum(axis=1),
-                               split["span_ms"], rtol=1e-9)
+    np.testing.assert_allclose(
+        split[["compute_ms", "communication_ms", "memory_ms", "other_ms", "idle_ms"]].sum(axis=1),
+        split["span_ms"],
+        rtol=1e-9,
+    )
     top = kernels.top_kernels(job, rules=NATIVE, top=10)
     np.testing.assert_allclose(_col(p.tables["top_kernels"], 3), np.round(top["sum_us"] / 1e3, 2), atol=0.006)
     assert ["ranks", "0, 1, world size 128"] in p.tables["facts"]
@@ -124,9 +127,29 @@ def test_diff_report_biggest_contributor_first(tmp_path):
     from holotrace.render.report_diff import DIFF_SECTIONS
 
     out = tmp_path / "diff.html"
-    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "diff", str(JOB), str(JOB), "--base-steps", "551",
-                        "--new-steps", "552", "--fail-on", "step_time>+1%", "--min-effect", "0", "--report", str(out),
-                        "--quiet"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "holotrace.cli",
+            "diff",
+            str(JOB),
+            str(JOB),
+            "--base-steps",
+            "551",
+            "--new-steps",
+            "552",
+            "--fail-on",
+            "step_time>+1%",
+            "--min-effect",
+            "0",
+            "--report",
+            str(out),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1, r.stderr  # step 552 is 3.2 % slower than step 551: the rule trips
     p = _Tables()
     p.feed(out.read_text(encoding="utf-8"))

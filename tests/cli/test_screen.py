@@ -13,10 +13,10 @@ import re
 
 import numpy as np
 import pytest
-from corpus import golden_jobs
-from screen import run_all
 
+from corpus import golden_jobs
 from holotrace.render.tables import table_cells
+from screen import run_all
 
 JOBS = [(name, traces) for name, traces, _ in golden_jobs(include_reordered=False)]
 
@@ -44,7 +44,10 @@ def test_stderr_holds_warnings_only_each_once(runs):
             continue
         lines = r.err.splitlines()
         assert len(lines) == len(set(lines)), (r.command, lines)
-        assert all(line.startswith(("holotrace: warning: ", "holotrace: error: ")) for line in lines), (r.command, lines)
+        assert all(line.startswith(("holotrace: warning: ", "holotrace: error: ")) for line in lines), (
+            r.command,
+            lines,
+        )
 
 
 def test_no_two_rows_print_one_name_for_two(runs):
@@ -103,19 +106,27 @@ def _critical_steps(df, notes):  # per step, the bounds share the path: 100 % an
 
 
 def _fixes(df, notes):  # % of step = saving / the measured step (the prediction plus the saving)
-    assert np.allclose(df["% of step"], 100.0 * df["saving ms"] / (df["predicted ms"] + df["saving ms"]),
-                       rtol=1e-6, atol=1e-6)
+    assert np.allclose(
+        df["% of step"], 100.0 * df["saving ms"] / (df["predicted ms"] + df["saving ms"]), rtol=1e-6, atol=1e-6
+    )
 
 
 def _replay(df, notes):  # error % = (replayed - measured) / measured
-    assert np.allclose(df["error_pct"], 100.0 * (df["replayed_ms"] - df["measured_ms"]) / df["measured_ms"],
-                       rtol=1e-6, atol=1e-6)
+    assert np.allclose(
+        df["error_pct"], 100.0 * (df["replayed_ms"] - df["measured_ms"]) / df["measured_ms"], rtol=1e-6, atol=1e-6
+    )
 
 
-CLAIMS = {("summary", "temporal"): _temporal, ("summary", "idle_causes"): _idle_causes,
-          ("summary", "overlap"): _overlap, ("summary", "kernel_types"): _kernel_types,
-          ("summary", "top_kernels"): _top_kernels, ("critical-path", "steps"): _critical_steps,
-          ("advise", "fixes"): _fixes, ("advise", "replay"): _replay}
+CLAIMS = {
+    ("summary", "temporal"): _temporal,
+    ("summary", "idle_causes"): _idle_causes,
+    ("summary", "overlap"): _overlap,
+    ("summary", "kernel_types"): _kernel_types,
+    ("summary", "top_kernels"): _top_kernels,
+    ("critical-path", "steps"): _critical_steps,
+    ("advise", "fixes"): _fixes,
+    ("advise", "replay"): _replay,
+}
 # percentage columns that are statistics, not shares (quartiles of a series)
 NOT_SHARES = {("counters", "queue_length"), ("counters", "memory_bandwidth"), ("diff", "kernels")}
 

@@ -29,8 +29,15 @@ def test_table_answers_where_the_time_went_in_80_columns(example):
     r = run(str(example), "--no-cache")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for title in ("GPU time per rank", "Idle time by cause", "Communication hidden behind compute",
-                  "GPU time by kernel type", "Top 10 kernels", "Slowest rank", "Findings that affect these numbers"):
+    for title in (
+        "GPU time per rank",
+        "Idle time by cause",
+        "Communication hidden behind compute",
+        "GPU time by kernel type",
+        "Top 10 kernels",
+        "Slowest rank",
+        "Findings that affect these numbers",
+    ):
         assert title in out
     assert max(len(line) for line in out.splitlines()) <= 80
     # rank 0 over the whole trace: idle 675.191 of 1222.847 ms = 55.2 %; 59.216 of 396.199 ms of NCCL hidden = 14.9 %
@@ -49,7 +56,12 @@ def test_json_has_full_results(example):
     assert (o0["comm_us"], o0["overlap_us"], o0["has_communication"]) == (396199.0, 59216.0, True)
     # per step: step 551 of rank 0 equals HTA's temporal breakdown (which keeps only that step)
     s = [r for r in doc["temporal_by_step"] if r["rank"] == 0 and r["step"] == 551][0]
-    assert (s["span_us"], s["idle_us"], s["compute_us"], s["non_compute_us"]) == (600058.0, 321378.0, 106252.0, 172428.0)
+    assert (s["span_us"], s["idle_us"], s["compute_us"], s["non_compute_us"]) == (
+        600058.0,
+        321378.0,
+        106252.0,
+        172428.0,
+    )
     assert {r["idle_category"] for r in doc["idle"]} == {"host_wait", "kernel_wait", "other"}
 
 
@@ -64,8 +76,18 @@ def test_output_dir_writes_every_analysis(example, tmp_path):
     out = tmp_path / "out"
     r = run(str(example), "--output", str(out), "--output-format", "csv,parquet,json", "--no-cache")
     assert r.returncode == 0, r.stderr
-    for key in ("temporal", "temporal_by_step", "kernel_types", "kernel_stats", "kernel_rank_distribution",
-                "idle", "idle_interval_stats", "overlap", "steps", "findings"):
+    for key in (
+        "temporal",
+        "temporal_by_step",
+        "kernel_types",
+        "kernel_stats",
+        "kernel_rank_distribution",
+        "idle",
+        "idle_interval_stats",
+        "overlap",
+        "steps",
+        "findings",
+    ):
         for ext in ("csv", "parquet", "json"):
             assert (out / f"{key}.{ext}").is_file(), f"{key}.{ext}"
     pq = pd.read_parquet(out / "temporal.parquet")

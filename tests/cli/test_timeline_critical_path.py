@@ -20,8 +20,18 @@ def _rank(rank: int, kernel_us: float) -> TraceBuilder:
     tb.cpu_op("aten::mm", 10, 20)
     tb.launch_kernel("gemm", 12, 4, 20, kernel_us)
     tb.runtime("cudaDeviceSynchronize", 40, kernel_us - 15, correlation=9001)
-    tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 7, "ts": 20 + kernel_us, "dur": 1,
-            "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 9001, "device": 0}})
+    tb.raw(
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Context Sync",
+            "pid": 0,
+            "tid": 7,
+            "ts": 20 + kernel_us,
+            "dur": 1,
+            "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": 9001, "device": 0},
+        }
+    )
     return tb
 
 
@@ -30,8 +40,22 @@ def _merged(tmp_path, *extra):
     for r, k in ((0, 100.0), (1, 300.0)):
         _rank(r, k).write(folder)
     out = tmp_path / "merged.json"
-    p = subprocess.run([sys.executable, "-m", "holotrace.cli", "timeline", str(folder), "--no-cache", "--quiet",
-                        "-o", str(out), *extra], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "holotrace.cli",
+            "timeline",
+            str(folder),
+            "--no-cache",
+            "--quiet",
+            "-o",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     return p.stdout, json.loads(out.read_text())
 
@@ -52,8 +76,11 @@ def test_flows_on_the_path_events(tmp_path):
 
     def holder(f):
         """The duration events on the flow's track that contain its instant."""
-        return [e for e in durations if e["pid"] == f["pid"] and e["tid"] == f["tid"]
-                and e["ts"] <= f["ts"] <= e["ts"] + e["dur"]]
+        return [
+            e
+            for e in durations
+            if e["pid"] == f["pid"] and e["tid"] == f["tid"] and e["ts"] <= f["ts"] <= e["ts"] + e["dur"]
+        ]
 
     for _fid, (s, f) in by_id.items():
         assert (s["ph"], f["ph"], f["bp"]) == ("s", "f", "e")
@@ -78,8 +105,22 @@ def test_no_steps_is_a_usage_error(tmp_path):
     tb = TraceBuilder()
     tb.launch_kernel("gemm", 12, 4, 20, 10)
     tb.write(tmp_path / "nostep")
-    p = subprocess.run([sys.executable, "-m", "holotrace.cli", "timeline", str(tmp_path / "nostep"), "--no-cache",
-                        "--quiet", "--critical-path", "-o", str(tmp_path / "m.json")], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "holotrace.cli",
+            "timeline",
+            str(tmp_path / "nostep"),
+            "--no-cache",
+            "--quiet",
+            "--critical-path",
+            "-o",
+            str(tmp_path / "m.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "no ProfilerStep" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
 

@@ -32,11 +32,16 @@ def _sha(b: bytes) -> str:
 
 def digest(d) -> dict:
     """A comparable summary of a decoded file (see the module docstring)."""
-    out: dict = {"n_trace_events": d.n_trace_events, "phase_counts": dict(sorted(d.phase_counts.items())),
-                 "ts_is_float": bool(d.ts_is_float), "format": d.format,
-                 "meta": _sha(json.dumps(d.meta, sort_keys=True, default=str).encode()),
-                 "raw_args": _sha(json.dumps(d.raw_args).encode()),
-                 "problems": sorted([p.code, p.severity, p.count] for p in d.problems), "tables": {}}
+    out: dict = {
+        "n_trace_events": d.n_trace_events,
+        "phase_counts": dict(sorted(d.phase_counts.items())),
+        "ts_is_float": bool(d.ts_is_float),
+        "format": d.format,
+        "meta": _sha(json.dumps(d.meta, sort_keys=True, default=str).encode()),
+        "raw_args": _sha(json.dumps(d.raw_args).encode()),
+        "problems": sorted([p.code, p.severity, p.count] for p in d.problems),
+        "tables": {},
+    }
     for t in TABLES:
         cols = {}
         for c, a in getattr(d, t).items():

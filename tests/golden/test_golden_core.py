@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from holotrace import TraceAnalysis
 from corpus import golden_jobs
+from holotrace import TraceAnalysis
 
 # jobs where HTA's index-0 lookup changes the idle categories (spec 21 §5; docs/compatibility.md)
 IDLE_INDEX_ZERO_JOBS = {"tracelens_h100_qwen15_05b", "tracelens_mi300_qwen15_05b"}
@@ -112,7 +112,16 @@ def test_gpu_kernel_breakdown(case, suffix):
     gtypes = _golden_or_error(golden, errors, f"kernel_type_breakdown{suffix}.csv", "kernel_breakdown")
     gkern = _golden_or_error(golden, errors, f"kernel_breakdown{suffix}.csv", "kernel_breakdown")
     if gtypes is None or gkern is None:
-        assert list(kernels.columns) == ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"]
+        assert list(kernels.columns) == [
+            "name",
+            "sum (us)",
+            "max (us)",
+            "min (us)",
+            "stddev",
+            "mean (us)",
+            "kernel_type",
+            "rank",
+        ]
         assert set(kernels["rank"]) <= set(ta.job.ranks) and (kernels["sum (us)"] >= 0).all()
         assert types["percentage"].sum() == pytest.approx(100, abs=0.5) if len(types) else True
         return

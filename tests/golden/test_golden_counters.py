@@ -16,13 +16,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+
 import corpus
+import holotrace
 import ties
 from corpus import golden_jobs
-
-import holotrace
-from holotrace.analysis import counters
 from holotrace import TraceAnalysis
+from holotrace.analysis import counters
 
 RTOL = 1e-6
 JOBS = [j for j in golden_jobs() if (j[2] / "meta.json").exists()]
@@ -163,16 +163,24 @@ def test_cupti_counter_data(job):
 def _own_answers(job: holotrace.Job) -> list[pd.DataFrame]:
     """holotrace's own (native rules) queue length, bandwidth and time at a full queue."""
     q = counters.queue_length(job)
-    out = [counters.queue_length_summary(q, time_weighted=True),
-           counters.memory_bandwidth_summary(counters.memory_bandwidth(job), time_weighted=True),
-           counters.blocked_on_full_queue(q, counters.trace_durations(job), max_queue_length=2)]
+    out = [
+        counters.queue_length_summary(q, time_weighted=True),
+        counters.memory_bandwidth_summary(counters.memory_bandwidth(job), time_weighted=True),
+        counters.blocked_on_full_queue(q, counters.trace_durations(job), max_queue_length=2),
+    ]
     return [x for x in out if x is not None]
 
 
 def _quirky_answers(ta: TraceAnalysis) -> list[pd.DataFrame]:
     ranks = ta.job.ranks
-    return [x for x in (ta.get_queue_length_summary(ranks=ranks, hta_compat=True),
-                        ta.get_memory_bw_summary(ranks=ranks, hta_compat=True)) if x is not None]
+    return [
+        x
+        for x in (
+            ta.get_queue_length_summary(ranks=ranks, hta_compat=True),
+            ta.get_memory_bw_summary(ranks=ranks, hta_compat=True),
+        )
+        if x is not None
+    ]
 
 
 @pytest.mark.parametrize("name", corpus.TIE_JOBS)
@@ -184,8 +192,9 @@ def test_fixed_answers_ignore_the_order_of_ties(name, tmp_path):
     if not src.is_dir():
         pytest.skip(f"{name} not bundled")
     other = corpus.reverse_ties(src, tmp_path / name)
-    for x, y in zip(_own_answers(holotrace.load(src, cache=False)), _own_answers(holotrace.load(other, cache=False)),
-                    strict=True):
+    for x, y in zip(
+        _own_answers(holotrace.load(src, cache=False)), _own_answers(holotrace.load(other, cache=False)), strict=True
+    ):
         pd.testing.assert_frame_equal(x, y, check_exact=True)
     a, b = TraceAnalysis(trace_dir=str(src), cache=False), TraceAnalysis(trace_dir=str(other), cache=False)
     moved = [not x.equals(y) for x, y in zip(_quirky_answers(a), _quirky_answers(b), strict=True)]

@@ -40,7 +40,10 @@ def test_critical_path_matches_hta(job, traces, golden):
     # path order: consecutive edges share a node
     path = graph.critical_path_nodes
     assert len(path) == len(ours) + 1
-    a, b = _norm(ours), _norm(pd.read_csv(golden / "critical_path_breakdown.csv", keep_default_na=False, na_values=[""]))
+    a, b = (
+        _norm(ours),
+        _norm(pd.read_csv(golden / "critical_path_breakdown.csv", keep_default_na=False, na_values=[""])),
+    )
     assert (a.event_idx.values == b.event_idx.values).all()
     assert (a.type.values == b.type.values).all()
     assert (a.s_name.values == b.s_name.values).all()

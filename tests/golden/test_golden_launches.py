@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from corpus import golden_jobs
 
 import holotrace
+from corpus import golden_jobs
 from holotrace.compat.trace_analysis import TraceAnalysis
 
 JOBS = [j for j in golden_jobs() if (j[2] / "meta.json").exists()]
@@ -68,7 +68,9 @@ def _assert_frames(mine: pd.DataFrame, gold: pd.DataFrame, text_cols: list[str],
     for c in text_cols:
         assert m[c].astype(str).tolist() == g[c].astype(str).tolist(), c
     for c in num_cols:
-        np.testing.assert_allclose(m[c].to_numpy(dtype=float), g[c].to_numpy(dtype=float), rtol=1e-9, atol=1e-9, err_msg=c)
+        np.testing.assert_allclose(
+            m[c].to_numpy(dtype=float), g[c].to_numpy(dtype=float), rtol=1e-9, atol=1e-9, err_msg=c
+        )
 
 
 # ---------------------------------------------------------------------------- launch statistics
@@ -112,13 +114,22 @@ def test_aten_op_kernels_and_delay(job):
         got = ta.get_aten_op_kernels_and_delay(ranks=ranks, hta_compat=True)
         mine = pd.concat([d.assign(rank=r) for r, d in got.items()], ignore_index=True)
         gold = _csv(golden / "aten_op_kernels_and_delay.csv")
-        _assert_frames(mine, gold, ["aten_op_name", "kernel_sequence"],
-                       ["rank", "occurrence_count", "avg_aten_op_launch_delay", "avg_runtime_delay"])
+        _assert_frames(
+            mine,
+            gold,
+            ["aten_op_name", "kernel_sequence"],
+            ["rank", "occurrence_count", "avg_aten_op_launch_delay", "avg_runtime_delay"],
+        )
     elif status == "error":
         got = ta.get_aten_op_kernels_and_delay(ranks=ranks)
         for d in got.values():
-            assert list(d.columns) == ["aten_op_name", "kernel_sequence", "occurrence_count",
-                                       "avg_aten_op_launch_delay", "avg_runtime_delay"]
+            assert list(d.columns) == [
+                "aten_op_name",
+                "kernel_sequence",
+                "occurrence_count",
+                "avg_aten_op_launch_delay",
+                "avg_runtime_delay",
+            ]
         if name.startswith("tracelens_mi300") or name == "hta_amd_mi250":
             # HIP launches are recognised: AMD traces get real rows where HTA raised KeyError
             assert all(len(d) > 0 for d in got.values())
@@ -145,8 +156,13 @@ def test_frequent_cuda_kernel_sequences(job, tmp_path):
     status = meta["status"].get("frequent_cuda_kernel_sequences")
     if "operator_name" not in p:
         pytest.skip("no operator was tried for this job")
-    args = {"operator_name": p["operator_name"], "output_dir": str(tmp_path), "min_pattern_len": p["min_pattern_len"],
-                "rank": p["rank"], "top_k": p["top_k"]}
+    args = {
+        "operator_name": p["operator_name"],
+        "output_dir": str(tmp_path),
+        "min_pattern_len": p["min_pattern_len"],
+        "rank": p["rank"],
+        "top_k": p["top_k"],
+    }
     if status in ("ok", "empty"):
         mine = ta.get_frequent_cuda_kernel_sequences(**args, hta_compat=True)
         gold = _csv(golden / "frequent_cuda_kernel_sequences.csv")
@@ -248,9 +264,14 @@ def test_trace_filter_worked_examples(tmp_path):
     assert (len(a01), int(a01["occurrence_count"].sum())) == (187, 968)
     assert a0["occurrence_count"].value_counts().to_dict() == {4: 68, 1: 47, 2: 36, 3: 25, 8: 2, 5: 1}
     cat = ta.get_frequent_cuda_kernel_sequences("aten::cat", str(tmp_path), min_pattern_len=1, hta_compat=True)
-    assert cat[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [[2, 393.0, 72.0], [1, 99.0, 36.0]]
+    assert cat[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [
+        [2, 393.0, 72.0],
+        [1, 99.0, 36.0],
+    ]
     step = ta.get_frequent_cuda_kernel_sequences("ProfilerStep", str(tmp_path), min_pattern_len=3, hta_compat=True)
-    assert step[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [[1, 302241.0, 607312.0]]
+    assert step[["count", "GPU kernel duration (us)", "CPU op duration (us)"]].values.tolist() == [
+        [1, 302241.0, 607312.0]
+    ]
     assert step["pattern"].iloc[0].startswith("ProfilerStep#551|void fbgemm_gpu::permute_2D_lengths_kernel<int>")
     assert ta.get_potential_stragglers(num_candidates=1, hta_compat=True) == [1]
     assert ta.get_potential_stragglers(num_candidates=5) == [1, 0]  # HTA: IndexError
@@ -265,15 +286,39 @@ def test_ns_resolution_worked_example():
     c = ta.get_gpu_kernels_with_user_annotations(0, hta_compat=True)
     assert c.shape == (4876, 34)
     assert c["s_user_annotation"].value_counts().to_dict() == {
-        "": 3315, "DistributedDataParallel.forward": 1517, "Optimizer.step#SGD.step": 27, "## backward ##": 17}
+        "": 3315,
+        "DistributedDataParallel.forward": 1517,
+        "Optimizer.step#SGD.step": 27,
+        "## backward ##": 17,
+    }
     f = ta.get_gpu_kernels_with_user_annotations(0)
     # the zero-duration Memcpy DtoD (correlation 135139) is attributed, as HTA's own unit test expects
     assert f.loc[f["correlation"] == 135139, "s_user_annotation"].tolist() == ["DistributedDataParallel.forward"]
     assert (f["s_user_annotation"] == "DistributedDataParallel.forward").sum() == 1840
-    cpu = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, num_kernels=5, allowlist_patterns=["Optimizer"])
-    assert cpu["name"].tolist() == ["## backward ##", "## forward ##", "DistributedDataParallel.forward",
-                                    "Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad",
-                                    "ProfilerStep#103", "ProfilerStep#104", "others"]
-    assert cpu.iloc[-1][["sum (us)", "max (us)", "min (us)", "mean (us)"]].tolist() == [111575.0, 72076.0, 148.0, 22315.0]
-    assert len(ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, num_kernels=5,
-                                                    allowlist_patterns=["Optim.*"])) == 6
+    cpu = ta.get_gpu_user_annotation_breakdown(
+        use_gpu_annotation=False, num_kernels=5, allowlist_patterns=["Optimizer"]
+    )
+    assert cpu["name"].tolist() == [
+        "## backward ##",
+        "## forward ##",
+        "DistributedDataParallel.forward",
+        "Optimizer.step#SGD.step",
+        "Optimizer.zero_grad#SGD.zero_grad",
+        "ProfilerStep#103",
+        "ProfilerStep#104",
+        "others",
+    ]
+    assert cpu.iloc[-1][["sum (us)", "max (us)", "min (us)", "mean (us)"]].tolist() == [
+        111575.0,
+        72076.0,
+        148.0,
+        22315.0,
+    ]
+    assert (
+        len(
+            ta.get_gpu_user_annotation_breakdown(
+                use_gpu_annotation=False, num_kernels=5, allowlist_patterns=["Optim.*"]
+            )
+        )
+        == 6
+    )

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 import holotrace
+from corpus import golden_jobs
 from holotrace.compat.hta_table import hta_table
 from holotrace.model.classify import HTA
 from holotrace.model.view import job_view
-from corpus import golden_jobs
 
 JOBS = [j for j in golden_jobs() if (j[2] / "event_counts_by_cat.csv").exists()]
 
@@ -31,7 +31,11 @@ def test_event_counts_by_category(loaded):
         df = tables[r]
         for cat, grp in df.groupby("s_cat"):
             rows.append((r, cat, len(grp), float(grp["dur"].sum())))
-    mine = pd.DataFrame(rows, columns=["rank", "cat", "count", "total_dur"]).sort_values(["rank", "cat"]).reset_index(drop=True)
+    mine = (
+        pd.DataFrame(rows, columns=["rank", "cat", "count", "total_dur"])
+        .sort_values(["rank", "cat"])
+        .reset_index(drop=True)
+    )
     g = g.sort_values(["rank", "cat"]).reset_index(drop=True)
     assert mine[["rank", "cat", "count"]].values.tolist() == g[["rank", "cat", "count"]].values.tolist()
     np.testing.assert_allclose(mine["total_dur"], g["total_dur"], rtol=1e-9)

@@ -12,7 +12,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corpus import SHARED
-
 from holotrace import MemoryAnalysis
 from holotrace.errors import TraceFormatError
 
@@ -62,6 +61,6 @@ def test_plain_json_and_bad_input(tmp_path):
     assert df["ts"].tolist() == [10, 20]
     assert df["Parameter"].tolist() == [100, 100] and df["Activation"].tolist() == [75, 25]
     bad = tmp_path / "bad.json.gz"
-    bad.write_bytes(gzip.compress(b'[[1, 2, 3, 9]]'))
+    bad.write_bytes(gzip.compress(b"[[1, 2, 3, 9]]"))
     with pytest.raises(TraceFormatError, match="category 9"):
         MemoryAnalysis(str(bad)).timeline()

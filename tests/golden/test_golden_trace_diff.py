@@ -16,8 +16,12 @@ import pytest
 from corpus import shared_or_skip
 from holotrace import DeviceType, LabeledTrace, TraceDiff
 
-CASES = {"all": {}, "all_short_names": {"use_short_name": True}, "cpu": {"device_type": DeviceType.CPU},
-         "gpu": {"device_type": DeviceType.GPU}}
+CASES = {
+    "all": {},
+    "all_short_names": {"use_short_name": True},
+    "cpu": {"device_type": DeviceType.CPU},
+    "gpu": {"device_type": DeviceType.GPU},
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +43,9 @@ def test_compare_traces_matches_hta(pair, case):
     assert sorted(got.index) == sorted(want.index)
     got = got.loc[want.index]
     for col in want.columns[:-1]:
-        np.testing.assert_allclose(got[col].to_numpy(np.float64), want[col].to_numpy(np.float64), rtol=1e-9, err_msg=col)
+        np.testing.assert_allclose(
+            got[col].to_numpy(np.float64), want[col].to_numpy(np.float64), rtol=1e-9, err_msg=col
+        )
     assert (got["counts_change_categories"] == want["counts_change_categories"]).all()
     assert got["control_counts"].dtype == np.int64 and got["diff_counts"].dtype == np.int64
 
@@ -49,8 +55,13 @@ def test_ops_diff_matches_hta_in_order(pair):
     want = json.loads((golden / "trace_diff_ops_diff.json").read_text())
     got = TraceDiff.ops_diff(control, test)
     assert got == want
-    assert {k: len(v) for k, v in got.items()} == {"added": 32, "deleted": 138, "increased": 35, "decreased": 65,
-                                                   "unchanged": 162}
+    assert {k: len(v) for k, v in got.items()} == {
+        "added": 32,
+        "deleted": 138,
+        "increased": 35,
+        "decreased": 65,
+        "unchanged": 162,
+    }
 
 
 def test_spec_figures(pair):
@@ -59,8 +70,13 @@ def test_spec_figures(pair):
     cpu = TraceDiff.compare_traces(control, test, 3, 1, 1010, 1010, DeviceType.CPU)
     assert len(cpu) == 231
     d = TraceDiff.ops_diff(control, test, 3, 1, 1010, 1010, DeviceType.CPU)
-    assert {k: len(v) for k, v in d.items()} == {"added": 5, "deleted": 72, "increased": 20, "decreased": 56,
-                                                 "unchanged": 78}
+    assert {k: len(v) for k, v in d.items()} == {
+        "added": 5,
+        "deleted": 72,
+        "increased": 20,
+        "decreased": 56,
+        "unchanged": 78,
+    }
     gpu = TraceDiff.compare_traces(control, test, device_type=DeviceType.GPU, use_short_name=True)
     assert len(gpu) == 82
     row = gpu.loc["Memcpy DtoD (Device -> Device)"]

@@ -13,9 +13,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
-
 from _profiles import ENV, PROFILES, SCALE
+from hypothesis import HealthCheck, settings
 
 for _name, _scale in SCALE.items():
     settings.register_profile(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import idle, intervals, kernels, overlap, temporal
 from tracebuilder import TraceBuilder
-from _profiles import examples
 
 GEMM = "void gemm_kernel<float>(float*, float const*)"
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
@@ -32,11 +32,11 @@ NAMES = [GEMM, NCCL, MEMCPY, OTHER, "relu_kernel"]
 # ------------------------------------------------------------------ analyses on random traces
 
 kernel_spec = st.tuples(
-    st.sampled_from([7, 20]),            # stream
-    st.integers(0, 2000),                # gpu start (µs)
-    st.integers(1, 150),                 # duration
+    st.sampled_from([7, 20]),  # stream
+    st.integers(0, 2000),  # gpu start (µs)
+    st.integers(1, 150),  # duration
     st.sampled_from(range(len(NAMES))),  # name
-    st.integers(1, 300),                 # launch lead time
+    st.integers(1, 300),  # launch lead time
 )
 traces = st.lists(kernel_spec, min_size=1, max_size=25, unique_by=lambda k: (k[0], k[1]))
 

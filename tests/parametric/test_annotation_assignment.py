@@ -52,9 +52,15 @@ def rows(draw, max_size: int):
 
 def _run(k, a, zero_length):
     arr = lambda xs, i, t: np.array([x[i] for x in xs], dtype=t)
-    return assign_annotations(arr(k, 0, np.int64), arr(k, 1, np.float64), arr(k, 2, np.float64),
-                              arr(a, 0, np.int64), arr(a, 1, np.float64), arr(a, 2, np.float64),
-                              zero_length=zero_length).tolist()
+    return assign_annotations(
+        arr(k, 0, np.int64),
+        arr(k, 1, np.float64),
+        arr(k, 2, np.float64),
+        arr(a, 0, np.int64),
+        arr(a, 1, np.float64),
+        arr(a, 2, np.float64),
+        zero_length=zero_length,
+    ).tolist()
 
 
 @settings(max_examples=examples(300))

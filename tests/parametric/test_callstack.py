@@ -19,6 +19,7 @@ parent pointers.
 from __future__ import annotations
 
 import numpy as np
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from holotrace.analysis.callstack import call_graph
 from holotrace.model.classify import HTA, HTA_FIXED, NATIVE, Kind
 from holotrace.model.strings import StringTable
 from holotrace.model.view import COLUMNS, JobView, RankView
-from _profiles import examples
 
 THREADS = [(1, 1), (1, 2), (2, 1)]
 
@@ -46,8 +46,12 @@ def event_sets(draw, laminar: bool):
     idx = st.integers(0, len(pool) - 1)
     events = []
     kept: dict[int, list] = {}
-    for th, a, b, shape in draw(st.lists(st.tuples(st.integers(0, len(THREADS) - 1), idx, idx,
-                                                     st.sampled_from(["interval", "zero", "negative"])), max_size=24)):
+    for th, a, b, shape in draw(
+        st.lists(
+            st.tuples(st.integers(0, len(THREADS) - 1), idx, idx, st.sampled_from(["interval", "zero", "negative"])),
+            max_size=24,
+        )
+    ):
         ts, end = sorted((pool[a], pool[b]))
         if shape == "zero":
             end = ts
@@ -80,9 +84,21 @@ def _view(events, kernels, ids) -> JobView:
     partner[n:] = [r for r, _ in kernels]
     kind = np.where(cpu, int(Kind.CPU_OP), int(Kind.KERNEL)).astype(np.int8)
     cols = {c: np.full(m, -1, dtype=np.int64) for c in COLUMNS}
-    cols.update(row=np.arange(m, dtype=np.int64), index=np.array(ids, dtype=np.int64), name=np.zeros(m, dtype=np.int64),
-                pid=pid, tid=tid, ts=ts, dur=dur, end=ts + dur, stream=np.where(cpu, -1, 7).astype(np.int64),
-                kind=kind, gpu=~cpu, kernel_type=np.where(cpu, -1, 2).astype(np.int8), partner=partner)
+    cols.update(
+        row=np.arange(m, dtype=np.int64),
+        index=np.array(ids, dtype=np.int64),
+        name=np.zeros(m, dtype=np.int64),
+        pid=pid,
+        tid=tid,
+        ts=ts,
+        dur=dur,
+        end=ts + dur,
+        stream=np.where(cpu, -1, 7).astype(np.int64),
+        kind=kind,
+        gpu=~cpu,
+        kernel_type=np.where(cpu, -1, 2).astype(np.int8),
+        partner=partner,
+    )
     return JobView({0: RankView(0, cols, cols)}, StringTable(["op"]), NATIVE, 1)
 
 
@@ -145,7 +161,7 @@ def ref_containment(thread, ts, dur, ids):
 
 def _lists(events, ids):
     thread = [e[0] for e in events]
-    return thread, [e[1] for e in events], [e[2] for e in events], ids[:len(events)]
+    return thread, [e[1] for e in events], [e[2] for e in events], ids[: len(events)]
 
 
 def _check_kernels(g, events, kernels):
@@ -216,6 +232,7 @@ def test_nesting_is_per_thread(case, rnd):
     moved = [events[i] for i in order]
     h = call_graph(_view(moved, [], [ids[i] for i in order]), 0, rules=NATIVE, link_backward=False)
     pos = {old: new for new, old in enumerate(order)}
-    assert [h.depth[pos[i]] for i in range(len(events))] == g.depth[:len(events)].tolist()
-    assert [(-1 if h.parent[pos[i]] < 0 else order[h.parent[pos[i]]]) for i in range(len(events))] == \
-        g.parent[:len(events)].tolist()
+    assert [h.depth[pos[i]] for i in range(len(events))] == g.depth[: len(events)].tolist()
+    assert [(-1 if h.parent[pos[i]] < 0 else order[h.parent[pos[i]]]) for i in range(len(events))] == g.parent[
+        : len(events)
+    ].tolist()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _profiles import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from holotrace.ingest import decode as decode_mod
 from holotrace.ingest.decode import decode_file
 from holotrace.schema import ID_COLUMNS
 from tracebuilder import TraceBuilder
-from _profiles import examples
 
 WHOLE = 1 << 30
 TINY = (1, 2, 3, 5, 17, 64, 4096)
@@ -34,8 +34,11 @@ TINY = (1, 2, 3, 5, 17, 64, 4096)
 _TRICKY = ["},{", '"},{"ph":"X"', "\\", '\\"', "]", "[{", ",", "é", "中文", "😀", "\n", "\t", "\u2028", "\x01"]
 names = st.one_of(
     st.sampled_from(["aten::mm", "gemm_kernel", "ncclKernel_AllReduce", "Memcpy HtoD", "ProfilerStep#3"]),
-    st.lists(st.one_of(st.sampled_from(_TRICKY), st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)),
-             min_size=1, max_size=4).map("".join),
+    st.lists(
+        st.one_of(st.sampled_from(_TRICKY), st.text(st.characters(blacklist_categories=("Cs",)), max_size=4)),
+        min_size=1,
+        max_size=4,
+    ).map("".join),
 )
 
 
@@ -55,10 +58,31 @@ def _decode(path: Path, chunk: int, all_args: bool):
 
 @st.composite
 def event_specs(draw):
-    kind = draw(st.sampled_from(["cpu_op", "annotation", "gpu_annotation", "launch", "memcpy", "counter",
-                                 "memory", "python", "thread_name", "begin_end", "instant"]))
-    return (kind, draw(names), draw(st.integers(0, 10**6)), draw(st.integers(0, 5000)),
-            draw(st.integers(0, 3)), draw(st.integers(-(2**40), 2**40)))
+    kind = draw(
+        st.sampled_from(
+            [
+                "cpu_op",
+                "annotation",
+                "gpu_annotation",
+                "launch",
+                "memcpy",
+                "counter",
+                "memory",
+                "python",
+                "thread_name",
+                "begin_end",
+                "instant",
+            ]
+        )
+    )
+    return (
+        kind,
+        draw(names),
+        draw(st.integers(0, 10**6)),
+        draw(st.integers(0, 5000)),
+        draw(st.integers(0, 3)),
+        draw(st.integers(-(2**40), 2**40)),
+    )
 
 
 @st.composite
@@ -66,8 +90,15 @@ def traces(draw):
     clock = draw(st.sampled_from(["int", "float", "epoch_int", "epoch_float"]))
     specs = draw(st.lists(event_specs(), min_size=0, max_size=30))
     layout = draw(st.sampled_from(["compact", "spaced", "indented", "array"]))
-    return {"clock": clock, "specs": specs, "layout": layout, "gz": draw(st.booleans()),
-            "ascii": draw(st.booleans()), "nan": False, "all_args": draw(st.booleans())}
+    return {
+        "clock": clock,
+        "specs": specs,
+        "layout": layout,
+        "gz": draw(st.booleans()),
+        "ascii": draw(st.booleans()),
+        "nan": False,
+        "all_args": draw(st.booleans()),
+    }
 
 
 def _time(clock: str, us: int, frac: int):
@@ -82,28 +113,72 @@ def _build(t: dict) -> TraceBuilder:
     for i, (kind, name, us, dur, k, big) in enumerate(t["specs"]):
         ts = _time(t["clock"], us, big)
         if kind == "cpu_op":
-            tb.cpu_op(name, ts, dur, tid=1 + k, input_dims=[[k, big % 97], []], input_type=["float", name],
-                      sequence_number=big)
+            tb.cpu_op(
+                name,
+                ts,
+                dur,
+                tid=1 + k,
+                input_dims=[[k, big % 97], []],
+                input_type=["float", name],
+                sequence_number=big,
+            )
         elif kind == "annotation":
             tb.annotation(name, ts, dur, tid=1 + k)
         elif kind == "gpu_annotation":
             tb.annotation(name, ts, dur, tid=7 + k, cat="gpu_user_annotation")
         elif kind == "launch":
-            tb.launch_kernel(name, ts, 1 + k, _time(t["clock"], us + 3, big), dur, stream=7 + k, grid=[k, 1, 1],
-                             block=[128, 1, 1])
+            tb.launch_kernel(
+                name, ts, 1 + k, _time(t["clock"], us + 3, big), dur, stream=7 + k, grid=[k, 1, 1], block=[128, 1, 1]
+            )
         elif kind == "memcpy":
-            tb.launch_kernel(name, ts, 2, _time(t["clock"], us + 5, big), dur, stream=7, cat="gpu_memcpy",
-                             launch_name="cudaMemcpyAsync", bytes=abs(big), memory_bw=dur / 7)
+            tb.launch_kernel(
+                name,
+                ts,
+                2,
+                _time(t["clock"], us + 5, big),
+                dur,
+                stream=7,
+                cat="gpu_memcpy",
+                launch_name="cudaMemcpyAsync",
+                bytes=abs(big),
+                memory_bw=dur / 7,
+            )
         elif kind == "counter":
             value = float("nan") if t["nan"] and k == 0 else big / 3
             tb.raw({"ph": "C", "name": name, "pid": 0, "tid": k, "ts": ts, "args": {"length": k, "value": value}})
         elif kind == "memory":
-            tb.raw({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 1, "ts": ts,
-                    "s": "t", "args": {"Device Type": 1, "Device Id": 0, "Addr": abs(big), "Bytes": big,
-                                       "Total Allocated": abs(big) * 2, "Total Reserved": abs(big) * 3}})
+            tb.raw(
+                {
+                    "ph": "i",
+                    "cat": "cpu_instant_event",
+                    "name": "[memory]",
+                    "pid": 100,
+                    "tid": 1,
+                    "ts": ts,
+                    "s": "t",
+                    "args": {
+                        "Device Type": 1,
+                        "Device Id": 0,
+                        "Addr": abs(big),
+                        "Bytes": big,
+                        "Total Allocated": abs(big) * 2,
+                        "Total Reserved": abs(big) * 3,
+                    },
+                }
+            )
         elif kind == "python":
-            tb.raw({"ph": "X", "cat": "python_function", "name": name, "pid": 100, "tid": 1, "ts": ts, "dur": dur,
-                    "args": {"Python id": i, "Python parent id": max(i - 1, 0)}})
+            tb.raw(
+                {
+                    "ph": "X",
+                    "cat": "python_function",
+                    "name": name,
+                    "pid": 100,
+                    "tid": 1,
+                    "ts": ts,
+                    "dur": dur,
+                    "args": {"Python id": i, "Python parent id": max(i - 1, 0)},
+                }
+            )
         elif kind == "thread_name":
             tb.raw({"name": "thread_name", "ph": "M", "ts": 0, "pid": 100, "tid": 2 + k, "args": {"name": name}})
         elif kind == "begin_end":
@@ -145,7 +220,9 @@ def comparable(d) -> dict:
             value = sorted(value)
         elif f.name in TABLES:
             ids = ID_COLUMNS.get(f.name, ())
-            value = {c: ([d.strings[i] if i >= 0 else None for i in a.tolist()] if c in ids else a) for c, a in value.items()}
+            value = {
+                c: ([d.strings[i] if i >= 0 else None for i in a.tolist()] if c in ids else a) for c, a in value.items()
+            }
         out[f.name] = value
     return out
 
@@ -179,12 +256,32 @@ def assert_same(a, b, where: str = "decoded") -> None:
 
 # ---------------------------------------------------------------------------- tests
 
-ONE_OF_EACH = {"clock": "epoch_float", "layout": "spaced", "gz": False, "ascii": False, "nan": False, "all_args": True,
-               "specs": [(k, n, 10 * i, 5, i % 4, 12345 * (i + 1)) for i, (k, n) in enumerate(
-                   [("cpu_op", "aten::mm"), ("annotation", "},{"), ("gpu_annotation", "ProfilerStep#1"),
-                    ("launch", '"},{"ph":"X"'), ("memcpy", "Memcpy HtoD"), ("counter", "queue"),
-                    ("memory", "m"), ("python", "中文😀"), ("thread_name", "worker\\"), ("begin_end", "b"),
-                    ("instant", "i")])]}
+ONE_OF_EACH = {
+    "clock": "epoch_float",
+    "layout": "spaced",
+    "gz": False,
+    "ascii": False,
+    "nan": False,
+    "all_args": True,
+    "specs": [
+        (k, n, 10 * i, 5, i % 4, 12345 * (i + 1))
+        for i, (k, n) in enumerate(
+            [
+                ("cpu_op", "aten::mm"),
+                ("annotation", "},{"),
+                ("gpu_annotation", "ProfilerStep#1"),
+                ("launch", '"},{"ph":"X"'),
+                ("memcpy", "Memcpy HtoD"),
+                ("counter", "queue"),
+                ("memory", "m"),
+                ("python", "中文😀"),
+                ("thread_name", "worker\\"),
+                ("begin_end", "b"),
+                ("instant", "i"),
+            ]
+        )
+    ],
+}
 
 
 @settings(max_examples=examples(40))
@@ -215,8 +312,11 @@ def test_tiny_chunks_on_a_longer_trace(tmp_path):
 _NAN = {"clock": "int", "gz": False, "ascii": True, "nan": True, "all_args": False}
 NAN_CASES = {
     # the NaN sits in the last piece (the tail), which a single-chunk read decodes too
-    "nan_in_the_tail": {**_NAN, "layout": "compact",
-                        "specs": [("cpu_op", "x", 0, 5, 1, 7), ("counter", "queue", 3, 0, 0, 9)]},
+    "nan_in_the_tail": {
+        **_NAN,
+        "layout": "compact",
+        "specs": [("cpu_op", "x", 0, 5, 1, 7), ("counter", "queue", 3, 0, 0, 9)],
+    },
     # a bare event array whose only NaN event is last: non-standard JSON, not a truncated file
     "nan_in_a_bare_array": {**_NAN, "layout": "array", "specs": [("counter", "queue", 3, 0, 0, 9)]},
 }

@@ -16,11 +16,11 @@ import math
 import random
 
 import numpy as np
+from _profiles import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from holotrace.analysis import intervals
-from _profiles import examples
 
 KINDS = ("int", "dyadic", "float")
 
@@ -117,10 +117,10 @@ def _pairs(iv: intervals.Intervals) -> list[tuple]:
 
 @settings(max_examples=examples(150))
 @given(interval_input(), st.randoms(use_true_random=False))
-@example(("int", [(0, 2), (2, 4)]), random.Random(0))             # touching: one interval
-@example(("int", [(3, 3)]), random.Random(0))                     # zero-length alone
+@example(("int", [(0, 2), (2, 4)]), random.Random(0))  # touching: one interval
+@example(("int", [(3, 3)]), random.Random(0))  # zero-length alone
 @example(("int", [(0, 3), (3, 3), (5, 5), (5, 9)]), random.Random(0))  # zero-length bridges nothing
-@example(("int", [(0, 10), (2, 3), (4, 4)]), random.Random(0))    # nested
+@example(("int", [(0, 10), (2, 3), (4, 4)]), random.Random(0))  # nested
 @example(("float", [(0.0, 5.5), (3.25, 8.0), (9.0, 9.5)]), random.Random(0))  # partial overlap
 @example(("int", []), random.Random(0))
 def test_merge_equals_connected_components(data, rnd):
@@ -189,9 +189,9 @@ def test_gaps_are_the_uncovered_holes(data):
 
 @settings(max_examples=examples(150))
 @given(st.sampled_from(KINDS).flatmap(lambda k: st.tuples(st.just(k), pairs_of(k), _times(k), _times(k))))
-@example(("int", [(0, 10), (20, 30)], 10, 20))   # window exactly on a gap
-@example(("int", [(0, 10), (5, 5)], 5, 5))       # empty window
-@example(("int", [(0, 10)], 8, 2))               # inverted window
+@example(("int", [(0, 10), (20, 30)], 10, 20))  # window exactly on a gap
+@example(("int", [(0, 10), (5, 5)], 5, 5))  # empty window
+@example(("int", [(0, 10)], 8, 2))  # inverted window
 def test_clip_keeps_the_part_inside_the_window(data):
     kind, pairs, lo, hi = data
     u = intervals.merge(*_arrays(kind, pairs))
@@ -226,8 +226,13 @@ def ref_sweep(raw):
 
 @settings(max_examples=examples(150))
 @given(interval_sets())
-@example(("int", [[(0, 2)], [(2, 4)]], [intervals.merge(np.array([0]), np.array([2])),
-                                         intervals.merge(np.array([2]), np.array([4]))]))  # touching sets
+@example(
+    (
+        "int",
+        [[(0, 2)], [(2, 4)]],
+        [intervals.merge(np.array([0]), np.array([2])), intervals.merge(np.array([2]), np.array([4]))],
+    )
+)  # touching sets
 def test_sweep_labels_every_elementary_segment(data):
     kind, raw, sets = data
     s, e, m = intervals.sweep(sets)
@@ -247,7 +252,9 @@ def test_intersection_length(data):
     kind, a, b = data
     ia, ib = intervals.merge(*_arrays(kind, a)), intervals.merge(*_arrays(kind, b))
     ua, ub = ref_union(a), ref_union(b)
-    want = sum(y - x for x, y in _segments([t for iv in ua + ub for t in iv]) if _covers(ua, x, y) and _covers(ub, x, y))
+    want = sum(
+        y - x for x, y in _segments([t for iv in ua + ub for t in iv]) if _covers(ua, x, y) and _covers(ub, x, y)
+    )
     got = intervals.intersection_length(ia, ib)
     assert _close(kind, got, want)
     assert _close(kind, intervals.intersection_length(ib, ia), want)

@@ -46,8 +46,14 @@ class Env:
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         env = dict(os.environ, HOLOTRACE_CACHE_DIR=str(self.cache), PYTHONWARNINGS="default")
-        return subprocess.run([sys.executable, "-m", "holotrace.cli", *args], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=self.work)
+        return subprocess.run(
+            [sys.executable, "-m", "holotrace.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=self.work,
+        )
 
     def write(self, name: str, content) -> Path:
         p = self.work / name
@@ -71,7 +77,16 @@ def one_line_error(r: subprocess.CompletedProcess, *words: str) -> str:
 
 
 def kernel(name="k", ts=10, dur=5, **kw) -> dict:
-    ev = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": {"stream": 7, "correlation": 1}}
+    ev = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"stream": 7, "correlation": 1},
+    }
     ev.update(kw)
     return ev
 

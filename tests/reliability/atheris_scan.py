@@ -17,8 +17,10 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from holotrace.ingest import columns  # noqa: F401  (configures the scanner's keys)
-    from holotrace.ingest import _scan
+    from holotrace.ingest import (
+        _scan,
+        columns,  # noqa: F401  (configures the scanner's keys)
+    )
     from holotrace.ingest.decode import piece_strings, piece_tables
 
 HERE = Path(__file__).resolve().parent

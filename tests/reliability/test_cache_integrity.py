@@ -9,24 +9,29 @@ import os
 from pathlib import Path
 
 import pytest
+from _reliability import doc, kernel
 
 import holotrace
 from holotrace.ingest import cache
-
-from _reliability import doc, kernel
 
 COLS = ("ts_ns", "dur_ns", "name", "kind")
 
 
 def _job(env, n_ranks: int = 2) -> Path:
     for r in range(n_ranks):
-        env.write(f"job/rank-{r}.json", doc([kernel(f"k{r}", ts=10 * i + r, dur=3 + r) for i in range(200)], rank=r, world=n_ranks))
+        env.write(
+            f"job/rank-{r}.json",
+            doc([kernel(f"k{r}", ts=10 * i + r, dur=3 + r) for i in range(200)], rank=r, world=n_ranks),
+        )
     return env.work / "job"
 
 
 def _tables(job) -> dict:
-    return {r: {c: job.rank(r).columns[c].tolist() for c in COLS} | {"names": job.strings.decode(job.rank(r).columns["name"]).tolist()}
-            for r in job.ranks}
+    return {
+        r: {c: job.rank(r).columns[c].tolist() for c in COLS}
+        | {"names": job.strings.decode(job.rank(r).columns["name"]).tolist()}
+        for r in job.ranks
+    }
 
 
 def _entries(d: Path) -> list[Path]:
@@ -55,8 +60,18 @@ def _hit(path, cdir) -> bool:
     return cache.load(path, cdir, False, CACHE_TAG) is not None
 
 
-@pytest.mark.parametrize("damage", ["info_empty", "info_missing", "events_deleted", "events_truncated", "events_flipped",
-                                    "info_not_json", "problems_wrong_type"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "info_empty",
+        "info_missing",
+        "events_deleted",
+        "events_truncated",
+        "events_flipped",
+        "info_not_json",
+        "problems_wrong_type",
+    ],
+)
 def test_damaged_entry_is_a_miss_then_rewritten(primed, damage):
     env, job, fresh = primed
     entry = _entries(env.cache)[0]

@@ -9,12 +9,11 @@ import os
 import shutil
 
 import pytest
+from _reliability import doc, kernel
 
 import holotrace
 from holotrace.ingest import cache
 from holotrace.loader import CACHE_TAG
-
-from _reliability import doc, kernel
 
 N = 3000  # events: the file is well over the 2 x 64 KiB the fingerprint hashes
 MID = N // 2

@@ -6,10 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 
+from _reliability import doc, kernel
+
 import holotrace
 from holotrace.ingest import cache
-
-from _reliability import doc, kernel
 
 
 def _job(env):

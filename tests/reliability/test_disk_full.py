@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from _reliability import doc, kernel, one_line_error
 
 

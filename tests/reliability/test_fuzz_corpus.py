@@ -21,26 +21,46 @@ import time
 from pathlib import Path
 
 import pytest
+from _profiles import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import holotrace
 from holotrace.errors import HolotraceError
 
-from _profiles import examples
-
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
-CORPUS = [DATA / "hta_cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
-          DATA / "hta_critical_path_cuda_event_sync" / "event_sync_trace.json.gz",
-          DATA / "hta_amd_mi250" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
+CORPUS = [
+    DATA / "hta_cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    DATA / "hta_critical_path_cuda_event_sync" / "event_sync_trace.json.gz",
+    DATA / "hta_amd_mi250" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+]
 TEXTS = [gzip.decompress(p.read_bytes()) for p in CORPUS if p.exists()]
 DROP_CODES = {"missing_time", "negative_duration", "bad_time", "bad_number"}
 CUT_CODES = {"truncated_json", "truncated_gzip"}
-EXTREMES = [b"NaN", b"Infinity", b"-Infinity", b"1e309", b"-1e309", b"18446744073709551616", b"1180591620717411303424",
-            b"-1", b"-9223372036854775808", b"9.3e15", b"1e300", b"0", b"0.0000001", b'"5"', b"null", b"true", b"[]", b"{}",
-            b'"\\u001b[31m"', b"4611686018427387904"]
+EXTREMES = [
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e309",
+    b"-1e309",
+    b"18446744073709551616",
+    b"1180591620717411303424",
+    b"-1",
+    b"-9223372036854775808",
+    b"9.3e15",
+    b"1e300",
+    b"0",
+    b"0.0000001",
+    b'"5"',
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b'"\\u001b[31m"',
+    b"4611686018427387904",
+]
 TIME_LIMIT_S = 20
-_NUM = re.compile(rb'(?<=: )-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
+_NUM = re.compile(rb"(?<=: )-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _STR = re.compile(rb'(?<=: )"[^"\\]{0,40}"')
 _KEY = re.compile(rb'"(ts|dur|ph|name|cat|pid|tid)": ')
 
@@ -66,15 +86,15 @@ def mutate(text: bytes, m: tuple) -> bytes:
         if not text:
             return text
         i = min(len(text) - 1, int(len(text) * m[1]))
-        return text[:i] + bytes([text[i] ^ m[2]]) + text[i + 1:]
+        return text[:i] + bytes([text[i] ^ m[2]]) + text[i + 1 :]
     if kind == "extreme":
         hit = _nth(_NUM, text, m[1])
-        return text if hit is None else text[: hit.start()] + m[2] + text[hit.end():]
+        return text if hit is None else text[: hit.start()] + m[2] + text[hit.end() :]
     if kind == "dup_key":  # the same key again with another value, before the original
         hit = _nth(_KEY, text, m[1])
-        return text if hit is None else text[: hit.start()] + hit.group(0) + m[2] + b", " + text[hit.start():]
+        return text if hit is None else text[: hit.start()] + hit.group(0) + m[2] + b", " + text[hit.start() :]
     hit = _nth(_STR if m[1] % 2 else _NUM, text, m[1] // 2)
-    return text if hit is None else text[: hit.start()] + m[2] + text[hit.end():]
+    return text if hit is None else text[: hit.start()] + m[2] + text[hit.end() :]
 
 
 def _expected_events(text: bytes):
@@ -152,5 +172,7 @@ def test_fuzz_budget_report():
     if not TEXTS:
         pytest.skip("no bundled corpus")
     assert STATS["cases"] >= examples(60) // 2, STATS
-    print(f"\nfuzz: {STATS['cases']} cases in {STATS['seconds']:.1f} s: {STATS['errors']} typed errors, "
-          f"{STATS['loads']} loads ({STATS['checked']} with every event accounted for)")
+    print(
+        f"\nfuzz: {STATS['cases']} cases in {STATS['seconds']:.1f} s: {STATS['errors']} typed errors, "
+        f"{STATS['loads']} loads ({STATS['checked']} with every event accounted for)"
+    )

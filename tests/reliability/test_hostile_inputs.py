@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from _reliability import doc, kernel, one_line_error
 
 import holotrace
 from holotrace import errors
 from holotrace.exec.pool import cpu_count, plan
 from holotrace.render.tables import format_table, sanitize
-
-from _reliability import doc, kernel, one_line_error
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces"
 SMALL = DATA / "hta_cpu_only"  # one real rank, 2.4 kB gzip
@@ -61,7 +60,14 @@ def test_cache_clear_removes_only_its_entries(env):
     entries = [p for p in env.cache.iterdir()]
     assert len(entries) == 1 and (entries[0] / "info.json").exists()
     info = json.loads((entries[0] / "info.json").read_text())
-    assert info["holotrace_cache"] >= 2 and set(info["fingerprint"]) == {"size", "mtime_ns", "ctime_ns", "ino", "dev", "hash"}
+    assert info["holotrace_cache"] >= 2 and set(info["fingerprint"]) == {
+        "size",
+        "mtime_ns",
+        "ctime_ns",
+        "ino",
+        "dev",
+        "hash",
+    }
     r = env.cli("cache", "clear")
     assert r.returncode == 0 and "removed 1 cached trace(s)" in r.stdout
     assert list(env.cache.iterdir()) == []
@@ -150,8 +156,16 @@ def test_nan_and_infinity_literals_are_findings(env):
     job = holotrace.load(f, cache=False)
     c = _codes(job)
     assert job.rank(0).n_events == 1
-    assert c["missing_time"].count == 1 and "event #1: name='nan'" in c["missing_time"].example and "ts=NaN" in c["missing_time"].example
-    assert c["bad_time"].count == 1 and "event #2: name='inf'" in c["bad_time"].example and "dur=-Infinity" in c["bad_time"].example
+    assert (
+        c["missing_time"].count == 1
+        and "event #1: name='nan'" in c["missing_time"].example
+        and "ts=NaN" in c["missing_time"].example
+    )
+    assert (
+        c["bad_time"].count == 1
+        and "event #2: name='inf'" in c["bad_time"].example
+        and "dur=-Infinity" in c["bad_time"].example
+    )
     assert c["non_standard_json"].severity == "warning"
     r = env.cli("doctor", str(f), "--no-cache")
     assert r.returncode == 1 and r.stderr == ""
@@ -167,7 +181,9 @@ def test_one_nan_rank_does_not_take_down_the_folder(env):
 
 def test_integers_over_64_bits_are_findings(env):
     big = 2**70
-    f = env.write("t.json", doc([kernel("good"), kernel("pid", pid=big), kernel("corr", args={"correlation": big, "stream": 7})]))
+    f = env.write(
+        "t.json", doc([kernel("good"), kernel("pid", pid=big), kernel("corr", args={"correlation": big, "stream": 7})])
+    )
     job = holotrace.load(f, cache=False)
     c = _codes(job)["bad_number"]
     assert job.rank(0).n_events == 1 and c.count == 2 and c.severity == "error"
@@ -262,7 +278,9 @@ def test_bad_regex_and_output_file(env):
     shutil.copytree(DATA / "hta_critical_path_cuda_event_sync", env.work / "job")
     (env.work / "out.csv").write_text("mine")
     env.freeze()
-    one_line_error(env.cli("sequences", "job", "--no-cache", "--match", "regex", "--op", "("), "not a valid regular expression")
+    one_line_error(
+        env.cli("sequences", "job", "--no-cache", "--match", "regex", "--op", "("), "not a valid regular expression"
+    )
     one_line_error(env.cli("summary", "job", "--no-cache", "--output", "out.csv"), "out.csv", "is a file, not a folder")
     env.check_untouched()
 
@@ -322,9 +340,24 @@ def test_control_characters_are_escaped_in_tables(env):
     assert sanitize(evil) == "k\\x1b[31mRED\\x1b]0;title\\x07\\x0dX\\u202e"
     text = format_table(pd.DataFrame({"name": [evil], "n": [1]}))
     assert "\x1b" not in text and "\r" not in text and "\x07" not in text and "\\x1b[31mRED" in text
-    f = env.write("t.json", doc([kernel(evil, args={"stream": 7, "correlation": 5}),
-                                 {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 8,
-                                  "dur": 1, "args": {"correlation": 5}}]))
+    f = env.write(
+        "t.json",
+        doc(
+            [
+                kernel(evil, args={"stream": 7, "correlation": 5}),
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 8,
+                    "dur": 1,
+                    "args": {"correlation": 5},
+                },
+            ]
+        ),
+    )
     for cmd in ("summary", "launches"):
         r = env.cli(cmd, str(f), "--no-cache")
         assert r.returncode in (0, 1), r.stderr

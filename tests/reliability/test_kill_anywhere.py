@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _reliability import doc, kernel
 
 N_THOROUGH = int(os.environ.get("HOLOTRACE_KILL_POINTS", "0"))

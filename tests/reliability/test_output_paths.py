@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from _reliability import doc, kernel, one_line_error
 
 

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from _reliability import doc, kernel
 
 

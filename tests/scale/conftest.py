@@ -17,8 +17,26 @@ BUNDLED = sorted(p for p in (DATA / "traces").iterdir() if p.is_dir())
 def job16(tmp_path_factory) -> Path:
     """16 small ranks (about 0.3 MB each), rank 5 a straggler."""
     out = tmp_path_factory.mktemp("job16")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "generate.py"), "--out", str(out), "--ranks", "16", "--target-mb", "0.3",
-                    "--steps", "2", "--straggler-rank", "5", "--jobs", "2"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "generate.py"),
+            "--out",
+            str(out),
+            "--ranks",
+            "16",
+            "--target-mb",
+            "0.3",
+            "--steps",
+            "2",
+            "--straggler-rank",
+            "5",
+            "--jobs",
+            "2",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -33,7 +51,9 @@ def job16_corrupt(job16, tmp_path_factory) -> Path:
     p = out / "rank-9.pt.trace.json"
     b = p.read_bytes()
     i = b.index(b'"traceEvents"')
-    p.write_bytes(b[:i] + b'"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "name": "a", "cat": "kernel", ' + b"\x00" * 50)
+    p.write_bytes(
+        b[:i] + b'"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "name": "a", "cat": "kernel", ' + b"\x00" * 50
+    )
     return out
 
 

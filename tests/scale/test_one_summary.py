@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import BUNDLED
 from corpus import SHARED
-
 from holotrace.cli import main
 from holotrace.ingest.discover import discover
 
@@ -64,9 +64,26 @@ def job8(tmp_path_factory) -> Path:
     from corpus import REPO
 
     out = tmp_path_factory.mktemp("job8")
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "generate.py"), "--out", str(out), "--ranks", "8",
-                    "--target-mb", "0.3", "--steps", "3", "--straggler-rank", "3", "--jobs", "2"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "generate.py"),
+            "--out",
+            str(out),
+            "--ranks",
+            "8",
+            "--target-mb",
+            "0.3",
+            "--steps",
+            "3",
+            "--straggler-rank",
+            "3",
+            "--jobs",
+            "2",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import BUNDLED
 
+from conftest import BUNDLED
 from holotrace.exec.executor import LocalExecutor, TaskFailed
 from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize
@@ -58,17 +58,41 @@ def test_corrupt_rank_on_ray_is_a_finding(ray_cluster, job16_corrupt):
 
 def test_ray_executor_order_and_failures(ray_cluster):
     out = _ray_executor().map(int, ["0", "x", "2"])  # a function every worker can import
-    assert out[0] == 0 and out[2] == 2 and out[1] == TaskFailed("ValueError", "invalid literal for int() with base 10: 'x'")
+    assert (
+        out[0] == 0
+        and out[2] == 2
+        and out[1] == TaskFailed("ValueError", "invalid literal for int() with base 10: 'x'")
+    )
     done = []
     kept = _ray_executor().map(int, ["1", "5"], keep=lambda i, r: r * 10, on_done=lambda i, r: done.append((i, r)))
-    assert kept == [10, 50] and sorted(done) == [(0, 1), (1, 5)]  # on_done sees the result, the list holds what keep gave
+    assert kept == [10, 50] and sorted(done) == [
+        (0, 1),
+        (1, 5),
+    ]  # on_done sees the result, the list holds what keep gave
 
 
 def test_cli_summary_same_under_local_and_ray(ray_cluster, job16):
     """Through the command line (a Ray instance of its own), the JSON of summary is the local pool's."""
+
     def run(*extra):
-        r = subprocess.run([sys.executable, "-m", "holotrace.cli", "summary", str(job16), "--format", "json", "--quiet", "--no-cache", *extra],
-                           capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "holotrace.cli",
+                "summary",
+                str(job16),
+                "--format",
+                "json",
+                "--quiet",
+                "--no-cache",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         return r.stdout.replace('"executor": "ray"', '"executor": "local"')
+
     assert run("--executor", "ray", "--workers", "2") == run("--executor", "local")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import BUNDLED
 
 import holotrace
+from conftest import BUNDLED
 from holotrace.analysis import idle, kernels, overlap, steps, stragglers, temporal
 from holotrace.analysis.rank_summary import SKETCH_ACCURACY, delay_sketch, sketch_quantiles
 from holotrace.exec.executor import ExecutorError, LocalExecutor, TaskFailed, get_executor
@@ -15,17 +15,38 @@ from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize
 
 # frames the reduce must give bit for bit; top kernels sum per-rank totals (last-bit rounding of the sum)
-EXACT = ("temporal", "temporal_by_step", "kernel_types_by_rank", "kernel_types", "kernel_stats", "kernel_rank_distribution",
-         "idle", "idle_interval_stats", "overlap", "steps", "collective_waits", "straggler_report", "straggler_summary")
+EXACT = (
+    "temporal",
+    "temporal_by_step",
+    "kernel_types_by_rank",
+    "kernel_types",
+    "kernel_stats",
+    "kernel_rank_distribution",
+    "idle",
+    "idle_interval_stats",
+    "overlap",
+    "steps",
+    "collective_waits",
+    "straggler_report",
+    "straggler_summary",
+)
 
 
 def direct_frames(job) -> dict:
-    d = {"temporal": temporal.breakdown(job), "temporal_by_step": temporal.breakdown(job, per_step=True),
-         "kernel_types_by_rank": kernels.type_breakdown(job, by_rank=True), "kernel_types": kernels.type_breakdown(job),
-         "kernel_stats": kernels.kernel_stats(job), "kernel_rank_distribution": kernels.rank_distribution(job, top=10),
-         "top_kernels": kernels.top_kernels(job, top=10), "idle": idle.idle_breakdown(job),
-         "idle_interval_stats": idle.idle_interval_stats(job), "overlap": overlap.comm_comp_overlap(job),
-         "steps": steps.step_times(job), "collective_waits": stragglers.collective_waits(job)}
+    d = {
+        "temporal": temporal.breakdown(job),
+        "temporal_by_step": temporal.breakdown(job, per_step=True),
+        "kernel_types_by_rank": kernels.type_breakdown(job, by_rank=True),
+        "kernel_types": kernels.type_breakdown(job),
+        "kernel_stats": kernels.kernel_stats(job),
+        "kernel_rank_distribution": kernels.rank_distribution(job, top=10),
+        "top_kernels": kernels.top_kernels(job, top=10),
+        "idle": idle.idle_breakdown(job),
+        "idle_interval_stats": idle.idle_interval_stats(job),
+        "overlap": overlap.comm_comp_overlap(job),
+        "steps": steps.step_times(job),
+        "collective_waits": stragglers.collective_waits(job),
+    }
     d["straggler_report"] = stragglers.straggler_report(job, waits=d["collective_waits"])
     d["straggler_summary"] = stragglers.straggler_summary(job, report=d["straggler_report"])
     return d

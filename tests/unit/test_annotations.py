@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import annotations as anno
 from holotrace.model.classify import HTA, NATIVE
 from holotrace.model.view import job_view
+from tracebuilder import TraceBuilder
 
 BREAKDOWN = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "rank"]
 
@@ -52,8 +52,14 @@ def _by_name(df):
 def test_innermost_annotation_per_kernel(loaded):
     _, ta = loaded
     df = ta.get_gpu_kernels_with_user_annotations(0)
-    assert _by_name(df) == {"k1": "layer1", "k5": "", "k2": "fwd", "k3": "layer2",
-                            "Memcpy DtoD (Device -> Device)": "layer2", "k4": ""}
+    assert _by_name(df) == {
+        "k1": "layer1",
+        "k5": "",
+        "k2": "fwd",
+        "k3": "layer2",
+        "Memcpy DtoD (Device -> Device)": "layer2",
+        "k4": "",
+    }
     assert list(df.columns[-4:]) == ["user_annotation", "s_name", "s_cat", "s_user_annotation"]
     assert (df["end"] == df["ts"] + df["dur"]).all()
     assert df["user_annotation"].dtype == np.int64
@@ -74,7 +80,9 @@ def test_expand_and_shorten_flags(tmp_path):
     tb.launch_kernel("void foo<int>(int*)", 1, 2, 10, 5)
     ta = TraceAnalysis(job=holotrace.load(tb.write(tmp_path / "t.json"), cache=False))
     assert ta.get_gpu_kernels_with_user_annotations(0)["s_name"].tolist() == ["foo"]
-    assert ta.get_gpu_kernels_with_user_annotations(0, shorten_names=False)["s_name"].tolist() == ["void foo<int>(int*)"]
+    assert ta.get_gpu_kernels_with_user_annotations(0, shorten_names=False)["s_name"].tolist() == [
+        "void foo<int>(int*)"
+    ]
     plain = ta.get_gpu_kernels_with_user_annotations(0, expand_names=False)
     assert "s_name" not in plain.columns and plain.columns[-1] == "user_annotation"
 
@@ -92,7 +100,11 @@ def test_breakdown_gpu_and_cpu(loaded):
     _, ta = loaded
     g = ta.get_gpu_user_annotation_breakdown()
     assert list(g.columns) == BREAKDOWN
-    assert g[["name", "sum (us)", "rank"]].values.tolist() == [["fwd", 400.0, 0], ["layer1", 100.0, 0], ["layer2", 100.0, 0]]
+    assert g[["name", "sum (us)", "rank"]].values.tolist() == [
+        ["fwd", 400.0, 0],
+        ["layer1", 100.0, 0],
+        ["layer2", 100.0, 0],
+    ]
     c = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False)
     assert c[["name", "sum (us)"]].values.tolist() == [["fwd", 90.0], ["layer1", 25.0], ["layer2", 30.0]]
 
@@ -106,33 +118,56 @@ def test_breakdown_topk_and_allowlist(tmp_path):
     assert df["name"].tolist() == ["a0", "a1", "others"]
     others = df.iloc[2]
     assert others[["sum (us)", "max (us)", "min (us)", "mean (us)"]].tolist() == [60.0, 30.0, 10.0, 20.0]
-    allow = ta.get_gpu_user_annotation_breakdown(use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0,
-                                                 allowlist_patterns=["a4"])
+    allow = ta.get_gpu_user_annotation_breakdown(
+        use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0, allowlist_patterns=["a4"]
+    )
     assert allow["name"].tolist() == ["a0", "a1", "a4", "others"]
     # literal substrings, as HTA; regex only on request
-    assert "a3" not in ta.get_gpu_user_annotation_breakdown(
-        use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0, allowlist_patterns=["a[34]"])["name"].tolist()
+    assert (
+        "a3"
+        not in ta.get_gpu_user_annotation_breakdown(
+            use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0, allowlist_patterns=["a[34]"]
+        )["name"].tolist()
+    )
     assert ta.get_gpu_user_annotation_breakdown(
-        use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0, allowlist_patterns=["a[34]"],
-        regex=True)["name"].tolist() == ["a0", "a1", "a3", "a4", "others"]
+        use_gpu_annotation=False, num_kernels=2, duration_ratio=1.0, allowlist_patterns=["a[34]"], regex=True
+    )["name"].tolist() == ["a0", "a1", "a3", "a4", "others"]
 
 
 def test_native_views(loaded):
     job, _ = loaded
     t = anno.annotation_time(job, gpu=True)
-    assert t[["name", "count", "sum_us"]].values.tolist() == [["fwd", 1, 400.0], ["layer1", 1, 100.0], ["layer2", 1, 100.0]]
+    assert t[["name", "count", "sum_us"]].values.tolist() == [
+        ["fwd", 1, 400.0],
+        ["layer1", 1, 100.0],
+        ["layer2", 1, 100.0],
+    ]
     k = anno.kernel_time_by_annotation(job, gpu=True)
     assert k[["annotation", "kernels", "kernel_time_us"]].values.tolist() == [
-        ["layer1", 1, 40.0], ["layer2", 2, 30.0], ["", 2, 20.0], ["fwd", 1, 20.0]]
+        ["layer1", 1, 40.0],
+        ["layer2", 2, 30.0],
+        ["", 2, 20.0],
+        ["fwd", 1, 20.0],
+    ]
     # CPU ranges: through the launch calls (k1, k5 in layer1; k2 in fwd; k3, memcpy in layer2; k4 nowhere)
     kc = anno.kernel_time_by_annotation(job, gpu=False)
     assert kc[["annotation", "kernels", "kernel_time_us"]].values.tolist() == [
-        ["layer1", 2, 50.0], ["layer2", 2, 30.0], ["fwd", 1, 20.0], ["", 1, 10.0]]
+        ["layer1", 2, 50.0],
+        ["layer2", 2, 30.0],
+        ["fwd", 1, 20.0],
+        ["", 1, 10.0],
+    ]
 
 
 def test_assign_annotations_equal_lengths_later_wins():
-    pos = anno.assign_annotations(np.zeros(1, dtype=np.int64), np.array([5.0]), np.array([1.0]),
-                                  np.zeros(2, dtype=np.int64), np.array([0.0, 0.0]), np.array([10.0, 10.0]))
+    pos = anno.assign_annotations(
+        np.zeros(1, dtype=np.int64),
+        np.array([5.0]),
+        np.array([1.0]),
+        np.zeros(2, dtype=np.int64),
+        np.array([0.0, 0.0]),
+        np.array([10.0, 10.0]),
+    )
     assert pos.tolist() == [1]
 
 
@@ -140,7 +175,9 @@ def test_one_path_under_each_rule_set(loaded):
     job, ta = loaded
     native = job_view(job, NATIVE)
     ops, ann = anno.annotate_gpu_ops(native, 0)
-    names = dict(zip(native.names(native[0]["name"][ops]), native.names(np.where(ann >= 0, native[0]["name"][ann], -1))))
+    names = dict(
+        zip(native.names(native[0]["name"][ops]), native.names(np.where(ann >= 0, native[0]["name"][ann], -1)))
+    )
     assert names["Memcpy DtoD (Device -> Device)"] == "layer2" and names["k5"] == "" and names["k3"] == "layer2"
     # HTA's rules with its bugs: the zero-length copy is never attributed; the view's rows are HTA's
     ops, ann = anno.annotate_gpu_ops(ta.view, 0, rules=HTA)
@@ -159,5 +196,7 @@ def test_native_fold_keeps_instance_statistics(tmp_path):
     t = anno.annotation_time(job, gpu=False, num_kernels=2, duration_ratio=1.0)
     # holotrace's cut: a0, a1 kept; others = the 3 folded instances (30, 20, 10)
     assert t[["name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"]].values.tolist() == [
-        ["others", 3, 60.0, 30.0, 10.0, 20.0, 10.0], ["a0", 1, 50.0, 50.0, 50.0, 50.0, 0.0],
-        ["a1", 1, 40.0, 40.0, 40.0, 40.0, 0.0]]
+        ["others", 3, 60.0, 30.0, 10.0, 20.0, 10.0],
+        ["a0", 1, 50.0, 50.0, 50.0, 50.0, 0.0],
+        ["a1", 1, 40.0, 40.0, 40.0, 40.0, 0.0],
+    ]

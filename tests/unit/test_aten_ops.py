@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis.aten_ops import aten_op_kernels, enclosing_interval
 from holotrace.model.classify import HTA, NATIVE, is_aten_launch
+from tracebuilder import TraceBuilder
 
 COLUMNS = ["aten_op_name", "kernel_sequence", "occurrence_count", "avg_aten_op_launch_delay", "avg_runtime_delay"]
 
@@ -126,7 +126,7 @@ def _zero_fill_trace(fill_first: bool) -> TraceBuilder:
         b = 1000.0 + 100 * step
         tb.annotation(f"ProfilerStep#{step + 1}", b + 0.1, 90)
         ops = [("aten::zero_", b + 10.2, 6.6), ("aten::fill_", b + 10.45, 6.2)]
-        for name, ts, dur in (ops[::-1] if fill_first else ops):
+        for name, ts, dur in ops[::-1] if fill_first else ops:
             tb.cpu_op(name, ts, dur)
         tb.launch_kernel(FILL, b + 11.3, 3.1, b + 40.5, 2.25)
     return tb

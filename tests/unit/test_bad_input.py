@@ -33,12 +33,22 @@ CASES = {
     "no_trace_events": (b'{"schemaVersion": 1, "foo": [1, 2]}', errors.TraceFormatError, "traceEvents"),
     "truncated_json_header": (b'{"schemaVersion": 1, "traceEv', errors.TraceFormatError, ""),
     "broken_events": (b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": }]}', errors.TraceFormatError, "JSON"),
-    "metadata_only": (b'{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}}]}',
-                      errors.TraceFormatError, "metadata only"),
-    "invalid_utf8": (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "\xff\xfe", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}',
-                     errors.HolotraceError, ""),
-    "int_over_64_bits": (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, '
-                         b'"args": {"correlation": 123456789012345678901234567890}}]}', errors.TraceEventError, "64 bits"),
+    "metadata_only": (
+        b'{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}}]}',
+        errors.TraceFormatError,
+        "metadata only",
+    ),
+    "invalid_utf8": (
+        b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "\xff\xfe", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}',
+        errors.HolotraceError,
+        "",
+    ),
+    "int_over_64_bits": (
+        b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, '
+        b'"args": {"correlation": 123456789012345678901234567890}}]}',
+        errors.TraceEventError,
+        "64 bits",
+    ),
     "top_level_number": (b"42", errors.TraceFormatError, "not JSON"),
 }
 
@@ -82,7 +92,9 @@ def test_folder_without_traces(tmp_path):
         holotrace.load(tmp_path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root reads files whatever their mode")
+@pytest.mark.skipif(
+    os.geteuid() == 0 if hasattr(os, "geteuid") else True, reason="root reads files whatever their mode"
+)
 def test_unreadable_file(tmp_path):
     f = _good(tmp_path)
     f.chmod(0)
@@ -145,9 +157,11 @@ def _events_doc(events: list[dict]) -> bytes:
 
 
 def test_missing_ts_or_dur(tmp_path):
-    evs = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
-           {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 2},
-           {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 5}]
+    evs = [
+        {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+        {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 2},
+        {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 5},
+    ]
     f = tmp_path / "t.json"
     f.write_bytes(_events_doc(evs))
     job = holotrace.load(f, cache=False)
@@ -161,9 +175,11 @@ def test_missing_ts_or_dur(tmp_path):
 
 
 def test_nan_and_negative_durations(tmp_path):
-    text = ('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": NaN},'
-            '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": -5},'
-            '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 1, "dur": 4}]}')
+    text = (
+        '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": NaN},'
+        '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": -5},'
+        '{"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 1, "dur": 4}]}'
+    )
     f = tmp_path / "t.json"
     f.write_text(text)
     job = holotrace.load(f, cache=False)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _core_traces import mixed_trace
 
 import holotrace
 from holotrace import TraceAnalysis
@@ -22,7 +23,6 @@ from holotrace.errors import PlottingUnavailableError
 from holotrace.render import charts as ch
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
-from _core_traces import mixed_trace
 
 REAL_JOB = Path(__file__).resolve().parents[1] / "data" / "traces" / "hta_trace_filter_2rank"
 
@@ -43,8 +43,14 @@ def _plotly():
 
 
 def test_temporal_breakdown_stacks_the_three_percentages():
-    df = pd.DataFrame({"rank": [0, 1], "idle_time_pctg": [50.0, 25.0], "compute_time_pctg": [30.0, 60.0],
-                       "non_compute_time_pctg": [20.0, 15.0]})
+    df = pd.DataFrame(
+        {
+            "rank": [0, 1],
+            "idle_time_pctg": [50.0, 25.0],
+            "compute_time_pctg": [30.0, 60.0],
+            "non_compute_time_pctg": [20.0, 15.0],
+        }
+    )
     c = plots.temporal_breakdown(df)
     assert isinstance(c, ch.StackedBars) and c.labels == ("0", "1") and c.title == "Temporal breakdown across ranks"
     assert [s.name for s in c.series] == ["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
@@ -52,9 +58,15 @@ def test_temporal_breakdown_stacks_the_three_percentages():
 
 
 def test_idle_per_stream_one_chart_per_rank_categories_on_every_stream():
-    idle = pd.DataFrame({"rank": [0, 0, 0, 1], "stream": [7, 20, 7, 7],
-                         "idle_category": ["host_wait", "host_wait", "other", "other"],
-                         "idle_time": [10.0, 4.0, 6.0, 3.0], "idle_time_ratio": [0.5, 1.0, 0.3, np.nan]})
+    idle = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 1],
+            "stream": [7, 20, 7, 7],
+            "idle_category": ["host_wait", "host_wait", "other", "other"],
+            "idle_time": [10.0, 4.0, 6.0, 3.0],
+            "idle_time_ratio": [0.5, 1.0, 0.3, np.nan],
+        }
+    )
     r0, r1 = plots.idle_per_stream(idle)
     assert r0.title == "Idle time breakdown on rank 0 per stream" and r0.labels == ("7", "20")
     assert [(s.name, s.values.tolist()) for s in r0.series] == [("host_wait", [0.5, 1.0]), ("other", [0.3, 0.0])]
@@ -64,17 +76,38 @@ def test_idle_per_stream_one_chart_per_rank_categories_on_every_stream():
 
 
 def test_kernel_per_rank_errors_are_the_distance_to_min_and_max():
-    k = pd.DataFrame({"name": ["gemm", "gemm", "others"], "kernel_type": ["COMPUTATION"] * 3, "rank": [0, 1, 0],
-                      "mean (us)": [10.0, 20.0, 1.0], "min (us)": [4.0, 15.0, 1.0], "max (us)": [12.0, 30.0, 1.0]})
+    k = pd.DataFrame(
+        {
+            "name": ["gemm", "gemm", "others"],
+            "kernel_type": ["COMPUTATION"] * 3,
+            "rank": [0, 1, 0],
+            "mean (us)": [10.0, 20.0, 1.0],
+            "min (us)": [4.0, 15.0, 1.0],
+            "max (us)": [12.0, 30.0, 1.0],
+        }
+    )
     (c,) = plots.kernel_per_rank(k)  # "others" is not a kernel
     assert c.title == 'Kernel type "COMPUTATION" - gemm' and c.labels == ("0", "1")
     s = c.series[0]
-    assert s.values.tolist() == [10.0, 20.0] and s.error_plus.tolist() == [2.0, 10.0] and s.error_minus.tolist() == [6.0, 5.0]
+    assert (
+        s.values.tolist() == [10.0, 20.0]
+        and s.error_plus.tolist() == [2.0, 10.0]
+        and s.error_minus.tolist() == [6.0, 5.0]
+    )
 
 
 def test_gpu_time_shows_other_only_when_there_is_some():
-    split = pd.DataFrame({"rank": [0, 1], "compute_ms": [5.0, 6.0], "communication_ms": [1.0, 0.0],
-                          "memory_ms": [0.5, 0.5], "other_ms": [0.0, 0.0], "idle_ms": [3.5, 3.5], "span_ms": [10.0, 10.0]})
+    split = pd.DataFrame(
+        {
+            "rank": [0, 1],
+            "compute_ms": [5.0, 6.0],
+            "communication_ms": [1.0, 0.0],
+            "memory_ms": [0.5, 0.5],
+            "other_ms": [0.0, 0.0],
+            "idle_ms": [3.5, 3.5],
+            "span_ms": [10.0, 10.0],
+        }
+    )
     c = plots.gpu_time(split)
     assert [s.name for s in c.series] == ["compute", "communication", "memory", "idle"]
     assert c.labels == ("rank 0", "rank 1")
@@ -83,8 +116,14 @@ def test_gpu_time_shows_other_only_when_there_is_some():
 
 
 def test_idle_causes_sums_streams_in_ms():
-    idle = pd.DataFrame({"rank": [0, 0, 0, 1], "stream": [7, 20, 7, 7],
-                         "idle_category": ["host_wait", "host_wait", "other", "other"], "idle_us": [1000.0, 500.0, 250.0, 2000.0]})
+    idle = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 1],
+            "stream": [7, 20, 7, 7],
+            "idle_category": ["host_wait", "host_wait", "other", "other"],
+            "idle_us": [1000.0, 500.0, 250.0, 2000.0],
+        }
+    )
     c, shown = plots.idle_causes(idle)
     assert shown.columns.tolist() == ["rank", "host_wait", "other"]
     assert shown["host_wait"].tolist() == [1.5, 0.0] and shown["other"].tolist() == [0.25, 2.0]
@@ -99,9 +138,16 @@ def test_critical_path_groups_by_what_bounds_it():
 
 
 def test_gpu_timeline_lanes_sorted_times_from_the_first_operation():
-    tl = pd.DataFrame({"rank": [1, 0, 0], "stream": [7, 20, 7], "start": [1500, 1000, 1200], "end": [1600, 1100, 1250],
-                       "name": ["gemm", "ncclKernel_AllReduce", "gemm"],
-                       "kernel_type": ["COMPUTATION", "COMMUNICATION", "COMPUTATION"]})
+    tl = pd.DataFrame(
+        {
+            "rank": [1, 0, 0],
+            "stream": [7, 20, 7],
+            "start": [1500, 1000, 1200],
+            "end": [1600, 1100, 1250],
+            "name": ["gemm", "ncclKernel_AllReduce", "gemm"],
+            "kernel_type": ["COMPUTATION", "COMMUNICATION", "COMPUTATION"],
+        }
+    )
     g = plots.gpu_timeline(tl, step=5)
     assert g.lanes == ("rank 0 stream 7", "rank 0 stream 20", "rank 1 stream 7")
     assert g.lane.tolist() == [0, 1, 2] and g.start.tolist() == [200, 0, 500] and g.dur.tolist() == [50, 100, 100]
@@ -113,17 +159,27 @@ def test_gpu_timeline_lanes_sorted_times_from_the_first_operation():
 
 
 def test_counter_lines_share_the_first_sample_as_origin():
-    q = {0: pd.DataFrame({"ts": [2_000_000, 4_000_000], "queue_length": [1, 3]}),
-         1: pd.DataFrame({"ts": [1_000_000], "queue_length": [2]})}
+    q = {
+        0: pd.DataFrame({"ts": [2_000_000, 4_000_000], "queue_length": [1, 3]}),
+        1: pd.DataFrame({"ts": [1_000_000], "queue_length": [2]}),
+    }
     c = plots.counter_lines(q, "queue_length", name="queue-length", title="Queue", unit="kernels", by_name=False)
-    assert [(s.name, s.x.tolist(), s.y.tolist()) for s in c.series] == [("rank 0", [1.0, 3.0], [1.0, 3.0]),
-                                                                       ("rank 1", [0.0], [2.0])]
+    assert [(s.name, s.x.tolist(), s.y.tolist()) for s in c.series] == [
+        ("rank 0", [1.0, 3.0], [1.0, 3.0]),
+        ("rank 1", [0.0], [2.0]),
+    ]
 
 
 def test_launch_histograms_take_the_flagged_rows():
-    df = pd.DataFrame({"cpu_duration": [5.0, 60.0, 7.0], "launch_delay": [1.0, 2.0, 300.0],
-                       "short_kernel": [True, False, True], "runtime_outlier": [False, True, False],
-                       "launch_delay_outlier": [False, False, True]})
+    df = pd.DataFrame(
+        {
+            "cpu_duration": [5.0, 60.0, 7.0],
+            "launch_delay": [1.0, 2.0, 300.0],
+            "short_kernel": [True, False, True],
+            "runtime_outlier": [False, True, False],
+            "launch_delay_outlier": [False, False, True],
+        }
+    )
     a, b, c = plots.launch_histograms({3: df}, 50, 100)
     assert a.values.tolist() == [5.0, 7.0] and b.values.tolist() == [60.0] and c.values.tolist() == [300.0]
     assert b.bins == 300 and c.title == "Launch Delay Outliers (duration > 100 us) on rank 3"
@@ -142,8 +198,14 @@ def test_peaks_keep_the_largest_value_of_each_bucket():
 # ---------------------------------------------------------------------------------------------- two renderers, same values
 
 
-BARS = ch.Bars(name="b", title="Two series", labels=["rank 0", "rank 1"], unit="ms", digits=2,
-               series=[ch.Series("a", [1.5, 2.25]), ch.Series("b", [0.5, np.nan])])
+BARS = ch.Bars(
+    name="b",
+    title="Two series",
+    labels=["rank 0", "rank 1"],
+    unit="ms",
+    digits=2,
+    series=[ch.Series("a", [1.5, 2.25]), ch.Series("b", [0.5, np.nan])],
+)
 
 
 def test_svg_bars_show_every_value_and_skip_nan():
@@ -158,21 +220,41 @@ def test_plotly_and_svg_show_the_same_bars():
     assert fig.layout.title.text == "Two series" and fig.layout.barmode == "group"
     assert [(t.name, list(t.x), list(t.y)) for t in fig.data][0] == ("a", ["rank 0", "rank 1"], [1.5, 2.25])
     shown = {(t.name, x, y) for t in fig.data for x, y in zip(t.x, t.y) if y == y}
-    from_svg = {(m.group(2), m.group(1), float(m.group(3)))
-                for m in (re.match(r"(.*) · (.*): ([\d.]+) ms", s) for s in titles(svg.render(BARS)))}
+    from_svg = {
+        (m.group(2), m.group(1), float(m.group(3)))
+        for m in (re.match(r"(.*) · (.*): ([\d.]+) ms", s) for s in titles(svg.render(BARS)))
+    }
     assert shown == from_svg
 
 
 def test_stacked_bars_same_segments_in_both():
     pf = _plotly()
-    c = plots.gpu_time(pd.DataFrame({"rank": [0], "compute_ms": [6.0], "communication_ms": [2.0], "memory_ms": [0.0],
-                                     "other_ms": [0.0], "idle_ms": [2.0], "span_ms": [10.0]}))
-    assert titles(svg.render(c)) == ["rank 0 · compute: 6.00 ms (60.0%)", "rank 0 · communication: 2.00 ms (20.0%)",
-                                     "rank 0 · idle: 2.00 ms (20.0%)"]  # no segment for 0 ms of memory
+    c = plots.gpu_time(
+        pd.DataFrame(
+            {
+                "rank": [0],
+                "compute_ms": [6.0],
+                "communication_ms": [2.0],
+                "memory_ms": [0.0],
+                "other_ms": [0.0],
+                "idle_ms": [2.0],
+                "span_ms": [10.0],
+            }
+        )
+    )
+    assert titles(svg.render(c)) == [
+        "rank 0 · compute: 6.00 ms (60.0%)",
+        "rank 0 · communication: 2.00 ms (20.0%)",
+        "rank 0 · idle: 2.00 ms (20.0%)",
+    ]  # no segment for 0 ms of memory
     fig = pf.figure(c)
     assert fig.layout.barmode == "relative" and [t.orientation for t in fig.data] == ["h"] * 4
-    assert [(t.name, list(t.x)) for t in fig.data] == [("compute", [6.0]), ("communication", [2.0]),
-                                                       ("memory", [0.0]), ("idle", [2.0])]
+    assert [(t.name, list(t.x)) for t in fig.data] == [
+        ("compute", [6.0]),
+        ("communication", [2.0]),
+        ("memory", [0.0]),
+        ("idle", [2.0]),
+    ]
 
 
 def test_log_histogram_same_bins_and_counts_in_both():
@@ -198,7 +280,9 @@ def test_pie_strip_lines_table_gantt_in_both():
     strip = ch.Strip(name="s", groups=[ch.StripGroup("rank 0", [2.0, 4.0], ["step 1", "step 2"])], unit="ms")
     assert titles(svg.render(strip)) == ["rank 0 · step 1: 2.0 ms", "rank 0 · step 2: 4.0 ms"]
     f = pf.figure(strip)
-    assert list(f.data[0].x) == [2.0, 4.0] and list(f.data[0].text) == ["step 1", "step 2"] and list(f.data[1].x) == [3.0]
+    assert (
+        list(f.data[0].x) == [2.0, 4.0] and list(f.data[0].text) == ["step 1", "step 2"] and list(f.data[1].x) == [3.0]
+    )
 
     lines = ch.Lines(name="l", series=[ch.Line("rank 0", np.arange(1000.0), np.arange(1000.0) % 7)], points=50)
     f = pf.figure(lines)
@@ -208,22 +292,38 @@ def test_pie_strip_lines_table_gantt_in_both():
 
     table = ch.Table(name="t", title="T", columns=["op", "mean"], cells=[["aten::mm", "aten::add"], [1.5, 2.0]])
     html = svg.render(table)
-    assert "<td class=\"t\">aten::mm</td><td>1.50</td>" in html and "<th class=\"t\">mean</th>" in html
+    assert '<td class="t">aten::mm</td><td>1.50</td>' in html and '<th class="t">mean</th>' in html
     f = pf.figure(table)
     assert list(f.data[0].header.values) == ["op", "mean"] and list(f.data[0].cells.values[1]) == [1.5, 2.0]
 
-    tl = pd.DataFrame({"rank": [0, 0], "stream": [7, 7], "start": [1000, 3000], "end": [2000, 3500],
-                       "name": ["gemm", "nccl"], "kernel_type": ["COMPUTATION", "COMMUNICATION"]})
+    tl = pd.DataFrame(
+        {
+            "rank": [0, 0],
+            "stream": [7, 7],
+            "start": [1000, 3000],
+            "end": [2000, 3500],
+            "name": ["gemm", "nccl"],
+            "kernel_type": ["COMPUTATION", "COMMUNICATION"],
+        }
+    )
     g = plots.gpu_timeline(tl, 1)
     assert 'data-events="2"' in svg.render(g)
     f = pf.figure(g)
-    assert {t.name: (list(t.base), list(t.x)) for t in f.data} == {"COMMUNICATION": ([2.0], [0.5]),
-                                                                 "COMPUTATION": ([0.0], [1.0])}
+    assert {t.name: (list(t.base), list(t.x)) for t in f.data} == {
+        "COMMUNICATION": ([2.0], [0.5]),
+        "COMPUTATION": ([0.0], [1.0]),
+    }
 
 
-STACKED = ch.Lines(name="m", title="Memory", series=[ch.Line("a", [0, 1, 2], [1, 2, 1], colour="#123456"),
-                                                     ch.Line("b", [0, 1, 2], [3, 0, 1])],
-                   points=None, step=False, stacked=True, y_unit="GiB")
+STACKED = ch.Lines(
+    name="m",
+    title="Memory",
+    series=[ch.Line("a", [0, 1, 2], [1, 2, 1], colour="#123456"), ch.Line("b", [0, 1, 2], [3, 0, 1])],
+    points=None,
+    step=False,
+    stacked=True,
+    y_unit="GiB",
+)
 
 
 def test_stacked_lines_same_tops_in_both():
@@ -236,8 +336,10 @@ def test_stacked_lines_same_tops_in_both():
     tops = re.findall(r'<polyline class="mark" points="([^"]*)"', html)
     assert [len(t.split()) for t in tops] == [3, 3] and tops[1].split()[0].endswith(",10.0")
     fig = pf.figure(STACKED)
-    assert [(list(t.y), t.fill, t.line.shape) for t in fig.data] == [([1.0, 2.0, 1.0], "tonexty", "linear"),
-                                                                    ([4.0, 2.0, 2.0], "tonexty", "linear")]
+    assert [(list(t.y), t.fill, t.line.shape) for t in fig.data] == [
+        ([1.0, 2.0, 1.0], "tonexty", "linear"),
+        ([4.0, 2.0, 2.0], "tonexty", "linear"),
+    ]
     assert fig.data[0].fillcolor == fig.data[0].line.color == "#123456"
     with pytest.raises(ValueError, match="share their x"):
         ch.Lines(name="x", series=[ch.Line("a", [0, 1], [1, 1]), ch.Line("b", [0, 2], [1, 1])], stacked=True)
@@ -249,9 +351,19 @@ def test_svg_draws_the_timeline_descriptions():
     from holotrace.compat import timeline as ct
     from holotrace.render import plots_timeline as pt
 
-    frame = pd.DataFrame({"name": ["aten::mm", "gemm", "<big>"], "ts": [100, 120, 2000], "dur": [50, 10, 3000],
-                          "stream": [-1, 7, 7], "depth": [0, -1, -1], "index": [0, 1, 2], "iteration": [1, 1, 1],
-                          "rank": [0, 0, 0], "cat": ["cpu_op", "kernel", "kernel"]})
+    frame = pd.DataFrame(
+        {
+            "name": ["aten::mm", "gemm", "<big>"],
+            "ts": [100, 120, 2000],
+            "dur": [50, 10, 3000],
+            "stream": [-1, 7, 7],
+            "depth": [0, -1, -1],
+            "index": [0, 1, 2],
+            "iteration": [1, 1, 1],
+            "rank": [0, 0, 0],
+            "cat": ["cpu_op", "kernel", "kernel"],
+        }
+    )
     for setting in (ct.TimelinePlotSetting(), ct.TimelinePlotSetting(use_global_time=True)):
         g = pt.events_timeline(ct.prepare_timeline_events(frame, setting), "t", hover=ct.DefaultHoverColumns)
         html = svg.render(g)
@@ -262,18 +374,42 @@ def test_svg_draws_the_timeline_descriptions():
         assert "&lt;big&gt;</span>" in html and "= &lt;big" not in html  # the key names each kind, no letters
     gk = pt.gpu_kernels_timeline(ct.prepare_timeline_gpu_events(frame.assign(iteration=1), None), "g")
     assert 'data-events="2"' in svg.render(gk) and svg.gantt_json(gk)["lanes"] == ["rank 0 stream 7"]
-    mem = pt.memory_export([10, 20], [[1024 ** 3, 0, 0, 0, 0, 0, 0, 0], [1024 ** 3, 0, 0, 0, 2 * 1024 ** 3, 0, 0, 0]],
-                           ["Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd",
-                            "Unknown"])
+    mem = pt.memory_export(
+        [10, 20],
+        [[1024**3, 0, 0, 0, 0, 0, 0, 0], [1024**3, 0, 0, 0, 2 * 1024**3, 0, 0, 0]],
+        ["Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd", "Unknown"],
+    )
     html = svg.render(mem)
     assert html.count("<polygon") == 8 and 'aria-label="Memory timeline"' in html
     assert titles(html)[0] == "Parameter: max 1 Memory (GiB)" and titles(html)[4] == "Activation: max 2 Memory (GiB)"
-    many = ch.Gantt(name="g", lanes=["l"], lane=np.zeros(50), start=np.arange(50), dur=np.ones(50), kind=np.arange(50),
-                    label=np.zeros(50), names=["n"], kinds=[f"k{i}" for i in range(50)], colours=["#000"] * 50)
+    many = ch.Gantt(
+        name="g",
+        lanes=["l"],
+        lane=np.zeros(50),
+        start=np.arange(50),
+        dur=np.ones(50),
+        kind=np.arange(50),
+        label=np.zeros(50),
+        names=["n"],
+        kinds=[f"k{i}" for i in range(50)],
+        colours=["#000"] * 50,
+    )
     assert "and 10 more" in svg.render(many)  # a long colour key is cut
     with pytest.raises(ValueError, match="hover fields"):
-        ch.Gantt(name="g", lanes=["l"], lane=[0], start=[0], dur=[1], kind=[0], label=[0], names=["n"], kinds=["k"],
-                 colours=["#000"], hover_fields=["a"], hover_values=[[1, 2]])
+        ch.Gantt(
+            name="g",
+            lanes=["l"],
+            lane=[0],
+            start=[0],
+            dur=[1],
+            kind=[0],
+            label=[0],
+            names=["n"],
+            kinds=["k"],
+            colours=["#000"],
+            hover_fields=["a"],
+            hover_values=[[1, 2]],
+        )
 
 
 def test_plotly_missing_is_a_typed_error_builders_and_svg_still_work(monkeypatch):
@@ -315,6 +451,11 @@ def test_report_plots_are_the_builders_drawn_as_svg():
     job = holotrace.load(str(REAL_JOB))
     d = report_data(job, critical_path=False)
     html = render_report(d)
-    for chart in (plots.gpu_time(d["gpu_split"]), plots.top_kernels(d["top_kernels"]), plots.kernel_types(d["types"]),
-                  plots.step_times(d["steps"]), plots.gpu_timeline(d["timeline"], d["timeline_step"])):
+    for chart in (
+        plots.gpu_time(d["gpu_split"]),
+        plots.top_kernels(d["top_kernels"]),
+        plots.kernel_types(d["types"]),
+        plots.step_times(d["steps"]),
+        plots.gpu_timeline(d["timeline"], d["timeline_step"]),
+    ):
         assert svg.render(chart) in html, chart.name

@@ -5,12 +5,12 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from _core_traces import GEMM, NCCL, mixed_trace
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.errors import PlottingUnavailableError
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, NCCL, mixed_trace
 
 
 def test_import_paths():
@@ -20,15 +20,35 @@ def test_import_paths():
     assert TraceAnalysis is via_compat is via_module
 
 
-@pytest.mark.parametrize("method,params", [
-    ("get_temporal_breakdown", {"visualize": False}),
-    ("get_gpu_kernel_breakdown", {"visualize": False, "duration_ratio": 0.8, "num_kernels": 10,
-                                  "include_memory_kernels": True, "image_renderer": ""}),
-    ("get_idle_time_breakdown", {"ranks": None, "streams": None, "visualize": False, "visualize_pctg": True,
-                                 "show_idle_interval_stats": False, "consecutive_kernel_delay": 30}),
-    ("get_comm_comp_overlap", {"visualize": False}),
-    ("get_profiler_steps", {}),
-])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("get_temporal_breakdown", {"visualize": False}),
+        (
+            "get_gpu_kernel_breakdown",
+            {
+                "visualize": False,
+                "duration_ratio": 0.8,
+                "num_kernels": 10,
+                "include_memory_kernels": True,
+                "image_renderer": "",
+            },
+        ),
+        (
+            "get_idle_time_breakdown",
+            {
+                "ranks": None,
+                "streams": None,
+                "visualize": False,
+                "visualize_pctg": True,
+                "show_idle_interval_stats": False,
+                "consecutive_kernel_delay": 30,
+            },
+        ),
+        ("get_comm_comp_overlap", {"visualize": False}),
+        ("get_profiler_steps", {}),
+    ],
+)
 def test_hta_signatures_and_defaults(method, params):
     sig = inspect.signature(getattr(TraceAnalysis, method))
     got = {k: p.default for k, p in sig.parameters.items() if k != "self"}
@@ -60,15 +80,18 @@ def test_constructor_forms(tmp_path):
 def test_visualize_without_plotly_is_a_typed_error(tmp_path):
     try:
         import plotly  # noqa: F401
+
         pytest.skip("plotly is installed here; the error path cannot be exercised")
     except ImportError:
         pass
     job = holotrace.load(mixed_trace().write(tmp_path / "t.json"), cache=False)
     ta = TraceAnalysis(job=job)
-    for call in (lambda: ta.get_temporal_breakdown(visualize=True),
-                 lambda: ta.get_gpu_kernel_breakdown(visualize=True),
-                 lambda: ta.get_idle_time_breakdown(visualize=True),
-                 lambda: ta.get_comm_comp_overlap(visualize=True)):
+    for call in (
+        lambda: ta.get_temporal_breakdown(visualize=True),
+        lambda: ta.get_gpu_kernel_breakdown(visualize=True),
+        lambda: ta.get_idle_time_breakdown(visualize=True),
+        lambda: ta.get_comm_comp_overlap(visualize=True),
+    ):
         with pytest.raises(PlottingUnavailableError, match=r"holotrace\[plot\]"):
             call()
     assert isinstance(PlottingUnavailableError("x"), (ImportError, holotrace.HolotraceError))

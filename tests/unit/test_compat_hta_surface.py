@@ -137,11 +137,25 @@ def test_call_graph_from_dataframe(filter_dir):
     # HCallGraph.from_dataframe(df, t.symbol_table, rank=0).mapping: (4037, 4037, main, -4037) then
     # (4037, 23695, bwd, -4037)
     assert cg.mapping[["pid", "tid", "label", "stack_root"]].values.tolist() == [
-        [4037, 4037, "main", -4037], [4037, 23695, "bwd", -4037]]
+        [4037, 4037, "main", -4037],
+        [4037, 23695, "bwd", -4037],
+    ]
     d = cg.trace_data.get_trace(0)
     # HTA: depth value counts and the kernels counted under the nodes
     assert d["depth"].value_counts().sort_index().to_dict() == {
-        0: 1, 1: 8, 2: 222, 3: 310, 4: 539, 5: 539, 6: 441, 7: 233, 8: 90, 9: 11, 10: 7, 11: 2}
+        0: 1,
+        1: 8,
+        2: 222,
+        3: 310,
+        4: 539,
+        5: 539,
+        6: 441,
+        7: 233,
+        8: 90,
+        9: 11,
+        10: 7,
+        11: 2,
+    }
     assert int(d["num_kernels"].sum()) == 4358
     assert cg.get_stack_of_node(2402, 0)["index"].tolist() == [1249, 1250, 1251, 1252, 2403, 2402]
     assert "depth" not in raw.columns  # the caller's frame is copied, not modified
@@ -159,27 +173,68 @@ def test_call_stack_graph_constructor_and_relinking(filter_dir):
     main = full[(full["tid"] == 4037) & (full["stream"] == -1)]
     bwd = full[(full["tid"] == 23695) & (full["stream"] == -1)]
     nodes: dict = {}
-    m = CallStackGraph(main, CallStackIdentity(0, 4037, 4037), corr, full, t.symbol_table, nodes=nodes,
-                       use_existing_stack_columns=False)
-    b = CallStackGraph(bwd, CallStackIdentity(0, 4037, 23695), corr, full, t.symbol_table, nodes=nodes,
-                       use_existing_stack_columns=False)
+    m = CallStackGraph(
+        main,
+        CallStackIdentity(0, 4037, 4037),
+        corr,
+        full,
+        t.symbol_table,
+        nodes=nodes,
+        use_existing_stack_columns=False,
+    )
+    b = CallStackGraph(
+        bwd,
+        CallStackIdentity(0, 4037, 23695),
+        corr,
+        full,
+        t.symbol_table,
+        nodes=nodes,
+        use_existing_stack_columns=False,
+    )
     # HTA, per thread (CallStackGraph(thread_df, CallStackIdentity(0, pid, tid), get_cpu_gpu_correlation(full),
     # full, symbol_table, use_existing_stack_columns=False)): root -|tid|, depth value counts written to full
     assert m.root_index == -4037 and m.get_children(-4037) == [1249]
     assert full.loc[main.index, "depth"].value_counts().sort_index().to_dict() == {
-        0: 1, 1: 8, 2: 65, 3: 141, 4: 260, 5: 214, 6: 166, 7: 50, 8: 9, 9: 6, 10: 2}
+        0: 1,
+        1: 8,
+        2: 65,
+        3: 141,
+        4: 260,
+        5: 214,
+        6: 166,
+        7: 50,
+        8: 9,
+        9: 6,
+        10: 2,
+    }
     assert b.root_index == -23695 and b.get_children(-23695)[:6] == [0, 4, 8, 11, 15, 18]
     assert full.loc[bwd.index, "depth"].value_counts().sort_index().to_dict() == {
-        0: 157, 1: 169, 2: 233, 3: 216, 4: 62, 5: 40, 6: 1, 7: 1}
+        0: 157,
+        1: 169,
+        2: 233,
+        3: 216,
+        4: 62,
+        5: 40,
+        6: 1,
+        7: 1,
+    }
     # b.update_parent_of_first_layer_nodes(1708) ("## backward ##"): 158 children, root -4037; then
     # b.save_call_stack_to_dataframe(apply_whole_graph=True): the backward thread sits two levels deeper
     b.update_parent_of_first_layer_nodes(1708)
     assert b.root_index == -4037 and len(nodes[1708].children) == 158 and -23695 not in nodes
     b.save_call_stack_to_dataframe(apply_whole_graph=True)
     assert full.loc[bwd.index, "depth"].value_counts().sort_index().to_dict() == {
-        2: 157, 3: 169, 4: 233, 5: 216, 6: 62, 7: 40, 8: 1, 9: 1}
+        2: 157,
+        3: 169,
+        4: 233,
+        5: 216,
+        6: 62,
+        7: 40,
+        8: 1,
+        9: 1,
+    }
     with pytest.raises(ValueError, match="not in the node map"):
-        b.update_parent_of_first_layer_nodes(10 ** 9)
+        b.update_parent_of_first_layer_nodes(10**9)
 
 
 # ---------------------------------------------------------------------------- configuration objects
@@ -255,8 +310,9 @@ def test_blocked_on_full_queue_mtia_single_rank():
     fixed = a.get_time_spent_blocked_on_full_queue(ql, max_queue_length=1)
     assert fixed[["rank", "stream"]].values.tolist() == [[0, 1], [0, 102]]
     assert fixed["duration_at_max_queue_length"].tolist() == [1011610.0, 1060.0]
-    assert fixed["relative_duration_at_max_queue_length"].tolist() == pytest.approx([0.07584825909497186,
-                                                                                     7.947643325063035e-05])
+    assert fixed["relative_duration_at_max_queue_length"].tolist() == pytest.approx(
+        [0.07584825909497186, 7.947643325063035e-05]
+    )
 
 
 def test_launch_stats_compat_columns(filter_dir):
@@ -265,8 +321,11 @@ def test_launch_stats_compat_columns(filter_dir):
     a = TraceAnalysis(trace_dir=filter_dir)
     hta_cols = ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]  # HTA's frame columns
     assert list(a.get_cuda_kernel_launch_stats(hta_compat=True)[0].columns) == hta_cols
-    assert list(a.get_cuda_kernel_launch_stats()[0].columns) == hta_cols + ["short_kernel", "runtime_outlier",
-                                                                           "launch_delay_outlier"]
+    assert list(a.get_cuda_kernel_launch_stats()[0].columns) == hta_cols + [
+        "short_kernel",
+        "runtime_outlier",
+        "launch_delay_outlier",
+    ]
 
 
 def test_cupti_frame_end_and_columns():
@@ -285,10 +344,23 @@ def test_cupti_frame_end_and_columns():
     counters = [c for c in cols if c.startswith("smsp__")]
     assert len(counters) == 9
     assert cols.index("out_split_size") + 1 == cols.index(counters[0])
-    assert cols[cols.index(counters[-1]) + 1:] == [
-        "index_correlation", "iteration", "end", "depth", "height", "parent", "num_kernels", "kernel_dur_sum",
-        "kernel_span", "first_kernel_start", "last_kernel_end", "index_runtime", "op_stack", "top_level_op",
-        "bottom_level_op"]
+    assert cols[cols.index(counters[-1]) + 1 :] == [
+        "index_correlation",
+        "iteration",
+        "end",
+        "depth",
+        "height",
+        "parent",
+        "num_kernels",
+        "kernel_dur_sum",
+        "kernel_span",
+        "first_kernel_start",
+        "last_kernel_end",
+        "index_runtime",
+        "op_stack",
+        "top_level_op",
+        "bottom_level_op",
+    ]
 
 
 # ---------------------------------------------------------------------------- trace diff (HTA's test_trace_diff.py)
@@ -321,10 +393,23 @@ def test_extract_ops_and_summary(compare_pair):
     assert len(base.extract_ops(1, 1010, DeviceType.GPU)) == 1
     s = base.get_ops_summary(cpu).sort_values(by="name")[["name", "counts", "total_duration"]].set_index("name")
     assert s.to_dict() == {  # HTA's test_get_ops_summary
-        "counts": {"ProfilerStep#1010": 1, "aten::as_strided": 1, "aten::empty": 1, "cudaEventQuery": 1,
-                   "cudaLaunchKernel": 1, "nccl:all_reduce": 1},
-        "total_duration": {"ProfilerStep#1010": 122149, "aten::as_strided": 0, "aten::empty": 0,
-                           "cudaEventQuery": 4, "cudaLaunchKernel": 4, "nccl:all_reduce": 67}}
+        "counts": {
+            "ProfilerStep#1010": 1,
+            "aten::as_strided": 1,
+            "aten::empty": 1,
+            "cudaEventQuery": 1,
+            "cudaLaunchKernel": 1,
+            "nccl:all_reduce": 1,
+        },
+        "total_duration": {
+            "ProfilerStep#1010": 122149,
+            "aten::as_strided": 0,
+            "aten::empty": 0,
+            "cudaEventQuery": 4,
+            "cudaLaunchKernel": 4,
+            "nccl:all_reduce": 67,
+        },
+    }
 
 
 def test_compare_traces_and_ops_diff(compare_pair):
@@ -338,12 +423,14 @@ def test_compare_traces_and_ops_diff(compare_pair):
     assert gpu["counts_change_categories"].value_counts().to_dict() == {"-": 1}
     # HTA's test_ops_diff: all five keys, empty lists included
     assert TraceDiff.ops_diff(base, test, 1, 1, 1010, 1010, device_type=DeviceType.CPU) == {
-        "added": ["AddmmBackward0", "All2All_Pooled_Req", "CatBackward0"], "deleted": ["nccl:all_reduce"],
-        "increased": [], "decreased": [],
-        "unchanged": ["ProfilerStep#1010", "aten::as_strided", "aten::empty", "cudaEventQuery", "cudaLaunchKernel"]}
+        "added": ["AddmmBackward0", "All2All_Pooled_Req", "CatBackward0"],
+        "deleted": ["nccl:all_reduce"],
+        "increased": [],
+        "decreased": [],
+        "unchanged": ["ProfilerStep#1010", "aten::as_strided", "aten::empty", "cudaEventQuery", "cudaLaunchKernel"],
+    }
     d = TraceDiff.ops_diff(base, test, 1, 1, 1010, 1010, device_type=DeviceType.GPU)
     assert list(d) == ["added", "deleted", "increased", "decreased", "unchanged"] and len(d["deleted"]) == 1
-
 
 
 # ---------------------------------------------------------------------------- critical-path graph files
@@ -358,15 +445,25 @@ def _event_sync():
 
 def _summary(g):
     b = g.get_critical_path_breakdown()
-    return (len(g.critical_path_nodes), len(g.critical_path_edges_set), b.shape[0], float(b["duration"].sum()),
-            sorted(b["bound_by"].value_counts().to_dict().items()))
+    return (
+        len(g.critical_path_nodes),
+        len(g.critical_path_edges_set),
+        b.shape[0],
+        float(b["duration"].sum()),
+        sorted(b["bound_by"].value_counts().to_dict().items()),
+    )
 
 
 # HTA on this trace: critical_path_analysis(rank=0, annotation="", instance_id=None) -> 56 nodes, 57 edges,
 # a path of 40 nodes / 39 edges, breakdown durations summing to 2411.0,
 # bound_by '' 8, cpu_bound 29, gpu_compute_bound 1, gpu_kernel_launch_overhead 1
-HTA_EVENT_SYNC = (40, 39, 39, 2411.0, [("", 8), ("cpu_bound", 29), ("gpu_compute_bound", 1),
-                                       ("gpu_kernel_launch_overhead", 1)])
+HTA_EVENT_SYNC = (
+    40,
+    39,
+    39,
+    2411.0,
+    [("", 8), ("cpu_bound", 29), ("gpu_compute_bound", 1), ("gpu_kernel_launch_overhead", 1)],
+)
 
 
 def test_restore_cpgraph_reads_hta_save():
@@ -379,8 +476,12 @@ def test_restore_cpgraph_reads_hta_save():
     assert len(hta.node_list) == 56 and hta.number_of_edges() == 57
     assert hta.critical_path_nodes == mine.critical_path_nodes
     assert hta.critical_path_events_set == mine.critical_path_events_set
-    assert hta.summary().round(6).to_dict() == {"": 0.0, "cpu_bound": 98.092078, "gpu_compute_bound": 1.493156,
-                                                "gpu_kernel_launch_overhead": 0.414766}  # HTA's cp.summary()
+    assert hta.summary().round(6).to_dict() == {
+        "": 0.0,
+        "cpu_bound": 98.092078,
+        "gpu_compute_bound": 1.493156,
+        "gpu_kernel_launch_overhead": 0.414766,
+    }  # HTA's cp.summary()
 
 
 def test_save_writes_hta_layout(tmp_path):
@@ -433,9 +534,15 @@ def test_critical_path_analysis_class():
 
 # ---------------------------------------------------------------------------- HTA's free helpers
 def test_parse_trace_file_and_helpers(filter_dir):
-    from holotrace import (NameIdColumnFilter, NameStringColumnFilter, decode_symbol_id_to_symbol_name,
-                           get_cpu_gpu_correlation, get_value_from_dict, parse_trace_file,
-                           trace_event_timestamp_to_unixtime_ns)
+    from holotrace import (
+        NameIdColumnFilter,
+        NameStringColumnFilter,
+        decode_symbol_id_to_symbol_name,
+        get_cpu_gpu_correlation,
+        get_value_from_dict,
+        parse_trace_file,
+        trace_event_timestamp_to_unixtime_ns,
+    )
 
     meta, df, st = parse_trace_file(filter_dir + "/sampled_rank-0.json.gz")
     # HTA parse_trace_file(...): rank 0, 4810 x 30, ts 1682725898236567, ...569 (absolute), index 0, 1,
@@ -474,8 +581,10 @@ def test_loaded_table_end_both_modes(filter_dir):
 def _backward_file(tmp_path) -> str:
     from test_compat_trace_callgraph import BACKWARD  # HTA's tests/data/call_stack/backward_thread.json
 
-    events = [{"ph": "X", "cat": c, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
-              for c, n, p, t, ts, d, a in BACKWARD]
+    events = [
+        {"ph": "X", "cat": c, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
+        for c, n, p, t, ts, d, a in BACKWARD
+    ]
     path = tmp_path / "backward_thread.json"
     path.write_text(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0}}))
     return str(path)
@@ -504,7 +613,15 @@ def test_call_graph_on_parsed_trace(tmp_path):
     assert cg.get_stack_of_node(2, skip_ancestors=True)["parent"].tolist() == [1, 2, 3, 4, 6]
     cs = CallGraph.from_dataframe(df, t.symbol_table).get_csg_of_node(1)
     assert [(i, cs.nodes[i].parent) for i in sorted(cs.nodes)] == [
-        (-3914, -1), (0, -3914), (1, 0), (2, 1), (3, 2), (4, 3), (5, 6), (6, 4)]
+        (-3914, -1),
+        (0, -3914),
+        (1, 0),
+        (2, 1),
+        (3, 2),
+        (4, 3),
+        (5, 6),
+        (6, 4),
+    ]
     # without the "## backward ##" annotation the backward thread hangs under ProfilerStep#552 (index 0)
     for d in t.get_all_traces().values():
         d.drop(d.index[d["s_name"].eq("## backward ##")], inplace=True)
@@ -526,5 +643,8 @@ def test_kernels_with_user_annotations_columns():
     # (index, ts, dur, end) = (25790, 3488, 5, 3493), (25804, 3678, 2, 3680), (25820, 4067, 0, 4067)
     assert k.shape == (4876, 34) and list(k.columns[5:9]) == ["ts", "dur", "end", "stream"]
     assert list(k.columns[-4:]) == ["user_annotation", "s_name", "s_cat", "s_user_annotation"]
-    assert k[["index", "ts", "dur", "end"]].head(3).values.tolist() == [[25790, 3488, 5, 3493], [25804, 3678, 2, 3680],
-                                                                        [25820, 4067, 0, 4067]]
+    assert k[["index", "ts", "dur", "end"]].head(3).values.tolist() == [
+        [25790, 3488, 5, 3493],
+        [25804, 3678, 2, 3680],
+        [25820, 4067, 0, 4067],
+    ]

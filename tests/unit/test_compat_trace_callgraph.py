@@ -13,9 +13,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corpus import SHARED
-
-from holotrace import CallGraph, LegacyCallGraph, TraceAnalysis, add_et_column, correlate_execution_trace, \
-    get_kernel_type, load_execution_trace
+from holotrace import (
+    CallGraph,
+    LegacyCallGraph,
+    TraceAnalysis,
+    add_et_column,
+    correlate_execution_trace,
+    get_kernel_type,
+    load_execution_trace,
+)
 from holotrace.analysis.callstack import call_graph
 from holotrace.model.classify import HTA
 
@@ -26,16 +32,25 @@ BACKWARD = [
     ("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 3914, 24922, 1666149715364322, 145, {}),
     ("cpu_op", "AddmmBackward0", 3914, 24922, 1666149715364324, 102, {}),
     ("cpu_op", "aten::mm", 3914, 24922, 1666149715364330, 58, {}),
-    ("kernel", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>", 0, 7, 1666149715428509,
-     45, {"stream": 7, "correlation": 2131433, "device": 0}),
+    (
+        "kernel",
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+        0,
+        7,
+        1666149715428509,
+        45,
+        {"stream": 7, "correlation": 2131433, "device": 0},
+    ),
     ("cuda_runtime", "cudaLaunchKernel", 3914, 24922, 1666149715364374, 10, {"correlation": 2131433, "cbid": 211}),
 ]
 
 
 @pytest.fixture
 def backward(tmp_path):
-    events = [{"ph": "X", "cat": c, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
-              for c, n, p, t, ts, d, a in BACKWARD]
+    events = [
+        {"ph": "X", "cat": c, "name": n, "pid": p, "tid": t, "ts": ts, "dur": d, "args": a}
+        for c, n, p, t, ts, d, a in BACKWARD
+    ]
     (tmp_path / "backward_thread.json").write_text(json.dumps({"traceEvents": events, "distributedInfo": {"rank": 0}}))
     return TraceAnalysis(trace_dir=str(tmp_path), cache=False)
 
@@ -103,13 +118,18 @@ def test_annotation_breakdown_matches_trace_table():
         df = analyzer.t.get_trace(0)
         analyzer.t.symbol_table.add_symbols_to_trace_df(df, "name")
         ref = df[df.cat == idx][["name", "dur"]].groupby("name")["dur"].sum().reset_index()
-        pd.testing.assert_frame_equal(out[["name", "sum (us)"]], ref.rename(columns={"dur": "sum (us)"}),
-                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            out[["name", "sum (us)"]], ref.rename(columns={"dur": "sum (us)"}), check_dtype=False
+        )
 
 
 CG_JOBS = sorted(p.name for p in (SHARED / "traces").iterdir() if p.is_dir()) if (SHARED / "traces").is_dir() else []
-CG_SKIP = {"hta_memory_analysis", "kineto_resnet50_listformat_2021", "tracelens_mi300_torch_compile_triton",
-           "hta_execution_trace"}
+CG_SKIP = {
+    "hta_memory_analysis",
+    "kineto_resnet50_listformat_2021",
+    "tracelens_mi300_torch_compile_triton",
+    "hta_execution_trace",
+}
 
 
 @pytest.mark.parametrize("name", [j for j in CG_JOBS if j not in CG_SKIP])
@@ -137,8 +157,9 @@ def test_execution_trace_correlation():
     folder = SHARED / "traces" / "hta_execution_trace"
     if not folder.is_dir():
         pytest.skip("shared corpus not present")
-    analyzer = TraceAnalysis(trace_files={0: str(folder / "benchmark_simple_add_trace.json.gz")}, trace_dir="",
-                             cache=False)
+    analyzer = TraceAnalysis(
+        trace_files={0: str(folder / "benchmark_simple_add_trace.json.gz")}, trace_dir="", cache=False
+    )
     et = load_execution_trace(str(folder / "benchmark_simple_add_et.json.gz"))
     report = correlate_execution_trace(analyzer.t, 0, et)
     assert report["matched"] == 36 and report["rows"] == 36 and report["contained"]
@@ -158,6 +179,7 @@ def test_helpers_from_rule_table():
     assert get_kernel_type("rcclAllReduce") == "COMPUTATION"  # HTA's rule (holotrace's own rules say COMMUNICATION)
     assert get_kernel_type("cudaLaunchKernel") == "OTHER"
     from holotrace.compat.types import ComputeKernelGroupingPattern, get_memory_kernel_type
+
     assert not ComputeKernelGroupingPattern.match("nccl_x") and ComputeKernelGroupingPattern.match("gemm")
     assert get_memory_kernel_type("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD"
     assert get_memory_kernel_type("Memset (Device)") == "Memset"

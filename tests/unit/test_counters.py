@@ -9,12 +9,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import CUDA_SASS_INSTRUCTION_COUNTER_FLOPS, TimeSeriesTypes, TraceAnalysis
 from holotrace.analysis import counters, cupti
 from holotrace.model.classify import NATIVE
+from tracebuilder import TraceBuilder
 
 
 def _trace() -> TraceBuilder:
@@ -31,11 +31,22 @@ def _trace() -> TraceBuilder:
     tb.launch_kernel("k3", 14, 1, 50, 5)
     tb.launch_kernel("k5", 16, 1, 18, 2, stream=9)
     tb.launch_kernel("k4", 30, 1, 60, 1)
-    for name, cpu, ts, dur, stream, bw in (("Memcpy HtoD (Pageable -> Device)", 90, 100, 10, 11, 2.0),
-                                           ("Memcpy HtoD (Pageable -> Device)", 91, 105, 15, 12, 3.0),
-                                           ("Memcpy DtoH (Device -> Pageable)", 92, 100, 0, 11, 1.0)):
-        tb.launch_kernel(name, cpu, 1, ts, dur, stream=stream, cat="gpu_memcpy", launch_name="cudaMemcpyAsync",
-                         **{"memory bandwidth (GB/s)": bw})
+    for name, cpu, ts, dur, stream, bw in (
+        ("Memcpy HtoD (Pageable -> Device)", 90, 100, 10, 11, 2.0),
+        ("Memcpy HtoD (Pageable -> Device)", 91, 105, 15, 12, 3.0),
+        ("Memcpy DtoH (Device -> Pageable)", 92, 100, 0, 11, 1.0),
+    ):
+        tb.launch_kernel(
+            name,
+            cpu,
+            1,
+            ts,
+            dur,
+            stream=stream,
+            cat="gpu_memcpy",
+            launch_name="cudaMemcpyAsync",
+            **{"memory bandwidth (GB/s)": bw},
+        )
     return tb
 
 
@@ -77,7 +88,9 @@ def test_blocked_on_full_queue_small_limit(job):
     two = counters.time_blocked_on_full_queue(job, rules=NATIVE, max_queue_length=1)
     assert sorted(two["stream"].tolist()) == [7, 9, 11, 12]
     ta = TraceAnalysis(job=job)
-    quirky = ta.get_time_spent_blocked_on_full_queue(ta.get_queue_length_time_series(), max_queue_length=1, hta_compat=True)
+    quirky = ta.get_time_spent_blocked_on_full_queue(
+        ta.get_queue_length_time_series(), max_queue_length=1, hta_compat=True
+    )
     assert quirky["stream"].tolist() == [12]
 
 
@@ -127,8 +140,8 @@ def test_augmented_trace_round_trip_and_derived_skip(tmp_path):
     out = tmp_path / "rank-0.pt.trace_with_counters.json.gz"
     doc = json.loads(gzip.decompress(out.read_bytes()))
     orig = json.loads(gzip.decompress(src.read_bytes()))
-    added = doc["traceEvents"][len(orig["traceEvents"]):]
-    assert doc["traceEvents"][:len(orig["traceEvents"])] == orig["traceEvents"]
+    added = doc["traceEvents"][len(orig["traceEvents"]) :]
+    assert doc["traceEvents"][: len(orig["traceEvents"])] == orig["traceEvents"]
     assert {k: v for k, v in doc.items() if k != "traceEvents"} == {k: v for k, v in orig.items() if k != "traceEvents"}
     q = [e for e in added if e["name"] == "Queue Length"]
     assert len(q) == len(ta.get_queue_length_time_series()[0]) == 8 + 2 + 3 * 2  # streams 7, 9 and 3 copies
@@ -150,8 +163,9 @@ def test_augmented_trace_round_trip_and_derived_skip(tmp_path):
 def test_augmented_plain_json_stays_plain_and_output_dir(tmp_path):
     _trace().write(tmp_path / "in")
     ta = TraceAnalysis(trace_dir=str(tmp_path / "in"), cache=False)
-    ta.generate_trace_with_counters(time_series=TimeSeriesTypes.MEMCPY_BANDWIDTH, output_dir=str(tmp_path / "out"),
-                                    output_suffix="_bw")
+    ta.generate_trace_with_counters(
+        time_series=TimeSeriesTypes.MEMCPY_BANDWIDTH, output_dir=str(tmp_path / "out"), output_suffix="_bw"
+    )
     out = tmp_path / "out" / "rank-0.pt.trace_bw.json"
     raw = out.read_bytes()
     assert raw[:1] == b"{"  # not gzip: the name does not end in .gz
@@ -163,11 +177,18 @@ def test_augmented_plain_json_stays_plain_and_output_dir(tmp_path):
 def test_cupti_flops_hand_worked():
     assert CUDA_SASS_INSTRUCTION_COUNTER_FLOPS["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] == 2
     assert CUDA_SASS_INSTRUCTION_COUNTER_FLOPS["smsp__sass_thread_inst_executed_op_dadd_pred_on.sum"] == 1
-    f = pd.DataFrame({"index": [1, 2, 3], "name": ["a", "b", "c"], "top_level_op": ["op1", "op1", "op2"],
-                      "bottom_level_op": ["x", "y", "z"],
-                      "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": [10, 0, -1],
-                      "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": [4, 6, 1],
-                      "dram__bytes_read.sum": [8, 3, 0], "dram__bytes_write.sum": [4, 3, 0]})
+    f = pd.DataFrame(
+        {
+            "index": [1, 2, 3],
+            "name": ["a", "b", "c"],
+            "top_level_op": ["op1", "op1", "op2"],
+            "bottom_level_op": ["x", "y", "z"],
+            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": [10, 0, -1],
+            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": [4, 6, 1],
+            "dram__bytes_read.sum": [8, 3, 0],
+            "dram__bytes_write.sum": [4, 3, 0],
+        }
+    )
     kernels, ops = cupti.flops(f)
     assert kernels["flops"].tolist() == [24, 6, 1]  # 2*10 + 4; 6; absent (-1) counts 0
     np.testing.assert_allclose(kernels["arithmetic_intensity"], [2.0, 1.0, np.nan])
@@ -192,8 +213,16 @@ def test_writer_large_plain_file_reads_only_its_ends(tmp_path):
     events = [{"ph": "X", "name": "a" * 1000, "args": {"x": "]}, {"}} for _ in range(3000)]  # over 3 MB
     doc = {"schemaVersion": 1, "traceEvents": events, "traceName": "]", "extra": [{"k": [1]}]}
     p.write_text(json.dumps(doc))
-    out = trace_file.write_trace_with_events(p, tmp_path / "o.json", ['{"ph": "C", "name": "n"}'],
-                                             top_keys=["schemaVersion", "traceName", "extra", "traceEvents"])
+    out = trace_file.write_trace_with_events(
+        p,
+        tmp_path / "o.json",
+        ['{"ph": "C", "name": "n"}'],
+        top_keys=["schemaVersion", "traceName", "extra", "traceEvents"],
+    )
     back = json.loads(out.read_text())
     assert back["traceEvents"][:-1] == events and back["traceEvents"][-1] == {"ph": "C", "name": "n"}
-    assert {k: back[k] for k in ("schemaVersion", "traceName", "extra")} == {"schemaVersion": 1, "traceName": "]", "extra": [{"k": [1]}]}
+    assert {k: back[k] for k in ("schemaVersion", "traceName", "extra")} == {
+        "schemaVersion": 1,
+        "traceName": "]",
+        "extra": [{"k": [1]}],
+    }

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from corpus import shared_or_skip
 import holotrace
+from corpus import shared_or_skip
 from holotrace.analysis.critical_path import breakdown, critical_path, summary
 from holotrace.analysis.critical_path.graph import EdgeType
 from holotrace.analysis.critical_path.what_if import what_if
@@ -72,7 +72,9 @@ def test_facade_overlay_counts(tmp_path):
     import gzip
     import json
 
-    ta = holotrace.TraceAnalysis(trace_dir=str(shared_or_skip() / "traces" / "hta_critical_path_simple_add"), cache=False)
+    ta = holotrace.TraceAnalysis(
+        trace_dir=str(shared_or_skip() / "traces" / "hta_critical_path_simple_add"), cache=False
+    )
     graph, ok = ta.critical_path_analysis(rank=0, annotation=ANNO, instance_id=1)
     assert ok
     path = ta.overlay_critical_path_analysis(0, graph, str(tmp_path / "o"))

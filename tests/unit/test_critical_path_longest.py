@@ -14,7 +14,7 @@ def _random_graph(rng, dag: bool):
     a, b = rng.integers(0, n, m), rng.integers(0, n, m)
     keep = a != b
     a, b = a[keep], b[keep]
-    if dag:   # edges forward in a random order of the nodes
+    if dag:  # edges forward in a random order of the nodes
         perm = rng.permutation(n)
         a, b = perm[np.minimum(a, b)], perm[np.maximum(a, b)]
     _, first = np.unique(a * 1000 + b, return_index=True)

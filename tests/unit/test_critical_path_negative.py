@@ -18,7 +18,7 @@ def _job(tmp_path, cpu_tail_us: float):
     tb.annotation("ProfilerStep#1", 0, 1000)
     tb.cpu_op("aten::mm", 10, 10)
     tb.launch_kernel("gemm", 12, 2, 20, 10)
-    tb.launch_kernel("gemm2", 15, 2, 28, 7)     # starts 2 us before the first one ends: kernel-kernel edge of -2 us
+    tb.launch_kernel("gemm2", 15, 2, 28, 7)  # starts 2 us before the first one ends: kernel-kernel edge of -2 us
     tb.cpu_op("aten::add", 40, cpu_tail_us)
     tb.write(tmp_path / f"tail{cpu_tail_us}")
     return holotrace.load(str(tmp_path / f"tail{cpu_tail_us}"), cache=False)
@@ -28,8 +28,9 @@ def _records(caplog):
     return [r for r in caplog.records if "negative edge weight" in r.getMessage()]
 
 
-@pytest.mark.parametrize("tail,on_path,level,length", [(5.0, 1, logging.INFO, 17_000.0),
-                                                       (500.0, 0, logging.DEBUG, 510_000.0)])
+@pytest.mark.parametrize(
+    "tail,on_path,level,length", [(5.0, 1, logging.INFO, 17_000.0), (500.0, 0, logging.DEBUG, 510_000.0)]
+)
 def test_zeroed_weights_counted_and_logged_once(tmp_path, caplog, tail, on_path, level, length):
     job = _job(tmp_path, tail)
     caplog.set_level(logging.DEBUG, logger="holotrace.critical_path")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import holotrace
+from corpus import shared_or_skip
 from holotrace.ingest.decode import decode_file
 from holotrace.schema import ID_COLUMNS
-from corpus import shared_or_skip
 from tracebuilder import TraceBuilder
 
 
@@ -59,20 +59,43 @@ def test_file_pool_equals_sequential(tmp_path):
     b = holotrace.load(tmp_path, cache=False, workers=3)
     assert a.ranks == b.ranks == [0, 1, 2]
     for r in a.ranks:
-        assert a.strings.decode(a.rank(r).columns["name"]).tolist() == b.strings.decode(b.rank(r).columns["name"]).tolist()
+        assert (
+            a.strings.decode(a.rank(r).columns["name"]).tolist() == b.strings.decode(b.rank(r).columns["name"]).tolist()
+        )
 
 
 def test_side_tables_counters_memory_flows_names(tmp_path):
     tb = TraceBuilder(rank=0)
     tb.launch_kernel("k", 10, 5, 20, 30)
     tb.raw({"ph": "C", "name": "queue", "pid": 0, "tid": 7, "ts": 15, "args": {"length": 3, "bytes": 10.5}})
-    tb.raw({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 1, "ts": 12, "s": "t",
-            "args": {"Device Type": 1, "Device Id": 0, "Addr": 1234, "Bytes": 512, "Total Allocated": 4096, "Total Reserved": 8192}})
+    tb.raw(
+        {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": 100,
+            "tid": 1,
+            "ts": 12,
+            "s": "t",
+            "args": {
+                "Device Type": 1,
+                "Device Id": 0,
+                "Addr": 1234,
+                "Bytes": 512,
+                "Total Allocated": 4096,
+                "Total Reserved": 8192,
+            },
+        }
+    )
     t = holotrace.load(tb.write(tmp_path / "t.json"), cache=False).rank(0)
     c = t.counters
     assert sorted(c["value"].tolist()) == [3.0, 10.5]
     m = t.instants
-    assert m["mem_bytes"].tolist() == [512] and m["mem_total_allocated"].tolist() == [4096] and m["mem_addr"].tolist() == [1234]
+    assert (
+        m["mem_bytes"].tolist() == [512]
+        and m["mem_total_allocated"].tolist() == [4096]
+        and m["mem_addr"].tolist() == [1234]
+    )
     f = t.flows
     assert len(f) == 2 and set(f["flow_id"].tolist()) == {1000}
     assert len(t.names) == 2
@@ -108,8 +131,15 @@ def _doc(tmp_path, events, name="t.json"):
 
 def test_times_are_exact_nanoseconds_from_the_decimal_text(tmp_path):
     # 1.7e15 µs is 1.7e18 ns, beyond float64's 2^53: only the decimal text gives the last digits
-    evs = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": 1} for n, ts in
-           [("epoch", 1700000000123456.789), ("exp", 1.5e3), ("half_even_down", 0.0005), ("half_even_up", 0.0015)]]
+    evs = [
+        {"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": 1}
+        for n, ts in [
+            ("epoch", 1700000000123456.789),
+            ("exp", 1.5e3),
+            ("half_even_down", 0.0005),
+            ("half_even_up", 0.0015),
+        ]
+    ]
     f = tmp_path / "t.json"
     text = json.dumps({"traceEvents": evs}).replace("1700000000123456.8", "1700000000123456.789")
     f.write_text(text)
@@ -121,9 +151,11 @@ def test_times_are_exact_nanoseconds_from_the_decimal_text(tmp_path):
 
 def test_mixed_type_fields(tmp_path):
     k = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}
-    evs = [{**k, "pid": "Spans", "args": {"stream": "0x0", "correlation": "42"}},
-           {**k, "tid": "7", "args": {"stream": 7, "correlation": 3.0}},
-           {**k, "args": {"correlation": 2.5, "External id": 18446744073709551615}}]
+    evs = [
+        {**k, "pid": "Spans", "args": {"stream": "0x0", "correlation": "42"}},
+        {**k, "tid": "7", "args": {"stream": 7, "correlation": 3.0}},
+        {**k, "args": {"correlation": 2.5, "External id": 18446744073709551615}},
+    ]
     d = decode_file(_doc(tmp_path, evs))
     ev = d.events
     assert ev["pid"].tolist() == [-1, 0, 0] and ev["tid"].tolist() == [7, 7, 7]
@@ -137,8 +169,15 @@ def test_mixed_type_fields(tmp_path):
 def test_integers_of_every_length_and_pretty_printing(tmp_path):
     """Integers of 1-20 digits (the scanner reads up to 19 digits without overflow checks), 2^63..2^64-1 wrapping
     to negative as unsigned ids do, integral floats; the same with indentation and tabs."""
-    values = [7, 123456789012345678, 1234567890123456789, 9223372036854775807, -9223372036854775808,
-              12345678901234567890, 18446744073709551615]
+    values = [
+        7,
+        123456789012345678,
+        1234567890123456789,
+        9223372036854775807,
+        -9223372036854775808,
+        12345678901234567890,
+        18446744073709551615,
+    ]
     want = [v - 2**64 if v >= 2**63 else v for v in values]
     evs = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": v, "tid": 1, "ts": 1, "dur": 1} for v in values]
     evs.append({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1.5e1, "tid": 1, "ts": 1, "dur": 1})
@@ -152,12 +191,22 @@ def test_integers_of_every_length_and_pretty_printing(tmp_path):
 
 
 def test_escaped_strings_and_category_args(tmp_path):
-    evs = [{"ph": "X", "cat": "cpu_op", "name": 'a"b\u00e9\U0001F600', "pid": 1, "tid": 1, "ts": 1, "dur": 2,
-            "args": {"correlation": 5, "Input Dims": [[1, 2], []], "External id": 9}}]
+    evs = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": 'a"b\u00e9\U0001f600',
+            "pid": 1,
+            "tid": 1,
+            "ts": 1,
+            "dur": 2,
+            "args": {"correlation": 5, "Input Dims": [[1, 2], []], "External id": 9},
+        }
+    ]
     f = tmp_path / "t.json"
     f.write_text(json.dumps({"traceEvents": evs}))  # ensure_ascii: \\u escapes, a surrogate pair among them
     d = decode_file(f)
-    assert _text(d, d.events["name"]) == ['a"b\u00e9\U0001F600']
+    assert _text(d, d.events["name"]) == ['a"b\u00e9\U0001f600']
     assert _text(d, d.events["input_dims"]) == ["[[1, 2], []]"]
     assert d.events["external_id"].tolist() == [9]
     assert d.events["correlation"].tolist() == [-1]  # cpu ops do not carry a correlation (category rule)
@@ -186,7 +235,9 @@ def test_cuts_inside_strings_are_repaired(tmp_path, gz):
 @pytest.mark.parametrize("gz", [False, True])
 def test_metadata_after_the_events_spanning_pieces(tmp_path, gz):
     """Keys written after traceEvents (lists of objects among them) are read whatever the piece size."""
-    evs = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i in range(50)]
+    evs = [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i in range(50)
+    ]
     props = [{"id": k, "name": "H100", "totalGlobalMem": 85e9} for k in range(40)]
     text = json.dumps({"schemaVersion": 1, "traceEvents": evs, "deviceProperties": props, "baseTimeNanoseconds": 17})
     f = tmp_path / ("t.json.gz" if gz else "t.json")
@@ -194,4 +245,6 @@ def test_metadata_after_the_events_spanning_pieces(tmp_path, gz):
     for chunk, workers in ((1 << 30, 1), (64, 1), (300, 2)):
         d = decode_file(f, chunk_bytes=chunk, workers=workers)
         assert len(d.events["ts_ns"]) == 50 and not d.problems
-        assert d.meta["deviceProperties"] == props and d.meta["baseTimeNanoseconds"] == 17 and d.meta["schemaVersion"] == 1
+        assert (
+            d.meta["deviceProperties"] == props and d.meta["baseTimeNanoseconds"] == 17 and d.meta["schemaVersion"] == 1
+        )

@@ -33,9 +33,18 @@ def _code_arg(call: ast.Call, fname: str):
     func = call.func
     if isinstance(func, ast.Name) and func.id == "Problem":
         pos = 0
-    elif isinstance(func, ast.Name) and func.id in ("Finding", "cls") and (func.id == "Finding" or fname == "findings.py"):
+    elif (
+        isinstance(func, ast.Name)
+        and func.id in ("Finding", "cls")
+        and (func.id == "Finding" or fname == "findings.py")
+    ):
         pos = 1
-    elif isinstance(func, ast.Attribute) and func.attr == "of" and isinstance(func.value, ast.Name) and func.value.id == "Finding":
+    elif (
+        isinstance(func, ast.Attribute)
+        and func.attr == "of"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "Finding"
+    ):
         pos = 0
     else:
         return None
@@ -62,7 +71,9 @@ def _scan_sources() -> tuple[dict[str, set[str]], list[tuple[str, str]]]:
                     continue
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                     codes.add(arg.value)
-                elif isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "FindingCode":
+                elif (
+                    isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "FindingCode"
+                ):
                     codes.add(FindingCode[arg.attr].value)  # KeyError: not a member
                 elif not (isinstance(arg, ast.Constant) and arg.value is None and rel == "ingest/cache.py"):
                     dynamic.append((rel, ast.unparse(arg)))
@@ -99,8 +110,15 @@ def test_finding_normalises_code_and_gives_plain_dict():
     assert f.code is FindingCode.CLOCK_SKEW
     d = f.as_dict()
     assert type(d["code"]) is str and type(d["severity"]) is str
-    assert d == {"severity": "warning", "code": "clock_skew", "rank": 1, "file": None, "count": 2,
-                 "message": "ranks disagree", "example": None}
+    assert d == {
+        "severity": "warning",
+        "code": "clock_skew",
+        "rank": 1,
+        "file": None,
+        "count": 2,
+        "message": "ranks disagree",
+        "example": None,
+    }
     assert json.loads(json.dumps(d)) == d
     assert f.line() == "WARNING clock_skew [rank 1]: ranks disagree"
     assert Finding("error", FindingCode.NO_EVENTS, "m") == Finding("error", "no_events", "m")
@@ -127,7 +145,14 @@ def test_summary_affecting_list_is_the_flagged_members():
     # the three codes the hand-written list named but nothing emits are gone; what was missed is there
     assert not {"bad_duration", "truncated_file", "damaged_file"} & summary.AFFECTING_CODES
     assert {"truncated_json", "truncated_gzip", "missing_time"} <= summary.AFFECTING_CODES
-    assert CROSS_RANK_CODES == {"missing_ranks", "incomplete_ingest", "duplicate_rank", "mixed_jobs", "rank_out_of_range", "clock_skew"}
+    assert CROSS_RANK_CODES == {
+        "missing_ranks",
+        "incomplete_ingest",
+        "duplicate_rank",
+        "mixed_jobs",
+        "rank_out_of_range",
+        "clock_skew",
+    }
 
 
 # ---------------------------------------------------------------------------- sources and docs
@@ -255,9 +280,23 @@ CASES = {
     "discovery": (_case_discovery, {"skipped_file", "rank_assigned", "duplicate_rank", "mixed_jobs", "no_events"}),
     "world": (_case_world, {"missing_ranks", "rank_out_of_range", "steps_missing_on_ranks", "clock_skew"}),
     "gzip": (_case_gzip, {"truncated_gzip", "truncated_json", "no_profiler_steps"}),
-    "events": (_case_events, {"non_standard_json", "missing_time", "negative_duration", "absurd_duration", "bad_arg_type",
-                              "unsupported_phase", "unknown_category", "no_category", "overlapping_kernels",
-                              "gpu_without_launch", "launch_without_gpu", "no_profiler_steps"}),
+    "events": (
+        _case_events,
+        {
+            "non_standard_json",
+            "missing_time",
+            "negative_duration",
+            "absurd_duration",
+            "bad_arg_type",
+            "unsupported_phase",
+            "unknown_category",
+            "no_category",
+            "overlapping_kernels",
+            "gpu_without_launch",
+            "launch_without_gpu",
+            "no_profiler_steps",
+        },
+    ),
 }
 
 

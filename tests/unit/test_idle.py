@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from _core_traces import GEMM, load
 
 import holotrace
 from holotrace import TraceAnalysis
@@ -13,7 +14,6 @@ from holotrace.analysis import idle
 from holotrace.model.classify import HTA, HTA_FIXED
 from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, load
 
 IDLE_COLUMNS = ["rank", "stream", "idle_category", "idle_time", "idle_time_ratio"]
 STATS_COLUMNS = ["rank", "stream", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]
@@ -43,7 +43,9 @@ def test_hta_facade_by_hand(tmp_path):
     # streams in order of first appearance; the single-kernel stream gets one 'other' row of 0 and NaN ratio
     assert df[["rank", "stream", "idle_category", "idle_time"]].values.tolist() == [
         [0, 20, "other", 0.0],
-        [0, 7, "host_wait", 50.0], [0, 7, "kernel_wait", 5.0], [0, 7, "other", 70.0],
+        [0, 7, "host_wait", 50.0],
+        [0, 7, "kernel_wait", 5.0],
+        [0, 7, "other", 70.0],
     ]
     assert np.isnan(df["idle_time_ratio"].iloc[0])
     assert df["idle_time_ratio"].iloc[1:].tolist() == [0.4, 0.04, 0.56]
@@ -58,13 +60,21 @@ def test_native_by_hand(tmp_path):
     job, _ = load(idle_trace(), tmp_path)
     df = idle.idle_breakdown(job)
     assert df[["stream", "idle_category", "idle_us", "gaps"]].values.tolist() == [
-        [7, "host_wait", 50.0, 1], [7, "kernel_wait", 5.0, 1], [7, "other", 70.0, 1],
-        [20, "host_wait", 0.0, 0], [20, "kernel_wait", 0.0, 0], [20, "other", 0.0, 0],
+        [7, "host_wait", 50.0, 1],
+        [7, "kernel_wait", 5.0, 1],
+        [7, "other", 70.0, 1],
+        [20, "host_wait", 0.0, 0],
+        [20, "kernel_wait", 0.0, 0],
+        [20, "other", 0.0, 0],
     ]
     assert df["idle_ratio"].tolist() == [0.4, 0.04, 0.56, 0.0, 0.0, 0.0]
     st = idle.idle_interval_stats(job)
     assert st[["stream", "idle_category", "count"]].values.tolist() == [
-        [7, "host_wait", 1], [7, "kernel_wait", 1], [7, "other", 1], [20, "other", 0]]
+        [7, "host_wait", 1],
+        [7, "kernel_wait", 1],
+        [7, "other", 1],
+        [20, "other", 0],
+    ]
     assert st["mean_us"].tolist()[:3] == [50.0, 5.0, 70.0] and np.isnan(st["mean_us"].iloc[3])
     assert df["operations"].tolist() == [1, 1, 2, 0, 0, 1]  # a stream's first operation counts under other
 
@@ -147,9 +157,14 @@ def test_index_zero_quirk_is_opt_in(tmp_path):
 def test_idle_by_rank_sums_streams_by_hand():
     import pandas as pd
 
-    b = pd.DataFrame({"rank": [0, 0, 0, 0, 0, 0, 1, 1, 1], "stream": [7, 7, 7, 20, 20, 20, 7, 7, 7],
-                      "idle_category": ["host_wait", "kernel_wait", "other"] * 3,
-                      "idle_us": [10.0, 0.0, 30.0, 0.0, 40.0, 20.0, 0.0, 0.0, 0.0]})
+    b = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 0, 0, 0, 1, 1, 1],
+            "stream": [7, 7, 7, 20, 20, 20, 7, 7, 7],
+            "idle_category": ["host_wait", "kernel_wait", "other"] * 3,
+            "idle_us": [10.0, 0.0, 30.0, 0.0, 40.0, 20.0, 0.0, 0.0, 0.0],
+        }
+    )
     out = idle.idle_by_rank(b)
     assert out["rank"].tolist() == [0, 1]
     assert out["idle_us"].tolist() == [100.0, 0.0]

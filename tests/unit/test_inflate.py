@@ -77,7 +77,7 @@ def test_several_members_truncation_damage_and_trailing_bytes(tmp_path, monkeypa
         "members": gzip.compress(text[:half], mtime=0) + gzip.compress(text[half:], mtime=0),
         "truncated": whole[: len(whole) * 2 // 3],
         "trailing": whole + b"not gzip at all",
-        "damaged": whole[: len(whole) // 2] + bytes(64) + whole[len(whole) // 2 + 64:],
+        "damaged": whole[: len(whole) // 2] + bytes(64) + whole[len(whole) // 2 + 64 :],
     }
     for name, data in cases.items():
         f = tmp_path / f"{name}.json.gz"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace.analysis.critical_path.advice import job_advice
@@ -24,6 +23,7 @@ from holotrace.analysis.critical_path.job_graph import (
 )
 from holotrace.analysis.critical_path.job_what_if import waits_caused
 from holotrace.analysis.critical_path.replay import gpu_idle, replay
+from tracebuilder import TraceBuilder
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 

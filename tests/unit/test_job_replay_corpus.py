@@ -5,13 +5,13 @@ under 5 % of every step) gets a kernel fix first."""
 from __future__ import annotations
 
 import pytest
-from corpus import shared_or_skip
-from plantedjob import check_host_fixes_within_gpu_idle
 
 import holotrace
+from corpus import shared_or_skip
 from holotrace.analysis.critical_path.advice import job_advice
 from holotrace.analysis.critical_path.replay import gpu_idle
 from holotrace.errors import TraceNotFoundError
+from plantedjob import check_host_fixes_within_gpu_idle
 
 
 def _jobs():

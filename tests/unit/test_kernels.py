@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _core_traces import GEMM, MEMCPY, NCCL, OTHER, RELU, load, mixed_trace
 
 from holotrace.analysis import kernels
 from holotrace.analysis.topk import OTHERS, top_k
 from holotrace.model.classify import HTA, HTA_FIXED
 from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, MEMCPY, NCCL, OTHER, RELU, load, mixed_trace
 
 KERNEL_COLUMNS = ["name", "sum (us)", "max (us)", "min (us)", "stddev", "mean (us)", "kernel_type", "rank"]
 HTA_STATS = ["name", "sum", "max", "min", "mean", "std"]
@@ -20,21 +20,29 @@ def top_k_hta(*args, **kw):
     """HTA's cut: the one top-k under HTA's rules, HTA's columns."""
     return top_k(*args, rules=HTA, **kw)[HTA_STATS]
 
+
 # mixed_trace segments: [100,120) COMP 20 · [120,150) COMP+COMM 30 · [150,200) COMM 50 · [250,260) MEM 10 · [300,320) COMP 20
 
 
 def test_type_breakdown_by_hand(tmp_path):
     job, ta = load(mixed_trace(), tmp_path)
     t = kernels.type_breakdown(job)
-    assert t["kernel_type"].tolist() == ["COMMUNICATION", "COMPUTATION", "COMPUTATION overlapping COMMUNICATION", "MEMORY"]
+    assert t["kernel_type"].tolist() == [
+        "COMMUNICATION",
+        "COMPUTATION",
+        "COMPUTATION overlapping COMMUNICATION",
+        "MEMORY",
+    ]
     assert t["time_us"].tolist() == [50.0, 40.0, 30.0, 10.0]
     assert t["pctg"].to_numpy() == pytest.approx([100 * 50 / 130, 100 * 40 / 130, 100 * 30 / 130, 100 * 10 / 130])
 
     types, _ = ta.get_gpu_kernel_breakdown()
     assert list(types.columns) == ["kernel_type", "sum", "percentage"]
     assert types.values.tolist() == [
-        ["COMMUNICATION", 50, 38.5], ["COMPUTATION", 40, 30.8],
-        ["COMPUTATION overlapping COMMUNICATION", 30, 23.1], ["MEMORY", 10, 7.7],
+        ["COMMUNICATION", 50, 38.5],
+        ["COMPUTATION", 40, 30.8],
+        ["COMPUTATION overlapping COMMUNICATION", 30, 23.1],
+        ["MEMORY", 10, 7.7],
     ]
     assert types["sum"].dtype == np.int64
 
@@ -48,13 +56,16 @@ def test_memory_excluded_folds_into_other_labels(tmp_path):
 
 def test_kernel_df_each_type_and_row_order(tmp_path):
     tb = mixed_trace()
-    tb.launch_kernel(GEMM, 50, 5, 400, 30)   # gemm twice: 50 and 30
+    tb.launch_kernel(GEMM, 50, 5, 400, 30)  # gemm twice: 50 and 30
     tb.launch_kernel(OTHER, 55, 5, 500, 10)  # OTHER: in no kernel row
     job, ta = load(tb, tmp_path)
     _, kdf = ta.get_gpu_kernel_breakdown()
     assert list(kdf.columns) == KERNEL_COLUMNS
     assert kdf[["kernel_type", "name"]].values.tolist() == [
-        ["COMMUNICATION", NCCL], ["COMPUTATION", RELU], ["COMPUTATION", GEMM], ["MEMORY", MEMCPY],
+        ["COMMUNICATION", NCCL],
+        ["COMPUTATION", RELU],
+        ["COMPUTATION", GEMM],
+        ["MEMORY", MEMCPY],
     ]  # (kernel_type, name, rank) in code-point order: "relu…" < "void …"
     gemm = kdf.iloc[2]
     assert gemm[["sum (us)", "max (us)", "min (us)", "mean (us)"]].tolist() == [80.0, 50.0, 30.0, 40.0]
@@ -63,16 +74,28 @@ def test_kernel_df_each_type_and_row_order(tmp_path):
 
     stats = kernels.kernel_stats(job, duration_ratio=1.0)
     assert stats[["kernel_type", "name", "count"]].values.tolist() == [
-        ["COMPUTATION", GEMM, 2], ["COMPUTATION", RELU, 1], ["COMMUNICATION", NCCL, 1], ["MEMORY", MEMCPY, 1],
+        ["COMPUTATION", GEMM, 2],
+        ["COMPUTATION", RELU, 1],
+        ["COMMUNICATION", NCCL, 1],
+        ["MEMORY", MEMCPY, 1],
     ]
     assert OTHER not in set(stats["name"])
     # the facade is the same analysis under HTA's rules (µs, HTA's rows), only shaped and sorted
     hta = kernels.kernel_stats(job_view(job, HTA), duration_ratio=1.0)
-    assert hta[["name", "sum_us", "count"]].values.tolist() == [[GEMM, 80.0, 2], [RELU, 20.0, 1], [NCCL, 80.0, 1], [MEMCPY, 10.0, 1]]
+    assert hta[["name", "sum_us", "count"]].values.tolist() == [
+        [GEMM, 80.0, 2],
+        [RELU, 20.0, 1],
+        [NCCL, 80.0, 1],
+        [MEMCPY, 10.0, 1],
+    ]
     # COMPUTATION alone 20 + 20 + 30 (the second gemm [400,430)), COMMUNICATION 50, both 30, MEMORY 10
     t = kernels.type_breakdown(job_view(job, HTA_FIXED))
     assert t[["kernel_type", "time_us"]].values.tolist() == [
-        ["COMPUTATION", 70.0], ["COMMUNICATION", 50.0], ["COMPUTATION overlapping COMMUNICATION", 30.0], ["MEMORY", 10.0]]
+        ["COMPUTATION", 70.0],
+        ["COMMUNICATION", 50.0],
+        ["COMPUTATION overlapping COMMUNICATION", 30.0],
+        ["MEMORY", 10.0],
+    ]
 
 
 def test_rank_distribution_exposes_the_slow_rank(tmp_path):
@@ -111,7 +134,9 @@ NAMES = [f"k{i:02d}" for i in range(12)]
 SUMS = list(range(12, 0, -1))  # k00 has 12, k11 has 1; total 78
 
 
-@pytest.mark.parametrize("num_kernels,ratio,kept", [(11, 0.8, 9), (5, 0.8, 5), (11, 0.5, 6), (11, 1.0, 11), (11, 0.0, 1)])
+@pytest.mark.parametrize(
+    "num_kernels,ratio,kept", [(11, 0.8, 9), (5, 0.8, 5), (11, 0.5, 6), (11, 1.0, 11), (11, 0.0, 1)]
+)
 def test_hta_topk_cuts_by_count(num_kernels, ratio, kept):
     """Quirk Q1: HTA keeps min(num_kernels, floor(ratio·(n−1)) + 1) names (spec 20 §3)."""
     out = top_k_hta(NAMES, SUMS, num_kernels=num_kernels, duration_ratio=ratio)

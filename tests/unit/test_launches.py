@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import launches
 from holotrace.analysis.job_summary import summarize_job
 from holotrace.render.summary_lines import launch_lines
+from tracebuilder import TraceBuilder
 
 
 def summary_lines(job):
@@ -33,7 +33,9 @@ def _trace() -> TraceBuilder:
     tb.launch_kernel("k_short", 20, 10, 31, 2)
     tb.launch_kernel("k_late", 40, 5, 300, 20)
     tb.launch_kernel("k_slow", 50, 60, 400, 5)
-    tb.launch_kernel("Memcpy HtoD (Pageable -> Device)", 120, 5, 500, 10, cat="gpu_memcpy", launch_name="cudaMemcpyAsync")
+    tb.launch_kernel(
+        "Memcpy HtoD (Pageable -> Device)", 120, 5, 500, 10, cat="gpu_memcpy", launch_name="cudaMemcpyAsync"
+    )
     tb.launch_kernel("k_driver", 130, 5, 136, 10, launch_name="cuLaunchKernel")
     return tb
 
@@ -50,7 +52,11 @@ def test_hta_compat_pairs_htas_launch_names(loaded):
     assert list(df.columns[:4]) == ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
     # cuLaunchKernel is unknown to HTA
     assert df[["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
-        [5, 10, 1], [10, 2, 1], [5, 20, 255], [60, 5, 290], [5, 10, 375],
+        [5, 10, 1],
+        [10, 2, 1],
+        [5, 20, 255],
+        [60, 5, 290],
+        [5, 10, 375],
     ]
     assert df["cpu_duration"].dtype == np.float64
 
@@ -124,17 +130,30 @@ def test_pairing_rule_comes_from_the_rule_set(tmp_path):
 
     tb = _trace()
     cpu, _ = tb.launch_kernel("k_sync", 600, 4, 610, 10)
-    tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": tb.pid, "tid": 1, "ts": 620, "dur": 3,
-            "args": {"correlation": cpu["args"]["correlation"], "stream": -1}})
+    tb.raw(
+        {
+            "ph": "X",
+            "cat": "cuda_sync",
+            "name": "Stream Sync",
+            "pid": tb.pid,
+            "tid": 1,
+            "ts": 620,
+            "dur": 3,
+            "args": {"correlation": cpu["args"]["correlation"], "stream": -1},
+        }
+    )
     job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
     view = job_view(job, HTA)
     hta = launches.launch_stats(view, rules=HTA)[0]
     fixed = launches.launch_stats(view, rules=HTA_FIXED)[0]
     k = cpu["args"]["correlation"]
     assert hta.loc[hta["correlation"] == k, ["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
-        [4, 10, 6], [3, 10, 0]]
+        [4, 10, 6],
+        [3, 10, 0],
+    ]
     assert fixed.loc[fixed["correlation"] == k, ["cpu_duration", "gpu_duration", "launch_delay"]].values.tolist() == [
-        [4, 10, 6]]
+        [4, 10, 6]
+    ]
 
 
 def test_worst_launches_and_delay_overview_by_hand():
@@ -142,9 +161,18 @@ def test_worst_launches_and_delay_overview_by_hand():
 
     def frame(delays, ts):
         d = np.asarray(delays, dtype=float)
-        return pd.DataFrame({"correlation": np.arange(len(d)), "cpu_duration": np.ones(len(d)), "gpu_duration": np.ones(len(d)),
-                             "launch_delay": d, "short_kernel": False, "runtime_outlier": False,
-                             "launch_delay_outlier": d > 100, "ts": np.asarray(ts, dtype=np.int64)})
+        return pd.DataFrame(
+            {
+                "correlation": np.arange(len(d)),
+                "cpu_duration": np.ones(len(d)),
+                "gpu_duration": np.ones(len(d)),
+                "launch_delay": d,
+                "short_kernel": False,
+                "runtime_outlier": False,
+                "launch_delay_outlier": d > 100,
+                "ts": np.asarray(ts, dtype=np.int64),
+            }
+        )
 
     both = all_launches({1: frame([50, 300], [10, 20]), 0: frame([300, 120, 10], [30, 5, 1])})
     assert both.columns[0] == "rank" and len(both) == 5
@@ -152,5 +180,10 @@ def test_worst_launches_and_delay_overview_by_hand():
     # two launches of 300 us: rank 0 before rank 1; the 120 us one is cut by top=2
     assert worst[["rank", "launch_delay"]].values.tolist() == [[0, 300.0], [1, 300.0]]
     o = delay_overview(both)
-    assert o == {"launches": 5, "median_us": 120.0, "p95_us": float(np.percentile([10, 50, 120, 300, 300], 95)), "outliers": 3}
+    assert o == {
+        "launches": 5,
+        "median_us": 120.0,
+        "p95_us": float(np.percentile([10, 50, 120, 300, 300], 95)),
+        "outliers": 3,
+    }
     assert delay_overview(all_launches({}))["launches"] == 0

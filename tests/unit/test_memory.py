@@ -8,32 +8,47 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from corpus import SHARED
-from tracebuilder import TraceBuilder
-
 import holotrace
+from corpus import SHARED
 from holotrace.analysis import memory
 from holotrace.errors import AnalysisError
+from tracebuilder import TraceBuilder
 
 
 def _mem(tb, ts, nbytes, total, reserved, addr, dev_type=1, dev_id=0, tid=1):
-    tb.raw({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": tb.pid, "tid": tid, "ts": ts,
-            "args": {"Total Reserved": reserved, "Total Allocated": total, "Bytes": nbytes, "Addr": addr,
-                     "Device Id": dev_id, "Device Type": dev_type}})
+    tb.raw(
+        {
+            "ph": "i",
+            "s": "t",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": tb.pid,
+            "tid": tid,
+            "ts": ts,
+            "args": {
+                "Total Reserved": reserved,
+                "Total Allocated": total,
+                "Bytes": nbytes,
+                "Addr": addr,
+                "Device Id": dev_id,
+                "Device Type": dev_type,
+            },
+        }
+    )
 
 
 @pytest.fixture
 def job(tmp_path):
     tb = TraceBuilder(rank=0)
-    tb.cpu_op("aten::empty", 10, 10)          # [10, 20]
-    tb.cpu_op("aten::mm", 30, 40)             # [30, 70] holds aten::empty below
-    tb.cpu_op("aten::empty", 35, 5)           # [35, 40]
+    tb.cpu_op("aten::empty", 10, 10)  # [10, 20]
+    tb.cpu_op("aten::mm", 30, 40)  # [30, 70] holds aten::empty below
+    tb.cpu_op("aten::empty", 35, 5)  # [35, 40]
     # cuda:0 starts with 1000 B live from before the trace: a free without an alloc first
-    _mem(tb, 5, -200, 800, 2048, 1)            # free of a pre-existing block, outside any op
-    _mem(tb, 12, 300, 1100, 2048, 2)           # in aten::empty @10
-    _mem(tb, 36, 500, 1600, 4096, 3)           # in aten::empty @35 (innermost)
-    _mem(tb, 50, -300, 1300, 4096, 2)          # in aten::mm
-    _mem(tb, 70, -500, 800, 4096, 3)           # at aten::mm's end: still inside it
+    _mem(tb, 5, -200, 800, 2048, 1)  # free of a pre-existing block, outside any op
+    _mem(tb, 12, 300, 1100, 2048, 2)  # in aten::empty @10
+    _mem(tb, 36, 500, 1600, 4096, 3)  # in aten::empty @35 (innermost)
+    _mem(tb, 50, -300, 1300, 4096, 2)  # in aten::mm
+    _mem(tb, 70, -500, 800, 4096, 3)  # at aten::mm's end: still inside it
     # cuda:1, one pair
     _mem(tb, 31, 64, 64, 512, 9, dev_id=1)
     _mem(tb, 60, -64, 0, 512, 9, dev_id=1)
@@ -80,13 +95,21 @@ def test_no_memory_events_and_views(tmp_path):
     assert memory.memory_peaks(job).empty
     assert memory.allocations_by_operator(job).empty
     from holotrace.model.view import job_view
+
     with pytest.raises(AnalysisError, match="Job"):
         memory.memory_timeline(job_view(job))
 
 
-MEMORY_JOBS = ["hta_df_index_resolver", "kineto_resnet50_v100_2021", "tracelens_h100_bert_small",
-               "tracelens_h100_owlv2", "tracelens_h100_qwen15_05b", "tracelens_mi300_bert_small",
-               "tracelens_mi300_ddp_resnet18", "tracelens_mi300_qwen15_05b"]
+MEMORY_JOBS = [
+    "hta_df_index_resolver",
+    "kineto_resnet50_v100_2021",
+    "tracelens_h100_bert_small",
+    "tracelens_h100_owlv2",
+    "tracelens_h100_qwen15_05b",
+    "tracelens_mi300_bert_small",
+    "tracelens_mi300_ddp_resnet18",
+    "tracelens_mi300_qwen15_05b",
+]
 
 
 @pytest.mark.parametrize("name", MEMORY_JOBS)

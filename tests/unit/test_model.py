@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import holotrace
-from holotrace.model.classify import Kind, KernelType, kernel_type_of_name
+from holotrace.model.classify import KernelType, Kind, kernel_type_of_name
 from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
 
@@ -17,9 +17,11 @@ def _job(tb, tmp_path, **kw):
 def test_fractional_microseconds_are_exact_nanoseconds(tmp_path):
     # epoch µs with ns digits: a double cannot hold the first one, so the text is written by hand
     f = tmp_path / "t.json"
-    f.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
-                 '"ts": 1712195495519689.047, "dur": 63.813}, {"ph": "X", "cat": "cpu_op", "name": "b", '
-                 '"pid": 1, "tid": 1, "ts": 2413669096091.5, "dur": 0.001}]}')
+    f.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
+        '"ts": 1712195495519689.047, "dur": 63.813}, {"ph": "X", "cat": "cpu_op", "name": "b", '
+        '"pid": 1, "tid": 1, "ts": 2413669096091.5, "dur": 0.001}]}'
+    )
     t = holotrace.load(f, cache=False).rank(0)
     assert t.columns["ts_ns"].tolist() == [1712195495519689047, 2413669096091500]
     assert t.columns["dur_ns"].tolist() == [63813, 1]

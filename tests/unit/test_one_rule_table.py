@@ -12,14 +12,17 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "holotrace"
-COMM_NAMES = re.compile(r"nccl|rccl|hccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|gloo|c10d"
-                        r"|deep_?ep|symm_mem|multimem|record_param_comms|cross_device|userbuffers|nvshmem|mscclpp"
-                        r"|PtoP", re.IGNORECASE)
+COMM_NAMES = re.compile(
+    r"nccl|rccl|hccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|gloo|c10d"
+    r"|deep_?ep|symm_mem|multimem|record_param_comms|cross_device|userbuffers|nvshmem|mscclpp"
+    r"|PtoP",
+    re.IGNORECASE,
+)
 LOADER = {"model/rule_table.py"}
 # (file, literal text that may hold a name): why it is not a classification rule
 ALLOWED = {
     ("model/classify.py", "ncclKernel"): "HTA 0.6.1's straggler quirk (spec 26) reproduced under hta_quirks: it "
-                                         "selects HTA's kernels, it does not classify",
+    "selects HTA's kernels, it does not classify",
     ("model/job.py", "mtia:hccl"): "the distributedInfo backend that names an MTIA device (HTA's device inference)",
     ("commands/diff.py", "kernel:nccl*"): "an example of a --fail-on rule in the help text",
     ("commands/counters.py", "DtoD, PtoP"): "the copy kinds whose bandwidth the command reports, in its help",
@@ -61,9 +64,9 @@ def test_the_scan_finds_a_planted_list(tmp_path, monkeypatch):
     """The scan is not vacuous: a module with its own list of collective kernels is found."""
     pkg = tmp_path / "holotrace" / "analysis"
     pkg.mkdir(parents=True)
-    (pkg / "x.py").write_text('"""doc: nccl in a docstring is fine."""\n'
-                              'COMM = ("ncclDevKernel", "cross_device_reduce")\n',
-                              encoding="utf-8")
+    (pkg / "x.py").write_text(
+        '"""doc: nccl in a docstring is fine."""\nCOMM = ("ncclDevKernel", "cross_device_reduce")\n', encoding="utf-8"
+    )
     monkeypatch.setitem(globals(), "SRC", tmp_path / "holotrace")
     assert [h[:2] for h in _hits()] == [("analysis/x.py", 2)] * 2  # both names of the list, not the docstring
 

@@ -7,12 +7,12 @@ import io
 from pathlib import Path
 
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace.cli import main
 from holotrace.model import view as view_mod
 from holotrace.model.classify import HTA, HTA_FIXED, NATIVE
+from tracebuilder import TraceBuilder
 
 
 def _job(tmp_path: Path) -> Path:

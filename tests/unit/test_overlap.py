@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _core_traces import GEMM, MEMCPY, NCCL, load, mixed_trace
 
 from holotrace.analysis import overlap
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, MEMCPY, NCCL, load, mixed_trace
 
 
 def _trace(comp, comm, mem=()):
@@ -25,12 +25,15 @@ def _trace(comp, comm, mem=()):
     return tb
 
 
-@pytest.mark.parametrize("comp,comm,mem,pctg,times", [
-    ([(100, 50)], [(200, 50)], [], 0.0, (50, 50, 0)),                       # disjoint
-    ([(100, 50)], [(120, 80)], [], 37.5, (80, 50, 30)),                     # partial: 30 of 80
-    ([(100, 100)], [(120, 40), (150, 20)], [], 100.0, (50, 100, 50)),       # comm inside compute
-    ([(100, 50), (160, 50)], [(140, 30)], [(100, 200)], 66.67, (30, 100, 20)),  # memory plays no part
-])
+@pytest.mark.parametrize(
+    "comp,comm,mem,pctg,times",
+    [
+        ([(100, 50)], [(200, 50)], [], 0.0, (50, 50, 0)),  # disjoint
+        ([(100, 50)], [(120, 80)], [], 37.5, (80, 50, 30)),  # partial: 30 of 80
+        ([(100, 100)], [(120, 40), (150, 20)], [], 100.0, (50, 100, 50)),  # comm inside compute
+        ([(100, 50), (160, 50)], [(140, 30)], [(100, 200)], 66.67, (30, 100, 20)),  # memory plays no part
+    ],
+)
 def test_overlap_by_hand(tmp_path, comp, comm, mem, pctg, times):
     job, ta = load(_trace(comp, comm, mem), tmp_path)
     df = ta.get_comm_comp_overlap()

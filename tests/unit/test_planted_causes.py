@@ -7,17 +7,17 @@ waits for the first data loading, which no fix of the planted cause removes from
 from __future__ import annotations
 
 import pytest
+
+import holotrace
+from holotrace.analysis.critical_path.advice import job_advice
+from holotrace.analysis.critical_path.job_graph import build_job_graph
+from holotrace.analysis.critical_path.replay import replay
 from plantedjob import (
     ALLREDUCE,
     GEMM_BWD,
     check_host_fixes_within_gpu_idle,
     planted_job,
 )
-
-import holotrace
-from holotrace.analysis.critical_path.advice import job_advice
-from holotrace.analysis.critical_path.job_graph import build_job_graph
-from holotrace.analysis.critical_path.replay import replay
 
 CASES = {
     "straggler": ({"straggler": 2}, "straggler"),

@@ -78,8 +78,9 @@ def test_progress_bar_counts_file_bytes(capsys):
 
 def test_quiet_flag(tmp_path):
     f = _job(tmp_path, ranks=1)
-    r = subprocess.run([sys.executable, "-m", "holotrace.cli", "info", str(f), "--no-cache", "--quiet"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "holotrace.cli", "info", str(f), "--no-cache", "--quiet"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
 

@@ -11,8 +11,13 @@ from holotrace.render.tables import format_markdown, format_table, kernel_label,
 
 
 def test_table_fits_80_columns_by_shortening_text():
-    df = pd.DataFrame({"kernel": ["void " + "x" * 150 + "_tail(float*)", "short"], "total ms": [1234.5, 2.0],
-                       "count": np.array([3, 4], dtype=np.int64)})
+    df = pd.DataFrame(
+        {
+            "kernel": ["void " + "x" * 150 + "_tail(float*)", "short"],
+            "total ms": [1234.5, 2.0],
+            "count": np.array([3, 4], dtype=np.int64),
+        }
+    )
     text = format_table(df, width=80, title="Top")
     lines = text.splitlines()
     assert lines[0] == "Top" and max(len(line) for line in lines) <= 80

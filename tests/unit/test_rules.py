@@ -29,28 +29,58 @@ FAMILIES = [
     ("deepep", "void dpsk::ep::internode::combine<__nv_bfloat16, 4, 8>(int4*, float*)", CommKind.ALL_TO_ALL),
     ("deepep", "void deep_ep::intranode::notify_dispatch<8>(int const*, int*, int)", CommKind.ALL_TO_ALL),
     ("deepep", "void deep_ep::layout::get_dispatch_layout<256, 32, 8>(long const*, int*, int*)", CommKind.ALL_TO_ALL),
-    ("symm-mem", "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*)",
-     CommKind.ALL_REDUCE),
-    ("symm-mem", "void c10d::symmetric_memory::two_shot_all_reduce_kernel<float, 8>(float**, unsigned long)",
-     CommKind.ALL_REDUCE),
-    ("vllm", "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals)",
-     CommKind.ALL_REDUCE),
-    ("vllm", "void vllm::cross_device_reduce_2stage<float, 4>(vllm::RankData*, vllm::RankSignals)",
-     CommKind.ALL_REDUCE),
-    ("tensorrt-llm", "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(AllReduceParams)",
-     CommKind.ALL_REDUCE),
-    ("tensorrt-llm", "void tensorrt_llm::kernels::twoShotAllReduceKernel<half, 4, false>(AllReduceParams)",
-     CommKind.ALL_REDUCE),
-    ("nvshmem", "void nvshmemi_reduce_kernel<float, (rdxn_ops)0>(int, int, int, float*, float const*)",
-     CommKind.UNKNOWN),
+    (
+        "symm-mem",
+        "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "symm-mem",
+        "void c10d::symmetric_memory::two_shot_all_reduce_kernel<float, 8>(float**, unsigned long)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "vllm",
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "vllm",
+        "void vllm::cross_device_reduce_2stage<float, 4>(vllm::RankData*, vllm::RankSignals)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "tensorrt-llm",
+        "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(AllReduceParams)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "tensorrt-llm",
+        "void tensorrt_llm::kernels::twoShotAllReduceKernel<half, 4, false>(AllReduceParams)",
+        CommKind.ALL_REDUCE,
+    ),
+    (
+        "nvshmem",
+        "void nvshmemi_reduce_kernel<float, (rdxn_ops)0>(int, int, int, float*, float const*)",
+        CommKind.UNKNOWN,
+    ),
     ("mscclpp", "void mscclpp::executionKernel<__nv_bfloat16>(int, __nv_bfloat16*, __nv_bfloat16*)", CommKind.UNKNOWN),
-    ("userbuffers", "void userbuffers_fp16_sum_inplace_gpu_rr_rs<8>(int, int, int, int, int, int, void**)",
-     CommKind.REDUCE_SCATTER),
-    ("userbuffers", "void userbuffers_fp16_sum_inplace_gpu_rw_ag<4>(int, int, int, int, int, int, void**)",
-     CommKind.ALL_GATHER),
+    (
+        "userbuffers",
+        "void userbuffers_fp16_sum_inplace_gpu_rr_rs<8>(int, int, int, int, int, int, void**)",
+        CommKind.REDUCE_SCATTER,
+    ),
+    (
+        "userbuffers",
+        "void userbuffers_fp16_sum_inplace_gpu_rw_ag<4>(int, int, int, int, int, int, void**)",
+        CommKind.ALL_GATHER,
+    ),
     ("userbuffers", "void kuserbuffers_pushsend(int*, int*, int4*, int4*, int)", CommKind.SEND_RECV),
-    ("ucc", "void UCC_REDUCE_CUDA_DEFAULT_SUM<float, float, false, 4>(ucc_eee_task_reduce_t, unsigned short)",
-     CommKind.UNKNOWN),
+    (
+        "ucc",
+        "void UCC_REDUCE_CUDA_DEFAULT_SUM<float, float, false, 4>(ucc_eee_task_reduce_t, unsigned short)",
+        CommKind.UNKNOWN,
+    ),
 ]
 
 
@@ -68,8 +98,9 @@ def test_each_family_is_communication_by_its_kernel_name(tmp_path, family, name,
     tb = TraceBuilder(rank=0)
     tb.launch_kernel("void at::native::vectorized_elementwise_kernel<4>(int)", 0, 2, 10, 5)
     cat = "gpu_memcpy" if name.startswith("Memcpy") else "kernel"
-    tb.launch_kernel(name, 20, 2, 30, 40, cat=cat, launch_name="cudaMemcpyAsync" if cat == "gpu_memcpy" else
-                     "cudaLaunchKernel")
+    tb.launch_kernel(
+        name, 20, 2, 30, 40, cat=cat, launch_name="cudaMemcpyAsync" if cat == "gpu_memcpy" else "cudaLaunchKernel"
+    )
     view = job_view(_load(tb, tmp_path), NATIVE)
     v, i = view[0], _row(view, 0, name)
     assert v["kernel_type"][i] == COMM
@@ -131,8 +162,9 @@ def test_kernel_matched_only_by_its_launching_operator(tmp_path):
 
 def test_record_param_comms_kind_from_its_args_and_name_kind_filled(tmp_path):
     tb = TraceBuilder(rank=0)
-    tb.cpu_op("record_param_comms", 10, 100, collective_name="_reduce_scatter_base", group_size=8,
-              process_group_name="3")
+    tb.cpu_op(
+        "record_param_comms", 10, 100, collective_name="_reduce_scatter_base", group_size=8, process_group_name="3"
+    )
     tb.launch_kernel("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", 20, 5, 50, 30)
     tb.launch_kernel("Memcpy DtoD (Device -> Device)", 40, 5, 90, 3, cat="gpu_memcpy", launch_name="cudaMemcpyAsync")
     view = job_view(_load(tb, tmp_path), NATIVE)
@@ -155,8 +187,11 @@ def test_cpu_only_gloo_job(tmp_path):
     job = _load(tb, tmp_path)
     ops = classification.op_rules(job)
     got = {n: (k, t) for n, k, t in zip(ops["name"], ops["comm_kind"], ops["time_us"])}
-    assert got == {"c10d::allreduce_": ("all_reduce", 400.0), "gloo:all_reduce": ("all_reduce", 380.0),
-                   "gloo:broadcast": ("broadcast", 100.0)}
+    assert got == {
+        "c10d::allreduce_": ("all_reduce", 400.0),
+        "gloo:all_reduce": ("all_reduce", 380.0),
+        "gloo:broadcast": ("broadcast", 100.0),
+    }
     assert classification.kernel_rules(job).empty
     assert main(["rules", str(tmp_path / "job"), "--no-cache", "--quiet"]) == 0
 
@@ -166,8 +201,11 @@ def test_user_rules_add_and_override(tmp_path, monkeypatch):
     tb.launch_kernel("my_lib::ring_allreduce_kernel<float>", 0, 2, 10, 40)
     tb.launch_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", 20, 2, 60, 40)
     rules = tmp_path / "mine.rules"
-    rules.write_text("# my library\nkernel  mylib  communication  all_reduce  ^my_lib::ring_allreduce\n"
-                     "kernel  mine   computation    -           ^ncclDevKernel_AllReduce\n", encoding="utf-8")
+    rules.write_text(
+        "# my library\nkernel  mylib  communication  all_reduce  ^my_lib::ring_allreduce\n"
+        "kernel  mine   computation    -           ^ncclDevKernel_AllReduce\n",
+        encoding="utf-8",
+    )
     path = tb.write(tmp_path / "job")
     for job in (holotrace.load(path, cache=False, rules=str(rules)),):
         view = job_view(job, NATIVE)
@@ -183,14 +221,17 @@ def test_user_rules_add_and_override(tmp_path, monkeypatch):
     assert view[0]["kernel_type"][_row(view, 0, "my_lib::ring_allreduce_kernel<float>")] == COMM
 
 
-@pytest.mark.parametrize("text,problem", [
-    ("kernel mylib communication all_reduce\n", "line 1: expected 5 fields"),
-    ("\n# ok\nkernal mylib communication all_reduce ^x\n", "line 3: unknown target 'kernal'"),
-    ("kernel mylib compute - ^x\n", "line 1: unknown type 'compute'"),
-    ("kernel mylib communication allreduce ^x\n", "line 1: unknown collective kind 'allreduce'"),
-    ("op mylib memory - ^x\n", "line 1: an op rule's type must be communication"),
-    ("kernel mylib communication - ^x(\n", "line 1: bad regular expression"),
-])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("kernel mylib communication all_reduce\n", "line 1: expected 5 fields"),
+        ("\n# ok\nkernal mylib communication all_reduce ^x\n", "line 3: unknown target 'kernal'"),
+        ("kernel mylib compute - ^x\n", "line 1: unknown type 'compute'"),
+        ("kernel mylib communication allreduce ^x\n", "line 1: unknown collective kind 'allreduce'"),
+        ("op mylib memory - ^x\n", "line 1: an op rule's type must be communication"),
+        ("kernel mylib communication - ^x(\n", "line 1: bad regular expression"),
+    ],
+)
 def test_bad_rules_file_is_one_line_error_naming_file_and_line(tmp_path, capsys, text, problem):
     bad = tmp_path / "bad.rules"
     bad.write_text(text, encoding="utf-8")
@@ -214,10 +255,17 @@ def test_hta_rules_are_htas_regexes_matched_at_the_start():
     """The hta rules of the table classify as HTA 0.6.1's get_kernel_type (re.match of its three expressions)."""
     t = hta_table()
     assert [r.family for r in t.rules] == ["hta"] * 3
-    cases = {"ncclKernel_x": "COMMUNICATION", "x_ncclKernel": "COMMUNICATION", "hipMemcpy": "COMMUNICATION",
-             "Memcpy PtoP (Device -> Device)": "MEMORY", "rcclKernel": "COMPUTATION",
-             "void foo_cudaLaunchKernel": "COMPUTATION",  # HTA's (cuda.*LaunchKernel) is matched at the start
-             "cudaLaunchKernel": "OTHER", "my Memcpy": "OTHER", "vllm::cross_device_reduce_1stage": "COMPUTATION"}
+    cases = {
+        "ncclKernel_x": "COMMUNICATION",
+        "x_ncclKernel": "COMMUNICATION",
+        "hipMemcpy": "COMMUNICATION",
+        "Memcpy PtoP (Device -> Device)": "MEMORY",
+        "rcclKernel": "COMPUTATION",
+        "void foo_cudaLaunchKernel": "COMPUTATION",  # HTA's (cuda.*LaunchKernel) is matched at the start
+        "cudaLaunchKernel": "OTHER",
+        "my Memcpy": "OTHER",
+        "vllm::cross_device_reduce_1stage": "COMPUTATION",
+    }
     for name, want in cases.items():
         assert KernelType(t.kernel_rule(name)[0]).name == want, name
 

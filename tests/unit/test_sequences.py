@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
@@ -16,6 +15,7 @@ from holotrace.analysis import sequences
 from holotrace.analysis.callstack import build_call_graph, call_graph
 from holotrace.model.classify import HTA_FIXED, NATIVE
 from holotrace.model.view import job_view
+from tracebuilder import TraceBuilder
 
 COLUMNS = ["pattern", "count", "GPU kernel duration (us)", "CPU op duration (us)"]
 
@@ -190,8 +190,12 @@ def test_amd_stream_zero_kernels_are_linked_by_default(tmp_path):
         tb.cpu_op("blk", t0, 50)
         tb.launch_kernel("Cijk_a", t0 + 1, 2, t0 + 60, 5, stream=0, launch_name="hipLaunchKernel")
     _, ta = _load(tb, tmp_path)
-    assert ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path), 1).values.tolist() == [["blk|Cijk_a", 2, 10.0, 100.0]]
-    assert ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path), 1, hta_compat=True).empty  # HTA links stream > 0 only
+    assert ta.get_frequent_cuda_kernel_sequences("blk", str(tmp_path), 1).values.tolist() == [
+        ["blk|Cijk_a", 2, 10.0, 100.0]
+    ]
+    assert ta.get_frequent_cuda_kernel_sequences(
+        "blk", str(tmp_path), 1, hta_compat=True
+    ).empty  # HTA links stream > 0 only
 
 
 def test_htas_backward_link_corner_detaches_a_step_only_in_compat():

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from _core_traces import GEMM, load
 
 from holotrace import TraceAnalysis
 from holotrace.analysis import steps, temporal
 from holotrace.model.classify import HTA
 from holotrace.model.view import job_view
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, load
 
 
 def step_trace() -> TraceBuilder:
     tb = TraceBuilder(rank=0)
     tb.annotation("ProfilerStep#3", 0, 100)
     tb.annotation("ProfilerStep#4", 100, 120)
-    tb.launch_kernel(GEMM, 10, 5, 20, 30)    # step 3
-    tb.launch_kernel(GEMM, 20, 5, 60, 10)    # step 3: union [20,50)+[60,70) = 40, span 50
+    tb.launch_kernel(GEMM, 10, 5, 20, 30)  # step 3
+    tb.launch_kernel(GEMM, 20, 5, 60, 10)  # step 3: union [20,50)+[60,70) = 40, span 50
     tb.launch_kernel(GEMM, 110, 5, 150, 25)  # step 4
     return tb
 

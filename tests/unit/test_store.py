@@ -9,19 +9,23 @@ import numpy as np
 import pytest
 
 import holotrace
+from corpus import golden_jobs
 from holotrace.errors import TraceReadError
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.model import derive as derive_mod
 from holotrace.model import validate as validate_mod
 from holotrace.model.derive import DERIVED, derive_columns
-
-from corpus import golden_jobs
 from tracebuilder import TraceBuilder
 
 
 def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path):
-    pieces = [np.array([1, -2, 3], dtype=np.int8), np.array([], dtype=np.int64), np.array([300, 4], dtype=np.int16),
-              np.array([5], dtype=np.int8), np.array([2**40], dtype=np.int64)]
+    pieces = [
+        np.array([1, -2, 3], dtype=np.int8),
+        np.array([], dtype=np.int64),
+        np.array([300, 4], dtype=np.int16),
+        np.array([5], dtype=np.int8),
+        np.array([2**40], dtype=np.int64),
+    ]
     want = np.concatenate([p for p in pieces if len(p)])
     with Spill(tmp_path) as spill:
         for p in pieces:
@@ -61,8 +65,14 @@ def _builder() -> TraceBuilder:
     tb.annotation("ProfilerStep#4", 0, 100)
     tb.annotation("ProfilerStep#5", 100, 100)
     for i in range(30):
-        tb.launch_kernel(f"k{i % 4}", cpu_ts_us=2 + 6 * i, cpu_dur_us=2, gpu_ts_us=300 - 8 * i if i % 3 == 0 else 10 + 6 * i,
-                         gpu_dur_us=9 if i % 5 == 0 else 3, stream=7 + (i % 3 == 0))
+        tb.launch_kernel(
+            f"k{i % 4}",
+            cpu_ts_us=2 + 6 * i,
+            cpu_dur_us=2,
+            gpu_ts_us=300 - 8 * i if i % 3 == 0 else 10 + 6 * i,
+            gpu_dur_us=9 if i % 5 == 0 else 3,
+            stream=7 + (i % 3 == 0),
+        )
     tb.gpu("orphan_kernel", 50, 2, stream=9, correlation=99999)
     tb.runtime("cudaLaunchKernel", 150, 1, correlation=88888)
     return tb
@@ -88,7 +98,9 @@ def test_chunked_derivation_and_validation_match_the_whole_rank_at_once(tmp_path
     a, b = whole.rank(0).columns, chunked.rank(0).columns
     for k in DERIVED:
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    assert [(f.code, f.count, f.example) for f in whole.findings] == [(f.code, f.count, f.example) for f in chunked.findings]
+    assert [(f.code, f.count, f.example) for f in whole.findings] == [
+        (f.code, f.count, f.example) for f in chunked.findings
+    ]
     # the links and steps by hand: every kernel but the orphan has its launch, the lone launch has none
     kind, partner = a["kind"], a["partner"]
     names = whole.strings.decode(a["name"])
@@ -101,13 +113,17 @@ def test_chunked_derivation_and_validation_match_the_whole_rank_at_once(tmp_path
     assert ov.count == n_ov > 0 and f"event #{int(a['index'][first])} " in ov.example
 
 
-@pytest.mark.parametrize("job", [j[1] for j in golden_jobs(include_shared=False, include_reordered=False)], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "job", [j[1] for j in golden_jobs(include_shared=False, include_reordered=False)], ids=lambda p: p.name
+)
 def test_bundled_ranks_derive_the_same_in_small_chunks(job, monkeypatch):
     loaded = holotrace.load(job, cache=False)
     monkeypatch.setattr(derive_mod, "CHUNK_ROWS", 997)
     for r in loaded.ranks:
         c = loaded.rank(r).columns
-        small = derive_columns({k: c[k] for k in ("cat", "name", "ts_ns", "dur_ns", "correlation")}, loaded.strings.table)
+        small = derive_columns(
+            {k: c[k] for k in ("cat", "name", "ts_ns", "dur_ns", "correlation")}, loaded.strings.table
+        )
         for k in DERIVED:
             np.testing.assert_array_equal(small[k], c[k], err_msg=f"rank {r} {k}")
 

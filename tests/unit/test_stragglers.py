@@ -7,7 +7,6 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
-from tracebuilder import TraceBuilder
 
 import holotrace
 from holotrace import TraceAnalysis
@@ -16,7 +15,7 @@ from holotrace.analysis.job_summary import summarize_job
 from holotrace.model.classify import HTA, NATIVE
 from holotrace.model.view import job_view
 from holotrace.render.summary_lines import straggler_lines
-
+from tracebuilder import TraceBuilder
 
 
 def summary_lines(job):
@@ -157,7 +156,9 @@ def test_one_path_under_each_rule_set(tmp_path):
     assert stragglers.straggler_steps(ta.view, rules=HTA) == [1, 2]
     with pytest.raises(ValueError, match="available profiler steps"):
         stragglers.straggler_steps(ta.view, [9], rules=HTA)
-    assert stragglers.potential_stragglers(ta.view, rules=HTA, scorer=lambda steps: pd.Series([0, 4], index=[0, 3])) == [3, 0]
+    assert stragglers.potential_stragglers(
+        ta.view, rules=HTA, scorer=lambda steps: pd.Series([0, 4], index=[0, 3])
+    ) == [3, 0]
 
 
 def test_whole_trace_is_one_step_only_without_quirks(tmp_path):

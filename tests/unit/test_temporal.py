@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _core_traces import GEMM, NCCL, OTHER, load, mixed_trace
 
 from holotrace.analysis import temporal
 from tracebuilder import TraceBuilder
-from _core_traces import GEMM, NCCL, OTHER, load, mixed_trace
 
 # mixed_trace: span 100→320 = 220; union [100,200)+[250,260)+[300,320) = 130 → idle 90;
 # compute = gemm 50 + relu 20 = 70; non-compute = 130 − 70 = 60.
@@ -17,7 +17,13 @@ def test_native_breakdown_by_hand(tmp_path):
     job, _ = load(mixed_trace(), tmp_path)
     row = temporal.breakdown(job).iloc[0]
     assert row["rank"] == 0 and row["gpu_events"] == 4
-    assert (row["span_us"], row["busy_us"], row["idle_us"], row["compute_us"], row["non_compute_us"]) == (220, 130, 90, 70, 60)
+    assert (row["span_us"], row["busy_us"], row["idle_us"], row["compute_us"], row["non_compute_us"]) == (
+        220,
+        130,
+        90,
+        70,
+        60,
+    )
     assert row["idle_pctg"] == pytest.approx(100 * 90 / 220)
     assert row["compute_pctg"] == pytest.approx(100 * 70 / 220)
     assert row["non_compute_pctg"] == pytest.approx(100 * 60 / 220)
@@ -26,8 +32,16 @@ def test_native_breakdown_by_hand(tmp_path):
 def test_hta_facade_by_hand(tmp_path):
     _, ta = load(mixed_trace(), tmp_path)
     df = ta.get_temporal_breakdown()
-    assert list(df.columns) == ["rank", "idle_time(us)", "compute_time(us)", "non_compute_time(us)", "kernel_time(us)",
-                                "idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
+    assert list(df.columns) == [
+        "rank",
+        "idle_time(us)",
+        "compute_time(us)",
+        "non_compute_time(us)",
+        "kernel_time(us)",
+        "idle_time_pctg",
+        "compute_time_pctg",
+        "non_compute_time_pctg",
+    ]
     assert df.iloc[0].tolist() == [0, 90.0, 70.0, 60.0, 220.0, 40.91, 31.82, 27.27]
     assert df["kernel_time(us)"].dtype == np.float64 and df["rank"].dtype == np.int64
 
@@ -47,7 +61,13 @@ def test_other_kernel_is_busy_but_not_compute(tmp_path):
     tb.launch_kernel(OTHER, 6, 5, 30, 10)
     job, ta = load(tb, tmp_path)
     row = temporal.breakdown(job).iloc[0]
-    assert (row["span_us"], row["busy_us"], row["compute_us"], row["non_compute_us"], row["idle_us"]) == (30, 20, 10, 10, 10)
+    assert (row["span_us"], row["busy_us"], row["compute_us"], row["non_compute_us"], row["idle_us"]) == (
+        30,
+        20,
+        10,
+        10,
+        10,
+    )
     assert ta.get_temporal_breakdown().iloc[0, 1:5].tolist() == [10.0, 10.0, 10.0, 30.0]
 
 
@@ -67,9 +87,9 @@ def test_per_step_rows(tmp_path):
     tb = TraceBuilder(rank=0)
     tb.annotation("ProfilerStep#1", 0, 100)
     tb.annotation("ProfilerStep#2", 100, 100)
-    tb.launch_kernel(GEMM, 10, 5, 20, 30)     # step 1: [20,50)
+    tb.launch_kernel(GEMM, 10, 5, 20, 30)  # step 1: [20,50)
     tb.launch_kernel(NCCL, 20, 5, 40, 30, stream=20)  # step 1: [40,70)
-    tb.launch_kernel(GEMM, 110, 5, 150, 10)   # step 2: [150,160)
+    tb.launch_kernel(GEMM, 110, 5, 150, 10)  # step 2: [150,160)
     job, _ = load(tb, tmp_path)
     df = temporal.breakdown(job, per_step=True)
     assert df[["rank", "step", "gpu_events"]].values.tolist() == [[0, 1, 2], [0, 2, 1]]

@@ -6,39 +6,60 @@ whose names differ only inside their template arguments)."""
 from __future__ import annotations
 
 import pytest
-from corpus import DATA
 
 import holotrace
+from corpus import DATA
 from holotrace.text import fit_name, fit_names, fmt_count, hta_short_names, sanitize, structural_forms
 
-MUL = ("void at::native::vectorized_elementwise_kernel<2, at::native::AUnaryFunctor<float, float, float, "
-       "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, "
-       "at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
-       "at::detail::Array<char*, 2>)")
-EQ = ("void at::native::vectorized_elementwise_kernel<2, at::native::AUnaryFunctor<int, int, bool, "
-      "at::native::(anonymous namespace)::CompareEqFunctor<int> >, at::detail::Array<char*, 2> >(int, "
-      "at::native::AUnaryFunctor<int, int, bool, at::native::(anonymous namespace)::CompareEqFunctor<int> >, "
-      "at::detail::Array<char*, 2>)")
-CLAMP = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
-         "clamp_min_scalar_kernel_impl(at::TensorIterator&, c10::Scalar)::{lambda()#1}::operator()() const::"
-         "{lambda()#8}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, "
-         "at::native::(anonymous namespace)::clamp_min_scalar_kernel_impl(at::TensorIterator&, c10::Scalar)::"
-         "{lambda()#1}::operator()() const::{lambda()#8}::operator()() const::{lambda(float)#1}, "
-         "at::detail::Array<char*, 2>)")
-CAT = ("at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, "
-       "at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 64, 64>, "
-       "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+MUL = (
+    "void at::native::vectorized_elementwise_kernel<2, at::native::AUnaryFunctor<float, float, float, "
+    "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, "
+    "at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, "
+    "at::detail::Array<char*, 2>)"
+)
+EQ = (
+    "void at::native::vectorized_elementwise_kernel<2, at::native::AUnaryFunctor<int, int, bool, "
+    "at::native::(anonymous namespace)::CompareEqFunctor<int> >, at::detail::Array<char*, 2> >(int, "
+    "at::native::AUnaryFunctor<int, int, bool, at::native::(anonymous namespace)::CompareEqFunctor<int> >, "
+    "at::detail::Array<char*, 2>)"
+)
+CLAMP = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+    "clamp_min_scalar_kernel_impl(at::TensorIterator&, c10::Scalar)::{lambda()#1}::operator()() const::"
+    "{lambda()#8}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, "
+    "at::native::(anonymous namespace)::clamp_min_scalar_kernel_impl(at::TensorIterator&, c10::Scalar)::"
+    "{lambda()#1}::operator()() const::{lambda()#8}::operator()() const::{lambda(float)#1}, "
+    "at::detail::Array<char*, 2>)"
+)
+CAT = (
+    "at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, "
+    "at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 64, 64>, "
+    "at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)"
+)
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 COPIES = ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoD (Device -> Device)", "Memcpy DtoH (Device -> Pageable)"]
 REAL = [MUL, EQ, CLAMP, CAT, NCCL, *COPIES]
 
 
 def test_hta_short_names_as_hta():
-    got = hta_short_names([
-        "void at::native::(anonymous namespace)::CatArrayBatchedCopy<int, 1>(int*, int)",
-        "Memcpy DtoD (Device -> Device)", "a>b(c)", "operator<(a)", "a (b) c", "plain",
-    ]).tolist()
-    assert got == ["at::native::::CatArrayBatchedCopy", "Memcpy DtoD (Device -> Device)", "b", "operator<", "c", "plain"]
+    got = hta_short_names(
+        [
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy<int, 1>(int*, int)",
+            "Memcpy DtoD (Device -> Device)",
+            "a>b(c)",
+            "operator<(a)",
+            "a (b) c",
+            "plain",
+        ]
+    ).tolist()
+    assert got == [
+        "at::native::::CatArrayBatchedCopy",
+        "Memcpy DtoD (Device -> Device)",
+        "b",
+        "operator<",
+        "c",
+        "plain",
+    ]
 
 
 def test_structure_steps_void_arguments_templates_namespaces():
@@ -88,8 +109,11 @@ def test_wide_prints_full_names_and_a_name_that_fits_is_untouched():
 
 
 def test_repeated_names_print_the_same():
-    assert fit_names([MUL, EQ, MUL], 40) == [fit_names([MUL, EQ], 40)[0], fit_names([MUL, EQ], 40)[1],
-                                             fit_names([MUL, EQ], 40)[0]]
+    assert fit_names([MUL, EQ, MUL], 40) == [
+        fit_names([MUL, EQ], 40)[0],
+        fit_names([MUL, EQ], 40)[1],
+        fit_names([MUL, EQ], 40)[0],
+    ]
 
 
 def test_control_characters_are_escaped_in_every_form():

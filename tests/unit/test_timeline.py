@@ -23,8 +23,12 @@ from tracebuilder import TraceBuilder
 
 HAS_PLOTLY = importlib.util.find_spec("plotly") is not None
 needs_plotly = pytest.mark.skipif(not HAS_PLOTLY, reason="plotly (the plot extra) is not installed")
-GEMM, RELU, NCCL, MEMCPY = "gemm_kernel", "relu_kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", \
-    "Memcpy HtoD (Pageable -> Device)"
+GEMM, RELU, NCCL, MEMCPY = (
+    "gemm_kernel",
+    "relu_kernel",
+    "ncclKernel_AllReduce_RING_LL_Sum_float",
+    "Memcpy HtoD (Pageable -> Device)",
+)
 
 
 def two_rank_job(tmp_path):
@@ -64,12 +68,27 @@ def _rows(df):
 # ---------------------------------------------------------------------------------------------- native data
 def test_gpu_timeline_rows_by_hand(job):
     df = gpu_timeline(job)
-    assert list(df.columns) == ["rank", "stream", "task", "start", "end", "ts", "dur", "name", "cat", "kernel_type",
-                                "iteration", "index"]
+    assert list(df.columns) == [
+        "rank",
+        "stream",
+        "task",
+        "start",
+        "end",
+        "ts",
+        "dur",
+        "name",
+        "cat",
+        "kernel_type",
+        "iteration",
+        "index",
+    ]
     assert _rows(df) == [
-        [0, 7, 10_000, 40_000, GEMM, 1], [0, 7, 50_000, 55_000, RELU, 1], [0, 7, 150_000, 160_000, RELU, 2],
+        [0, 7, 10_000, 40_000, GEMM, 1],
+        [0, 7, 50_000, 55_000, RELU, 1],
+        [0, 7, 150_000, 160_000, RELU, 2],
         [0, 20, 30_000, 80_000, NCCL, 1],
-        [1, 7, 20_000, 70_000, GEMM, 1], [1, 7, 120_000, 130_000, MEMCPY, 2],
+        [1, 7, 20_000, 70_000, GEMM, 1],
+        [1, 7, 120_000, 130_000, MEMCPY, 2],
     ]
     assert df["task"].tolist() == ["rank 0 stream 7"] * 3 + ["rank 0 stream 20"] + ["rank 1 stream 7"] * 2
     assert df["kernel_type"].tolist() == ["COMPUTATION"] * 3 + ["COMMUNICATION", "COMPUTATION", "MEMORY"]
@@ -81,9 +100,11 @@ def test_gpu_timeline_window_cut(job):
     df = gpu_timeline(job, window=(35_000, 125_000))
     # the gemms are cut at 35 µs, the memcpy at 125 µs; the second relu (150 µs) is outside
     assert _rows(df) == [
-        [0, 7, 35_000, 40_000, GEMM, 1], [0, 7, 50_000, 55_000, RELU, 1],
+        [0, 7, 35_000, 40_000, GEMM, 1],
+        [0, 7, 50_000, 55_000, RELU, 1],
         [0, 20, 35_000, 80_000, NCCL, 1],
-        [1, 7, 35_000, 70_000, GEMM, 1], [1, 7, 120_000, 125_000, MEMCPY, 2],
+        [1, 7, 35_000, 70_000, GEMM, 1],
+        [1, 7, 120_000, 125_000, MEMCPY, 2],
     ]
     assert df["ts"].tolist()[:1] == [10_000] and df["dur"].tolist()[:1] == [30_000]  # own times kept
     # a window touching an end only (end is exclusive): nothing of the first gemm
@@ -108,21 +129,37 @@ def test_gpu_timeline_hta_rules(job):
     # HTA's view: µs, and the last ProfilerStep (step 2) and what it launched left out
     df = gpu_timeline(job_view(job, HTA))
     assert df.attrs["unit_ns"] == 1000
-    assert _rows(df) == [[0, 7, 10.0, 40.0, GEMM, 1], [0, 7, 50.0, 55.0, RELU, 1], [0, 20, 30.0, 80.0, NCCL, 1],
-                         [1, 7, 20.0, 70.0, GEMM, 1]]
+    assert _rows(df) == [
+        [0, 7, 10.0, 40.0, GEMM, 1],
+        [0, 7, 50.0, 55.0, RELU, 1],
+        [0, 20, 30.0, 80.0, NCCL, 1],
+        [1, 7, 20.0, 70.0, GEMM, 1],
+    ]
 
 
 def test_stream_spans(job):
     spans = stream_spans(gpu_timeline(job))
     assert spans[["rank", "stream", "operations", "first_start", "last_end", "busy"]].values.tolist() == [
-        [0, 7, 3, 10_000, 160_000, 45_000], [0, 20, 1, 30_000, 80_000, 50_000], [1, 7, 2, 20_000, 130_000, 60_000]]
+        [0, 7, 3, 10_000, 160_000, 45_000],
+        [0, 20, 1, 30_000, 80_000, 50_000],
+        [1, 7, 2, 20_000, 130_000, 60_000],
+    ]
     assert spans["busy_pctg"].tolist() == pytest.approx([30.0, 100.0, 100 * 60 / 110])
     assert len(stream_spans(gpu_timeline(job, streams=[99]))) == 0
 
 
 # ---------------------------------------------------------------------------------------------- HTA's functions
-SYM = ["void at::native::(anonymous namespace)::foo<int>(int, float)", "kernel", "aten::mm", "cpu_op",
-       "## forward ##", "Memcpy DtoD (Device -> Device)", "gpu_memcpy", "ProfilerStep#3", "user_annotation"]
+SYM = [
+    "void at::native::(anonymous namespace)::foo<int>(int, float)",
+    "kernel",
+    "aten::mm",
+    "cpu_op",
+    "## forward ##",
+    "Memcpy DtoD (Device -> Device)",
+    "gpu_memcpy",
+    "ProfilerStep#3",
+    "user_annotation",
+]
 
 
 def sym_table():
@@ -133,9 +170,18 @@ def sym_table():
 
 def hta_frame():
     """aten::mm [100,150) cpu · foo kernel [120,130) s7 · memcpy [2000,5000) s20 · ## forward ## [90,3090) cpu"""
-    return pd.DataFrame({"index": [0, 1, 2, 3], "name": [2, 0, 5, 4], "cat": [3, 1, 6, 8],
-                         "ts": [100, 120, 2000, 90], "dur": [50, 10, 3000, 3000], "stream": [-1, 7, 20, -1],
-                         "iteration": [3, 3, 3, -1], "depth": [1, -1, -1, 0]})
+    return pd.DataFrame(
+        {
+            "index": [0, 1, 2, 3],
+            "name": [2, 0, 5, 4],
+            "cat": [3, 1, 6, 8],
+            "ts": [100, 120, 2000, 90],
+            "dur": [50, 10, 3000, 3000],
+            "stream": [-1, 7, 20, -1],
+            "iteration": [3, 3, 3, -1],
+            "depth": [1, -1, -1, 0],
+        }
+    )
 
 
 def test_prepare_timeline_events_by_hand():
@@ -144,18 +190,27 @@ def test_prepare_timeline_events_by_hand():
     # sorted by stream then ts; times from the first event (90); short events widened to 1000
     assert ev["index"].tolist() == [3, 0, 1, 2]
     assert ev["task"].tolist() == ["cpu level 000", "cpu level 001", "gpu stream 007", "gpu stream 020"]
-    assert ev["name"].tolist() == ["## forward ##", "aten::mm", "at::native::anon::foo<int>",
-                                   "Memcpy DtoD (Device -> Device)"]
+    assert ev["name"].tolist() == [
+        "## forward ##",
+        "aten::mm",
+        "at::native::anon::foo<int>",
+        "Memcpy DtoD (Device -> Device)",
+    ]
     assert ev["calibrated_start_global"].tolist() == [0, 10, 30, 1910]
     assert ev["calibrated_end_global"].tolist() == [3000, 1010, 1030, 4910]
     assert ct.DefaultTimelinePlotSetting.event_type == before  # the default setting is not mutated
     no_depth = ct.prepare_timeline_events(hta_frame().drop(columns="depth"), symbol_table=sym_table())
     assert no_depth["task"].tolist() == ["cpu events", "cpu events", "gpu stream 007", "gpu stream 020"]
     ranks = ct.prepare_timeline_events(hta_frame().assign(rank=[0, 0, 1, 1]), symbol_table=sym_table())
-    assert ranks["task"].tolist() == ["rank 000 cpu level 001", "rank 000 gpu stream 007", "rank 001 cpu level 000",
-                                      "rank 001 gpu stream 020"]
-    exact = ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(amplify_short_events=False,
-                                                                          use_global_time=True), sym_table())
+    assert ranks["task"].tolist() == [
+        "rank 000 cpu level 001",
+        "rank 000 gpu stream 007",
+        "rank 001 cpu level 000",
+        "rank 001 gpu stream 020",
+    ]
+    exact = ct.prepare_timeline_events(
+        hta_frame(), ct.TimelinePlotSetting(amplify_short_events=False, use_global_time=True), sym_table()
+    )
     assert exact["calibrated_end_global"].tolist() == list(pd.to_datetime([3090, 150, 130, 5000], unit="us"))
     assert ct.prepare_timeline_events(hta_frame().iloc[:0], symbol_table=sym_table()).empty
     with pytest.raises(AnalysisError, match="dur"):
@@ -169,14 +224,19 @@ def test_simplify_name():
 
 
 def test_align_module_with_kernels():
-    df = hta_frame().assign(num_kernels=[1, 0, 0, 2], first_kernel_start=[120, -1, -1, 120],
-                            kernel_span=[10, 0, 0, 3880])
+    df = hta_frame().assign(
+        num_kernels=[1, 0, 0, 2], first_kernel_start=[120, -1, -1, 120], kernel_span=[10, 0, 0, 3880]
+    )
     out = ct.align_module_with_kernels(df, ["## forward"], sym_table=sym_table())
     # device rows, then the annotation of "## forward ##" spanning its kernels on stream 0
-    assert out[["index", "stream", "ts", "dur"]].values.tolist() == [[1, 7, 120, 10], [2, 20, 2000, 3000],
-                                                                   [3, 0, 120, 3880]]
-    both = ct.align_module_with_kernels(df, ["aten::", "## forward"], sym_table=sym_table(),
-                                        include_original_cpu_events=True)
+    assert out[["index", "stream", "ts", "dur"]].values.tolist() == [
+        [1, 7, 120, 10],
+        [2, 20, 2000, 3000],
+        [3, 0, 120, 3880],
+    ]
+    both = ct.align_module_with_kernels(
+        df, ["aten::", "## forward"], sym_table=sym_table(), include_original_cpu_events=True
+    )
     assert both["index"].tolist() == [0, 1, 2, 3, 0, 3] and both["stream"].tolist()[-2:] == [0, 0]
     decoded = df.assign(name=[SYM[i] for i in df["name"]])
     assert ct.align_module_with_kernels(decoded, ["## forward"])["index"].tolist() == [1, 2, 3]
@@ -191,7 +251,9 @@ def test_prepare_timeline_gpu_events():
     assert ev["index"].tolist() == [1, 2]
     assert ev["s_name"].tolist() == ["at::native::anon::foo", "MemcpyDtoD"]
     assert ct.prepare_timeline_gpu_events(df, sym_table(), hta_compat=True)["s_name"].tolist() == [
-        "at::native::", "MemcpyDtoD"]
+        "at::native::",
+        "MemcpyDtoD",
+    ]
     assert ev["task"].tolist() == ["rank 0 stream 7", "rank 1 stream 20"]
     assert ev["calibrated_start_global"].tolist() == list(pd.to_datetime([120, 2000], unit="us"))
     assert ev["calibrated_end_global"].tolist() == list(pd.to_datetime([1120, 5000], unit="us"))
@@ -209,6 +271,7 @@ def test_fig_names():
 
 def test_names_importable_from_package():
     from holotrace import PlotFormat, Timeline, align_module_with_kernels, plot_timeline_gpu_kernels  # noqa: F401
+
     assert holotrace.TimelinePlotSetting is ct.TimelinePlotSetting
 
 
@@ -229,11 +292,16 @@ def test_events_timeline_builder_by_hand():
     assert g.dur.tolist() == [3_000_000, 50_000, 10_000, 3_000_000]
     assert g.axis == (0, 4_910_000) and g.span == 4_910_000
     assert g.hover_fields == ("iteration", "stream", "cat", "index")  # HTA's hover columns present, in its order
-    assert [v.tolist() for v in g.hover_values] == [[-1, 3, 3, 3], [-1, -1, 7, 20],
-                                                    ["user_annotation", "cpu_op", "kernel", "gpu_memcpy"], [3, 0, 1, 2]]
+    assert [v.tolist() for v in g.hover_values] == [
+        [-1, 3, 3, 3],
+        [-1, -1, 7, 20],
+        ["user_annotation", "cpu_op", "kernel", "gpu_memcpy"],
+        [3, 0, 1, 2],
+    ]
     assert g.height == 50 + 80 * 4 and g.range_slider and not g.legend
-    on_dates = pt.events_timeline(ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True),
-                                                             sym_table()), "t")
+    on_dates = pt.events_timeline(
+        ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True), sym_table()), "t"
+    )
     assert on_dates.dates and on_dates.t0_ns == 90_000 and on_dates.start.tolist() == g.start.tolist()
     assert on_dates.hover_fields == ()
 
@@ -279,7 +347,7 @@ def test_memory_export_builder(tmp_path):
     assert c.title == "Memory timeline" and [s.name for s in c.series] == list(MEMORY_CATEGORIES)
     assert c.stacked and not c.step and c.points is None and (c.width, c.height) == (1200, 800)
     assert [s.colour for s in c.series] == list(pt.MEMORY_COLOURS)
-    gib = 1024 ** 3
+    gib = 1024**3
     assert c.series[0].x.tolist() == [0.0, 0.0, 1e-5] and np.allclose(c.series[4].y, [0, 75 / gib, 25 / gib])
     tops = ch.line_points(c)  # what is drawn: each band on top of the ones before it
     assert np.allclose(tops[4][1], [100 / gib, 175 / gib, 125 / gib]) and np.allclose(tops[7][1], tops[4][1])
@@ -318,12 +386,19 @@ def test_hta_timeline_figures():
     fig = ct.Timeline(ev, sym_table()).figure("t")
     assert fig.to_json() == pf.figure(pt.events_timeline(ev, "t", hover=ct.DefaultHoverColumns)).to_json()
     assert fig.layout.title.text == "t" and len(fig.data) == 4  # one trace per name (the colour column)
-    assert [(t.name, t.marker.color) for t in fig.data] == list(zip(
-        ["## forward ##", "aten::mm", "at::native::anon::foo<int>", "Memcpy DtoD (Device -> Device)"], pt.D3_COLOURS))
+    assert [(t.name, t.marker.color) for t in fig.data] == list(
+        zip(
+            ["## forward ##", "aten::mm", "at::native::anon::foo<int>", "Memcpy DtoD (Device -> Device)"], pt.D3_COLOURS
+        )
+    )
     # bars at their true length, the widened ends only stretch the axis
     assert sorted(float(t.x[0]) for t in fig.data) == [10.0, 50.0, 3000.0, 3000.0]
-    assert [(t.y[0], float(t.base[0])) for t in fig.data] == [("cpu level 000", 0.0), ("cpu level 001", 10.0),
-                                                             ("gpu stream 007", 30.0), ("gpu stream 020", 1910.0)]
+    assert [(t.y[0], float(t.base[0])) for t in fig.data] == [
+        ("cpu level 000", 0.0),
+        ("cpu level 001", 10.0),
+        ("gpu stream 007", 30.0),
+        ("gpu stream 020", 1910.0),
+    ]
     assert list(fig.layout.xaxis.range) == [0.0, 4910.0] and fig.layout.height == 50 + 80 * 4
     assert list(fig.layout.yaxis.categoryarray) == list(pt.events_timeline(ev, "t").lanes)
     assert fig.layout.xaxis.rangeslider.visible and not fig.layout.showlegend
@@ -334,8 +409,9 @@ def test_hta_timeline_figures():
     assert html.startswith("<!doctype html>") and "cdn.plot.ly" in html
     filtered = ct.Timeline(hta_frame(), sym_table(), filter_func=lambda df, st: df[df["stream"] > 0])
     assert filtered.timeline_events["task"].tolist() == ["gpu stream 007", "gpu stream 020"]
-    on_dates = ct.Timeline(ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True),
-                                                      sym_table()), sym_table()).figure("d")
+    on_dates = ct.Timeline(
+        ct.prepare_timeline_events(hta_frame(), ct.TimelinePlotSetting(use_global_time=True), sym_table()), sym_table()
+    ).figure("d")
     assert on_dates.layout.xaxis.type == "date" and on_dates.data[3].base[0] == "1970-01-01 00:00:00.002000"
     assert list(on_dates.layout.xaxis.range) == ["1970-01-01 00:00:00.000090", "1970-01-01 00:00:00.005000"]
     assert float(on_dates.data[3].x[0]) == 3.0  # ms on the date axis
@@ -396,13 +472,14 @@ def test_memory_analysis_plot(tmp_path, monkeypatch):
     assert [t.name for t in fig.data] == list(MEMORY_CATEGORIES)
     # HTA's rows: the pre-existing instant (time −1 → the first real time, 10 ns), 10 ns, 20 ns
     assert list(fig.data[0].x) == [0.0, 0.0, 1e-5]
-    gib = 1024 ** 3
+    gib = 1024**3
     assert np.allclose(fig.data[0].y, [100 / gib] * 3)
     assert np.allclose(fig.data[4].y, [100 / gib, 175 / gib, 125 / gib])  # stacked: parameters + activations
     assert np.allclose(fig.data[7].y, fig.data[4].y)
     # HTA's stacked areas: each filled down to the one before it in its Pastel colour, straight lines
     assert [(t.fill, t.fillcolor, t.line.color, t.line.shape) for t in fig.data] == [
-        ("tonexty", c, c, "linear") for c in pt.MEMORY_COLOURS]
+        ("tonexty", c, c, "linear") for c in pt.MEMORY_COLOURS
+    ]
     assert fig.layout.xaxis.title.text == "Time (ms)" and fig.layout.yaxis.title.text == "Memory (GiB)"
     assert fig.layout.width == 1200 and fig.layout.height == 800 and fig.layout.title.text == "Memory timeline"
     assert ma.plot_memory_timeline() is None  # outside a notebook nothing is shown

@@ -20,8 +20,15 @@ def frame():
 
 
 def test_spec_counts(frame):
-    from holotrace import (CompositeFilter, CPUOperatorFilter, GPUKernelFilter, IterationIndexFilter,
-                           MemCopyEventFilter, NameFilter, TimeRangeFilter)
+    from holotrace import (
+        CompositeFilter,
+        CPUOperatorFilter,
+        GPUKernelFilter,
+        IterationIndexFilter,
+        MemCopyEventFilter,
+        NameFilter,
+        TimeRangeFilter,
+    )
 
     _, df = frame
     assert len(df) == 2403
@@ -67,7 +74,7 @@ def test_operator_filters_work_on_loaded_frames(frame):
 
 def test_native_filtered_view(frame):
     from holotrace.analysis import steps, temporal
-    from holotrace.model.filter import filter_job, filter_view, parse_int_ranges, TraceFilter
+    from holotrace.model.filter import TraceFilter, filter_job, filter_view, parse_int_ranges
 
     a, _ = frame
     job = a.job

@@ -28,10 +28,19 @@ class _Sim:
         self.tb = TraceBuilder(rank=rank, world_size=world_size)
         self.t0 = self.t = t0
         self.free: dict[int, float] = {}
-        self.kernels: list[tuple[str, float, float]] = []   # name, start, end
+        self.kernels: list[tuple[str, float, float]] = []  # name, start, end
 
-    def op(self, kernel: str, kernel_us: float, *, pre: float = 1.0, launch: float = 4.0, post: float = 1.0,
-           stream: int = 7, not_before: float = 0.0) -> tuple[float, float]:
+    def op(
+        self,
+        kernel: str,
+        kernel_us: float,
+        *,
+        pre: float = 1.0,
+        launch: float = 4.0,
+        post: float = 1.0,
+        stream: int = 7,
+        not_before: float = 0.0,
+    ) -> tuple[float, float]:
         """An operator launching ``kernel``; returns the kernel's (start, end)."""
         ls = self.t + pre
         le = ls + launch
@@ -49,9 +58,18 @@ class _Sim:
         end = max(self.t, gpu_end) + 1.0
         corr = 90000 + n
         self.tb.runtime("cudaDeviceSynchronize", self.t, end - self.t, correlation=corr)
-        self.tb.raw({"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": self.tb.device, "tid": -1,
-                     "ts": end - 1.0, "dur": 1.0, "args": {"cuda_sync_kind": "Context Sync", "stream": -1,
-                                                          "correlation": corr, "device": self.tb.device}})
+        self.tb.raw(
+            {
+                "ph": "X",
+                "cat": "cuda_sync",
+                "name": "Context Sync",
+                "pid": self.tb.device,
+                "tid": -1,
+                "ts": end - 1.0,
+                "dur": 1.0,
+                "args": {"cuda_sync_kind": "Context Sync", "stream": -1, "correlation": corr, "device": self.tb.device},
+            }
+        )
         self.tb.annotation(f"ProfilerStep#{n}", self.t0, end - self.t0)
         return end - self.t0
 
@@ -82,7 +100,7 @@ def _launch_job(launch_us: float):
 
 def test_launch_bound(tmp_path):
     a, step_a = _launch_job(10.0)
-    b, step_b = _launch_job(0.001)          # launch overhead gone (1 ns calls)
+    b, step_b = _launch_job(0.001)  # launch overhead gone (1 ns calls)
     assert step_a == pytest.approx(262.0) and step_b == pytest.approx(62.02, abs=0.01)
     df, saving, predicted = _check(_load(tmp_path, "a", [a]), step_a, step_b, "launch_overhead")
     # 20 launch calls of 10 us leave the path; the last kernel's launch delay too
@@ -95,12 +113,12 @@ def test_communication_bound(tmp_path):
     a = _Sim()
     for _ in range(5):
         a.op(GEMM, 100.0)
-        a.op(NCCL, 90.0)                      # same stream: nothing overlaps
+        a.op(NCCL, 90.0)  # same stream: nothing overlaps
     step_a = a.step()
     b = _Sim()
     for _ in range(5):
         b.op(GEMM, 100.0)
-        b.op(NCCL, 90.0, stream=20)           # its own stream: hidden under the compute
+        b.op(NCCL, 90.0, stream=20)  # its own stream: hidden under the compute
     step_b = b.step()
     assert step_a == pytest.approx(956.0) and step_b == pytest.approx(506.0)
     df, saving, _ = _check(_load(tmp_path, "a", [a]), step_a, step_b, "communication")
@@ -151,7 +169,7 @@ def _kernel_job(big_us: float):
 
 def test_single_kernel(tmp_path):
     a, step_a = _kernel_job(2000.0)
-    b, step_b = _kernel_job(1000.0)           # that kernel 2x faster
+    b, step_b = _kernel_job(1000.0)  # that kernel 2x faster
     assert step_a == pytest.approx(2061.0) and step_b == pytest.approx(1061.0)
     df, saving, predicted = _check(_load(tmp_path, "a", [a]), step_a, step_b, "top_kernels")
     # the top 5 kernels halved: the 2000 us one and four 5 us ones

@@ -61,7 +61,9 @@ def shortened_ids(strings, ids: np.ndarray) -> tuple[StringTable, np.ndarray]:
     return table, lut[inv] if len(uniq) else np.zeros(0, dtype=np.int64)
 
 
-def allowlisted_names(strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False) -> list[str] | None:
+def allowlisted_names(
+    strings: Sequence[str], patterns: Iterable[str] | None, *, regex: bool = False
+) -> list[str] | None:
     """Strings containing any of ``patterns`` (literal substrings, as HTA; ``regex=True``: ``re.search``)."""
     if patterns is None:
         return None
@@ -197,8 +199,9 @@ def _annotations(view: JobView, v: RankView, rules: RuleSet, gpu: bool) -> np.nd
     return v.rows_where("kind", int(Kind.GPU_ANNOTATION if gpu else Kind.USER_ANNOTATION))
 
 
-def annotate_gpu_ops(source, rank: int, *, rules: RuleSet | None = None,
-                     gpu: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def annotate_gpu_ops(
+    source, rank: int, *, rules: RuleSet | None = None, gpu: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The GPU operations of one rank and the innermost user annotation of each.
 
     Args:
@@ -222,8 +225,15 @@ def annotate_gpu_ops(source, rank: int, *, rules: RuleSet | None = None,
         return ops, label[ops]
     ann = _annotations(view, v, rules, True)
     k_track, a_track = _track_codes(v["pid"], v["tid"], ops, ann)
-    pos = assign_annotations(k_track, v["ts"][ops], v["dur"][ops], a_track, v["ts"][ann], v["dur"][ann],
-                             zero_length="never" if rules.hta_quirks else "contain")
+    pos = assign_annotations(
+        k_track,
+        v["ts"][ops],
+        v["dur"][ops],
+        a_track,
+        v["ts"][ann],
+        v["dur"][ann],
+        zero_length="never" if rules.hta_quirks else "contain",
+    )
     return ops, np.where(pos >= 0, ann[np.clip(pos, 0, None)] if len(ann) else -1, -1).astype(np.int64)
 
 
@@ -236,9 +246,17 @@ def _by_name(view: JobView, name_ids: np.ndarray, durations: np.ndarray):
     return text, count, *(view.us(x) for x in (total, high, low, mean, std))
 
 
-def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
-                    gpu: bool = True, num_kernels: int | None = None, duration_ratio: float = 0.8,
-                    allowlist: Sequence[str] | None = None, sort: str = "time") -> pd.DataFrame:
+def annotation_time(
+    source,
+    *,
+    rules: RuleSet | None = None,
+    ranks: Sequence[int] | None = None,
+    gpu: bool = True,
+    num_kernels: int | None = None,
+    duration_ratio: float = 0.8,
+    allowlist: Sequence[str] | None = None,
+    sort: str = "time",
+) -> pd.DataFrame:
     """Time per user annotation per rank (µs).
 
     Args:
@@ -269,14 +287,22 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
     if picked:
         # one grouping over every rank: key = (rank position, name id); a missing name (-1) groups as ""
         width = len(view.strings) + 1
-        key = np.concatenate([k * width + np.where(view[r]["name"][rows] >= 0, view[r]["name"][rows], width - 1)
-                              for k, (r, rows) in enumerate(picked)])
+        key = np.concatenate(
+            [
+                k * width + np.where(view[r]["name"][rows] >= 0, view[r]["name"][rows], width - 1)
+                for k, (r, rows) in enumerate(picked)
+            ]
+        )
         dur = np.concatenate([view[r]["dur"][rows] for r, rows in picked])
         codes, count, total, high, low, mean, std = group_stats(key, dur)
         which, ids = codes // width, codes % width
         text = np.array([view.strings[int(i)] if i < width - 1 else "" for i in ids.tolist()], dtype=object)
-        stats = dict(zip(("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"),
-                         (text, count, *(view.us(x) for x in (total, high, low, mean, std)))))
+        stats = dict(
+            zip(
+                ("name", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us"),
+                (text, count, *(view.us(x) for x in (total, high, low, mean, std))),
+            )
+        )
         for k, (r, rows) in enumerate(picked):
             sel = which == k
             part = {c: a[sel] for c, a in stats.items()}
@@ -291,22 +317,35 @@ def annotation_time(source, *, rules: RuleSet | None = None, ranks: Sequence[int
     by_name = np.empty(len(data["name"]), dtype=np.int64)
     by_name[np.argsort(data["name"], kind="stable")] = np.arange(len(by_name))
     order = np.lexsort((by_name, -data["sum_us"], data["rank"]) if sort == "time" else (by_name, data["rank"]))
-    return pd.DataFrame({c: pd.Series(data[c][order], dtype=object) if c == "name" else
-                         data[c][order].astype(np.int64 if c in ("rank", "count") else np.float64) for c in cols})
+    return pd.DataFrame(
+        {
+            c: pd.Series(data[c][order], dtype=object)
+            if c == "name"
+            else data[c][order].astype(np.int64 if c in ("rank", "count") else np.float64)
+            for c in cols
+        }
+    )
 
 
-def _fold(view: JobView, v: RankView, rows: np.ndarray, rules: RuleSet, num_kernels: int, duration_ratio: float,
-          allowlist) -> dict:
+def _fold(
+    view: JobView, v: RankView, rows: np.ndarray, rules: RuleSet, num_kernels: int, duration_ratio: float, allowlist
+) -> dict:
     """One rank's per-name statistics after the rule set's top-k cut (see :func:`annotation_time`)."""
     t = top_k(view.names(v["name"][rows]), view.us(v["dur"][rows]), num_kernels, duration_ratio, allowlist, rules=rules)
-    return {"name": t["name"].to_numpy(dtype=object), "count": t["count"].to_numpy(np.int64),
-            "sum_us": t["sum"].to_numpy(np.float64), "max_us": t["max"].to_numpy(np.float64),
-            "min_us": t["min"].to_numpy(np.float64), "mean_us": t["mean"].to_numpy(np.float64),
-            "std_us": t["std"].to_numpy(np.float64)}
+    return {
+        "name": t["name"].to_numpy(dtype=object),
+        "count": t["count"].to_numpy(np.int64),
+        "sum_us": t["sum"].to_numpy(np.float64),
+        "max_us": t["max"].to_numpy(np.float64),
+        "min_us": t["min"].to_numpy(np.float64),
+        "mean_us": t["mean"].to_numpy(np.float64),
+        "std_us": t["std"].to_numpy(np.float64),
+    }
 
 
-def kernel_time_by_annotation(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
-                              gpu: bool = True) -> pd.DataFrame:
+def kernel_time_by_annotation(
+    source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None, gpu: bool = True
+) -> pd.DataFrame:
     """GPU work attributed to its innermost user annotation (µs); see :func:`annotate_gpu_ops`.
 
     Returns:
@@ -323,11 +362,20 @@ def kernel_time_by_annotation(source, *, rules: RuleSet | None = None, ranks: Se
             continue
         label = np.where(ann >= 0, v["name"][np.clip(ann, 0, None)], -1)
         text, count, total, *_ = _by_name(view, label, v["dur"][ops])
-        parts.append(pd.DataFrame({"rank": np.full(len(text), int(r), dtype=np.int64), "annotation": text,
-                                   "kernels": count.astype(np.int64), "kernel_time_us": total}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": np.full(len(text), int(r), dtype=np.int64),
+                    "annotation": text,
+                    "kernels": count.astype(np.int64),
+                    "kernel_time_us": total,
+                }
+            )
+        )
     cols = ["rank", "annotation", "kernels", "kernel_time_us"]
     if not parts:
         return pd.DataFrame({c: pd.Series([], dtype=object if c == "annotation" else np.float64) for c in cols})
     out = pd.concat(parts, ignore_index=True)
-    return out.sort_values(["rank", "kernel_time_us", "annotation"], ascending=[True, False, True], kind="stable",
-                           ignore_index=True)[cols]
+    return out.sort_values(
+        ["rank", "kernel_time_us", "annotation"], ascending=[True, False, True], kind="stable", ignore_index=True
+    )[cols]

@@ -19,7 +19,8 @@ still covers it.
 from __future__ import annotations
 
 import logging
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -112,8 +113,6 @@ def enclosing_interval(
     return res
 
 
-
-
 def aten_op_kernels(
     source,
     *,
@@ -149,8 +148,9 @@ def aten_op_kernels(
     for rank in view.select(ranks):
         rec, skipped = _records(view[rank], op_flag, launch_flag, same_thread=not rules.hta_quirks)
         if skipped:
-            log.warning("rank %s: %d launch call(s) inside an ATen op without exactly one GPU event were skipped",
-                        rank, skipped)
+            log.warning(
+                "rank %s: %d launch call(s) inside an ATen op without exactly one GPU event were skipped", rank, skipped
+            )
         if rules.hta_quirks:  # HTA never resets its record list: later ranks also hold the earlier ones
             carried.append(rec)
             rec = {k: np.concatenate([c[k] for c in carried]) for k in rec}
@@ -167,7 +167,7 @@ def _records(v, op_flag: np.ndarray, launch_flag: np.ndarray, same_thread: bool)
     if same_thread and len(ops) and len(launches):
         sel = np.concatenate([ops, launches])
         codes = pd.MultiIndex.from_arrays([v["pid"][sel], v["tid"][sel]]).factorize()[0].astype(np.int64)
-        th_op, th_q = codes[: len(ops)], codes[len(ops):]
+        th_op, th_q = codes[: len(ops)], codes[len(ops) :]
     else:
         th_op, th_q = np.zeros(len(ops), dtype=np.int64), np.zeros(len(launches), dtype=np.int64)
     enc = enclosing_interval(th_op, ts[ops], end[ops], th_q, ts[launches], end[launches])
@@ -182,8 +182,14 @@ def _records(v, op_flag: np.ndarray, launch_flag: np.ndarray, same_thread: bool)
     lo = np.searchsorted(keys, want, side="left")
     single = (np.searchsorted(keys, want, side="right") - lo) == 1
     launches, op_rows, kern = launches[single], op_rows[single], gpu[srt[lo[single]]]
-    rec = {"thread": v["tid"][op_rows], "op": name[op_rows], "op_start": ts[op_rows],
-           "op_delay": ts[launches] - ts[op_rows], "runtime_delay": ts[kern] - ts[launches], "kernel": name[kern]}
+    rec = {
+        "thread": v["tid"][op_rows],
+        "op": name[op_rows],
+        "op_start": ts[op_rows],
+        "op_delay": ts[launches] - ts[op_rows],
+        "runtime_delay": ts[kern] - ts[launches],
+        "kernel": name[kern],
+    }
     return rec, int((~single).sum())
 
 
@@ -201,8 +207,11 @@ def _aggregate(rec: dict, view, sort_by: Optional[Sequence[str]]) -> pd.DataFram
     bounds = np.append(np.flatnonzero(new), n).tolist()
     kernels = rec["kernel"][order].tolist()
     seq_ids: dict[tuple, int] = {}
-    seq = np.fromiter((seq_ids.setdefault(tuple(kernels[a:b]), len(seq_ids)) for a, b in zip(bounds[:-1], bounds[1:])),
-                      dtype=np.int64, count=len(first))
+    seq = np.fromiter(
+        (seq_ids.setdefault(tuple(kernels[a:b]), len(seq_ids)) for a, b in zip(bounds[:-1], bounds[1:])),
+        dtype=np.int64,
+        count=len(first),
+    )
     # groups: (op, sequence) of the instances
     op = rec["op"][first]
     groups, inv = np.unique(op * len(seq_ids) + seq, return_inverse=True)
@@ -211,11 +220,18 @@ def _aggregate(rec: dict, view, sort_by: Optional[Sequence[str]]) -> pd.DataFram
     mean = lambda x: view.us(np.bincount(inv, weights=x.astype(np.float64), minlength=len(groups)) / count)  # noqa: E731
     names = view.names(groups // len(seq_ids))
     seqs = list(seq_ids)
-    texts = [" -> ".join(view.names(np.asarray(seqs[i], dtype=np.int64)).tolist()) for i in (groups % len(seq_ids)).tolist()]
-    out = pd.DataFrame({"aten_op_name": names, "kernel_sequence": np.asarray(texts, dtype=object),
-                        "occurrence_count": count.astype(np.int64),
-                        "avg_aten_op_launch_delay": mean(rec["op_delay"][first]),
-                        "avg_runtime_delay": mean(rec["runtime_delay"][first])})
+    texts = [
+        " -> ".join(view.names(np.asarray(seqs[i], dtype=np.int64)).tolist()) for i in (groups % len(seq_ids)).tolist()
+    ]
+    out = pd.DataFrame(
+        {
+            "aten_op_name": names,
+            "kernel_sequence": np.asarray(texts, dtype=object),
+            "occurrence_count": count.astype(np.int64),
+            "avg_aten_op_launch_delay": mean(rec["op_delay"][first]),
+            "avg_runtime_delay": mean(rec["runtime_delay"][first]),
+        }
+    )
     out = out.sort_values(["aten_op_name", "kernel_sequence"], kind="stable").reset_index(drop=True)  # HTA's index
     out = out.sort_values(list(sort_by) if sort_by else ["occurrence_count"], ascending=False, kind="stable")
     out["avg_aten_op_launch_delay"] = out["avg_aten_op_launch_delay"].round(3)

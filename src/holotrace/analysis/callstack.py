@@ -148,7 +148,9 @@ def thread_device_is_gpu(
     return all_true(stream > 0) | all_true(pid_is_zero) | all_true(tid_is_zero)
 
 
-def _endpoint_order(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _endpoint_order(
+    thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Sort the open/close endpoints of events (see module docstring).
 
     Returns:
@@ -295,7 +297,9 @@ def build_call_graph(
     stale = None
     if backward_link is not None:
         bwd_thread, main_parents = backward_link
-        detached, stale = _link_backward(parent, level, thread, ts, dur_c, is_node, bwd_thread, main_parents, hta_quirks)
+        detached, stale = _link_backward(
+            parent, level, thread, ts, dur_c, is_node, bwd_thread, main_parents, hta_quirks
+        )
         if stale is not None:
             stale[is_kernel] = stale[launcher[is_kernel]] + 1 if is_kernel.any() else stale[is_kernel]
     return _finish(n, parent, in_graph, is_kernel, dur, detached, stale)
@@ -401,11 +405,14 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
     launcher = np.where(gpu_side & (partner >= 0), partner, -1).astype(np.int64)
     backward = None
     if link_backward and n:
-        flags = [_has_name(view, rv["name"], rule)
-                 for rule in (classify.is_step_range_name, classify.is_autograd_name, classify.is_backward_annotation)]
+        flags = [
+            _has_name(view, rv["name"], rule)
+            for rule in (classify.is_step_range_name, classify.is_autograd_name, classify.is_backward_annotation)
+        ]
         backward = _backward_parents(thread, cpu_thread, *flags, parent_ok)
-    return build_call_graph(thread, rv["ts"], rv["dur"], rv["index"], is_node, launcher,
-                            backward_link=backward, hta_quirks=rules.hta_quirks)
+    return build_call_graph(
+        thread, rv["ts"], rv["dur"], rv["index"], is_node, launcher, backward_link=backward, hta_quirks=rules.hta_quirks
+    )
 
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -423,8 +430,14 @@ def _has_name(view, names: np.ndarray, rule) -> np.ndarray:
     return isin_ids(names, ids) if len(ids) else np.zeros(len(names), dtype=bool)
 
 
-def _backward_parents(thread: np.ndarray, cpu_thread: np.ndarray, is_step: np.ndarray, is_autograd: np.ndarray,
-                      is_bwd_anno: np.ndarray, parent_ok: np.ndarray) -> tuple[int, np.ndarray] | None:
+def _backward_parents(
+    thread: np.ndarray,
+    cpu_thread: np.ndarray,
+    is_step: np.ndarray,
+    is_autograd: np.ndarray,
+    is_bwd_anno: np.ndarray,
+    parent_ok: np.ndarray,
+) -> tuple[int, np.ndarray] | None:
     """HTA's main/backward stack pairing (spec 12 §1.2 steps 3-4), or None.
 
     Args:

@@ -15,8 +15,16 @@ from holotrace.analysis.callstack import CallGraph
 
 __all__ = ["STACK_COLUMNS", "stack_columns"]
 
-STACK_COLUMNS = ("parent", "depth", "height", "first_kernel_start", "last_kernel_end", "num_kernels",
-                 "kernel_dur_sum", "kernel_span")
+STACK_COLUMNS = (
+    "parent",
+    "depth",
+    "height",
+    "first_kernel_start",
+    "last_kernel_end",
+    "num_kernels",
+    "kernel_dur_sum",
+    "kernel_span",
+)
 
 
 def _levels(g: CallGraph):

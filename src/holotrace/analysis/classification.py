@@ -13,7 +13,8 @@ Pure functions of a :class:`~holotrace.model.view.JobView` (or a ``Job``) under 
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -54,30 +55,48 @@ def kernel_rules(source, *, rules: RuleSet = NATIVE, ranks: Optional[Sequence[in
             continue
         op = v["comm_op"][g]
         under = np.where(op >= 0, v["name"][np.clip(op, 0, None)], -1)
-        parts.append(pd.DataFrame({"name_id": v["name"][g], "ktype": v["kernel_type"][g], "kind": v["comm_kind"][g],
-                                   "rid": v["rule"][g], "under_id": under, "dur": view.us(v["dur"][g])}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "name_id": v["name"][g],
+                    "ktype": v["kernel_type"][g],
+                    "kind": v["comm_kind"][g],
+                    "rid": v["rule"][g],
+                    "under_id": under,
+                    "dur": view.us(v["dur"][g]),
+                }
+            )
+        )
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=np.float64 if c in ("time_us", "share") else object)
-                             for c in _KERNEL_COLUMNS}).astype({"count": np.int64})
+        return pd.DataFrame(
+            {c: pd.Series(dtype=np.float64 if c in ("time_us", "share") else object) for c in _KERNEL_COLUMNS}
+        ).astype({"count": np.int64})
     df = pd.concat(parts, ignore_index=True)
     table = view.table
-    by_op = np.array([rid >= 0 and table is not None and table.rules[rid].on == "op" for rid in df["rid"].tolist()],
-                     dtype=bool) if len(df) else np.zeros(0, bool)
+    by_op = (
+        np.array(
+            [rid >= 0 and table is not None and table.rules[rid].on == "op" for rid in df["rid"].tolist()], dtype=bool
+        )
+        if len(df)
+        else np.zeros(0, bool)
+    )
     df["how"] = np.where(df["rid"] < 0, 2, np.where(by_op, 1, 0))
     df["under_id"] = np.where(df["how"] == 1, df["under_id"], -1)
     g = df.groupby(["name_id", "ktype", "kind", "rid", "how", "under_id"], sort=False)["dur"].agg(["count", "sum"])
     g = g.reset_index()
     total = float(df["dur"].sum())
-    out = pd.DataFrame({
-        "name": view.names(g["name_id"].to_numpy()),
-        "kernel_type": [KernelType(int(t)).name for t in g["ktype"].tolist()],
-        "comm_kind": [_kind_label(k) for k in g["kind"].tolist()],
-        "rule": [_rule_label(table, rid) for rid in g["rid"].tolist()],
-        "evidence": [EVIDENCE[int(h)] for h in g["how"].tolist()],
-        "under": view.names(g["under_id"].to_numpy()),
-        "count": g["count"].to_numpy(np.int64),
-        "time_us": g["sum"].to_numpy(np.float64),
-    })
+    out = pd.DataFrame(
+        {
+            "name": view.names(g["name_id"].to_numpy()),
+            "kernel_type": [KernelType(int(t)).name for t in g["ktype"].tolist()],
+            "comm_kind": [_kind_label(k) for k in g["kind"].tolist()],
+            "rule": [_rule_label(table, rid) for rid in g["rid"].tolist()],
+            "evidence": [EVIDENCE[int(h)] for h in g["how"].tolist()],
+            "under": view.names(g["under_id"].to_numpy()),
+            "count": g["count"].to_numpy(np.int64),
+            "time_us": g["sum"].to_numpy(np.float64),
+        }
+    )
     out["share"] = 100.0 * out["time_us"] / total if total > 0 else 0.0
     return out.sort_values(["time_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
@@ -93,20 +112,31 @@ def op_rules(source, *, rules: RuleSet = NATIVE, ranks: Optional[Sequence[int]] 
         v = view[r]
         c = np.flatnonzero(~v["gpu"] & (v["comm_kind"] >= 0))
         if len(c):
-            parts.append(pd.DataFrame({"name_id": v["name"][c], "kind": v["comm_kind"][c], "rid": v["rule"][c],
-                                       "dur": view.us(v["dur"][c])}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "name_id": v["name"][c],
+                        "kind": v["comm_kind"][c],
+                        "rid": v["rule"][c],
+                        "dur": view.us(v["dur"][c]),
+                    }
+                )
+            )
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=np.float64 if c == "time_us" else object) for c in _OP_COLUMNS}
-                            ).astype({"count": np.int64})
+        return pd.DataFrame({c: pd.Series(dtype=np.float64 if c == "time_us" else object) for c in _OP_COLUMNS}).astype(
+            {"count": np.int64}
+        )
     df = pd.concat(parts, ignore_index=True)
     g = df.groupby(["name_id", "kind", "rid"], sort=False)["dur"].agg(["count", "sum"]).reset_index()
-    out = pd.DataFrame({
-        "name": view.names(g["name_id"].to_numpy()),
-        "comm_kind": [_kind_label(k) for k in g["kind"].tolist()],
-        "rule": [_rule_label(view.table, rid) for rid in g["rid"].tolist()],
-        "count": g["count"].to_numpy(np.int64),
-        "time_us": g["sum"].to_numpy(np.float64),
-    })
+    out = pd.DataFrame(
+        {
+            "name": view.names(g["name_id"].to_numpy()),
+            "comm_kind": [_kind_label(k) for k in g["kind"].tolist()],
+            "rule": [_rule_label(view.table, rid) for rid in g["rid"].tolist()],
+            "count": g["count"].to_numpy(np.int64),
+            "time_us": g["sum"].to_numpy(np.float64),
+        }
+    )
     return out.sort_values(["time_us", "name"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 

@@ -25,7 +25,8 @@ Times are in the view's unit (ns natively, µs under HTA's rules).
 from __future__ import annotations
 
 import logging
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -38,9 +39,17 @@ from holotrace.model.view import JobView, resolve
 log = logging.getLogger("holotrace.analysis")
 
 __all__ = [
-    "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM", "STATS", "queue_length", "queue_length_summary", "queue_length_findings",
-    "time_blocked_on_full_queue", "blocked_on_full_queue", "trace_durations", "memory_bandwidth",
-    "memory_bandwidth_summary", "memory_kind",
+    "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM",
+    "STATS",
+    "queue_length",
+    "queue_length_summary",
+    "queue_length_findings",
+    "time_blocked_on_full_queue",
+    "blocked_on_full_queue",
+    "trace_durations",
+    "memory_bandwidth",
+    "memory_bandwidth_summary",
+    "memory_kind",
 ]
 
 CUDA_MAX_LAUNCH_QUEUE_PER_STREAM = 1024
@@ -52,7 +61,9 @@ def _view(source, rules: Optional[RuleSet]) -> JobView:
 
 
 # ----------------------------------------------------------------------------------------------- queue length
-def queue_length(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> dict[int, pd.DataFrame]:
+def queue_length(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> dict[int, pd.DataFrame]:
     """Queue length series per rank: ``{rank: frame}``, ranks without any launch ↔ GPU pair omitted.
 
     Frame columns: ``ts`` (time of the change), ``pid``, ``tid`` (of the GPU operation), ``stream``,
@@ -101,8 +112,16 @@ def _queue_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     order = _order(rows_ts, stream, -delta, view.rules)
     stream, delta = stream[order], delta[order]
     ql = _grouped_cumsum(delta, stream)
-    df = pd.DataFrame({"ts": rows_ts[order], "pid": rv["pid"][src][order], "tid": rv["tid"][src][order],
-                       "stream": stream, "queue_length": ql}, index=pd.Index(index[order], name="index"))
+    df = pd.DataFrame(
+        {
+            "ts": rows_ts[order],
+            "pid": rv["pid"][src][order],
+            "tid": rv["tid"][src][order],
+            "stream": stream,
+            "queue_length": ql,
+        },
+        index=pd.Index(index[order], name="index"),
+    )
     return df
 
 
@@ -125,7 +144,7 @@ def _grouped_cumsum(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Cumulative sum restarting at each run of equal ``keys`` (integer values: exact)."""
     cs = np.cumsum(values)
     starts = _starts(keys)
-    base = (cs[starts] - values[starts])
+    base = cs[starts] - values[starts]
     return cs - np.repeat(base, np.diff(np.r_[starts, len(keys)]))
 
 
@@ -138,11 +157,16 @@ def queue_length_findings(series: Mapping[int, pd.DataFrame], *, view: Optional[
             continue
         for s, g in neg.groupby("stream", sort=True):
             unit = "ns" if view is None or view.unit_ns == 1 else "µs"
-            out.append(Finding.of(
-                FindingCode.NEGATIVE_QUEUE_LENGTH,
-                f"stream {s}: the launch queue goes below zero at {len(g)} point(s) (minimum {int(g['queue_length'].min())}): "
-                f"GPU operations start before their launch call, so the CPU and GPU clocks of this rank disagree",
-                rank=int(r), count=len(g), example=f"event index {int(g.index[0])} at ts {g['ts'].iloc[0]} {unit}"))
+            out.append(
+                Finding.of(
+                    FindingCode.NEGATIVE_QUEUE_LENGTH,
+                    f"stream {s}: the launch queue goes below zero at {len(g)} point(s) (minimum {int(g['queue_length'].min())}): "
+                    f"GPU operations start before their launch call, so the CPU and GPU clocks of this rank disagree",
+                    rank=int(r),
+                    count=len(g),
+                    example=f"event index {int(g.index[0])} at ts {g['ts'].iloc[0]} {unit}",
+                )
+            )
     return out
 
 
@@ -185,7 +209,9 @@ def _time_mean(frame: pd.DataFrame, keys: list[str], value: str) -> np.ndarray:
         return (g["_w"] / g["_d"]).to_numpy()
 
 
-def trace_durations(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> dict[int, float]:
+def trace_durations(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> dict[int, float]:
     """Per rank: last event start − first event start (every event of the view), in the view's unit."""
     view = _view(source, rules)
     out = {}
@@ -195,9 +221,13 @@ def trace_durations(source, *, rules: Optional[RuleSet] = None, ranks: Optional[
     return out
 
 
-def blocked_on_full_queue(series: Mapping[int, pd.DataFrame], durations: Mapping[int, float], *,
-                          max_queue_length: int = CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
-                          rules: Optional[RuleSet] = None) -> pd.DataFrame:
+def blocked_on_full_queue(
+    series: Mapping[int, pd.DataFrame],
+    durations: Mapping[int, float],
+    *,
+    max_queue_length: int = CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
+    rules: Optional[RuleSet] = None,
+) -> pd.DataFrame:
     """Time each (rank, stream) spends with ``queue_length >= max_queue_length``.
 
     From each change point at or above the limit to the next change point of the stream (a stream still
@@ -227,19 +257,35 @@ def blocked_on_full_queue(series: Mapping[int, pd.DataFrame], durations: Mapping
         for i in picked:
             rel = sums[i] / total if total else float("nan")
             rows.append((int(r), int(streams[i]), float(sums[i]), rel))
-    out = pd.DataFrame(rows, columns=["rank", "stream", "duration_at_max_queue_length",
-                                      "relative_duration_at_max_queue_length"])
-    return out.astype({"rank": np.int64, "stream": np.int64, "duration_at_max_queue_length": np.float64,
-                       "relative_duration_at_max_queue_length": np.float64})
+    out = pd.DataFrame(
+        rows, columns=["rank", "stream", "duration_at_max_queue_length", "relative_duration_at_max_queue_length"]
+    )
+    return out.astype(
+        {
+            "rank": np.int64,
+            "stream": np.int64,
+            "duration_at_max_queue_length": np.float64,
+            "relative_duration_at_max_queue_length": np.float64,
+        }
+    )
 
 
-def time_blocked_on_full_queue(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                               max_queue_length: int = CUDA_MAX_LAUNCH_QUEUE_PER_STREAM) -> pd.DataFrame:
+def time_blocked_on_full_queue(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    max_queue_length: int = CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
+) -> pd.DataFrame:
     """:func:`blocked_on_full_queue` of the job's own queue-length series."""
     view = _view(source, rules)
     chosen = view.select(ranks)
-    return blocked_on_full_queue(queue_length(view, ranks=chosen), trace_durations(view, ranks=chosen),
-                                 max_queue_length=max_queue_length, rules=view.rules)
+    return blocked_on_full_queue(
+        queue_length(view, ranks=chosen),
+        trace_durations(view, ranks=chosen),
+        max_queue_length=max_queue_length,
+        rules=view.rules,
+    )
 
 
 # ----------------------------------------------------------------------------------------------- memory bandwidth
@@ -253,7 +299,9 @@ def memory_kind(name: str) -> str:
     return name[:11]
 
 
-def memory_bandwidth(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> dict[int, pd.DataFrame]:
+def memory_bandwidth(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> dict[int, pd.DataFrame]:
     """Memory bandwidth series per rank: ``{rank: frame}``, ranks without memory operations omitted.
 
     Frame columns: ``ts`` (float64 under HTA's rules, int64 ns natively), ``pid`` (device), ``name`` (copy
@@ -307,15 +355,18 @@ def _membw_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     return pd.DataFrame({"ts": ts_out, "pid": pid[order], "name": kinds[k], "memory_bw_gbps": value}, index=order)
 
 
-def memory_bandwidth_summary(series: Mapping[int, pd.DataFrame], *, time_weighted: bool = False) -> Optional[pd.DataFrame]:
+def memory_bandwidth_summary(
+    series: Mapping[int, pd.DataFrame], *, time_weighted: bool = False
+) -> Optional[pd.DataFrame]:
     """Statistics of the points with positive bandwidth per (rank, kind): ``describe()`` of
     ``memory_bw_gbps`` (HTA's columns ``("memory_bw_gbps", stat)``); None when ``series`` is empty, an empty
     frame when no point is positive. ``time_weighted=True`` adds ``("memory_bw_gbps", "time_mean")``: the
     mean bandwidth while at least one copy of the kind runs."""
     if not series:
         return None
-    frame = pd.concat([df[["name", "memory_bw_gbps", "ts"]].assign(rank=int(r)) for r, df in series.items()],
-                      ignore_index=True)
+    frame = pd.concat(
+        [df[["name", "memory_bw_gbps", "ts"]].assign(rank=int(r)) for r, df in series.items()], ignore_index=True
+    )
     pos = frame[frame["memory_bw_gbps"] > 0]
     out = _describe(pos, ["rank", "name"], "memory_bw_gbps")
     if time_weighted:

@@ -16,8 +16,9 @@ correlation, so the i-th range (by time) is paired with the i-th kernel launch c
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import msgspec
 import numpy as np
@@ -30,8 +31,16 @@ from holotrace.model.view import JobView, resolve
 
 log = logging.getLogger("holotrace.analysis")
 
-__all__ = ["CUDA_SASS_INSTRUCTION_COUNTER_FLOPS", "DRAM_BYTE_COUNTERS", "CounterData", "counter_data",
-           "counters_with_operators", "flops", "has_ranges", "hta_frame"]
+__all__ = [
+    "CUDA_SASS_INSTRUCTION_COUNTER_FLOPS",
+    "DRAM_BYTE_COUNTERS",
+    "CounterData",
+    "counter_data",
+    "counters_with_operators",
+    "flops",
+    "has_ranges",
+    "hta_frame",
+]
 
 #: FLOPs per executed SASS instruction counter (fused multiply-add = 2)
 CUDA_SASS_INSTRUCTION_COUNTER_FLOPS: dict[str, float] = {
@@ -72,16 +81,25 @@ def _counters(texts: list) -> tuple[list, dict]:
     decoded = [msgspec.json.decode(t) if t else {} for t in texts]
     names: dict[str, None] = {}
     for d in decoded:
-        for k, v in (d.items() if isinstance(d, dict) else ()):
+        for k, v in d.items() if isinstance(d, dict) else ():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 names.setdefault(k, None)
-    cols = {k: np.array([int(d.get(k, -1)) if isinstance(d, dict) else -1 for d in decoded], dtype=np.int64)
-            for k in names}
+    cols = {
+        k: np.array([int(d.get(k, -1)) if isinstance(d, dict) else -1 for d in decoded], dtype=np.int64) for k in names
+    }
     return list(names), cols
 
 
-def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[list] = None,
-                 graph: Optional[CallGraph] = None, strict: bool = False) -> CounterData:
+def counter_data(
+    source,
+    rank: int,
+    *,
+    rules=None,
+    job=None,
+    raw_args: Optional[list] = None,
+    graph: Optional[CallGraph] = None,
+    strict: bool = False,
+) -> CounterData:
     """One rank's CUPTI ranges paired with their launches.
 
     ``frame`` columns: ``index`` (the range's event id), ``name`` (kernel name or ``__missing__``), ``ts``,
@@ -100,8 +118,10 @@ def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[
     res = CounterData(int(rank), None)
     cat_id = view.strings.id(classify.CUPTI_RANGE_CATEGORY)
     if cat_id < 0:
-        res.problems.append(f"rank {rank}: no events of category 'cuda_profiler_range' (was the trace recorded in CUPTI "
-                            f"range-profiler mode?)")
+        res.problems.append(
+            f"rank {rank}: no events of category 'cuda_profiler_range' (was the trace recorded in CUPTI "
+            f"range-profiler mode?)"
+        )
         return res
     ranges = np.flatnonzero(rv["cat"] == cat_id)
     ranges = ranges[np.argsort(rv["ts"][ranges], kind="stable")]
@@ -110,8 +130,10 @@ def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[
     launches = np.flatnonzero(view.lookup(rv["name"], launch_test) & view.lookup(rv["cat"], cat_test))
     launches = launches[np.argsort(rv["ts"][launches], kind="stable")]
     if len(ranges) != len(launches):
-        msg = (f"rank {rank}: {len(ranges)} CUPTI counter ranges but {len(launches)} kernel launches; they are paired "
-               f"by position, so the rank is skipped")
+        msg = (
+            f"rank {rank}: {len(ranges)} CUPTI counter ranges but {len(launches)} kernel launches; they are paired "
+            f"by position, so the rank is skipped"
+        )
         if strict:
             raise JobConsistencyError(msg, fix="profile the same kernels that were launched, or drop the rank")
         res.problems.append(msg)
@@ -120,13 +142,19 @@ def counter_data(source, rank: int, *, rules=None, job=None, raw_args: Optional[
     graph = graph if graph is not None else call_graph(view, rank, rules=view.rules)
     stacks = _op_stacks(view, rv, graph, launches)
     names = view.names(rv["name"][ranges])
-    frame = pd.DataFrame({
-        "index": rv["index"][ranges], "name": names, "ts": rv["ts"][ranges], "dur": rv["dur"][ranges],
-        "index_runtime": rv["index"][launches], "launch_ts": rv["ts"][launches],
-        "op_stack": stacks,
-        "top_level_op": [s[0] if s else "" for s in stacks],
-        "bottom_level_op": [s[-1] if s else "" for s in stacks],
-    })
+    frame = pd.DataFrame(
+        {
+            "index": rv["index"][ranges],
+            "name": names,
+            "ts": rv["ts"][ranges],
+            "dur": rv["dur"][ranges],
+            "index_runtime": rv["index"][launches],
+            "launch_ts": rv["ts"][launches],
+            "op_stack": stacks,
+            "top_level_op": [s[0] if s else "" for s in stacks],
+            "bottom_level_op": [s[-1] if s else "" for s in stacks],
+        }
+    )
     texts = _raw_args(rank, job, raw_args)
     if texts is not None and len(ranges):
         res.counters, cols = _counters([texts[int(i)] for i in rv["row"][ranges].tolist()])
@@ -179,12 +207,16 @@ def _check_names(view: JobView, rv, ranges: np.ndarray, launches: np.ndarray, re
     bad = (rn != kn) & (rn != missing)
     if bad.any():
         first = int(np.flatnonzero(has)[np.flatnonzero(bad)[0]])
-        res.problems.append(f"rank {res.rank}: {int(bad.sum())} of {int(has.sum())} CUPTI ranges name a different kernel "
-                            f"than their paired launch started (first: range index {int(rv['index'][ranges[first]])}); "
-                            f"their counters may belong to other kernels")
+        res.problems.append(
+            f"rank {res.rank}: {int(bad.sum())} of {int(has.sum())} CUPTI ranges name a different kernel "
+            f"than their paired launch started (first: range index {int(rv['index'][ranges[first]])}); "
+            f"their counters may belong to other kernels"
+        )
 
 
-def counters_with_operators(job, *, rules=None, ranks: Optional[Sequence[int]] = None, strict: bool = False) -> dict[int, pd.DataFrame]:
+def counters_with_operators(
+    job, *, rules=None, ranks: Optional[Sequence[int]] = None, strict: bool = False
+) -> dict[int, pd.DataFrame]:
     """:func:`counter_data` of every asked rank that pairs (``{rank: frame}``; load the job with
     ``all_args=True`` for the counter values); problems are logged at info level (a rank without counters
     is no error: most traces are not recorded with the range profiler, and the ``cupti`` command says so)."""
@@ -199,8 +231,9 @@ def counters_with_operators(job, *, rules=None, ranks: Optional[Sequence[int]] =
     return out
 
 
-def flops(frame: pd.DataFrame, *, by: str = "top_level_op",
-          weights: Optional[dict] = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def flops(
+    frame: pd.DataFrame, *, by: str = "top_level_op", weights: Optional[dict] = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """FLOPs per kernel and per operator from a counter frame (:func:`counter_data` or the facade's).
 
     Returns ``(kernels, operators)``. ``kernels``: ``index``, ``name``, ``top_level_op``,
@@ -231,8 +264,7 @@ def flops(frame: pd.DataFrame, *, by: str = "top_level_op",
     if by not in kernels.columns:
         by = keep[-1] if keep else "name"
     g = kernels.groupby(by, sort=True)
-    ops = pd.DataFrame({"kernels": g.size(), "flops": g["flops"].sum(),
-                        "dram_bytes": g["dram_bytes"].sum(min_count=1)})
+    ops = pd.DataFrame({"kernels": g.size(), "flops": g["flops"].sum(), "dram_bytes": g["dram_bytes"].sum(min_count=1)})
     with np.errstate(invalid="ignore", divide="ignore"):
         ops["arithmetic_intensity"] = np.where(ops["dram_bytes"] > 0, ops["flops"] / ops["dram_bytes"], np.nan)
     ops = ops.reset_index().sort_values(["flops", by], ascending=[False, True], kind="stable", ignore_index=True)
@@ -248,8 +280,16 @@ def hta_frame(res: CounterData, table: pd.DataFrame) -> pd.DataFrame:
     rows["name"] = rows.pop("s_name")
     rows["cat"] = rows.pop("s_cat")
     n = len(rows)
-    for col, val in (("depth", -1), ("height", -1), ("parent", -1), ("num_kernels", 0), ("kernel_dur_sum", 0.0),
-                     ("kernel_span", 0.0), ("first_kernel_start", -1.0), ("last_kernel_end", -1.0)):
+    for col, val in (
+        ("depth", -1),
+        ("height", -1),
+        ("parent", -1),
+        ("num_kernels", 0),
+        ("kernel_dur_sum", 0.0),
+        ("kernel_span", 0.0),
+        ("first_kernel_start", -1.0),
+        ("last_kernel_end", -1.0),
+    ):
         rows[col] = np.full(n, val)
     for k in res.counters:
         rows[k] = f[k].to_numpy()

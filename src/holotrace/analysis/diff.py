@@ -24,25 +24,39 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis import idle, launches, overlap, steps, temporal
-from holotrace.text import hta_short_names as shorten_names
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet, profiler_step_number
 from holotrace.model.view import JobView, RankView, job_view
+from holotrace.text import hta_short_names as shorten_names
 
 __all__ = ["JobDiff", "Trip", "diff_jobs", "parse_rule", "check_rules", "METRICS", "NORMALISATIONS"]
 
 #: metric name → unit ("pct": a percentage, compared in points; "us": time)
-METRICS = {"step_time": "us", "idle": "pct", "compute": "pct", "non_compute": "pct", "host_wait": "us",
-           "kernel_wait": "us", "other_idle": "us", "overlap": "pct", "launch_delay": "us"}
+METRICS = {
+    "step_time": "us",
+    "idle": "pct",
+    "compute": "pct",
+    "non_compute": "pct",
+    "host_wait": "us",
+    "kernel_wait": "us",
+    "other_idle": "us",
+    "overlap": "pct",
+    "launch_delay": "us",
+}
 NORMALISATIONS = ("none", "short", "template")
-_OP_KINDS = {"kernel": None, "op": (int(Kind.CPU_OP),), "annotation": (int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION))}
+_OP_KINDS = {
+    "kernel": None,
+    "op": (int(Kind.CPU_OP),),
+    "annotation": (int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION)),
+}
 _FAMILY_OF_KIND = np.full(256, -1, dtype=np.int8)  # Kind code → family of CPU-side names (int8 codes index it)
 _FAMILY_OF_KIND[int(Kind.CPU_OP)] = 1
 _FAMILY_OF_KIND[[int(Kind.USER_ANNOTATION), int(Kind.GPU_ANNOTATION)]] = 2
@@ -75,8 +89,10 @@ class Trip(NamedTuple):
 
     def message(self) -> str:
         u = {"%": "%", "pp": " pp", "us": " us"}[self.unit]
-        return (f"{self.item}: {self.base:.6g} -> {self.new:.6g} ({self.change:+.3g}{u}; base step-to-step "
-                f"sigma {self.sigma:.3g}) trips {self.rule}")
+        return (
+            f"{self.item}: {self.base:.6g} -> {self.new:.6g} ({self.change:+.3g}{u}; base step-to-step "
+            f"sigma {self.sigma:.3g}) trips {self.rule}"
+        )
 
 
 # ----------------------------------------------------------------------------------------- one side
@@ -129,8 +145,10 @@ def _cells(view: JobView, step_list: list) -> tuple[JobView, np.ndarray]:
                 rows_u = part[np.concatenate([[True], part[1:] != part[:-1]])]  # a row linked twice: once
                 cells[len(where)] = _take(v, rows_u)
                 where.append(int(sp[0]))
-    return (JobView(cells, view.strings, view.rules, view.unit_ns, view.include_last_step),
-            np.asarray(where, dtype=np.int64))
+    return (
+        JobView(cells, view.strings, view.rules, view.unit_ns, view.include_last_step),
+        np.asarray(where, dtype=np.int64),
+    )
 
 
 def _per_step_metrics(view: JobView, step_list: list) -> pd.DataFrame:
@@ -153,16 +171,24 @@ def _per_step_metrics(view: JobView, step_list: list) -> pd.DataFrame:
     tb = temporal.breakdown(cv) if have else pd.DataFrame({"rank": [], "span_us": []})
     span = per_step(tb, "span_us")
     with np.errstate(invalid="ignore", divide="ignore"):
-        pct = {c: np.where(span > 0, 100.0 * per_step(tb, f"{c}_us") / np.where(span > 0, span, 1), np.nan)
-               for c in ("idle", "compute", "non_compute")} if have else {c: np.full(n, np.nan) for c in
-                                                                          ("idle", "compute", "non_compute")}
+        pct = (
+            {
+                c: np.where(span > 0, 100.0 * per_step(tb, f"{c}_us") / np.where(span > 0, span, 1), np.nan)
+                for c in ("idle", "compute", "non_compute")
+            }
+            if have
+            else {c: np.full(n, np.nan) for c in ("idle", "compute", "non_compute")}
+        )
         ib = idle.idle_breakdown(cv) if have else None
-        cause = {c: (per_step(ib[ib["idle_category"] == c], "idle_us") if have else np.zeros(n)) / n_ranks
-                 for c in idle.CATEGORIES}
+        cause = {
+            c: (per_step(ib[ib["idle_category"] == c], "idle_us") if have else np.zeros(n)) / n_ranks
+            for c in idle.CATEGORIES
+        }
         ov = overlap.comm_comp_overlap(cv) if have else None
         comm = per_step(ov, "comm_us") if have else np.zeros(n)
-        ovl = np.where(comm > 0, 100.0 * (per_step(ov, "overlap_us") if have else comm) / np.where(comm > 0, comm, 1),
-                       np.nan)
+        ovl = np.where(
+            comm > 0, 100.0 * (per_step(ov, "overlap_us") if have else comm) / np.where(comm > 0, comm, 1), np.nan
+        )
     ls = launches.launch_stats(cv) if have else {}
     delays = [[] for _ in range(n)]
     for c, d in ls.items():
@@ -175,11 +201,20 @@ def _per_step_metrics(view: JobView, step_list: list) -> pd.DataFrame:
     else:
         tb_all = temporal.breakdown(view)
         step_time = np.asarray([float(tb_all["span_us"].mean()) if len(tb_all) else np.nan])
-    return pd.DataFrame({"step": np.asarray(step_list if step_list else [-1], dtype=np.int64),
-                         "step_time": step_time, "idle": pct["idle"], "compute": pct["compute"],
-                         "non_compute": pct["non_compute"], "host_wait": cause["host_wait"],
-                         "kernel_wait": cause["kernel_wait"], "other_idle": cause["other"], "overlap": ovl,
-                         "launch_delay": delay})
+    return pd.DataFrame(
+        {
+            "step": np.asarray(step_list if step_list else [-1], dtype=np.int64),
+            "step_time": step_time,
+            "idle": pct["idle"],
+            "compute": pct["compute"],
+            "non_compute": pct["non_compute"],
+            "host_wait": cause["host_wait"],
+            "kernel_wait": cause["kernel_wait"],
+            "other_idle": cause["other"],
+            "overlap": ovl,
+            "launch_delay": delay,
+        }
+    )
 
 
 def _normalise(names: np.ndarray, how: str) -> np.ndarray:
@@ -220,10 +255,18 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
         v = view[r]
         fam = _FAMILY_OF_KIND[v["kind"]]
         for rows, f in ((np.flatnonzero(v["gpu"]), None), (np.flatnonzero(fam >= 0), fam)):
-            parts.append((np.zeros(len(rows), np.int64) if f is None else f[rows].astype(np.int64), v["name"][rows],
-                          np.full(len(rows), k, dtype=np.int64), v["iteration"][rows], v["dur"][rows]))
-    fam, name, rank, it, dur = (np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64)
-                                for i in range(5))
+            parts.append(
+                (
+                    np.zeros(len(rows), np.int64) if f is None else f[rows].astype(np.int64),
+                    v["name"][rows],
+                    np.full(len(rows), k, dtype=np.int64),
+                    v["iteration"][rows],
+                    v["dur"][rows],
+                )
+            )
+    fam, name, rank, it, dur = (
+        np.concatenate([p[i] for p in parts]) if parts else np.empty(0, np.int64) for i in range(5)
+    )
     step = _step_pos(it, step_list) if step_list else np.zeros(len(it), dtype=np.int64)
     if step_list:
         keep = step >= 0
@@ -237,12 +280,18 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     p_fam, p_name = pairs % 3, pairs // 3 - 1
     raw = view.names(p_name)
     keys = _normalise(raw, how)
-    keys = np.asarray(["ProfilerStep#N" if profiler_step_number(s) >= 0 else s  # steps are matched by position
-                       for s in keys.tolist()], dtype=object)
+    keys = np.asarray(
+        [
+            "ProfilerStep#N" if profiler_step_number(s) >= 0 else s  # steps are matched by position
+            for s in keys.tolist()
+        ],
+        dtype=object,
+    )
     families = np.asarray(list(_OP_KINDS), dtype=object)[p_fam]
     key_of: dict = {}
-    key_id = np.asarray([key_of.setdefault((f, s), len(key_of)) for f, s in zip(families.tolist(), keys.tolist())],
-                        dtype=np.int64)
+    key_id = np.asarray(
+        [key_of.setdefault((f, s), len(key_of)) for f, s in zip(families.tolist(), keys.tolist())], dtype=np.int64
+    )
     table = pd.DataFrame(list(key_of), columns=["family", "key"]) if key_of else pd.DataFrame({"family": [], "key": []})
     names = pd.DataFrame({"family": families, "key": keys, "raw": raw})
     return _Ops(key_id[slot[code]] if len(code) else code, rank, step, dur, view.us, table, names, list(view.ranks))
@@ -290,18 +339,36 @@ def _op_stats(o: _Ops, n_steps: int) -> pd.DataFrame:
         key = uniq // n_ranks if per_rank else uniq
         div = 1 if per_rank else n_ranks
         sigma = per_step.std(axis=1, ddof=1) / div if n_steps > 1 else np.zeros(len(uniq))
-        frames.append(pd.DataFrame({
-            "family": o.keys["family"].to_numpy()[key], "key": o.keys["key"].to_numpy()[key],
-            "rank": np.asarray(o.ranks, dtype=np.int64)[uniq % n_ranks] if per_rank else np.full(len(uniq), -1),
-            "count": count.astype(np.int64), "total_us": total, "mean_us": mean, "p50_us": p50, "p95_us": p95,
-            "per_step_us": total / n_steps / div, "per_step_sigma": sigma}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "family": o.keys["family"].to_numpy()[key],
+                    "key": o.keys["key"].to_numpy()[key],
+                    "rank": np.asarray(o.ranks, dtype=np.int64)[uniq % n_ranks] if per_rank else np.full(len(uniq), -1),
+                    "count": count.astype(np.int64),
+                    "total_us": total,
+                    "mean_us": mean,
+                    "p50_us": p50,
+                    "p95_us": p95,
+                    "per_step_us": total / n_steps / div,
+                    "per_step_sigma": sigma,
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
 # ----------------------------------------------------------------------------------------- the diff
-def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optional[Sequence[int]] = None,
-              new_steps: Optional[Sequence[int]] = None, ranks: Optional[Sequence[int]] = None,
-              normalize: str = "none") -> JobDiff:
+def diff_jobs(
+    base,
+    new,
+    *,
+    rules: Optional[RuleSet] = None,
+    base_steps: Optional[Sequence[int]] = None,
+    new_steps: Optional[Sequence[int]] = None,
+    ranks: Optional[Sequence[int]] = None,
+    normalize: str = "none",
+) -> JobDiff:
     """Compare ``new`` with ``base`` (each a Job or a JobView; the same job twice with two step ranges).
 
     Args:
@@ -323,8 +390,10 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     bsteps, nsteps = _steps_of(views[0], base_steps), _steps_of(views[1], new_steps)
     notes = []
     if views[0].ranks != views[1].ranks:
-        notes.append(f"different ranks: base has {views[0].ranks}, new has {views[1].ranks}; merged figures "
-                     f"are per rank on average")
+        notes.append(
+            f"different ranks: base has {views[0].ranks}, new has {views[1].ranks}; merged figures "
+            f"are per rank on average"
+        )
     if len(bsteps) != len(nsteps):
         notes.append(f"different step counts: base {len(bsteps)}, new {len(nsteps)}; per-step figures are means")
     if not bsteps or not nsteps:
@@ -338,8 +407,9 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
     ops = _join_ops(*(_op_stats(d, max(len(s), 1)) for d, s in zip(o, (bsteps, nsteps))))
     kb, kn = (set(d.names.loc[d.names["family"] == "kernel", "raw"].tolist()) for d in o)
     if kb and kn and len(kb & kn) < 0.3 * min(len(kb), len(kn)):
-        notes.append(f"only {len(kb & kn)} of {len(kb)} base / {len(kn)} new kernel names are shared: are these "
-                     f"the same model?")
+        notes.append(
+            f"only {len(kb & kn)} of {len(kb)} base / {len(kn)} new kernel names are shared: are these the same model?"
+        )
     merged = _merged_names(pd.concat([d.names for d in o], ignore_index=True))
     contrib = _contributors(ops, metrics)
     return JobDiff(metrics, ops, contrib, merged, notes, bsteps, nsteps, (tuple(views[0].ranks), tuple(views[1].ranks)))
@@ -347,10 +417,16 @@ def diff_jobs(base, new, *, rules: Optional[RuleSet] = None, base_steps: Optiona
 
 def _metric_row(name: str, unit: str, b: pd.Series, n: pd.Series) -> dict:
     bm, nm = float(b.mean()), float(n.mean())
-    return {"metric": name, "unit": "%" if unit == "pct" else "us", "base": bm, "new": nm, "delta": nm - bm,
-            "delta_pct": 100.0 * (nm - bm) / abs(bm) if bm else np.nan,
-            "base_sigma": float(b.std(ddof=1)) if b.notna().sum() > 1 else 0.0,
-            "new_sigma": float(n.std(ddof=1)) if n.notna().sum() > 1 else 0.0}
+    return {
+        "metric": name,
+        "unit": "%" if unit == "pct" else "us",
+        "base": bm,
+        "new": nm,
+        "delta": nm - bm,
+        "delta_pct": 100.0 * (nm - bm) / abs(bm) if bm else np.nan,
+        "base_sigma": float(b.std(ddof=1)) if b.notna().sum() > 1 else 0.0,
+        "new_sigma": float(n.std(ddof=1)) if n.notna().sum() > 1 else 0.0,
+    }
 
 
 def _join_ops(b: pd.DataFrame, n: pd.DataFrame) -> pd.DataFrame:
@@ -368,12 +444,28 @@ def _join_ops(b: pd.DataFrame, n: pd.DataFrame) -> pd.DataFrame:
     out["status"] = np.where(cb == 0, "appeared", np.where(cn == 0, "disappeared", "both"))
     for c in ("count_base", "count_new"):
         out[c] = out[c].astype(np.int64)
-    cols = key + ["status", "count_base", "count_new", "total_us_base", "total_us_new", "mean_us_base", "mean_us_new",
-                  "p50_us_base", "p50_us_new", "p95_us_base", "p95_us_new", "per_step_us_base", "per_step_us_new",
-                  "per_step_sigma_base", "delta_per_step_us", "delta_pct"]
+    cols = key + [
+        "status",
+        "count_base",
+        "count_new",
+        "total_us_base",
+        "total_us_new",
+        "mean_us_base",
+        "mean_us_new",
+        "p50_us_base",
+        "p50_us_new",
+        "p95_us_base",
+        "p95_us_new",
+        "per_step_us_base",
+        "per_step_us_new",
+        "per_step_sigma_base",
+        "delta_per_step_us",
+        "delta_pct",
+    ]
     size = np.round(out["delta_per_step_us"].abs().to_numpy(), 6)  # to the ps: summation order makes no order
-    order = np.lexsort((out["family"].to_numpy().astype(str), out["key"].to_numpy().astype(str), -size,
-                        out["rank"].to_numpy()))
+    order = np.lexsort(
+        (out["family"].to_numpy().astype(str), out["key"].to_numpy().astype(str), -size, out["rank"].to_numpy())
+    )
     return out[cols].iloc[order].reset_index(drop=True)
 
 
@@ -386,15 +478,20 @@ def _merged_names(df: pd.DataFrame) -> pd.DataFrame:
 def _contributors(ops: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     """Merged kernels and idle causes by how much they changed a step of a rank (largest change first)."""
     k = ops[(ops["rank"] == -1) & (ops["family"] == "kernel")]
-    items = [("kernel:" + k["key"].astype(str)).to_numpy(), np.asarray([f"idle:{c}" for c in
-             ("host_wait", "kernel_wait", "other_idle")], dtype=object)]
+    items = [
+        ("kernel:" + k["key"].astype(str)).to_numpy(),
+        np.asarray([f"idle:{c}" for c in ("host_wait", "kernel_wait", "other_idle")], dtype=object),
+    ]
     m = metrics.set_index("metric")
     causes = m.loc[["host_wait", "kernel_wait", "other_idle"]]
-    out = pd.DataFrame({
-        "item": np.concatenate(items),
-        "base_us": np.concatenate([k["per_step_us_base"].to_numpy(), causes["base"].to_numpy()]),
-        "new_us": np.concatenate([k["per_step_us_new"].to_numpy(), causes["new"].to_numpy()]),
-        "base_sigma_us": np.concatenate([k["per_step_sigma_base"].to_numpy(), causes["base_sigma"].to_numpy()])})
+    out = pd.DataFrame(
+        {
+            "item": np.concatenate(items),
+            "base_us": np.concatenate([k["per_step_us_base"].to_numpy(), causes["base"].to_numpy()]),
+            "new_us": np.concatenate([k["per_step_us_new"].to_numpy(), causes["new"].to_numpy()]),
+            "base_sigma_us": np.concatenate([k["per_step_sigma_base"].to_numpy(), causes["base_sigma"].to_numpy()]),
+        }
+    )
     out["delta_us"] = out["new_us"] - out["base_us"]
     out = out[out["delta_us"].fillna(0) != 0]
     order = np.lexsort((out["item"].to_numpy().astype(str), -out["delta_us"].abs().to_numpy()))
@@ -402,19 +499,25 @@ def _contributors(ops: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------------------- the gate
-_RULE = re.compile(r"^\s*(?P<metric>[^<>]+?)\s*(?P<op>[<>])\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>%|pp|us|ms)?\s*$")
+_RULE = re.compile(
+    r"^\s*(?P<metric>[^<>]+?)\s*(?P<op>[<>])\s*(?P<value>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>%|pp|us|ms)?\s*$"
+)
 
 
 def parse_rule(text: str) -> tuple:
     """``"kernel:nccl*>+10%"`` → ``(metric, op, value, unit)``; a bad rule raises a one-line AnalysisError."""
     m = _RULE.match(text)
     if not m:
-        raise AnalysisError(f"cannot read the rule {text!r}", fix="write METRIC>+N% (or pp, us, ms), e.g. step_time>+5%")
+        raise AnalysisError(
+            f"cannot read the rule {text!r}", fix="write METRIC>+N% (or pp, us, ms), e.g. step_time>+5%"
+        )
     metric, op, value, unit = m.group("metric"), m.group("op"), float(m.group("value")), m.group("unit")
     family = metric.split(":", 1)[0] if ":" in metric else None
     if family is None and metric not in METRICS:
-        raise AnalysisError(f"unknown metric {metric!r} in rule {text!r}",
-                            fix=f"use {', '.join(METRICS)}, or kernel:GLOB, op:GLOB, annotation:GLOB")
+        raise AnalysisError(
+            f"unknown metric {metric!r} in rule {text!r}",
+            fix=f"use {', '.join(METRICS)}, or kernel:GLOB, op:GLOB, annotation:GLOB",
+        )
     if family is not None and family not in _OP_KINDS:
         raise AnalysisError(f"unknown name family {family!r} in rule {text!r}", fix="use kernel:, op: or annotation:")
     if unit is None:
@@ -443,8 +546,12 @@ def check_rules(d: JobDiff, rules: Sequence[str], *, min_effect: float = 2.0) ->
             family, pattern = metric.split(":", 1)
             ops = d.ops[(d.ops["rank"] == -1) & (d.ops["family"] == family)]
             hit = ops[[fnmatch.fnmatchcase(str(k), pattern) for k in ops["key"]]]
-            cands = [(f"{family}:{k}", b, n, s) for k, b, n, s in zip(hit["key"], hit["per_step_us_base"],
-                                                                        hit["per_step_us_new"], hit["per_step_sigma_base"])]
+            cands = [
+                (f"{family}:{k}", b, n, s)
+                for k, b, n, s in zip(
+                    hit["key"], hit["per_step_us_base"], hit["per_step_us_new"], hit["per_step_sigma_base"]
+                )
+            ]
         else:
             row = m.loc[metric]
             cands = [(metric, row["base"], row["new"], row["base_sigma"])]
@@ -456,5 +563,5 @@ def check_rules(d: JobDiff, rules: Sequence[str], *, min_effect: float = 2.0) ->
             if beyond and abs(n - b) > min_effect * (sigma if np.isfinite(sigma) else 0.0):
                 trips.append(Trip(text, item, float(b), float(n), float(ch), unit, float(sigma)))
     order = {t: i for i, t in enumerate(d.contributors["item"].tolist())}
-    rank_of = (lambda t: order.get(t.item if ":" in t.item else "", order.get(f"idle:{t.item}", len(order))))  # noqa: E731
+    rank_of = lambda t: order.get(t.item if ":" in t.item else "", order.get(f"idle:{t.item}", len(order)))  # noqa: E731
     return sorted(trips, key=lambda t: (rank_of(t), -abs(t.new - t.base)))

@@ -12,14 +12,19 @@ from __future__ import annotations
 import gzip
 import json
 from dataclasses import dataclass
-from typing import Dict
 
 import numpy as np
 
 from holotrace.errors import TraceFormatError, TraceNotFoundError
 
-__all__ = ["ExecutionTrace", "load_execution_trace", "et_node_column", "et_attribute", "ET_SUPPORTED_CATEGORIES",
-           "ET_COLUMNS"]
+__all__ = [
+    "ExecutionTrace",
+    "load_execution_trace",
+    "et_node_column",
+    "et_attribute",
+    "ET_SUPPORTED_CATEGORIES",
+    "ET_COLUMNS",
+]
 
 ET_SUPPORTED_CATEGORIES = ("cpu_op", "user_annotation")
 ET_COLUMNS = ("op_schema", "input_shapes", "input_types", "output_shapes", "output_types", "et_node_name")
@@ -31,17 +36,20 @@ class ExecutionTrace:
     """An execution trace: the document's top-level fields and ``nodes`` as ``{id: node dict}``."""
 
     schema: str
-    nodes: Dict[int, dict]
+    nodes: dict[int, dict]
     meta: dict
 
     @property
     def rf_range(self) -> tuple[int, int] | None:
         """``(min, max)`` ``rf_id`` of the operator nodes (thread/process roots left out)."""
-        ids = [n["rf_id"] for n in self.nodes.values()
-               if n.get("rf_id") is not None and not any(m in str(n.get("name", "")) for m in _ROOT_MARKS)]
+        ids = [
+            n["rf_id"]
+            for n in self.nodes.values()
+            if n.get("rf_id") is not None and not any(m in str(n.get("name", "")) for m in _ROOT_MARKS)
+        ]
         return (min(ids), max(ids)) if ids else None
 
-    def rf_to_node(self) -> Dict[int, int]:
+    def rf_to_node(self) -> dict[int, int]:
         """``rf_id → node id`` (a later node wins, as in HTA)."""
         return {int(n["rf_id"]): int(i) for i, n in self.nodes.items() if n.get("rf_id") is not None}
 
@@ -59,9 +67,11 @@ def load_execution_trace(et_file) -> ExecutionTrace:
         doc = json.loads(raw)
         nodes = {int(n["id"]): n for n in doc["nodes"]}
     except (ValueError, KeyError, TypeError):
-        raise TraceFormatError("not a PyTorch execution trace (expected a JSON object with a 'nodes' list of "
-                               "nodes with an 'id')", path=et_file,
-                               fix="pass the file ExecutionTraceObserver wrote") from None
+        raise TraceFormatError(
+            "not a PyTorch execution trace (expected a JSON object with a 'nodes' list of nodes with an 'id')",
+            path=et_file,
+            fix="pass the file ExecutionTraceObserver wrote",
+        ) from None
     return ExecutionTrace(str(doc.get("schema", "")), nodes, {k: v for k, v in doc.items() if k != "nodes"})
 
 
@@ -89,8 +99,12 @@ def et_node_column(external_id: np.ndarray, supported: np.ndarray, et: Execution
     rf = et.rf_range
     contained = bool(rf is not None and len(ext) and ext.min() <= rf[0] and ext.max() >= rf[1])
     n = int(np.sum(supported))
-    return out, {"rows": n, "matched": int(hit.sum()), "match_rate": float(hit.sum() / n) if n else 0.0,
-                 "contained": contained}
+    return out, {
+        "rows": n,
+        "matched": int(hit.sum()),
+        "match_rate": float(hit.sum() / n) if n else 0.0,
+        "contained": contained,
+    }
 
 
 def et_attribute(et_node: np.ndarray, et: ExecutionTrace, column: str) -> np.ndarray:

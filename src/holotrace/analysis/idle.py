@@ -24,7 +24,8 @@ One implementation, following the rule set:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -50,8 +51,9 @@ def _operation_rows(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
     return rows[v["stream"][rows] != -1]
 
 
-def _stream_rows(rows: np.ndarray, stream: np.ndarray, streams: Optional[Sequence[int]],
-                 rules: RuleSet) -> list[tuple[int, np.ndarray]]:
+def _stream_rows(
+    rows: np.ndarray, stream: np.ndarray, streams: Optional[Sequence[int]], rules: RuleSet
+) -> list[tuple[int, np.ndarray]]:
     """``(stream, its rows)`` of the streams reported, in order: as asked (HTA) or ascending (holotrace); by
     default every stream with operations (HTA: in order of first appearance)."""
     found: list[tuple[int, np.ndarray]] = []
@@ -69,8 +71,9 @@ def _stream_rows(rows: np.ndarray, stream: np.ndarray, streams: Optional[Sequenc
     return found if rules.hta_table else sorted(found, key=lambda x: x[0])
 
 
-def _stream_gaps(view: JobView, v: RankView, rules: RuleSet, streams: Optional[Sequence[int]],
-                 delay_us: float) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def _stream_gaps(
+    view: JobView, v: RankView, rules: RuleSet, streams: Optional[Sequence[int]], delay_us: float
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """``(stream, gap, category)`` of each reported stream: the gap before each operation but the first
     (which has none and counts as ``other``), operations by start, then event index; gaps in the view's unit."""
     rows = _operation_rows(view, v, rules)
@@ -150,16 +153,33 @@ def idle_breakdown(
     total = idle_us.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(total != 0, idle_us / np.where(total != 0, total, 1.0), np.nan if rules.hta_table else 0.0)
-    return pd.DataFrame({
-        "rank": np.repeat(key[:, 0], 3), "stream": np.repeat(key[:, 1], 3),
-        "idle_category": pd.Series(np.tile(_CATEGORY_NAMES, n), dtype=object),
-        "idle_us": idle_us.reshape(-1), "idle_ratio": ratio.reshape(-1),
-        "gaps": np.array(gaps, dtype=np.int64).reshape(-1), "operations": ops.reshape(-1),
-    })
+    return pd.DataFrame(
+        {
+            "rank": np.repeat(key[:, 0], 3),
+            "stream": np.repeat(key[:, 1], 3),
+            "idle_category": pd.Series(np.tile(_CATEGORY_NAMES, n), dtype=object),
+            "idle_us": idle_us.reshape(-1),
+            "idle_ratio": ratio.reshape(-1),
+            "gaps": np.array(gaps, dtype=np.int64).reshape(-1),
+            "operations": ops.reshape(-1),
+        }
+    )
 
 
-_STATS_COLUMNS = ["rank", "stream", "idle_category", "count", "mean_us", "std_us", "min_us", "p25_us", "p50_us",
-                  "p75_us", "p90_us", "max_us"]
+_STATS_COLUMNS = [
+    "rank",
+    "stream",
+    "idle_category",
+    "count",
+    "mean_us",
+    "std_us",
+    "min_us",
+    "p25_us",
+    "p50_us",
+    "p75_us",
+    "p90_us",
+    "max_us",
+]
 
 
 def idle_interval_stats(
@@ -189,8 +209,16 @@ def idle_interval_stats(
                 x = g[cat == c]
                 out.append((rank, s, CATEGORIES[c], len(x), *_describe(x)))
     if not out:
-        return pd.DataFrame({c: pd.Series(dtype=object if c == "idle_category" else (
-            np.int64 if c in ("rank", "stream", "count") else np.float64)) for c in _STATS_COLUMNS})
+        return pd.DataFrame(
+            {
+                c: pd.Series(
+                    dtype=object
+                    if c == "idle_category"
+                    else (np.int64 if c in ("rank", "stream", "count") else np.float64)
+                )
+                for c in _STATS_COLUMNS
+            }
+        )
     df = pd.DataFrame(out, columns=_STATS_COLUMNS)
     return df.astype({"rank": np.int64, "stream": np.int64, "count": np.int64, "idle_category": object})
 

@@ -16,7 +16,8 @@ Conventions (spec 20-analyses-common C5):
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 

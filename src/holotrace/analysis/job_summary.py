@@ -10,8 +10,9 @@ rendered from it are the same in each case.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import pandas as pd
 
@@ -26,8 +27,18 @@ __all__ = ["JobSummary", "summarize_job", "findings_frame", "FINDING_COLUMNS", "
 #: columns of the findings table
 FINDING_COLUMNS = ("severity", "code", "rank", "file", "count", "message", "example")
 #: the frames of a summary that ``holotrace summary`` writes in full (``--format json|csv``, ``--output``), in order
-DATA_KEYS = ("temporal", "temporal_by_step", "kernel_types", "kernel_types_by_rank", "kernel_stats",
-             "kernel_rank_distribution", "idle", "idle_interval_stats", "overlap", "steps")
+DATA_KEYS = (
+    "temporal",
+    "temporal_by_step",
+    "kernel_types",
+    "kernel_types_by_rank",
+    "kernel_stats",
+    "kernel_rank_distribution",
+    "idle",
+    "idle_interval_stats",
+    "overlap",
+    "steps",
+)
 
 
 @dataclass
@@ -82,7 +93,12 @@ class JobSummary:
 
     def meta(self) -> dict:
         """Plain facts of the summary (the same whatever ran the per-rank work; the path aside)."""
-        return {"path": self.path, "ranks": list(self.ranks), "steps": self.profiler_steps, "world_size": self.world_size}
+        return {
+            "path": self.path,
+            "ranks": list(self.ranks),
+            "steps": self.profiler_steps,
+            "world_size": self.world_size,
+        }
 
 
 def findings_frame(findings) -> pd.DataFrame:
@@ -92,9 +108,15 @@ def findings_frame(findings) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
-def summarize_job(job, *, view=None, top: int = 10, launch_delay_cutoff: float = 100.0,
-                  on_stragglers: Optional[Callable[[pd.DataFrame], None]] = None,
-                  launch_stats: Optional[Callable[[], dict]] = None) -> JobSummary:
+def summarize_job(
+    job,
+    *,
+    view=None,
+    top: int = 10,
+    launch_delay_cutoff: float = 100.0,
+    on_stragglers: Optional[Callable[[pd.DataFrame], None]] = None,
+    launch_stats: Optional[Callable[[], dict]] = None,
+) -> JobSummary:
     """The summary of a job held in this process: each rank's summary from one view (on threads), reduced.
 
     Args:
@@ -118,11 +140,13 @@ def summarize_job(job, *, view=None, top: int = 10, launch_delay_cutoff: float =
     stats = launch_stats() if launch_stats is not None else {}
 
     def one(r: int):
-        return rank_summary(view, r, launch_delay_cutoff=launch_delay_cutoff, collectives=collectives[r],
-                            launch_stats=stats.get(r))
+        return rank_summary(
+            view, r, launch_delay_cutoff=launch_delay_cutoff, collectives=collectives[r], launch_stats=stats.get(r)
+        )
 
     per_rank = thread_map(one, view.ranks)
     for r in view.ranks:
         reducer.add(per_rank.pop(r))
-    return JobSummary(job.path, list(view.ranks), reducer.frames(top=top), list(job.findings), job.world_size, [],
-                      "memory")
+    return JobSummary(
+        job.path, list(view.ranks), reducer.frames(top=top), list(job.findings), job.world_size, [], "memory"
+    )

@@ -15,7 +15,8 @@ definitions: elementary segments of the type sweep truncated to whole µs, and H
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -94,8 +95,14 @@ def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
     return np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], [int(t) for t in types]))
 
 
-def type_breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                   include_memory: bool = True, by_rank: bool = False) -> pd.DataFrame:
+def type_breakdown(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    include_memory: bool = True,
+    by_rank: bool = False,
+) -> pd.DataFrame:
     """Time by kernel-type combination.
 
     Args:
@@ -123,7 +130,8 @@ def type_breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[S
         times = type_times(ts, end, v["kernel_type"][sel], types, truncate=rules.hta_table)
         rows += [(rank, label, float(view.us(t))) for label, t in times.items()]
     df = pd.DataFrame(rows, columns=["rank", "kernel_type", "time_us"]).astype(
-        {"rank": np.int64, "kernel_type": object, "time_us": np.float64})
+        {"rank": np.int64, "kernel_type": object, "time_us": np.float64}
+    )
     if by_rank:
         parts = [_with_pctg(part) for _, part in df.groupby("rank", sort=False)]
         return pd.concat(parts, ignore_index=True) if parts else df.assign(pctg=pd.Series(dtype=np.float64))
@@ -178,9 +186,11 @@ def kernel_stats(
     if not parts:
         return _empty(cols)
     sizes = [len(a["name"]) for _, _, a in parts]
-    out = {"rank": np.repeat([r for r, _, _ in parts], sizes).astype(np.int64),
-           "kernel_type": pd.Series(np.repeat(np.array([t for _, t, _ in parts], dtype=object), sizes), dtype=object),
-           "name": pd.Series(np.concatenate([a["name"] for _, _, a in parts]), dtype=object)}
+    out = {
+        "rank": np.repeat([r for r, _, _ in parts], sizes).astype(np.int64),
+        "kernel_type": pd.Series(np.repeat(np.array([t for _, t, _ in parts], dtype=object), sizes), dtype=object),
+        "name": pd.Series(np.concatenate([a["name"] for _, _, a in parts]), dtype=object),
+    }
     for c in _STAT_COLUMNS:
         out[c] = np.concatenate([a[c.removesuffix("_us")] for _, _, a in parts])
     return pd.DataFrame(out)
@@ -191,8 +201,14 @@ def _empty(cols: list[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in cols})
 
 
-def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                      top: int = 10, include_memory: bool = True) -> pd.DataFrame:
+def rank_distribution(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    top: int = 10,
+    include_memory: bool = True,
+) -> pd.DataFrame:
     """Per-rank duration distribution of the kernels with the most total time over the job.
 
     Args:
@@ -210,15 +226,24 @@ def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
     for rank in view.select(ranks):
         v = view[rank]
         rows = _analysed(v, types)
-        parts.append(pd.DataFrame({"name_id": v["name"][rows], "ktype": v["kernel_type"][rows],
-                                   "dur_us": view.us(v["dur"][rows]), "rank": np.int64(rank)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "name_id": v["name"][rows],
+                    "ktype": v["kernel_type"][rows],
+                    "dur_us": view.us(v["dur"][rows]),
+                    "rank": np.int64(rank),
+                }
+            )
+        )
     cols = ["kernel_type", "name", "rank", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us", "sum_vs_median"]
     allg = pd.concat(parts, ignore_index=True) if parts else None
     if allg is None or allg.empty:
         return _empty(cols)
     totals = allg.groupby("name_id")["dur_us"].sum()
-    order = pd.DataFrame({"name_id": totals.index, "name": view.names(totals.index.to_numpy()),
-                          "total": totals.to_numpy()})
+    order = pd.DataFrame(
+        {"name_id": totals.index, "name": view.names(totals.index.to_numpy()), "total": totals.to_numpy()}
+    )
     order = order.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable")
     chosen = order.head(top).reset_index(drop=True)
     sel = allg if len(chosen) == len(order) else allg[allg["name_id"].isin(chosen["name_id"])]
@@ -230,13 +255,16 @@ def rank_distribution(source, *, rules: Optional[RuleSet] = None, ranks: Optiona
     med = stats.groupby("name_id")["sum"].transform("median")
     stats["sum_vs_median"] = np.where(med > 0, stats["sum"] / med.where(med > 0, 1.0), np.nan)
     stats = stats.sort_values(["pos", "rank"], ignore_index=True)
-    stats = stats.rename(columns={"sum": "sum_us", "max": "max_us", "min": "min_us", "mean": "mean_us", "std": "std_us"})
+    stats = stats.rename(
+        columns={"sum": "sum_us", "max": "max_us", "min": "min_us", "mean": "mean_us", "std": "std_us"}
+    )
     stats["count"] = stats["count"].astype(np.int64)
     return stats[cols]
 
 
-def top_kernels(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                top: int = 10) -> pd.DataFrame:
+def top_kernels(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, top: int = 10
+) -> pd.DataFrame:
     """The GPU operations (every kernel type) with the most total time, summed over ranks.
 
     Returns:
@@ -259,7 +287,12 @@ def top_kernels(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequ
     names = view.names(uniq)
     pick = np.lexsort((names.astype(str), -total))[:top] if len(uniq) else np.empty(0, dtype=np.int64)
     ktype = np.concatenate(types)[first[pick]] if len(pick) else np.empty(0, dtype=np.int64)
-    return pd.DataFrame({
-        "kernel_type": pd.Series(_TYPE_NAMES[ktype.astype(np.int64)], dtype=object),
-        "name": pd.Series(names[pick], dtype=object), "count": count[pick], "sum_us": total[pick],
-        "mean_us": total[pick] / np.maximum(count[pick], 1)})
+    return pd.DataFrame(
+        {
+            "kernel_type": pd.Series(_TYPE_NAMES[ktype.astype(np.int64)], dtype=object),
+            "name": pd.Series(names[pick], dtype=object),
+            "count": count[pick],
+            "sum_us": total[pick],
+            "mean_us": total[pick] / np.maximum(count[pick], 1),
+        }
+    )

@@ -18,7 +18,8 @@ Definitions (µs): ``cpu_duration`` = launch call duration, ``gpu_duration`` = G
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -29,15 +30,32 @@ from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import JobView, resolve
 
-__all__ = ["STATS_COLUMNS", "FLAG_COLUMNS", "DETAIL_COLUMNS", "launch_stats", "launch_summary", "all_launches",
-           "worst_launches", "delay_overview"]
+__all__ = [
+    "STATS_COLUMNS",
+    "FLAG_COLUMNS",
+    "DETAIL_COLUMNS",
+    "launch_stats",
+    "launch_summary",
+    "all_launches",
+    "worst_launches",
+    "delay_overview",
+]
 
 STATS_COLUMNS = ["correlation", "cpu_duration", "gpu_duration", "launch_delay"]
 FLAG_COLUMNS = ["short_kernel", "runtime_outlier", "launch_delay_outlier"]
 DETAIL_COLUMNS = ["launch", "kernel", "stream", "iteration", "ts"]
 SUMMARY_COLUMNS = [
-    "rank", "launches", "cpu_mean_us", "cpu_max_us", "gpu_mean_us", "delay_median_us", "delay_p95_us",
-    "delay_max_us", "short_kernels", "runtime_outliers", "launch_delay_outliers",
+    "rank",
+    "launches",
+    "cpu_mean_us",
+    "cpu_max_us",
+    "gpu_mean_us",
+    "delay_median_us",
+    "delay_p95_us",
+    "delay_max_us",
+    "short_kernels",
+    "runtime_outliers",
+    "launch_delay_outliers",
 ]
 
 
@@ -82,15 +100,25 @@ def launch_stats(
         c_dur = dur.take(cpu)
         cpu_dur, gpu_dur = view.us(c_dur), view.us(dur.take(gpu))
         delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - c_dur, 0, None))
-        cols = {"correlation": v["correlation"].take(cpu), "cpu_duration": cpu_dur, "gpu_duration": gpu_dur,
-                "launch_delay": delay,
-                "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
-                "runtime_outlier": cpu_dur > runtime_cutoff,
-                "launch_delay_outlier": delay > launch_delay_cutoff}
+        cols = {
+            "correlation": v["correlation"].take(cpu),
+            "cpu_duration": cpu_dur,
+            "gpu_duration": gpu_dur,
+            "launch_delay": delay,
+            "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
+            "runtime_outlier": cpu_dur > runtime_cutoff,
+            "launch_delay_outlier": delay > launch_delay_cutoff,
+        }
         if details:
-            cols.update({"launch": view.names(v["name"].take(cpu)), "kernel": view.names(v["name"].take(gpu)),
-                         "stream": v["stream"].take(gpu), "iteration": v["iteration"].take(cpu),
-                         "ts": view.us(ts.take(cpu) + v.clock_offset - origin)})
+            cols.update(
+                {
+                    "launch": view.names(v["name"].take(cpu)),
+                    "kernel": view.names(v["name"].take(gpu)),
+                    "stream": v["stream"].take(gpu),
+                    "iteration": v["iteration"].take(cpu),
+                    "ts": view.us(ts.take(cpu) + v.clock_offset - origin),
+                }
+            )
         return pd.DataFrame(cols, copy=False)
 
     return thread_map(one, chosen)
@@ -178,14 +206,22 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
     for r, df in stats.items():
         n = len(df)
         cpu, gpu, dl = (df[c].to_numpy(dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
-        stat = (lambda f, x, n=n: float(f(x)) if n else np.nan)  # noqa: E731
-        rows.append({
-            "rank": int(r), "launches": n, "cpu_mean_us": stat(np.mean, cpu), "cpu_max_us": stat(np.max, cpu),
-            "gpu_mean_us": stat(np.mean, gpu), "delay_median_us": stat(np.median, dl),
-            "delay_p95_us": stat(lambda x: np.percentile(x, 95), dl), "delay_max_us": stat(np.max, dl),
-            "short_kernels": int(df["short_kernel"].sum()), "runtime_outliers": int(df["runtime_outlier"].sum()),
-            "launch_delay_outliers": int(df["launch_delay_outlier"].sum()),
-        })
+        stat = lambda f, x, n=n: float(f(x)) if n else np.nan  # noqa: E731
+        rows.append(
+            {
+                "rank": int(r),
+                "launches": n,
+                "cpu_mean_us": stat(np.mean, cpu),
+                "cpu_max_us": stat(np.max, cpu),
+                "gpu_mean_us": stat(np.mean, gpu),
+                "delay_median_us": stat(np.median, dl),
+                "delay_p95_us": stat(lambda x: np.percentile(x, 95), dl),
+                "delay_max_us": stat(np.max, dl),
+                "short_kernels": int(df["short_kernel"].sum()),
+                "runtime_outliers": int(df["runtime_outlier"].sum()),
+                "launch_delay_outliers": int(df["launch_delay_outlier"].sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -214,5 +250,9 @@ def delay_overview(launches: pd.DataFrame) -> dict:
     d = launches["launch_delay"].to_numpy(dtype=np.float64)
     if not len(d):
         return {"launches": 0, "median_us": float("nan"), "p95_us": float("nan"), "outliers": 0}
-    return {"launches": int(len(d)), "median_us": float(np.median(d)), "p95_us": float(np.percentile(d, 95)),
-            "outliers": int(launches["launch_delay_outlier"].sum())}
+    return {
+        "launches": int(len(d)),
+        "median_us": float(np.median(d)),
+        "p95_us": float(np.percentile(d, 95)),
+        "outliers": int(launches["launch_delay_outlier"].sum()),
+    }

@@ -21,7 +21,8 @@ Devices are labelled ``cpu``, ``cuda:N`` (c10 device type 1), or ``type<T>:N`` f
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -31,12 +32,25 @@ from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["MEMORY_EVENT", "memory_events", "memory_timeline", "memory_peaks", "allocations_by_operator",
-           "device_label", "MEMORY_CATEGORIES", "read_memory_export", "memory_export_series",
-           "memory_export_timeline", "memory_export_peaks"]
+__all__ = [
+    "MEMORY_EVENT",
+    "memory_events",
+    "memory_timeline",
+    "memory_peaks",
+    "allocations_by_operator",
+    "device_label",
+    "MEMORY_CATEGORIES",
+    "read_memory_export",
+    "memory_export_series",
+    "memory_export_timeline",
+    "memory_export_peaks",
+]
 
 MEMORY_EVENT = "[memory]"
-OPERATOR_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)  # what "operator" means here (not Python frames, not runtime calls)
+OPERATOR_KINDS = (
+    Kind.CPU_OP,
+    Kind.USER_ANNOTATION,
+)  # what "operator" means here (not Python frames, not runtime calls)
 _EVENT_COLUMNS = ["rank", "device", "ts", "bytes", "addr", "total_allocated", "total_reserved", "index", "tid"]
 
 
@@ -51,8 +65,10 @@ def device_label(device_type: int, device_id: int) -> str:
 
 def _job(source):
     if not hasattr(source, "rank") or not hasattr(source, "strings"):
-        raise AnalysisError("the memory analysis reads the trace's [memory] events, which a view does not hold",
-                            fix="pass the loaded Job (holotrace.load(path)) instead of a JobView")
+        raise AnalysisError(
+            "the memory analysis reads the trace's [memory] events, which a view does not hold",
+            fix="pass the loaded Job (holotrace.load(path)) instead of a JobView",
+        )
     return source
 
 
@@ -68,18 +84,20 @@ def _rank_events(job, rank: int) -> pd.DataFrame:
     pairs = pd.MultiIndex.from_arrays([dtype, did])
     codes, uniq = pd.factorize(pairs)
     labels = np.array([device_label(int(a), int(b)) for a, b in uniq], dtype=object)
-    out = pd.DataFrame({
-        "rank": np.full(len(sel), int(rank), dtype=np.int64),
-        "device": labels[codes] if len(sel) else np.empty(0, dtype=object),
-        "ts": i64("ts_ns"),
-        "bytes": i64("mem_bytes"),
-        "addr": i64("mem_addr"),
-        "total_allocated": i64("mem_total_allocated"),
-        "total_reserved": i64("mem_total_reserved"),
-        "index": i64("index"),
-        "tid": i64("tid"),
-        "_pid": i64("pid"),
-    })
+    out = pd.DataFrame(
+        {
+            "rank": np.full(len(sel), int(rank), dtype=np.int64),
+            "device": labels[codes] if len(sel) else np.empty(0, dtype=object),
+            "ts": i64("ts_ns"),
+            "bytes": i64("mem_bytes"),
+            "addr": i64("mem_addr"),
+            "total_allocated": i64("mem_total_allocated"),
+            "total_reserved": i64("mem_total_reserved"),
+            "index": i64("index"),
+            "tid": i64("tid"),
+            "_pid": i64("pid"),
+        }
+    )
     return out.sort_values(["ts", "index"], kind="stable").reset_index(drop=True)
 
 
@@ -106,12 +124,18 @@ def memory_timeline(source, *, ranks: Optional[Sequence[int]] = None) -> pd.Data
     first_total = (grp["total_allocated"].transform("first") - grp["bytes"].transform("first")).clip(lower=0)
     has_totals = grp["total_allocated"].transform("min") >= 0
     by_events = np.where(has_totals, first_total, 0) + grp["bytes"].cumsum()
-    return pd.DataFrame({
-        "rank": ev["rank"], "device": ev["device"], "ts": ev["ts"], "bytes": ev["bytes"],
-        "allocated": np.where(has_totals, ev["total_allocated"], by_events).astype(np.int64),
-        "reserved": np.where(has_totals, ev["total_reserved"], -1).astype(np.int64),
-        "allocated_by_events": by_events.astype(np.int64), "index": ev["index"],
-    })
+    return pd.DataFrame(
+        {
+            "rank": ev["rank"],
+            "device": ev["device"],
+            "ts": ev["ts"],
+            "bytes": ev["bytes"],
+            "allocated": np.where(has_totals, ev["total_allocated"], by_events).astype(np.int64),
+            "reserved": np.where(has_totals, ev["total_reserved"], -1).astype(np.int64),
+            "allocated_by_events": by_events.astype(np.int64),
+            "index": ev["index"],
+        }
+    )
 
 
 def _cpu_ops(job, rank: int):
@@ -136,15 +160,32 @@ def memory_peaks(source, *, ranks: Optional[Sequence[int]] = None) -> pd.DataFra
         i = int(np.argmax(g["allocated"].to_numpy()))
         peak = g.iloc[i]
         b = g["bytes"].to_numpy()
-        rows.append({
-            "rank": int(rank), "device": device, "peak_allocated": int(peak["allocated"]),
-            "peak_ts": int(peak["ts"]), "peak_reserved": int(peak["reserved"]),
-            "max_reserved": int(g["reserved"].max()), "events": len(g),
-            "alloc_bytes": int(b[b > 0].sum()), "freed_bytes": int(-b[b < 0].sum()),
-            "live_operators": _live_at(job, int(rank), int(peak["ts"])),
-        })
-    cols = ["rank", "device", "peak_allocated", "peak_ts", "peak_reserved", "max_reserved", "events",
-            "alloc_bytes", "freed_bytes", "live_operators"]
+        rows.append(
+            {
+                "rank": int(rank),
+                "device": device,
+                "peak_allocated": int(peak["allocated"]),
+                "peak_ts": int(peak["ts"]),
+                "peak_reserved": int(peak["reserved"]),
+                "max_reserved": int(g["reserved"].max()),
+                "events": len(g),
+                "alloc_bytes": int(b[b > 0].sum()),
+                "freed_bytes": int(-b[b < 0].sum()),
+                "live_operators": _live_at(job, int(rank), int(peak["ts"])),
+            }
+        )
+    cols = [
+        "rank",
+        "device",
+        "peak_allocated",
+        "peak_ts",
+        "peak_reserved",
+        "max_reserved",
+        "events",
+        "alloc_bytes",
+        "freed_bytes",
+        "live_operators",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -192,27 +233,44 @@ def allocations_by_operator(source, *, ranks: Optional[Sequence[int]] = None) ->
             owner[up] = g.parent[owner[up]]
         name_id = np.where(owner >= 0, rv["name"][ops][np.clip(owner, 0, None)], -1) if k else np.full(m, -1)
         b = ev["bytes"].to_numpy()
-        frames.append(pd.DataFrame({
-            "rank": rank, "device": ev["device"].to_numpy(), "operator": view.names(name_id),
-            "allocations": (b > 0).astype(np.int64), "alloc_bytes": np.where(b > 0, b, 0),
-            "frees": (b < 0).astype(np.int64), "freed_bytes": np.where(b < 0, -b, 0),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "rank": rank,
+                    "device": ev["device"].to_numpy(),
+                    "operator": view.names(name_id),
+                    "allocations": (b > 0).astype(np.int64),
+                    "alloc_bytes": np.where(b > 0, b, 0),
+                    "frees": (b < 0).astype(np.int64),
+                    "freed_bytes": np.where(b < 0, -b, 0),
+                }
+            )
+        )
     cols = ["rank", "device", "operator", "allocations", "alloc_bytes", "frees", "freed_bytes", "net_bytes"]
     if not frames:
         return pd.DataFrame(columns=cols)
     df = pd.concat(frames, ignore_index=True)
     out = df.groupby(["rank", "device", "operator"], sort=False, as_index=False).sum()
     out["net_bytes"] = out["alloc_bytes"] - out["freed_bytes"]
-    return out.sort_values(["rank", "device", "alloc_bytes"], ascending=[True, True, False],
-                           kind="stable").reset_index(drop=True)[cols]
+    return out.sort_values(["rank", "device", "alloc_bytes"], ascending=[True, True, False], kind="stable").reset_index(
+        drop=True
+    )[cols]
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # PyTorch's memory-timeline export (``profile.export_memory_timeline("x.raw.json.gz")``), not a Kineto trace:
 # a JSON array of ``[timestamp_ns, action, bytes, category]`` (spec 14 §1).
 
-MEMORY_CATEGORIES = ("Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd",
-                     "Unknown")
+MEMORY_CATEGORIES = (
+    "Parameter",
+    "Optimizer state",
+    "Input",
+    "Temporary",
+    "Activation",
+    "Gradient",
+    "Autograd",
+    "Unknown",
+)
 
 
 def read_memory_export(path) -> np.ndarray:
@@ -226,24 +284,35 @@ def read_memory_export(path) -> np.ndarray:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        raise TraceNotFoundError("no such memory-timeline file", path=path,
-                                 fix="pass the file written by export_memory_timeline(...raw.json.gz)") from None
+        raise TraceNotFoundError(
+            "no such memory-timeline file",
+            path=path,
+            fix="pass the file written by export_memory_timeline(...raw.json.gz)",
+        ) from None
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     try:
         arr = np.array(json.loads(raw), dtype=np.int64)
     except (ValueError, TypeError, OverflowError):
-        raise TraceFormatError("not a memory-timeline export (expected a JSON array of [time, action, bytes, "
-                               "category])", path=path, fix="export it with profile.export_memory_timeline"
-                               "(\"name.raw.json.gz\")") from None
+        raise TraceFormatError(
+            "not a memory-timeline export (expected a JSON array of [time, action, bytes, category])",
+            path=path,
+            fix='export it with profile.export_memory_timeline("name.raw.json.gz")',
+        ) from None
     arr = arr.reshape(0, 4) if arr.size == 0 else arr
     if arr.ndim != 2 or arr.shape[1] != 4:
-        raise TraceFormatError("memory-timeline entries must have 4 fields [time, action, bytes, category]",
-                               path=path, fix="export it with profile.export_memory_timeline(\"name.raw.json.gz\")")
+        raise TraceFormatError(
+            "memory-timeline entries must have 4 fields [time, action, bytes, category]",
+            path=path,
+            fix='export it with profile.export_memory_timeline("name.raw.json.gz")',
+        )
     bad = (arr[:, 3] < 0) | (arr[:, 3] >= len(MEMORY_CATEGORIES))
     if bad.any():
-        raise TraceFormatError(f"category {int(arr[bad][0, 3])} is not one of the {len(MEMORY_CATEGORIES)} memory "
-                               "categories", path=path, fix="check the file is a PyTorch memory-timeline export")
+        raise TraceFormatError(
+            f"category {int(arr[bad][0, 3])} is not one of the {len(MEMORY_CATEGORIES)} memory categories",
+            path=path,
+            fix="check the file is a PyTorch memory-timeline export",
+        )
     return arr
 
 

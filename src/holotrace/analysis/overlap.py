@@ -10,7 +10,8 @@ come from the rule set (holotrace's or HTA's).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,9 @@ def overlap_times(start: np.ndarray, end: np.ndarray, ktype: np.ndarray) -> Over
     )
 
 
-def comm_comp_overlap(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+def comm_comp_overlap(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> pd.DataFrame:
     """Communication/computation overlap of each rank.
 
     Args:

@@ -21,10 +21,18 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import idle, kernels, launches, overlap, steps, temporal
-from holotrace.model.classify import NATIVE, Kind, KernelType
+from holotrace.model.classify import NATIVE, KernelType, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["RankSummary", "rank_summary", "rank_collectives", "delay_sketch", "sketch_quantiles", "SKETCH_ACCURACY", "FRAMES"]
+__all__ = [
+    "RankSummary",
+    "rank_summary",
+    "rank_collectives",
+    "delay_sketch",
+    "sketch_quantiles",
+    "SKETCH_ACCURACY",
+    "FRAMES",
+]
 
 #: relative accuracy of the launch-delay quantiles read from merged sketches
 SKETCH_ACCURACY = 0.01
@@ -32,8 +40,21 @@ _GAMMA = (1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)
 _LOG_GAMMA = float(np.log(_GAMMA))
 _ZERO_BUCKET = np.iinfo(np.int64).min  # values ≤ 1e-9 µs
 #: the frames of a summary, in a fixed order
-FRAMES = ("temporal", "temporal_by_step", "kernel_types_by_rank", "kernel_stats", "kernel_rank_stats", "gpu_ops",
-          "idle", "idle_interval_stats", "overlap", "steps", "collectives", "launch_sketch", "launch_worst")
+FRAMES = (
+    "temporal",
+    "temporal_by_step",
+    "kernel_types_by_rank",
+    "kernel_stats",
+    "kernel_rank_stats",
+    "gpu_ops",
+    "idle",
+    "idle_interval_stats",
+    "overlap",
+    "steps",
+    "collectives",
+    "launch_sketch",
+    "launch_worst",
+)
 #: columns of the ``collectives`` frame (the rank's view columns that the cross-rank matching reads)
 COLLECTIVE_COLUMNS = ("ts", "dur", "end", "kind", "kernel_type", "gpu", "iteration", "name")
 
@@ -52,8 +73,15 @@ class RankSummary:
         return int(sum(f.memory_usage(index=True, deep=True).sum() for f in self.frames.values()))
 
 
-def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, launch_delay_cutoff: float = 100.0,
-                 collectives: Optional[pd.DataFrame] = None, launch_stats: Optional[pd.DataFrame] = None) -> RankSummary:
+def rank_summary(
+    source,
+    rank: Optional[int] = None,
+    *,
+    top_launches: int = 3,
+    launch_delay_cutoff: float = 100.0,
+    collectives: Optional[pd.DataFrame] = None,
+    launch_stats: Optional[pd.DataFrame] = None,
+) -> RankSummary:
     """The summary of ``rank`` (default: the source's only or first rank) under holotrace's rules.
 
     Args:
@@ -85,7 +113,9 @@ def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, l
         "collectives": rank_collectives(view, r) if collectives is None else collectives,
     }
     if launch_stats is None:
-        stats = launches.launch_stats(view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True)
+        stats = launches.launch_stats(
+            view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True
+        )
     else:
         stats = {r: launch_stats}
     rows = stats.get(r)
@@ -99,10 +129,16 @@ def rank_summary(source, rank: Optional[int] = None, *, top_launches: int = 3, l
     frames["launch_sketch"] = delay_sketch(delay)
     frames["launch_worst"] = worst.reset_index(drop=True)
     v = view[r]
-    info = {"rank": r, "origin_ns": origin, "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
-            "clock_offset_ns": int(v.clock_offset), "launches": int(len(delay)),
-            "launch_outliers": int(rows["launch_delay_outlier"].sum()) if len(rows) else 0,
-            "launch_delay_cutoff": float(launch_delay_cutoff), "profiler_steps": steps.profiler_steps(view, rules=NATIVE, ranks=sel)}
+    info = {
+        "rank": r,
+        "origin_ns": origin,
+        "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
+        "clock_offset_ns": int(v.clock_offset),
+        "launches": int(len(delay)),
+        "launch_outliers": int(rows["launch_delay_outlier"].sum()) if len(rows) else 0,
+        "launch_delay_cutoff": float(launch_delay_cutoff),
+        "profiler_steps": steps.profiler_steps(view, rules=NATIVE, ranks=sel),
+    }
     return RankSummary(r, frames, info)
 
 
@@ -142,5 +178,5 @@ def sketch_quantiles(sketch: pd.DataFrame, qs) -> list[float]:
     out = []
     for q in qs:
         k = keys[int(np.searchsorted(cum, q * (n - 1), side="right"))]
-        out.append(0.0 if k == _ZERO_BUCKET else float(2 * _GAMMA ** k / (_GAMMA + 1)))
+        out.append(0.0 if k == _ZERO_BUCKET else float(2 * _GAMMA**k / (_GAMMA + 1)))
     return out

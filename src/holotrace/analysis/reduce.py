@@ -18,7 +18,7 @@ kernels, the distribution's choice of kernels on exact ties) and the launch-dela
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,15 @@ from holotrace.model.view import JobView, RankView
 
 __all__ = ["Reducer", "reduce_summaries", "job_origin_ns", "merge_moments"]
 
-_STACKED = ("temporal", "temporal_by_step", "kernel_types_by_rank", "kernel_stats", "idle", "idle_interval_stats", "overlap")
+_STACKED = (
+    "temporal",
+    "temporal_by_step",
+    "kernel_types_by_rank",
+    "kernel_stats",
+    "idle",
+    "idle_interval_stats",
+    "overlap",
+)
 # frames kept as per-rank rows, stacked in rank order at the end
 _ROWS = _STACKED + ("steps", "gpu_ops", "kernel_rank_stats", "launch_worst")
 _JOIN_AFTER = 32  # a table's chunks are joined into one past this many (few arrays, whatever the rank count)
@@ -168,8 +176,12 @@ class Reducer:
         if rank in self._coll:
             raise ValueError(f"rank {rank}'s collectives were already reduced")
         names, codes = self._text.codes(f["name"])
-        self._coll[rank] = ({c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}, names, codes,
-                            int(clock_offset_ns))
+        self._coll[rank] = (
+            {c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"},
+            names,
+            codes,
+            int(clock_offset_ns),
+        )
         self._straggler_frames = None
 
     def stragglers(self) -> dict:
@@ -178,8 +190,11 @@ class Reducer:
         if self._straggler_frames is None:
             waits = stragglers.collective_waits(self._collective_view(), rules=NATIVE)
             report = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
-            self._straggler_frames = {"collective_waits": waits, "straggler_report": report,
-                                      "straggler_summary": stragglers.straggler_summary(None, rules=NATIVE, report=report)}
+            self._straggler_frames = {
+                "collective_waits": waits,
+                "straggler_report": report,
+                "straggler_summary": stragglers.straggler_summary(None, rules=NATIVE, report=report),
+            }
         return self._straggler_frames
 
     def origin_ns(self) -> int:
@@ -193,7 +208,11 @@ class Reducer:
         moved = {r: int(i["origin_ns"]) - origin for r, i in self.infos.items()}
         out["steps"] = self._rows["steps"].frame("start_us", moved)
         types = out["kernel_types_by_rank"]
-        job_types = types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index() if len(types) else types[["kernel_type", "time_us"]]
+        job_types = (
+            types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index()
+            if len(types)
+            else types[["kernel_type", "time_us"]]
+        )
         out["kernel_types"] = kernels._with_pctg(job_types)
         ops = self._rows["gpu_ops"].frame()
         out["top_kernels"] = _top_kernels(ops, top)
@@ -220,16 +239,29 @@ class Reducer:
 
     def _launches(self, moved: dict) -> tuple[dict, pd.DataFrame]:
         """Launch-delay overview over every rank (median and p95 from the merged sketch) and the worst launches."""
-        sketch = pd.DataFrame({"bucket": self._buckets, "count": self._counts}) if len(self._buckets) else pd.DataFrame({"bucket": [], "count": []})
+        sketch = (
+            pd.DataFrame({"bucket": self._buckets, "count": self._counts})
+            if len(self._buckets)
+            else pd.DataFrame({"bucket": [], "count": []})
+        )
         med, p95 = sketch_quantiles(sketch, [0.5, 0.95])
         infos = self.infos.values()
         cutoff = max((float(i["launch_delay_cutoff"]) for i in infos if "launch_delay_cutoff" in i), default=100.0)
-        overview = {"launches": int(sum(i.get("launches", 0) for i in infos)), "median_us": med, "p95_us": p95,
-                    "outliers": int(sum(i.get("launch_outliers", 0) for i in infos)), "cutoff_us": cutoff}
+        overview = {
+            "launches": int(sum(i.get("launches", 0) for i in infos)),
+            "median_us": med,
+            "p95_us": p95,
+            "outliers": int(sum(i.get("launch_outliers", 0) for i in infos)),
+            "cutoff_us": cutoff,
+        }
         w = self._rows["launch_worst"].frame("ts", moved)
         if not len(w):
             return overview, w
-        w = w.sort_values(["launch_delay", "rank", "ts"], ascending=[False, True, True], kind="stable").head(self._worst_n).reset_index(drop=True)
+        w = (
+            w.sort_values(["launch_delay", "rank", "ts"], ascending=[False, True, True], kind="stable")
+            .head(self._worst_n)
+            .reset_index(drop=True)
+        )
         return overview, w
 
 
@@ -252,8 +284,15 @@ def _top_kernels(ops: pd.DataFrame, top: int) -> pd.DataFrame:
     names = total.index.to_numpy(dtype=object)
     pick = np.lexsort((names.astype(str), -total.to_numpy()))[:top]
     t, c = total.to_numpy()[pick], count.to_numpy()[pick]
-    return pd.DataFrame({"kernel_type": pd.Series(ktype.to_numpy()[pick], dtype=object), "name": pd.Series(names[pick], dtype=object),
-                         "count": c, "sum_us": t, "mean_us": t / np.maximum(c, 1)})
+    return pd.DataFrame(
+        {
+            "kernel_type": pd.Series(ktype.to_numpy()[pick], dtype=object),
+            "name": pd.Series(names[pick], dtype=object),
+            "count": c,
+            "sum_us": t,
+            "mean_us": t / np.maximum(c, 1),
+        }
+    )
 
 
 def _rank_distribution(stats: pd.DataFrame, top: int) -> pd.DataFrame:
@@ -292,19 +331,36 @@ def merge_moments(stats: pd.DataFrame) -> pd.DataFrame:
     n = stats["count"].to_numpy(np.float64)
     mean = stats["mean_us"].to_numpy(np.float64)
     m2 = np.square(stats["std_us"].to_numpy(np.float64)) * np.maximum(n - 1, 0)
-    df = pd.DataFrame({"kernel_type": stats["kernel_type"].to_numpy(object), "name": stats["name"].to_numpy(object),
-                       "n": n, "s": stats["sum_us"].to_numpy(np.float64), "mn": stats["min_us"].to_numpy(np.float64),
-                       "mx": stats["max_us"].to_numpy(np.float64), "nm": n * mean, "m2": m2})
+    df = pd.DataFrame(
+        {
+            "kernel_type": stats["kernel_type"].to_numpy(object),
+            "name": stats["name"].to_numpy(object),
+            "n": n,
+            "s": stats["sum_us"].to_numpy(np.float64),
+            "mn": stats["min_us"].to_numpy(np.float64),
+            "mx": stats["max_us"].to_numpy(np.float64),
+            "nm": n * mean,
+            "m2": m2,
+        }
+    )
     g = df.groupby("name", sort=True)
     tot_n, tot_nm = g["n"].sum(), g["nm"].sum()
     job_mean = (tot_nm / tot_n).reindex(df["name"]).to_numpy()
     # M2 of the union = Σ M2_i + Σ n_i (mean_i − mean)²
     df["between"] = n * np.square(mean - job_mean)
     m2_tot = g["m2"].sum() + df.groupby("name", sort=True)["between"].sum()
-    out = pd.DataFrame({"kernel_type": g["kernel_type"].first().to_numpy(object), "name": tot_n.index.to_numpy(object),
-                        "ranks": g["n"].size().to_numpy(np.int64), "count": tot_n.to_numpy().astype(np.int64),
-                        "sum_us": g["s"].sum().to_numpy(), "min_us": g["mn"].min().to_numpy(), "max_us": g["mx"].max().to_numpy(),
-                        "mean_us": (tot_nm / tot_n).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "kernel_type": g["kernel_type"].first().to_numpy(object),
+            "name": tot_n.index.to_numpy(object),
+            "ranks": g["n"].size().to_numpy(np.int64),
+            "count": tot_n.to_numpy().astype(np.int64),
+            "sum_us": g["s"].sum().to_numpy(),
+            "min_us": g["mn"].min().to_numpy(),
+            "max_us": g["mx"].max().to_numpy(),
+            "mean_us": (tot_nm / tot_n).to_numpy(),
+        }
+    )
     cnt = out["count"].to_numpy(np.float64)
     out["std_us"] = np.where(cnt > 1, np.sqrt(np.maximum(m2_tot.to_numpy(), 0) / np.maximum(cnt - 1, 1)), 0.0)
     return out.sort_values(["sum_us", "name"], ascending=[False, True], kind="stable", ignore_index=True)[cols]

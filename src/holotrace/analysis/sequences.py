@@ -102,8 +102,10 @@ def match_names(view: JobView, ids: np.ndarray, operator: str, how: str = "subst
         try:
             test = re.compile(operator).search
         except re.error as e:
-            raise AnalysisError(f"operator pattern {operator!r} is not a valid regular expression ({e})",
-                                fix="escape special characters such as ( [ * + ?, or match as a substring") from None
+            raise AnalysisError(
+                f"operator pattern {operator!r} is not a valid regular expression ({e})",
+                fix="escape special characters such as ( [ * + ?, or match as a substring",
+            ) from None
     else:
         raise ValueError(f"unknown match mode {how!r}; use substring, exact or regex")
     hit = view.name_ids(test)
@@ -144,7 +146,9 @@ def frequent_kernel_sequences(
     if graph is None:
         graph = call_graph(view, r, rules=rules)
     cand = match_names(view, rv["name"], operator, match)
-    return kernel_sequences(view, r, graph, cand, min_pattern_len, roots or ("hta" if rules.hta_quirks else "outermost"))
+    return kernel_sequences(
+        view, r, graph, cand, min_pattern_len, roots or ("hta" if rules.hta_quirks else "outermost")
+    )
 
 
 def kernel_sequences(
@@ -193,19 +197,23 @@ def kernel_sequences(
     has = tails.notna().to_numpy()
     pattern = view.names(rv["name"][root_rows]).astype(object)
     pattern[has] = pattern[has] + "|" + tails.to_numpy(dtype=object)[has]
-    per_root = pd.DataFrame({
-        "pattern": pattern,
-        "gpu": view.us(graph.kernel_dur_sum[root_rows]),
-        "cpu": view.us(np.nan_to_num(rv["dur"][root_rows].astype(np.float64))),
-        "root": root_rows,
-    })
+    per_root = pd.DataFrame(
+        {
+            "pattern": pattern,
+            "gpu": view.us(graph.kernel_dur_sum[root_rows]),
+            "cpu": view.us(np.nan_to_num(rv["dur"][root_rows].astype(np.float64))),
+            "root": root_rows,
+        }
+    )
     agg = per_root.groupby("pattern", sort=True).agg(count=("root", "size"), gpu=("gpu", "sum"), cpu=("cpu", "sum"))
-    out = pd.DataFrame({
-        "pattern": agg.index.to_numpy(dtype=object),
-        "count": agg["count"].to_numpy(dtype=np.int64),
-        "GPU kernel duration (us)": agg["gpu"].to_numpy(dtype=np.float64),
-        "CPU op duration (us)": agg["cpu"].to_numpy(dtype=np.float64),
-    })
+    out = pd.DataFrame(
+        {
+            "pattern": agg.index.to_numpy(dtype=object),
+            "count": agg["count"].to_numpy(dtype=np.int64),
+            "GPU kernel duration (us)": agg["gpu"].to_numpy(dtype=np.float64),
+            "CPU op duration (us)": agg["cpu"].to_numpy(dtype=np.float64),
+        }
+    )
     out = out.sort_values(["count", "pattern"], ascending=[False, True], kind="stable", ignore_index=True)
 
     # occurrences: every row labelled with a root, grouped by the root's pattern
@@ -231,8 +239,9 @@ def write_overlay(result: SequenceResult, file, output_dir, top_k: int, *, strin
     event is compressed to its string id."""
     ids = {s: i for i, s in enumerate(strings.table)} if strings is not None else None
     k = min(int(top_k), len(result.patterns))
-    return write_overlaid_trace(file, output_dir, overlay_patterns(result, k),
-                                compress_other_kernels=strings is not None, symbol_ids=ids)
+    return write_overlaid_trace(
+        file, output_dir, overlay_patterns(result, k), compress_other_kernels=strings is not None, symbol_ids=ids
+    )
 
 
 def overlay_patterns(result: SequenceResult, top_k: int) -> dict[int, dict[str, int]]:
@@ -313,15 +322,22 @@ def write_overlaid_trace(
         return _write_overlaid_trace(Path(src), Path(output_dir), event_patterns, compress_other_kernels, symbol_ids)
 
 
-def _write_overlaid_trace(src: Path, output_dir: Path, event_patterns, compress_other_kernels: bool, symbol_ids) -> Path:
+def _write_overlaid_trace(
+    src: Path, output_dir: Path, event_patterns, compress_other_kernels: bool, symbol_ids
+) -> Path:
     out = output_dir / ("overlaid_" + src.name)
     doc = _read_json(src)
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
     ids = dict(symbol_ids or {})
-    spans = [
-        pos for pos, ev in enumerate(events)
-        if isinstance(ev, dict) and ev.get("pid") == "Spans" and "PyTorch Profiler" in str(ev.get("name", ""))
-    ] if compress_other_kernels else []
+    spans = (
+        [
+            pos
+            for pos, ev in enumerate(events)
+            if isinstance(ev, dict) and ev.get("pid") == "Spans" and "PyTorch Profiler" in str(ev.get("name", ""))
+        ]
+        if compress_other_kernels
+        else []
+    )
     for pos, ev in enumerate(events):
         if not isinstance(ev, dict):
             continue

@@ -7,7 +7,8 @@ last step has been dropped unless ``include_last_step``).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -80,12 +81,28 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
             sel = g[it[g] == step]
             u = intervals.merge(*v.bounds(sel))
             busy[k], gspan[k], count[k] = intervals.total_length(u), intervals.span(u), len(sel)
-        parts.append(pd.DataFrame({
-            "rank": np.full(len(steps), int(rank), dtype=np.int64), "step": steps.astype(np.int64),
-            "start_us": view.us(first + v.clock_offset - origin), "dur_us": view.us(last - first),
-            "gpu_events": count, "gpu_busy_us": view.us(busy), "gpu_span_us": view.us(gspan)}))
-    cols = {"rank": np.int64, "step": np.int64, "start_us": np.float64, "dur_us": np.float64,
-            "gpu_events": np.int64, "gpu_busy_us": np.float64, "gpu_span_us": np.float64}
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": np.full(len(steps), int(rank), dtype=np.int64),
+                    "step": steps.astype(np.int64),
+                    "start_us": view.us(first + v.clock_offset - origin),
+                    "dur_us": view.us(last - first),
+                    "gpu_events": count,
+                    "gpu_busy_us": view.us(busy),
+                    "gpu_span_us": view.us(gspan),
+                }
+            )
+        )
+    cols = {
+        "rank": np.int64,
+        "step": np.int64,
+        "start_us": np.float64,
+        "dur_us": np.float64,
+        "gpu_events": np.int64,
+        "gpu_busy_us": np.float64,
+        "gpu_span_us": np.float64,
+    }
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
     return pd.concat(parts, ignore_index=True).astype(cols)

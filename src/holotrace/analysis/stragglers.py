@@ -60,8 +60,9 @@ class SymbolTableView:
         return self.sym_index
 
 
-def straggler_steps(source, profiler_steps: Sequence[int] | None = None, *,
-                    rules: RuleSet | None = None) -> list[int] | None:
+def straggler_steps(
+    source, profiler_steps: Sequence[int] | None = None, *, rules: RuleSet | None = None
+) -> list[int] | None:
     """The steps the straggler analysis uses: ``profiler_steps`` that exist (all when None).
 
     Returns None when the whole trace counts as one step (no ``ProfilerStep`` at all, no steps asked
@@ -78,11 +79,19 @@ def straggler_steps(source, profiler_steps: Sequence[int] | None = None, *,
         return selected
     if profiler_steps is None and not available and not rules.hta_quirks:
         return None
-    raise ValueError(f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}")
+    raise ValueError(
+        f"invalid value for argument: profiler_steps={profiler_steps}; available profiler steps={available}"
+    )
 
 
-def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
-                     steps: Sequence[int] | None = None, num_candidates: int = 2) -> tuple[pd.Series, pd.DataFrame]:
+def straggler_scores(
+    source,
+    *,
+    rules: RuleSet | None = None,
+    ranks: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
+    num_candidates: int = 2,
+) -> tuple[pd.Series, pd.DataFrame]:
     """HTA's default scorer: how often each rank starts the dominant communication kernel late.
 
     Args:
@@ -144,21 +153,31 @@ def straggler_scores(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         return _empty()
     if view.rules.hta_table:  # HTA's tables: the communication rule by name, once per distinct name of the long rows
         uniq, inv = np.unique(ids, return_inverse=True)
-        comm = np.array([rules.is_communication(view.strings[int(i)]) for i in uniq.tolist()], dtype=bool)[inv.reshape(-1)]
+        comm = np.array([rules.is_communication(view.strings[int(i)]) for i in uniq.tolist()], dtype=bool)[
+            inv.reshape(-1)
+        ]
     else:  # holotrace's view: its kernel types (the rule table, by name and by the launching collective)
         comm = np.concatenate([p[7][p[1]] == int(KernelType.COMMUNICATION) for p in picked])
     cols: dict[str, list] = {c: [] for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
     at = 0
     for r, long, stream, it, ts, dur, name, _ in picked:
-        rows = long[comm[at:at + len(long)]]
+        rows = long[comm[at : at + len(long)]]
         at += len(long)
-        for c, x in (("rank", np.full(len(rows), r, dtype=np.int64)), ("stream", stream[rows]), ("iteration", it[rows]),
-                     ("name", name[rows]), ("ts", ts[rows]), ("dur", dur[rows])):
+        for c, x in (
+            ("rank", np.full(len(rows), r, dtype=np.int64)),
+            ("stream", stream[rows]),
+            ("iteration", it[rows]),
+            ("name", name[rows]),
+            ("ts", ts[rows]),
+            ("dur", dur[rows]),
+        ):
             cols[c].append(x)
     return _scores_of_long_kernels({c: np.concatenate(x) for c, x in cols.items()}, t_min, mean_iter, k)
 
 
-def _long_rows(stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_duration: float, hta_quirks: bool) -> np.ndarray:
+def _long_rows(
+    stream: np.ndarray, iteration: np.ndarray, dur: np.ndarray, min_duration: float, hta_quirks: bool
+) -> np.ndarray:
     """Positions of the rows long enough, on a kernel stream and in a step, for HTA's scorer."""
     ok_stream = stream > 0 if hta_quirks else stream >= 0
     ok_iter = iteration > (0 if hta_quirks else -1)
@@ -222,8 +241,12 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
     best = int(np.nanargmax(avg))  # first maximum in (stream, kernel) order, as idxmax
     stream_pick, name_pick = gs[h[hstart[best]]], gn[h[hstart[best]]]
     chosen = (ls == stream_pick) & (ln == name_pick)
-    metric = pd.DataFrame({c: last_cols[c][chosen] for c in
-                           ("rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration")})
+    metric = pd.DataFrame(
+        {
+            c: last_cols[c][chosen]
+            for c in ("rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration")
+        }
+    )
     nst = last_cols["normalized_start_time"][chosen]
     m_rank, m_iter = last_cols["rank"][chosen], last_cols["iteration"][chosen]
     flags = np.zeros(len(metric), dtype=np.int64)
@@ -337,10 +360,19 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     parts = []
     for r, sub in m.groupby("rank", sort=True):
         v, rows = view[int(r)], sub["row"].to_numpy()
-        parts.append(pd.DataFrame({"step": sub["step"].to_numpy(), "name": v["name"][rows], "rank": np.int64(r),
-                                   "start_us": view.us(v["ts"][rows] + v.clock_offset - origin),
-                                   "dur_us": view.us(v["dur"][rows]), "occurrence": sub["occurrence"].to_numpy(),
-                                   "instance": sub["instance"].to_numpy()}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "step": sub["step"].to_numpy(),
+                    "name": v["name"][rows],
+                    "rank": np.int64(r),
+                    "start_us": view.us(v["ts"][rows] + v.clock_offset - origin),
+                    "dur_us": view.us(v["dur"][rows]),
+                    "occurrence": sub["occurrence"].to_numpy(),
+                    "instance": sub["instance"].to_numpy(),
+                }
+            )
+        )
     d = pd.concat(parts, ignore_index=True)
     d["wait_us"] = d["dur_us"] - d.groupby("instance", sort=False)["dur_us"].transform("min")
     # last arrival: shortest duration; ties -> latest start, then lowest rank
@@ -348,7 +380,9 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     last = srt.groupby("instance", sort=False).head(1).set_index("instance")["rank"]
     d["last_arrival"] = d["instance"].map(last).to_numpy()
     d["collective"] = view.names(d["name"].to_numpy())
-    out = d[cols].sort_values(["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True)
+    out = d[cols].sort_values(
+        ["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True
+    )
     out["step"] = out["step"].astype(np.int64)
     out["occurrence"] = out["occurrence"].astype(np.int64)
     out["rank"] = out["rank"].astype(np.int64)
@@ -356,8 +390,9 @@ def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[in
     return out
 
 
-def straggler_report(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None,
-                     waits: pd.DataFrame | None = None) -> pd.DataFrame:
+def straggler_report(
+    source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None, waits: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Per step and rank: time spent waiting in collectives, and time the others waited for it.
 
     Returns:
@@ -369,15 +404,32 @@ def straggler_report(source, *, rules: RuleSet | None = None, ranks: Sequence[in
         which the others waited longest for this rank (empty when none).
     """
     w = collective_waits(source, rules=rules, ranks=ranks) if waits is None else waits
-    cols = ["step", "rank", "collectives", "wait_us", "waited_for_us", "straggler", "worst_collective", "worst_collective_wait_us"]
+    cols = [
+        "step",
+        "rank",
+        "collectives",
+        "wait_us",
+        "waited_for_us",
+        "straggler",
+        "worst_collective",
+        "worst_collective_wait_us",
+    ]
     if w.empty:
         return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
     inst = ["step", "collective", "occurrence"]
-    per_rank = w.groupby(["step", "rank"], sort=True).agg(collectives=("dur_us", "size"), wait_us=("wait_us", "sum")).reset_index()
+    per_rank = (
+        w.groupby(["step", "rank"], sort=True)
+        .agg(collectives=("dur_us", "size"), wait_us=("wait_us", "sum"))
+        .reset_index()
+    )
     caused = w.groupby(inst + ["last_arrival"], sort=False)["wait_us"].sum().reset_index()
     caused = caused.rename(columns={"last_arrival": "rank", "wait_us": "caused_us"})
     blame = caused.groupby(["step", "rank"], sort=True)["caused_us"].sum().rename("waited_for_us")
-    worst = caused.sort_values(["step", "rank", "caused_us"], ascending=[True, True, False], kind="stable").groupby(["step", "rank"]).head(1)
+    worst = (
+        caused.sort_values(["step", "rank", "caused_us"], ascending=[True, True, False], kind="stable")
+        .groupby(["step", "rank"])
+        .head(1)
+    )
     worst = worst.set_index(["step", "rank"])
     out = per_rank.set_index(["step", "rank"])
     out["waited_for_us"] = blame.reindex(out.index).fillna(0.0)
@@ -401,8 +453,12 @@ def straggler_summary(source, *, rules: RuleSet | None = None, report: pd.DataFr
     cols = ["rank", "steps_as_straggler", "waited_for_us", "wait_us"]
     if rep.empty:
         return pd.DataFrame({c: pd.Series([], dtype=np.float64) for c in cols})
-    s = rep.groupby("rank", sort=True).agg(
-        steps_as_straggler=("straggler", "sum"), waited_for_us=("waited_for_us", "sum"), wait_us=("wait_us", "sum")
-    ).reset_index()
+    s = (
+        rep.groupby("rank", sort=True)
+        .agg(
+            steps_as_straggler=("straggler", "sum"), waited_for_us=("waited_for_us", "sum"), wait_us=("wait_us", "sum")
+        )
+        .reset_index()
+    )
     s["steps_as_straggler"] = s["steps_as_straggler"].astype(np.int64)
     return s.sort_values(["waited_for_us", "rank"], ascending=[False, True], kind="stable", ignore_index=True)[cols]

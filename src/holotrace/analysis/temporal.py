@@ -16,7 +16,8 @@ in exact ns; HTA's: every event with a stream, in HTA's µs, HTA's kernel types)
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -59,8 +60,9 @@ def _pctg(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
     return np.where(whole > 0, 100.0 * ratio, np.nan)
 
 
-def breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-              per_step: bool = False) -> pd.DataFrame:
+def breakdown(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, per_step: bool = False
+) -> pd.DataFrame:
     """Temporal breakdown of each rank.
 
     Args:
@@ -99,8 +101,14 @@ def breakdown(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequen
             row = {"rank": int(rank)}
             if per_step:
                 row["step"] = step
-            row.update(gpu_events=int(len(sel)), span=t.span, busy=t.busy, idle=t.idle,
-                       compute=t.compute, non_compute=t.non_compute)
+            row.update(
+                gpu_events=int(len(sel)),
+                span=t.span,
+                busy=t.busy,
+                idle=t.idle,
+                compute=t.compute,
+                non_compute=t.non_compute,
+            )
             rows.append(row)
     cols = ["rank", *(["step"] if per_step else []), "gpu_events"]
     out = pd.DataFrame(rows, columns=cols + ["span", "busy", "idle", "compute", "non_compute"])

@@ -30,7 +30,8 @@ stream, start, then event index.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -42,8 +43,20 @@ from holotrace.model.view import JobView, resolve
 
 __all__ = ["TIMELINE_COLUMNS", "gpu_timeline", "stream_spans", "view_origin", "TimelineWindowError"]
 
-TIMELINE_COLUMNS = ("rank", "stream", "task", "start", "end", "ts", "dur", "name", "cat", "kernel_type",
-                    "iteration", "index")
+TIMELINE_COLUMNS = (
+    "rank",
+    "stream",
+    "task",
+    "start",
+    "end",
+    "ts",
+    "dur",
+    "name",
+    "cat",
+    "kernel_type",
+    "iteration",
+    "index",
+)
 _TYPE_NAMES = np.array([KernelType(i).name for i in range(len(KernelType))] + [""], dtype=object)  # −1 → ""
 
 
@@ -57,30 +70,44 @@ def view_origin(view: JobView) -> int:
     return min(starts) if starts else 0
 
 
-def _check_window(window) -> Optional[Tuple[float, float]]:
+def _check_window(window) -> Optional[tuple[float, float]]:
     if window is None:
         return None
     try:
         t0, t1 = (float(x) for x in window)
     except (TypeError, ValueError):
-        raise TimelineWindowError(f"window {window!r} is not a pair of numbers",
-                                  fix="pass window=(start, end) in the view's unit from the trace start") from None
+        raise TimelineWindowError(
+            f"window {window!r} is not a pair of numbers",
+            fix="pass window=(start, end) in the view's unit from the trace start",
+        ) from None
     if not (np.isfinite(t0) and np.isfinite(t1)) or t1 < t0:
-        raise TimelineWindowError(f"window {window!r} ends before it starts or is not finite",
-                                  fix="pass window=(start, end) with start <= end")
+        raise TimelineWindowError(
+            f"window {window!r} ends before it starts or is not finite",
+            fix="pass window=(start, end) with start <= end",
+        )
     return t0, t1
 
 
 def _empty(view: JobView) -> pd.DataFrame:
-    out = pd.DataFrame({c: pd.Series([], dtype=object if c in ("task", "name", "cat", "kernel_type") else np.int64)
-                        for c in TIMELINE_COLUMNS})
+    out = pd.DataFrame(
+        {
+            c: pd.Series([], dtype=object if c in ("task", "name", "cat", "kernel_type") else np.int64)
+            for c in TIMELINE_COLUMNS
+        }
+    )
     out.attrs.update(origin=view_origin(view), unit_ns=view.unit_ns)
     return out
 
 
-def gpu_timeline(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None,
-                 streams: Optional[Sequence[int]] = None, iterations: Optional[Sequence[int]] = None,
-                 window: Optional[Tuple[float, float]] = None) -> pd.DataFrame:
+def gpu_timeline(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    iterations: Optional[Sequence[int]] = None,
+    window: Optional[tuple[float, float]] = None,
+) -> pd.DataFrame:
     """GPU operations per rank and stream over time (see the module docstring for the columns).
 
     Args:
@@ -112,11 +139,23 @@ def gpu_timeline(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seq
         start, stop = ts, end
         if win is not None:
             start, stop = np.maximum(ts, win[0]).astype(ts.dtype), np.minimum(end, win[1]).astype(end.dtype)
-        parts.append(pd.DataFrame({
-            "rank": np.full(len(rows), r, dtype=np.int64), "stream": stream[rows], "start": start, "end": stop,
-            "ts": ts, "dur": v["dur"][rows], "name": v["name"][rows], "cat": v["cat"][rows],
-            "kernel_type": v["kernel_type"][rows].astype(np.int64), "iteration": v["iteration"][rows],
-            "index": v["index"][rows]}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": np.full(len(rows), r, dtype=np.int64),
+                    "stream": stream[rows],
+                    "start": start,
+                    "end": stop,
+                    "ts": ts,
+                    "dur": v["dur"][rows],
+                    "name": v["name"][rows],
+                    "cat": v["cat"][rows],
+                    "kernel_type": v["kernel_type"][rows].astype(np.int64),
+                    "iteration": v["iteration"][rows],
+                    "index": v["index"][rows],
+                }
+            )
+        )
     if not parts or not sum(len(p) for p in parts):
         return _empty(view)
     df = pd.concat(parts, ignore_index=True)
@@ -148,6 +187,15 @@ def stream_spans(frame: pd.DataFrame) -> pd.DataFrame:
         busy = intervals.total_length(intervals.merge(start[a:b], end[a:b]))
         first, last = start[a:b].min(), end[a:b].max()
         span = last - first
-        out.append((int(frame["rank"].iat[a]), int(frame["stream"].iat[a]), b - a, first, last, busy,
-                    100.0 * float(busy) / float(span) if span > 0 else 0.0))
+        out.append(
+            (
+                int(frame["rank"].iat[a]),
+                int(frame["stream"].iat[a]),
+                b - a,
+                first,
+                last,
+                busy,
+                100.0 * float(busy) / float(span) if span > 0 else 0.0,
+            )
+        )
     return pd.DataFrame(out, columns=cols)

@@ -19,7 +19,8 @@ Ties in total time are broken by name ascending under both rule sets.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -91,11 +92,17 @@ def name_stats(names, durations) -> pd.DataFrame:
     group_codes, count, total, high, low, mean, std = group_stats(codes, durations)
     group_names = categories[group_codes] if len(group_codes) else np.empty(0, dtype=object)
     final = _by_total(group_names, total)
-    return pd.DataFrame({
-        "name": pd.Series(group_names[final], dtype=object),
-        "count": count[final], "sum": total[final], "max": high[final], "min": low[final],
-        "mean": mean[final], "std": std[final],
-    })
+    return pd.DataFrame(
+        {
+            "name": pd.Series(group_names[final], dtype=object),
+            "count": count[final],
+            "sum": total[final],
+            "max": high[final],
+            "min": low[final],
+            "mean": mean[final],
+            "std": std[final],
+        }
+    )
 
 
 def top_k(
@@ -132,8 +139,16 @@ def top_k(
     return pd.DataFrame(out)
 
 
-def top_k_arrays(codes, categories, durations, num_kernels: int = 10, duration_ratio: float = 0.8,
-                 allowlist: Optional[Iterable[str]] = None, *, rules: Optional[RuleSet] = None) -> dict[str, np.ndarray]:
+def top_k_arrays(
+    codes,
+    categories,
+    durations,
+    num_kernels: int = 10,
+    duration_ratio: float = 0.8,
+    allowlist: Optional[Iterable[str]] = None,
+    *,
+    rules: Optional[RuleSet] = None,
+) -> dict[str, np.ndarray]:
     """:func:`top_k` on integer name ``codes`` into ``categories`` (object array), as a dict of columns."""
     rules = rules or NATIVE
     codes = np.asarray(codes)
@@ -143,10 +158,21 @@ def top_k_arrays(codes, categories, durations, num_kernels: int = 10, duration_r
     order = _by_total(group_names, total)
     g_names, g_count, g_total = group_names[order], count[order], total[order]
     n = len(order)
-    stats = {"name": g_names, "count": g_count, "num_names": np.ones(n, dtype=np.int64), "sum": g_total,
-             "max": high[order], "min": low[order], "mean": mean[order], "std": std[order]}
-    allowed = (np.isin(g_names, np.asarray(list(allowlist), dtype=object)) if allowlist is not None and n
-               else np.zeros(n, dtype=bool))
+    stats = {
+        "name": g_names,
+        "count": g_count,
+        "num_names": np.ones(n, dtype=np.int64),
+        "sum": g_total,
+        "max": high[order],
+        "min": low[order],
+        "mean": mean[order],
+        "std": std[order],
+    }
+    allowed = (
+        np.isin(g_names, np.asarray(list(allowlist), dtype=object))
+        if allowlist is not None and n
+        else np.zeros(n, dtype=bool)
+    )
     cum = np.cumsum(g_total)
     if rules.hta_table:
         if n <= num_kernels:
@@ -166,8 +192,16 @@ def top_k_arrays(codes, categories, durations, num_kernels: int = 10, duration_r
         return stats
     folded = group_codes[order][~keep]
     d = dur[np.isin(codes, folded)]
-    others = {"name": OTHERS, "count": d.size, "num_names": len(folded), "sum": d.sum(), "max": d.max(),
-              "min": d.min(), "mean": d.mean(), "std": float(np.std(d, ddof=1)) if d.size > 1 else 0.0}
+    others = {
+        "name": OTHERS,
+        "count": d.size,
+        "num_names": len(folded),
+        "sum": d.sum(),
+        "max": d.max(),
+        "min": d.min(),
+        "mean": d.mean(),
+        "std": float(np.std(d, ddof=1)) if d.size > 1 else 0.0,
+    }
     return {c: np.append(v[keep], np.asarray([others[c]], dtype=v.dtype)) for c, v in stats.items()}
 
 
@@ -176,5 +210,13 @@ def _regroup_totals(labels: np.ndarray, count: np.ndarray, total: np.ndarray) ->
     uniq, inv = np.unique(labels, return_inverse=True)
     inv = inv.reshape(-1)
     _, names, s, high, low, mean, std = group_stats(inv, total)
-    return {"name": uniq.astype(object), "count": np.bincount(inv, weights=count, minlength=len(uniq)).astype(np.int64),
-            "num_names": names, "sum": s, "max": high, "min": low, "mean": mean, "std": std}
+    return {
+        "name": uniq.astype(object),
+        "count": np.bincount(inv, weights=count, minlength=len(uniq)).astype(np.int64),
+        "num_names": names,
+        "sum": s,
+        "max": high,
+        "min": low,
+        "mean": mean,
+        "std": std,
+    }

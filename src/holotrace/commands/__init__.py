@@ -22,20 +22,29 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("sequences", "most frequent GPU kernel sequences launched under an operator or annotation"),
     Entry("annotations", "time per user annotation (record_function ranges) and the GPU time under each"),
     Entry("stragglers", "which rank the others wait for in collectives, per step, with the evidence"),
-    Entry("critical-path",
-          "critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead"),
-    Entry("advise",
-          "what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks"),
+    Entry(
+        "critical-path",
+        "critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead",
+    ),
+    Entry(
+        "advise",
+        "what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks",
+    ),
     Entry("diff", "compare two runs: what got slower or faster and why; --fail-on rules for a CI gate (exit 1)"),
     Entry("memory", "device memory: peak allocated/reserved per rank and device, operators live at the peak"),
     Entry("counters", "launch-queue length per stream, time blocked on a full queue, memory-copy bandwidth"),
     Entry("cupti", "GPU performance counters (CUPTI range profiler) per operator: FLOPs, arithmetic intensity"),
     Entry("rules", "which rule classified each kernel (communication, memory, computation), and what no rule claimed"),
-    Entry("report",
-          "one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline"),
-    Entry("timeline",
-          "merge every rank into one Chrome-trace file on the common clock, findings as instant events (Perfetto)"),
+    Entry(
+        "report",
+        "one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline",
+    ),
+    Entry(
+        "timeline",
+        "merge every rank into one Chrome-trace file on the common clock, findings as instant events (Perfetto)",
+    ),
     Entry("cache", "show (the default), locate or clear the cache of decoded traces"),
-    Entry("ingest",
-          "read a job's ranks (or a range of them) into per-rank Arrow tables and summaries, for 'summary DIR'"),
+    Entry(
+        "ingest", "read a job's ranks (or a range of them) into per-rank Arrow tables and summaries, for 'summary DIR'"
+    ),
 )

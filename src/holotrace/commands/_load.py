@@ -9,14 +9,27 @@ from holotrace.model.job import Job
 
 
 def add_load_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="folder of per-rank trace files, one trace file (.json or .json.gz), or a folder written by "
-                                "'holotrace ingest'")
+    p.add_argument(
+        "path",
+        help="folder of per-rank trace files, one trace file (.json or .json.gz), or a folder written by "
+        "'holotrace ingest'",
+    )
     g = p.add_argument_group("loading")
-    g.add_argument("--strict", action="store_true", help="fail on missing/duplicated/mixed ranks or damaged files instead of reporting them")
+    g.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail on missing/duplicated/mixed ranks or damaged files instead of reporting them",
+    )
     g.add_argument("--no-cache", action="store_true", help="decode the files again; neither read nor write the cache")
-    g.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)")
-    g.add_argument("--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)")
-    g.add_argument("--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)")
+    g.add_argument(
+        "--cache-dir", metavar="DIR", help="cache folder (default: $HOLOTRACE_CACHE_DIR or ~/.cache/holotrace)"
+    )
+    g.add_argument(
+        "--workers", type=int, metavar="N", help="cores used to decode (default: all, bounded by the files and memory)"
+    )
+    g.add_argument(
+        "--quiet", action="store_true", help="no progress bar on stderr (shown on a terminal for loads over a second)"
+    )
     g.add_argument("--debug", action="store_true", help="show tracebacks")
     add_rules_option(g)
     add_executor_options(g)
@@ -27,23 +40,37 @@ def add_load_options(p: argparse.ArgumentParser) -> None:
 
 def add_rules_option(g) -> None:
     """``--rules FILE`` (repeatable): a user's classification rules, tried before the built-in table."""
-    g.add_argument("--rules", metavar="FILE", action="append", default=None,
-                   help="classification rules tried before the built-in table (repeatable; default: the files in "
-                        "$HOLOTRACE_RULES; format: docs/rules.md)")
+    g.add_argument(
+        "--rules",
+        metavar="FILE",
+        action="append",
+        default=None,
+        help="classification rules tried before the built-in table (repeatable; default: the files in "
+        "$HOLOTRACE_RULES; format: docs/rules.md)",
+    )
 
 
 def add_executor_options(g) -> None:
     """``--executor`` and ``--ray-address`` (where per-file and per-rank work runs)."""
-    g.add_argument("--executor", choices=("local", "ray"), default=None,
-                   help="where per-file work runs: local processes or a Ray cluster (default: $HOLOTRACE_EXECUTOR, else local)")
-    g.add_argument("--ray-address", metavar="auto|HOST:PORT", default=None,
-                   help="the Ray cluster to join (default: $HOLOTRACE_RAY_ADDRESS, else a Ray instance on this machine)")
+    g.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default=None,
+        help="where per-file work runs: local processes or a Ray cluster (default: $HOLOTRACE_EXECUTOR, else local)",
+    )
+    g.add_argument(
+        "--ray-address",
+        metavar="auto|HOST:PORT",
+        default=None,
+        help="the Ray cluster to join (default: $HOLOTRACE_RAY_ADDRESS, else a Ray instance on this machine)",
+    )
 
 
 def executor_of(args: argparse.Namespace):
     """The executor the options (or the environment) name; None when it is the local pool."""
-    from holotrace.exec.executor import ENV_EXECUTOR, get_executor
     import os
+
+    from holotrace.exec.executor import ENV_EXECUTOR, get_executor
 
     name = getattr(args, "executor", None) or os.environ.get(ENV_EXECUTOR) or "local"
     if name.strip().lower() == "local":
@@ -65,16 +92,22 @@ def load_path(path, opts: LoadOptions | None = None, **options) -> Job:
     if opts.all_args:
         from holotrace.errors import AnalysisError
 
-        raise AnalysisError("an ingest folder does not keep every event's raw args, which this command reads", path=path,
-                            fix="run it on the trace folder the folder was ingested from")
+        raise AnalysisError(
+            "an ingest folder does not keep every event's raw args, which this command reads",
+            path=path,
+            fix="run it on the trace folder the folder was ingested from",
+        )
     job = load_ingested(path)
     if opts.strict:
         from holotrace.errors import JobConsistencyError
 
         serious = [x for x in job.findings if x.severity == "error"]
         if serious:
-            raise JobConsistencyError(serious[0].message, path=serious[0].file or path,
-                                      fix="read without --strict to get the valid part and every finding")
+            raise JobConsistencyError(
+                serious[0].message,
+                path=serious[0].file or path,
+                fix="read without --strict to get the valid part and every finding",
+            )
     return job
 
 
@@ -82,9 +115,15 @@ def load_job(args: argparse.Namespace) -> Job:
     ex = executor_of(args)  # None: this machine's process pool
 
     def opts(executor=None) -> LoadOptions:
-        return LoadOptions(strict=args.strict, cache=not args.no_cache, cache_dir=args.cache_dir, workers=args.workers,
-                           executor=executor, progress_bar=False if getattr(args, "quiet", False) else None,
-                           rules=getattr(args, "rules", None))
+        return LoadOptions(
+            strict=args.strict,
+            cache=not args.no_cache,
+            cache_dir=args.cache_dir,
+            workers=args.workers,
+            executor=executor,
+            progress_bar=False if getattr(args, "quiet", False) else None,
+            rules=getattr(args, "rules", None),
+        )
 
     if ex is None:
         return select_job(load_path(args.path, opts()), args)
@@ -100,14 +139,19 @@ def select_job(job: Job, args: argparse.Namespace) -> Job:
     ranks, steps = getattr(args, "ranks", None), getattr(args, "steps", None)
     if ranks is None and steps is None:
         return job
-    flt = TraceFilter(ranks=parse_int_ranges(ranks, "rank") if ranks is not None else None,
-                      steps=parse_int_ranges(steps, "step") if steps is not None else None)
+    flt = TraceFilter(
+        ranks=parse_int_ranges(ranks, "rank") if ranks is not None else None,
+        steps=parse_int_ranges(steps, "step") if steps is not None else None,
+    )
     out = filter_job(job, flt)
     if not any(out.rank(r).n_events for r in out.ranks):
         from holotrace.analysis.steps import profiler_steps
         from holotrace.errors import AnalysisError
 
         asked = " ".join(f"--{k} {x}" for k, x in (("ranks", ranks), ("steps", steps)) if x is not None)
-        raise AnalysisError(f"{asked} selects no events", path=job.path,
-                            fix=f"the job has ranks {job.ranks} and steps {profiler_steps(job)}")
+        raise AnalysisError(
+            f"{asked} selects no events",
+            path=job.path,
+            fix=f"the job has ranks {job.ranks} and steps {profiler_steps(job)}",
+        )
     return out

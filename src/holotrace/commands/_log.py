@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from holotrace.text import sanitize
 

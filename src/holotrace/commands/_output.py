@@ -34,8 +34,9 @@ import json
 import shutil
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, TextIO
+from typing import Optional, TextIO
 
 import pandas as pd
 
@@ -94,15 +95,29 @@ class Report:
 def add_output_options(p: argparse.ArgumentParser) -> None:
     """Add ``--format``, ``--output`` and ``--output-format`` to a command's parser."""
     g = p.add_argument_group("output")
-    g.add_argument("--format", choices=DISPLAY_FORMATS, default="table",
-                   help="what to print: readable tables (default), markdown, or the full results as JSON or CSV")
+    g.add_argument(
+        "--format",
+        choices=DISPLAY_FORMATS,
+        default="table",
+        help="what to print: readable tables (default), markdown, or the full results as JSON or CSV",
+    )
     g.add_argument("--output", metavar="DIR", help="also write every result table to DIR (one file per table)")
-    g.add_argument("--output-format", default="csv", metavar="LIST",
-                   help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)")
-    g.add_argument("--width", type=int, default=None, metavar="N",
-                   help="table width in characters (default: the terminal's width; 80 when not a terminal)")
-    g.add_argument("--wide", action="store_true",
-                   help="print names in full (tables may then be wider than the terminal)")
+    g.add_argument(
+        "--output-format",
+        default="csv",
+        metavar="LIST",
+        help=f"file formats written with --output, comma-separated: {', '.join(FORMATS)} (default csv)",
+    )
+    g.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        metavar="N",
+        help="table width in characters (default: the terminal's width; 80 when not a terminal)",
+    )
+    g.add_argument(
+        "--wide", action="store_true", help="print names in full (tables may then be wider than the terminal)"
+    )
     writes(p, "output", "folder")
 
 
@@ -121,7 +136,9 @@ def _output_formats(spec: str) -> list[str]:
     fmts = [f.strip().lower() for f in spec.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
-        raise HolotraceError(f"unknown --output-format {spec!r}", fix=f"use a comma-separated list of {', '.join(FORMATS)}")
+        raise HolotraceError(
+            f"unknown --output-format {spec!r}", fix=f"use a comma-separated list of {', '.join(FORMATS)}"
+        )
     return fmts
 
 
@@ -139,8 +156,14 @@ def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
 def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
     text = sanitize(text)  # the rendering boundary: a line may quote a name from a trace
     # whole words only: a long name overflows the line rather than being cut in two
-    return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=rest or first,
-                         break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest or first,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:
@@ -180,8 +203,16 @@ def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None)
             if s.lines and s.frame.empty:
                 parts += ["", sanitize(s.title)]
             else:
-                parts += ["", format_table(s.frame, width=None if getattr(args, "wide", False) else width,
-                                           digits=s.digits, max_rows=s.max_rows, title=s.title)]
+                parts += [
+                    "",
+                    format_table(
+                        s.frame,
+                        width=None if getattr(args, "wide", False) else width,
+                        digits=s.digits,
+                        max_rows=s.max_rows,
+                        title=s.title,
+                    ),
+                ]
             parts += [_wrap(line, width, "  ", "    ") for line in s.lines]
             parts += [_wrap(f"note: {n}", width, "  ", "        ") for n in s.notes]
         out.write("\n".join(parts) + "\n")

@@ -20,10 +20,16 @@ from holotrace.text import fit_name, fit_names
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
-_TEXT = {"straggler": "bringing the slowest rank to the median", "communication": "overlapping communication",
-         "launch_overhead": "cutting launch overhead to its floor", "host_sync": "removing host-device synchronisation",
-         "kernel": "making a kernel faster", "data_loading": "removing data loading",
-         "kernel_gaps": "removing kernel-to-kernel gaps", "cpu_op": "making a CPU operator faster"}
+_TEXT = {
+    "straggler": "bringing the slowest rank to the median",
+    "communication": "overlapping communication",
+    "launch_overhead": "cutting launch overhead to its floor",
+    "host_sync": "removing host-device synchronisation",
+    "kernel": "making a kernel faster",
+    "data_loading": "removing data loading",
+    "kernel_gaps": "removing kernel-to-kernel gaps",
+    "cpu_op": "making a CPU operator faster",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,36 +37,59 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p)
     p.add_argument("--rank", type=int, default=None, help="only fixes job-wide or on this rank (default: whole job)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
-    p.add_argument("--speedup", type=float, default=2.0, metavar="K",
-                   help="speed-up tried for kernels and CPU operators (default 2)")
-    p.add_argument("--comm-speedup", type=float, default=None, metavar="K",
-                   help="communication K x faster instead of perfectly overlapped")
-    p.add_argument("--launch-floor-us", type=float, default=2.0, metavar="US",
-                   help="a launch call's cost at its floor (default 2)")
-    p.add_argument("--kernel", default=None, metavar="TEXT",
-                   help="try the kernels whose name contains TEXT (a kernel class)")
-    p.add_argument("--what-if", default=None, metavar="A,B[;C,D]",
-                   help="also try these fixes together, e.g. 'straggler,comm-overlap'")
+    p.add_argument(
+        "--speedup",
+        type=float,
+        default=2.0,
+        metavar="K",
+        help="speed-up tried for kernels and CPU operators (default 2)",
+    )
+    p.add_argument(
+        "--comm-speedup",
+        type=float,
+        default=None,
+        metavar="K",
+        help="communication K x faster instead of perfectly overlapped",
+    )
+    p.add_argument(
+        "--launch-floor-us", type=float, default=2.0, metavar="US", help="a launch call's cost at its floor (default 2)"
+    )
+    p.add_argument(
+        "--kernel", default=None, metavar="TEXT", help="try the kernels whose name contains TEXT (a kernel class)"
+    )
+    p.add_argument(
+        "--what-if",
+        default=None,
+        metavar="A,B[;C,D]",
+        help="also try these fixes together, e.g. 'straggler,comm-overlap'",
+    )
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows shown (default 10)")
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     if args.rank is not None and args.rank not in job.ranks:
-        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path,
-                            fix=f"use --rank with one of {list(job.ranks)}")
+        raise AnalysisError(
+            f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}"
+        )
     for name in ("speedup", "comm_speedup"):
         v = getattr(args, name)
         if v is not None and not v > 1.0:
-            raise AnalysisError(f"--{name.replace('_', '-')} must be above 1 (got {v})", path=args.path,
-                                fix="pass a factor such as 2")
+            raise AnalysisError(
+                f"--{name.replace('_', '-')} must be above 1 (got {v})", path=args.path, fix="pass a factor such as 2"
+            )
     try:
         combine = parse_combination(args.what_if)
-        opts = WhatIfOptions(speedup=args.speedup, comm_speedup=args.comm_speedup, launch_floor_us=args.launch_floor_us,
-                             kernel_match=args.kernel)
+        opts = WhatIfOptions(
+            speedup=args.speedup,
+            comm_speedup=args.comm_speedup,
+            launch_floor_us=args.launch_floor_us,
+            kernel_match=args.kernel,
+        )
         steps = None if args.step is None else list(parse_int_ranges(args.step, "step"))
-        advice = job_advice(job, ranks=None if args.rank is None else [args.rank], steps=steps,
-                            options=opts, combine=combine)
+        advice = job_advice(
+            job, ranks=None if args.rank is None else [args.rank], steps=steps, options=opts, combine=combine
+        )
     except ValueError as exc:
         raise AnalysisError(str(exc), path=args.path, fix="check --step and --what-if") from None
     return emit(build_report(advice, top=args.top), args)
@@ -75,8 +104,10 @@ def _line(r) -> str:
     target = f" ({fit_name(r.target, NAME_WIDTH)})" if isinstance(r.target, str) and r.target else ""
     step = f"step {r.step}" if r.step is not None and r.step == r.step else "step"
     ev = "; ".join(fit_names(list(r.evidence), NAME_WIDTH)) if r.evidence else ""  # never two alike
-    return (f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
-            f"predicted {r.predicted_step_ms:.3f} ms)" + (f": {ev}" if ev and not target else ""))
+    return (
+        f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
+        f"predicted {r.predicted_step_ms:.3f} ms)" + (f": {ev}" if ev and not target else "")
+    )
 
 
 def build_report(advice, *, top: int = 10) -> Report:
@@ -86,35 +117,65 @@ def build_report(advice, *, top: int = 10) -> Report:
     rep = advice.replay
     if len(rep):
         worst = rep.loc[rep["error_pct"].abs().idxmax()]
-        lines.append(f"replay of {len(rep)} step(s) reproduces the measured job step within "
-                     f"{abs(worst['error_pct']):.2f}% (worst: step {int(worst['step'])})")
+        lines.append(
+            f"replay of {len(rep)} step(s) reproduces the measured job step within "
+            f"{abs(worst['error_pct']):.2f}% (worst: step {int(worst['step'])})"
+        )
     c = advice.costliest
     lines.append(f"costliest rank: {c.why}")
     lines += [f"note: {x}" for x in advice.issues[:5]]
     rank_col = f["rank"].astype(object).where(f["rank"].notna(), None) if len(f) else f["rank"]
-    fixes = pd.DataFrame({"fix": f["fix"], "rank": rank_col,
-                          "step": f["step"].astype(object).where(f["step"].notna(), None) if len(f) else f["step"],
-                          "saving_ms": f["saving_ms"], "saving_pct": f["saving_pct"],
-                          "predicted_step_ms": f["predicted_step_ms"], "evidence": f["evidence"]})
-    shown = pd.DataFrame({"fix": f["fix"], "rank": rank_col, "target / evidence": [
-        t if isinstance(t, str) and t else ", ".join(e) for t, e in zip(f["target"], f["evidence"])],
-        "saving ms": f["saving_ms"], "% of step": f["saving_pct"], "predicted ms": f["predicted_step_ms"]})
-    sections = [Section("fixes", "Ranked fixes (mean over the steps)", shown.head(top),
-                        digits={"saving ms": 3, "% of step": 1, "predicted ms": 3}),
-                Section("replay", "Replay of the job's steps", rep, digits={"measured_ms": 3, "replayed_ms": 3,
-                                                                           "error_pct": 2})]
-    return Report(title="What to fix first", sections=sections, header=lines,
-                  data={"fixes": fixes, "replay": rep}, objects={"costliest_rank": c.as_dict()})
+    fixes = pd.DataFrame(
+        {
+            "fix": f["fix"],
+            "rank": rank_col,
+            "step": f["step"].astype(object).where(f["step"].notna(), None) if len(f) else f["step"],
+            "saving_ms": f["saving_ms"],
+            "saving_pct": f["saving_pct"],
+            "predicted_step_ms": f["predicted_step_ms"],
+            "evidence": f["evidence"],
+        }
+    )
+    shown = pd.DataFrame(
+        {
+            "fix": f["fix"],
+            "rank": rank_col,
+            "target / evidence": [
+                t if isinstance(t, str) and t else ", ".join(e) for t, e in zip(f["target"], f["evidence"])
+            ],
+            "saving ms": f["saving_ms"],
+            "% of step": f["saving_pct"],
+            "predicted ms": f["predicted_step_ms"],
+        }
+    )
+    sections = [
+        Section(
+            "fixes",
+            "Ranked fixes (mean over the steps)",
+            shown.head(top),
+            digits={"saving ms": 3, "% of step": 1, "predicted ms": 3},
+        ),
+        Section(
+            "replay", "Replay of the job's steps", rep, digits={"measured_ms": 3, "replayed_ms": 3, "error_pct": 2}
+        ),
+    ]
+    return Report(
+        title="What to fix first",
+        sections=sections,
+        header=lines,
+        data={"fixes": fixes, "replay": rep},
+        objects={"costliest_rank": c.as_dict()},
+    )
 
 
 COMMAND = Command(
     name="advise",
     help="what to fix first in the whole job: fixes ranked by the job step time they save on a replay of all ranks",
     description="Build the dependency graph of every rank (CPU threads, launches, GPU streams, stream and host "
-                "synchronisation, collectives matched across ranks), replay the measured steps, and re-time them "
-                "with each fix: the slowest rank at the median, communication overlapped, launch overhead at its "
-                "floor, host-device synchronisation removed, a kernel or CPU operator K x faster, data loading or "
-                "kernel gaps removed. Savings in ms and in % of the measured job step.",
+    "synchronisation, collectives matched across ranks), replay the measured steps, and re-time them "
+    "with each fix: the slowest rank at the median, communication overlapped, launch overhead at its "
+    "floor, host-device synchronisation removed, a kernel or CPU operator K x faster, data loading or "
+    "kernel gaps removed. Savings in ms and in % of the measured job step.",
     add_arguments=add_arguments,
     run=run,
 )

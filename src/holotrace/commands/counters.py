@@ -29,15 +29,25 @@ __all__ = ["COMMAND", "add_arguments", "build_report", "run", "write_augmented"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
-    p.add_argument("--max-queue-length", type=int, default=_ctr.CUDA_MAX_LAUNCH_QUEUE_PER_STREAM, metavar="N",
-                   help="a stream's queue counts as full from this many waiting operations (default 1024)")
-    p.add_argument("--augmented", action="store_true",
-                   help="with --output DIR: also write each rank's trace with counter tracks into DIR")
+    p.add_argument(
+        "--max-queue-length",
+        type=int,
+        default=_ctr.CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
+        metavar="N",
+        help="a stream's queue counts as full from this many waiting operations (default 1024)",
+    )
+    p.add_argument(
+        "--augmented",
+        action="store_true",
+        help="with --output DIR: also write each rank's trace with counter tracks into DIR",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.augmented and not args.output:
-        raise HolotraceError("--augmented needs --output DIR", fix="add --output DIR (the trace folder is never written)")
+        raise HolotraceError(
+            "--augmented needs --output DIR", fix="add --output DIR (the trace folder is never written)"
+        )
     job = load_job(args)
     report, series = build_report(job, max_queue_length=args.max_queue_length)
     if args.augmented:
@@ -64,27 +74,50 @@ def build_report(job, *, max_queue_length: int = _ctr.CUDA_MAX_LAUNCH_QUEUE_PER_
     queue = _ctr.queue_length(view)
     membw = _ctr.memory_bandwidth(view)
     qsum = _flat(_ctr.queue_length_summary(queue, time_weighted=True), {})
-    blocked = _ctr.blocked_on_full_queue(queue, _ctr.trace_durations(view), max_queue_length=max_queue_length, rules=NATIVE)
-    blocked = blocked.rename(columns={"duration_at_max_queue_length": "blocked us",
-                                      "relative_duration_at_max_queue_length": "share of trace"})
+    blocked = _ctr.blocked_on_full_queue(
+        queue, _ctr.trace_durations(view), max_queue_length=max_queue_length, rules=NATIVE
+    )
+    blocked = blocked.rename(
+        columns={
+            "duration_at_max_queue_length": "blocked us",
+            "relative_duration_at_max_queue_length": "share of trace",
+        }
+    )
     blocked["blocked us"] = blocked["blocked us"] / 1e3
     msum = _flat(_ctr.memory_bandwidth_summary(membw, time_weighted=True), {})
     sections = [
-        Section("queue_length", "Launch queue length per stream (waiting operations; statistics over change points)",
-                qsum.rename(columns={"time_mean": "time-weighted mean"}), digits={"mean": 2, "std": 2, "time-weighted mean": 2}),
-        Section("blocked_on_full_queue", f"Time with a full launch queue (>= {max_queue_length} waiting)", blocked,
-                digits={"blocked us": 1, "share of trace": 4},
-                lines=[] if len(blocked) else [f"no stream reaches {max_queue_length} waiting operations"]),
-        Section("memory_bandwidth", "Memory bandwidth per copy kind (GB/s, while copies run)", msum,
-                digits={c: 3 for c in ("mean", "std", "min", "25%", "50%", "75%", "max", "time_mean")},
-                lines=[] if len(msum) else ["no memory copy or set with a bandwidth"]),
+        Section(
+            "queue_length",
+            "Launch queue length per stream (waiting operations; statistics over change points)",
+            qsum.rename(columns={"time_mean": "time-weighted mean"}),
+            digits={"mean": 2, "std": 2, "time-weighted mean": 2},
+        ),
+        Section(
+            "blocked_on_full_queue",
+            f"Time with a full launch queue (>= {max_queue_length} waiting)",
+            blocked,
+            digits={"blocked us": 1, "share of trace": 4},
+            lines=[] if len(blocked) else [f"no stream reaches {max_queue_length} waiting operations"],
+        ),
+        Section(
+            "memory_bandwidth",
+            "Memory bandwidth per copy kind (GB/s, while copies run)",
+            msum,
+            digits={c: 3 for c in ("mean", "std", "min", "25%", "50%", "75%", "max", "time_mean")},
+            lines=[] if len(msum) else ["no memory copy or set with a bandwidth"],
+        ),
     ]
     findings = _ctr.queue_length_findings(queue, view=view)
     header = [f"{len(job.ranks)} rank(s); times in µs"] + [f.line() for f in findings]
     if not queue:
         header.append("no launch call with its GPU operation in the trace: no queue length")
-    data = {"queue_length_summary": qsum, "blocked_on_full_queue": blocked, "memory_bw_summary": msum,
-            "queue_length_series": _series_frame(queue), "memory_bw_series": _series_frame(membw)}
+    data = {
+        "queue_length_summary": qsum,
+        "blocked_on_full_queue": blocked,
+        "memory_bw_summary": msum,
+        "queue_length_series": _series_frame(queue),
+        "memory_bw_series": _series_frame(membw),
+    }
     return Report("Queue length and memory bandwidth", sections, header, data), {"queue": queue, "membw": membw}
 
 
@@ -102,17 +135,32 @@ def write_augmented(job, queue: dict, membw: dict, output_dir) -> list[Path]:
         events = []
         q, m = queue.get(r), membw.get(r)
         if q is not None:
-            events += trace_file.counter_events(q["ts"].to_numpy(), q["pid"].to_numpy(), "Queue Length", "Queue Length",
-                                                q["queue_length"].to_numpy(), q["stream"].to_numpy(), unit_ns=1)
+            events += trace_file.counter_events(
+                q["ts"].to_numpy(),
+                q["pid"].to_numpy(),
+                "Queue Length",
+                "Queue Length",
+                q["queue_length"].to_numpy(),
+                q["stream"].to_numpy(),
+                unit_ns=1,
+            )
         if m is not None:
-            events += trace_file.counter_events(m["ts"].to_numpy(), m["pid"].to_numpy(), m["name"].to_numpy(),
-                                                "Memcpy BW", m["memory_bw_gbps"].to_numpy(), unit_ns=1)
+            events += trace_file.counter_events(
+                m["ts"].to_numpy(),
+                m["pid"].to_numpy(),
+                m["name"].to_numpy(),
+                "Memcpy BW",
+                m["memory_bw_gbps"].to_numpy(),
+                unit_ns=1,
+            )
         if not events:
             continue
         t = job.rank(r)
         dst = trace_file.derived_path(t.file, "_with_counters", output_dir)
         if dst.resolve() == Path(t.file).resolve():
-            raise HolotraceError("the augmented trace would replace its input", path=str(dst), fix="choose another --output DIR")
+            raise HolotraceError(
+                "the augmented trace would replace its input", path=str(dst), fix="choose another --output DIR"
+            )
         out.append(trace_file.write_trace_with_events(t.file, dst, events, top_keys=[*t.meta, "traceEvents"]))
     return out
 
@@ -121,10 +169,10 @@ COMMAND = Command(
     name="counters",
     help="launch-queue length per stream, time blocked on a full queue, memory-copy bandwidth",
     description="Queue length: operations launched on a GPU stream that have not started yet (+1 at each launch "
-                "call, -1 when its operation starts), per rank and stream, with the time the queue holds at least "
-                "--max-queue-length operations (the launch call then blocks). Memory bandwidth: the summed bandwidth "
-                "of running copies per rank and copy kind (HtoD, DtoH, DtoD, PtoP, Memset). --output DIR writes the "
-                "series; --augmented adds each rank's trace with counter tracks to DIR.",
+    "call, -1 when its operation starts), per rank and stream, with the time the queue holds at least "
+    "--max-queue-length operations (the launch call then blocks). Memory bandwidth: the summed bandwidth "
+    "of running copies per rank and copy kind (HtoD, DtoH, DtoD, PtoP, Memset). --output DIR writes the "
+    "series; --augmented adds each rank's trace with counter tracks to DIR.",
     add_arguments=add_arguments,
     run=run,
 )

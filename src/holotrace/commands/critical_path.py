@@ -32,8 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p)
     p.add_argument("--rank", type=int, default=0, help="rank to analyse (default 0)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
-    p.add_argument("--job", action="store_true",
-                   help="the job's critical path across every rank (job graph replay) instead of one rank's")
+    p.add_argument(
+        "--job",
+        action="store_true",
+        help="the job's critical path across every rank (job graph replay) instead of one rank's",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "job", False):
         return emit(job_report(job, parse_steps(args.step), getattr(args, "output", None)), args)
     if args.rank not in job.ranks:
-        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}")
+        raise AnalysisError(
+            f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}"
+        )
     steps = parse_steps(args.step)
     paths: dict = {}
     try:
@@ -49,16 +54,20 @@ def run(args: argparse.Namespace) -> int:
     except AnalysisError as exc:  # no such step on the rank
         raise AnalysisError(exc.problem, path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
-        columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"})
+        columns={"duration": "duration us", "path_length": "path us", "pct": "% of path"}
+    )
     notes = []
     zeroed = {s: cp for s, cp in paths.items() if cp.zeroed_edges}
     if zeroed:
         on_path = sum(cp.zeroed_on_path for cp in zeroed.values())
-        notes.append(f"zeroed_edges: dependencies of negative duration (a GPU operation starting before its cause "
-                     f"on the CPU: the rank's clocks disagree) counted as 0 in {len(zeroed)} of {len(paths)} "
-                     f"step(s); {on_path} lie on the path, whose length they change")
-    report = Report(title=f"Critical path, rank {args.rank}",
-                    sections=[Section("steps", "By step and bound", df, notes)])
+        notes.append(
+            f"zeroed_edges: dependencies of negative duration (a GPU operation starting before its cause "
+            f"on the CPU: the rank's clocks disagree) counted as 0 in {len(zeroed)} of {len(paths)} "
+            f"step(s); {on_path} lie on the path, whose length they change"
+        )
+    report = Report(
+        title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df, notes)]
+    )
     if getattr(args, "output", None):
         from holotrace.render.critical_path_overlay import overlay_path
 
@@ -84,21 +93,38 @@ def job_report(job, steps=None, output=None) -> Report:
     if steps is not None:
         missing = sorted(set(steps) - set(rep.steps["step"].tolist()))
         if missing:
-            raise AnalysisError(f"step(s) {missing} not in the job", path=job.path,
-                                fix=f"choose among {rep.steps['step'].tolist()}")
+            raise AnalysisError(
+                f"step(s) {missing} not in the job", path=job.path, fix=f"choose among {rep.steps['step'].tolist()}"
+            )
         path = path[path["step"].isin(steps)].reset_index(drop=True)
     summ = path_summary(path)
-    header = [f"job step {int(r.step)}: {r.measured_ms:.3f} ms, ends on rank {int(r.slowest_rank)}"
-              for r in rep.steps.itertuples() if steps is None or r.step in steps]
+    header = [
+        f"job step {int(r.step)}: {r.measured_ms:.3f} ms, ends on rank {int(r.slowest_rank)}"
+        for r in rep.steps.itertuples()
+        if steps is None or r.step in steps
+    ]
     header += [f"note: {x}" for x in rep.graph.issues[:5]]
-    sections = [Section("job_path_summary", "Job critical path by rank and edge kind (ms)", summ, digits={"ms": 3}),
-                Section("job_path", "Job critical path segments", path, max_rows=40,
-                        digits={"start_ms": 3, "dur_ms": 3},
-                        notes=["kinds: duration = an event's own time, cpu_gap = host time between calls, gpu_gap = "
-                               "stream idle, launch/stream/sync = waits on another thread or stream, arrive/xfer = "
-                               "a collective's wait for its last member and its transfer (docs/analyses.md)"])]
-    report = Report(title="Critical path of the job (all ranks)", sections=sections, header=header,
-                    data={"job_path_summary": summ, "job_path": path, "replay": rep.steps})
+    sections = [
+        Section("job_path_summary", "Job critical path by rank and edge kind (ms)", summ, digits={"ms": 3}),
+        Section(
+            "job_path",
+            "Job critical path segments",
+            path,
+            max_rows=40,
+            digits={"start_ms": 3, "dur_ms": 3},
+            notes=[
+                "kinds: duration = an event's own time, cpu_gap = host time between calls, gpu_gap = "
+                "stream idle, launch/stream/sync = waits on another thread or stream, arrive/xfer = "
+                "a collective's wait for its last member and its transfer (docs/analyses.md)"
+            ],
+        ),
+    ]
+    report = Report(
+        title="Critical path of the job (all ranks)",
+        sections=sections,
+        header=header,
+        data={"job_path_summary": summ, "job_path": path, "replay": rep.steps},
+    )
     if output:
         from holotrace.analysis.critical_path.job_path import job_path_hops
         from holotrace.render.merged_trace import write_merged_trace
@@ -117,9 +143,9 @@ COMMAND = Command(
     name="critical-path",
     help="critical path of each step: how much of it is CPU, GPU compute, communication, launch and gap overhead",
     description="Build the dependency graph of a rank's step (CPU operators, runtime calls, GPU operations, "
-                "launch, kernel-to-kernel and synchronisation edges) and break its longest path down by what "
-                "bounds it. Times in microseconds (us). With --job: the job's critical path across every rank, from a "
-                "replay of the whole job's dependency graph (times in ms).",
+    "launch, kernel-to-kernel and synchronisation edges) and break its longest path down by what "
+    "bounds it. Times in microseconds (us). With --job: the job's critical path across every rank, from a "
+    "replay of the whole job's dependency graph (times in ms).",
     add_arguments=add_arguments,
     run=run,
 )

@@ -14,9 +14,12 @@ from holotrace.text import sanitize
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    p.add_argument("--verify", action="store_true",
-                   help="also read every trace file in full and check its cache entry against the whole content "
-                        "(a stale entry is removed and the file decoded again)")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="also read every trace file in full and check its cache entry against the whole content "
+        "(a stale entry is removed and the file decoded again)",
+    )
 
 
 def _verify(args: argparse.Namespace) -> dict:
@@ -46,13 +49,26 @@ def run(args: argparse.Namespace) -> int:
     errors = [f for f in job.findings if f.severity == "error"]
     if args.json:
         extra = {"cache_verified": verified} if verified is not None else {}
-        print(json.dumps({**extra, "ok": not errors, "ranks": job.ranks, "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
-                          "findings": [f.as_dict() for f in job.findings]}, indent=2, default=str))
+        print(
+            json.dumps(
+                {
+                    **extra,
+                    "ok": not errors,
+                    "ranks": job.ranks,
+                    "skipped_files": [{"file": f, "reason": w} for f, w in job.skipped],
+                    "findings": [f.as_dict() for f in job.findings],
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return 1 if errors else 0
     print(sanitize(f"{job.path}: {len(job.ranks)} rank(s) loaded"))
     if verified is not None:
-        print(f"cache checked against each file's whole content: {verified['ok']} ok, "
-              f"{len(verified['stale'])} stale (removed; decoded again), {verified['absent']} not cached")
+        print(
+            f"cache checked against each file's whole content: {verified['ok']} ok, "
+            f"{len(verified['stale'])} stale (removed; decoded again), {verified['absent']} not cached"
+        )
         for f in verified["stale"]:
             print(sanitize(f"        stale: {f}"))
     order = {"error": 0, "warning": 1, "info": 2}
@@ -68,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
             print(sanitize(f"        example: {f.example}"))
     if not job.findings:
         print("no findings: the job looks consistent")
-    print(f"{'FAIL' if errors else 'OK'}: {len(errors)} error(s), "
-          f"{sum(1 for f in job.findings if f.severity == 'warning')} warning(s), "
-          f"{sum(1 for f in job.findings if f.severity == 'info')} note(s)")
+    print(
+        f"{'FAIL' if errors else 'OK'}: {len(errors)} error(s), "
+        f"{sum(1 for f in job.findings if f.severity == 'warning')} warning(s), "
+        f"{sum(1 for f in job.findings if f.severity == 'info')} note(s)"
+    )
     return 1 if errors else 0
 
 
@@ -78,9 +96,9 @@ COMMAND = Command(
     name="doctor",
     help="check a job: missing/duplicate ranks, damaged files, clock skew, ...",
     description="Validate a job and list every finding with its evidence: missing or duplicated "
-                "ranks, files from different jobs, damaged or truncated files, impossible durations, "
-                "overlapping kernels on one stream, unlinked launches, clock skew. Exits 1 when an "
-                "error was found (use it as a CI gate), 0 otherwise.",
+    "ranks, files from different jobs, damaged or truncated files, impossible durations, "
+    "overlapping kernels on one stream, unlinked launches, clock skew. Exits 1 when an "
+    "error was found (use it as a CI gate), 0 otherwise.",
     add_arguments=add_arguments,
     run=run,
 )

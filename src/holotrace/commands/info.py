@@ -31,7 +31,7 @@ COMMAND = Command(
     name="info",
     help="ranks, files, devices, events by category, steps, time span, findings",
     description="Show what a job's trace files hold: ranks, files, devices, world size, events by "
-                "category, profiler steps, time span and what validation found.",
+    "category, profiler steps, time span and what validation found.",
     add_arguments=add_arguments,
     run=run,
 )
@@ -41,7 +41,10 @@ def render(facts: dict) -> str:
     out = []
     pr = facts["per_rank"]
     out.append(f"job      {facts['path']}")
-    out.append(f"ranks    {facts['ranks_text']}  ({len(pr)} loaded" + (f", world size {facts['world_size']})" if facts["world_size"] else ")"))
+    out.append(
+        f"ranks    {facts['ranks_text']}  ({len(pr)} loaded"
+        + (f", world size {facts['world_size']})" if facts["world_size"] else ")")
+    )
     devs = sorted({d for r in pr for d in r["devices"]})
     types = sorted({r["device_type"] for r in pr})
     out.append(f"devices  {', '.join(devs) or '(none listed)'}  [{', '.join(types)}]")
@@ -56,7 +59,9 @@ def render(facts: dict) -> str:
         name = Path(r["file"]).name
         name = name if len(name) <= 34 else name[:15] + "…" + name[-18:]
         mb = (r["size_bytes"] or 0) / 1e6
-        out.append(f"{r['rank']:>5}  {name:<34} {mb:>7.2f} {r['events']:>9} {r['gpu_kernels']:>8} {r['span_ms']:>10.3f}")
+        out.append(
+            f"{r['rank']:>5}  {name:<34} {mb:>7.2f} {r['events']:>9} {r['gpu_kernels']:>8} {r['span_ms']:>10.3f}"
+        )
     out.append("")
     cats = sorted({c for r in pr for c in r["events_by_category"]})
     out.append("events by category" + (" (summed over ranks)" if len(pr) > 1 else ""))
@@ -70,7 +75,9 @@ def render(facts: dict) -> str:
             out.append(f"  {Path(s['file']).name}: {s['reason']}")
     out.append("")
     sev = facts["findings_by_severity"]
-    out.append(f"findings {sev['error']} error(s), {sev['warning']} warning(s), {sev['info']} note(s)  (details: holotrace doctor)")
+    out.append(
+        f"findings {sev['error']} error(s), {sev['warning']} warning(s), {sev['info']} note(s)  (details: holotrace doctor)"
+    )
     for f in facts["findings"]:
         if f["severity"] in ("error", "warning"):
             where = f" [rank {f['rank']}]" if f["rank"] is not None else ""

@@ -19,8 +19,8 @@ from holotrace import findings as findings_mod
 from holotrace.analysis import counters, launches, steps
 from holotrace.analysis.job_summary import findings_frame, summarize_job
 from holotrace.analysis.timeline import gpu_timeline
-from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._dest import writes
+from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
@@ -35,19 +35,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write (e.g. report.html)")
     writes(p, "output", "file", "report.html")
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels (default 10)")
-    p.add_argument("--timeline-step", type=int, default=None, metavar="N",
-                   help="ProfilerStep shown on the timeline and analysed on the critical path (default: the middle step)")
-    p.add_argument("--critical-path-rank", type=int, default=None, metavar="R",
-                   help="rank whose critical path is analysed (default: the slowest rank, else the first)")
+    p.add_argument(
+        "--timeline-step",
+        type=int,
+        default=None,
+        metavar="N",
+        help="ProfilerStep shown on the timeline and analysed on the critical path (default: the middle step)",
+    )
+    p.add_argument(
+        "--critical-path-rank",
+        type=int,
+        default=None,
+        metavar="R",
+        help="rank whose critical path is analysed (default: the slowest rank, else the first)",
+    )
     p.add_argument("--no-critical-path", action="store_true", help="leave out the critical path and the ranked fixes")
-    p.add_argument("--launch-delay-cutoff", type=float, default=100, metavar="US",
-                   help="launch delays above this are outliers (default 100 us)")
+    p.add_argument(
+        "--launch-delay-cutoff",
+        type=float,
+        default=100,
+        metavar="US",
+        help="launch delays above this are outliers (default 100 us)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
-    data = report_data(job, top=args.top, timeline_step=args.timeline_step, critical_path=not args.no_critical_path,
-                       critical_path_rank=args.critical_path_rank, launch_delay_cutoff=args.launch_delay_cutoff)
+    data = report_data(
+        job,
+        top=args.top,
+        timeline_step=args.timeline_step,
+        critical_path=not args.no_critical_path,
+        critical_path_rank=args.critical_path_rank,
+        launch_delay_cutoff=args.launch_delay_cutoff,
+    )
     size = write_report(data, args.output)
     print(f"wrote {args.output} ({size / 1e6:.2f} MB)")
     return 0
@@ -57,10 +78,10 @@ COMMAND = Command(
     name="report",
     help="one self-contained HTML report of the job (opens offline): findings, GPU time, steps, kernels, timeline",
     description="Write one HTML file that needs no network: the job and its findings, per-rank GPU time "
-                "(compute / communication / memory / idle), idle causes, communication overlap, step times and "
-                "the slowest rank, top kernels with their per-rank distributions, launch delays, queue length and "
-                "memory bandwidth when recorded, the critical path of one step with the ranked fixes, and a "
-                "zoomable GPU timeline of that step for every rank.",
+    "(compute / communication / memory / idle), idle causes, communication overlap, step times and "
+    "the slowest rank, top kernels with their per-rank distributions, launch delays, queue length and "
+    "memory bandwidth when recorded, the critical path of one step with the ranked fixes, and a "
+    "zoomable GPU timeline of that step for every rank.",
     add_arguments=add_arguments,
     run=run,
 )
@@ -89,7 +110,9 @@ def _ranks_text(job) -> str:
 def _steps_text(step_list) -> str:
     if not step_list:
         return "none (no ProfilerStep#N)"
-    return f"{step_list[0]}-{step_list[-1]} ({len(step_list)})" if len(step_list) > 3 else ", ".join(map(str, step_list))
+    return (
+        f"{step_list[0]}-{step_list[-1]} ({len(step_list)})" if len(step_list) > 3 else ", ".join(map(str, step_list))
+    )
 
 
 def _span_ms(view) -> float:
@@ -118,17 +141,29 @@ def _critical(view, rank: int, step, enabled: bool) -> dict:
     return {"critical_path": cp, "what_if": wi, "critical_path_rank": rank, "critical_path_step": step}
 
 
-def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool = True, critical_path_rank=None,
-                launch_delay_cutoff: float = 100.0) -> dict:
+def report_data(
+    job,
+    *,
+    top: int = 10,
+    timeline_step=None,
+    critical_path: bool = True,
+    critical_path_rank=None,
+    launch_delay_cutoff: float = 100.0,
+) -> dict:
     """Every frame the report shows, computed under holotrace's rules (analyses run on threads)."""
     view = job_view(job, NATIVE)
     step_list = steps.profiler_steps(view, rules=NATIVE)
     if timeline_step is not None and timeline_step not in step_list:
-        raise AnalysisError(f"--timeline-step {timeline_step} is not a step of the job", path=job.path,
-                         fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps")
+        raise AnalysisError(
+            f"--timeline-step {timeline_step} is not a step of the job",
+            path=job.path,
+            fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps",
+        )
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
     jobs = {
-        "launch_stats": lambda: launches.launch_stats(view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True),
+        "launch_stats": lambda: launches.launch_stats(
+            view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
+        ),
         "queue_length": lambda: counters.queue_length(view, rules=NATIVE),
         "memory_bandwidth": lambda: counters.memory_bandwidth(view, rules=NATIVE),
         "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
@@ -140,39 +175,79 @@ def report_data(job, *, top: int = 10, timeline_step=None, critical_path: bool =
         costliest = costliest_rank(view)  # the one story: its rank's critical path is the one shown
 
         def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
-            cp_rank = critical_path_rank if critical_path_rank is not None else (
-                costliest.rank if costliest.rank is not None else view.ranks[0])
+            cp_rank = (
+                critical_path_rank
+                if critical_path_rank is not None
+                else (costliest.rank if costliest.rank is not None else view.ranks[0])
+            )
             if cp_rank not in view.ranks:
-                raise AnalysisError(f"--critical-path-rank {cp_rank} is not a rank of the job", path=job.path,
-                                    fix=f"choose one of {view.ranks}")
+                raise AnalysisError(
+                    f"--critical-path-rank {cp_rank} is not a rank of the job",
+                    path=job.path,
+                    fix=f"choose one of {view.ranks}",
+                )
             chosen["cp"] = pool.submit(_critical, view, cp_rank, step, critical_path)
             chosen.update({k: pool.submit(f) for k, f in jobs.items()})
 
-        js = summarize_job(job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, on_stragglers=start_critical,
-                           launch_stats=lambda: chosen["launch_stats"].result())
+        js = summarize_job(
+            job,
+            view=view,
+            top=top,
+            launch_delay_cutoff=launch_delay_cutoff,
+            on_stragglers=start_critical,
+            launch_stats=lambda: chosen["launch_stats"].result(),
+        )
         js.costliest_rank = costliest
         ss = js.frames["straggler_summary"] if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
     f = js.frames
-    res.update(tb=f["temporal"], types_by_rank=f["kernel_types_by_rank"], types=f["kernel_types"], idle=f["idle"],
-               overlap=f["overlap"], steps=f["steps"], top_kernels=f["top_kernels"],
-               rank_distribution=f["kernel_rank_distribution"])
+    res.update(
+        tb=f["temporal"],
+        types_by_rank=f["kernel_types_by_rank"],
+        types=f["kernel_types"],
+        idle=f["idle"],
+        overlap=f["overlap"],
+        steps=f["steps"],
+        top_kernels=f["top_kernels"],
+        rank_distribution=f["kernel_rank_distribution"],
+    )
     from holotrace.render.report import gpu_time_split
 
     la = launches.all_launches(res["launch_stats"])
     devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
-    meta = {"name": Path(str(job.path)).name, "path": str(job.path), "ranks_text": _ranks_text(job),
-            "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()), "steps_text": _steps_text(step_list),
-            "span_ms": _span_ms(view), "warning": job.cross_rank_warning, "costliest_rank": costliest.as_dict(),
-            "ranks": list(job.ranks), "steps": step_list,
-            "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step"}
-    return {"meta": meta, "findings": _findings(js.findings), "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
-            "temporal": res["tb"], "types_by_rank": res["types_by_rank"], "types": res["types"], "idle": res["idle"],
-            "overlap": res["overlap"], "steps": res["steps"], "straggler_summary": ss,
-            "top_kernels": res["top_kernels"], "rank_distribution": res["rank_distribution"],
-            "launches": la, "launch_summary": launches.launch_summary(res["launch_stats"]),
-            "launch_delay_cutoff": launch_delay_cutoff,
-            "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
-            "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
-            "timeline": res["timeline"], "timeline_step": step, **cp}
+    meta = {
+        "name": Path(str(job.path)).name,
+        "path": str(job.path),
+        "ranks_text": _ranks_text(job),
+        "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()),
+        "steps_text": _steps_text(step_list),
+        "span_ms": _span_ms(view),
+        "warning": job.cross_rank_warning,
+        "costliest_rank": costliest.as_dict(),
+        "ranks": list(job.ranks),
+        "steps": step_list,
+        "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step",
+    }
+    return {
+        "meta": meta,
+        "findings": _findings(js.findings),
+        "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
+        "temporal": res["tb"],
+        "types_by_rank": res["types_by_rank"],
+        "types": res["types"],
+        "idle": res["idle"],
+        "overlap": res["overlap"],
+        "steps": res["steps"],
+        "straggler_summary": ss,
+        "top_kernels": res["top_kernels"],
+        "rank_distribution": res["rank_distribution"],
+        "launches": la,
+        "launch_summary": launches.launch_summary(res["launch_stats"]),
+        "launch_delay_cutoff": launch_delay_cutoff,
+        "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
+        "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
+        "timeline": res["timeline"],
+        "timeline_step": step,
+        **cp,
+    }

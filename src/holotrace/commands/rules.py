@@ -24,8 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--top", type=int, default=20, metavar="N", help="kernels shown (default 20)")
-    p.add_argument("--min-share", type=float, default=1.0, metavar="PCT",
-                   help="flag kernels no rule claimed that take at least PCT %% of GPU time (default 1)")
+    p.add_argument(
+        "--min-share",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="flag kernels no rule claimed that take at least PCT %% of GPU time (default 1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,9 +46,13 @@ def build_report(job, *, top: int = 20, min_share: float = 1.0) -> Report:
     unclaimed = _cls.unclaimed_share(kernels)
     comm = float(kernels.loc[kernels["kernel_type"] == "COMMUNICATION", "share"].sum()) if len(kernels) else 0.0
     files = ", ".join(view.table.files) if view.table is not None and view.table.files else "none"
-    header = [f"job     {job.path}", f"ranks   {len(job.ranks)}", f"rules   built-in table; user rules: {files}",
-              f"GPU time {kernels['time_us'].sum() / 1e3:.3f} ms: communication {comm:.1f} %, "
-              f"claimed by no rule {unclaimed:.1f} %"]
+    header = [
+        f"job     {job.path}",
+        f"ranks   {len(job.ranks)}",
+        f"rules   built-in table; user rules: {files}",
+        f"GPU time {kernels['time_us'].sum() / 1e3:.3f} ms: communication {comm:.1f} %, "
+        f"claimed by no rule {unclaimed:.1f} %",
+    ]
 
     def shown(df, cols):
         return df.head(top)[cols].copy()  # full names: the table shortens them (never two alike), --wide not
@@ -51,35 +60,58 @@ def build_report(job, *, top: int = 20, min_share: float = 1.0) -> Report:
     kcols = ["name", "kernel_type", "comm_kind", "rule", "evidence", "count", "time_us", "share"]
     big = kernels[(kernels["evidence"] == "no rule") & (kernels["share"] >= min_share)]
     sections = [
-        Section("kernels", f"Top {top} GPU kernels and the rule that classified each", shown(kernels, kcols),
-                digits={"time_us": 1, "share": 1},
-                notes=["evidence: 'name' = a kernel rule matched the name; 'launched under' = launched inside a "
-                       "collective op an op rule matched; 'no rule' = computation by default"]),
-        Section("collective_ops", "CPU operators and annotations that are collectives", shown(ops, list(ops.columns)),
-                digits={"time_us": 1},
-                lines=[] if len(ops) else ["no operator or annotation matched an op rule"]),
-        Section("unclaimed", f"Kernels no rule claimed, at least {min_share:g} % of GPU time",
-                shown(big, ["name", "count", "time_us", "share"]), digits={"time_us": 1, "share": 1},
-                lines=[] if len(big) else [f"none: every kernel over {min_share:g} % of GPU time was claimed by a "
-                                           "rule"],
-                notes=["counted as computation; if one is a collective, add a rule (holotrace rules --help, "
-                       "docs/rules.md)"] if len(big) else []),
+        Section(
+            "kernels",
+            f"Top {top} GPU kernels and the rule that classified each",
+            shown(kernels, kcols),
+            digits={"time_us": 1, "share": 1},
+            notes=[
+                "evidence: 'name' = a kernel rule matched the name; 'launched under' = launched inside a "
+                "collective op an op rule matched; 'no rule' = computation by default"
+            ],
+        ),
+        Section(
+            "collective_ops",
+            "CPU operators and annotations that are collectives",
+            shown(ops, list(ops.columns)),
+            digits={"time_us": 1},
+            lines=[] if len(ops) else ["no operator or annotation matched an op rule"],
+        ),
+        Section(
+            "unclaimed",
+            f"Kernels no rule claimed, at least {min_share:g} % of GPU time",
+            shown(big, ["name", "count", "time_us", "share"]),
+            digits={"time_us": 1, "share": 1},
+            lines=[] if len(big) else [f"none: every kernel over {min_share:g} % of GPU time was claimed by a rule"],
+            notes=["counted as computation; if one is a collective, add a rule (holotrace rules --help, docs/rules.md)"]
+            if len(big)
+            else [],
+        ),
     ]
-    return Report(title="Classification rules", sections=sections, header=header,
-                  data={"kernels": kernels, "collective_ops": ops},
-                  meta={"path": job.path, "ranks": job.ranks, "unclaimed_share": unclaimed,
-                        "communication_share": comm, "user_rules": list(view.table.files) if view.table else []})
+    return Report(
+        title="Classification rules",
+        sections=sections,
+        header=header,
+        data={"kernels": kernels, "collective_ops": ops},
+        meta={
+            "path": job.path,
+            "ranks": job.ranks,
+            "unclaimed_share": unclaimed,
+            "communication_share": comm,
+            "user_rules": list(view.table.files) if view.table else [],
+        },
+    )
 
 
 COMMAND = Command(
     name="rules",
     help="which rule classified each kernel (communication, memory, computation), and what no rule claimed",
     description="The job's top GPU kernels by time with their type, collective kind and the rule that classified "
-                "each: a kernel-name rule of the rule table, or an op rule when the kernel was launched under a "
-                "collective operator (c10d::*, nccl:*, gloo:*, symm_mem::*, vllm::all_reduce, record_param_comms). "
-                "Also the CPU operators that are collectives, and the large kernels no rule claimed (counted as "
-                "computation). Add rules with --rules FILE or $HOLOTRACE_RULES (format: docs/rules.md). "
-                "Times in microseconds (us), shares in % of GPU time.",
+    "each: a kernel-name rule of the rule table, or an op rule when the kernel was launched under a "
+    "collective operator (c10d::*, nccl:*, gloo:*, symm_mem::*, vllm::all_reduce, record_param_comms). "
+    "Also the CPU operators that are collectives, and the large kernels no rule claimed (counted as "
+    "computation). Add rules with --rules FILE or $HOLOTRACE_RULES (format: docs/rules.md). "
+    "Times in microseconds (us), shares in % of GPU time.",
     add_arguments=add_arguments,
     run=run,
 )

@@ -30,8 +30,13 @@ __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
-    p.add_argument("--candidates", type=int, default=2, metavar="K",
-                   help="number of candidates from HTA's late-start method (default 2)")
+    p.add_argument(
+        "--candidates",
+        type=int,
+        default=2,
+        metavar="K",
+        help="number of candidates from HTA's late-start method (default 2)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,9 +48,9 @@ COMMAND = Command(
     name="stragglers",
     help="which rank the others wait for in collectives, per step, with the evidence",
     description="Per step and rank: time spent waiting inside collectives for other ranks, and time the other "
-                "ranks waited for this one (it arrived last). The rank others wait for most in a step is its "
-                "straggler; the collective with the longest wait is shown as evidence. Needs at least two ranks "
-                "with communication kernels. Times in milliseconds (ms).",
+    "ranks waited for this one (it arrived last). The rank others wait for most in a step is its "
+    "straggler; the collective with the longest wait is shown as evidence. Needs at least two ranks "
+    "with communication kernels. Times in milliseconds (ms).",
     add_arguments=add_arguments,
     run=run,
 )
@@ -65,33 +70,59 @@ def build_report(job, *, candidates: int = 2) -> Report:
         lines = ["no communication kernel occurs on two or more ranks"]
     else:
         lines = []
-    overall = pd.DataFrame({
-        "rank": summ["rank"].to_numpy() if len(summ) else [],
-        "steps as straggler": summ["steps_as_straggler"].to_numpy() if len(summ) else [],
-        "others waited ms": summ["waited_for_us"].to_numpy() / 1e3 if len(summ) else [],
-        "it waited ms": summ["wait_us"].to_numpy() / 1e3 if len(summ) else [],
-    })
-    sections.append(Section("straggler_summary", "Who the others wait for (all steps)", overall, max_rows=16,
-                            digits={"others waited ms": 3, "it waited ms": 3}, lines=lines,
-                            notes=["others waited = time other ranks spent in collectives this rank arrived at last"]
-                            if not rep.empty else []))
+    overall = pd.DataFrame(
+        {
+            "rank": summ["rank"].to_numpy() if len(summ) else [],
+            "steps as straggler": summ["steps_as_straggler"].to_numpy() if len(summ) else [],
+            "others waited ms": summ["waited_for_us"].to_numpy() / 1e3 if len(summ) else [],
+            "it waited ms": summ["wait_us"].to_numpy() / 1e3 if len(summ) else [],
+        }
+    )
+    sections.append(
+        Section(
+            "straggler_summary",
+            "Who the others wait for (all steps)",
+            overall,
+            max_rows=16,
+            digits={"others waited ms": 3, "it waited ms": 3},
+            lines=lines,
+            notes=["others waited = time other ranks spent in collectives this rank arrived at last"]
+            if not rep.empty
+            else [],
+        )
+    )
     if not rep.empty:
         st = rep[rep["straggler"]]
-        per_step = pd.DataFrame({
-            "step": st["step"].to_numpy(),
-            "straggler": st["rank"].to_numpy(),
-            "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
-            "worst collective": st["worst_collective"].astype(str).to_numpy(),
-            "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
-        })
-        sections.append(Section("stragglers_by_step", "Straggler per step (evidence: the collective waited on most)",
-                                per_step, max_rows=20, digits={"others waited ms": 3, "its wait ms": 3},
-                                notes=["step -1 = collectives outside any ProfilerStep"]))
+        per_step = pd.DataFrame(
+            {
+                "step": st["step"].to_numpy(),
+                "straggler": st["rank"].to_numpy(),
+                "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
+                "worst collective": st["worst_collective"].astype(str).to_numpy(),
+                "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
+            }
+        )
+        sections.append(
+            Section(
+                "stragglers_by_step",
+                "Straggler per step (evidence: the collective waited on most)",
+                per_step,
+                max_rows=20,
+                digits={"others waited ms": 3, "its wait ms": 3},
+                notes=["step -1 = collectives outside any ProfilerStep"],
+            )
+        )
     cand = _strag.potential_stragglers(view, rules=NATIVE, num_candidates=candidates) if len(job.ranks) >= 2 else []
     header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
     costliest = costliest_rank(view)
     header.append(f"costliest rank: {costliest.why}")
     meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
-    return Report(title="holotrace stragglers: who waits for whom in collectives", sections=sections, header=header,
-                  data=data, meta=meta, objects={"costliest_rank": costliest.as_dict()})
+    return Report(
+        title="holotrace stragglers: who waits for whom in collectives",
+        sections=sections,
+        header=header,
+        data=data,
+        meta=meta,
+        objects={"costliest_rank": costliest.as_dict()},
+    )

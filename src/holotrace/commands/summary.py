@@ -51,10 +51,10 @@ COMMAND = Command(
     name="summary",
     help="where the GPU time went: per-rank breakdown, idle causes, overlap, top kernels, slowest rank",
     description="One screen that answers 'where did the time go': per-rank GPU time (idle / compute / "
-                "non-compute over the kernel span), idle time by cause (host wait, kernel launch gaps, other), "
-                "communication hidden behind compute, time by kernel type, the top kernels, the slowest rank, "
-                "and the findings that affect these numbers. Times are microseconds (us) or milliseconds (ms) "
-                "as the column names say.",
+    "non-compute over the kernel span), idle time by cause (host wait, kernel launch gaps, other), "
+    "communication hidden behind compute, time by kernel type, the top kernels, the slowest rank, "
+    "and the findings that affect these numbers. Times are microseconds (us) or milliseconds (ms) "
+    "as the column names say.",
     add_arguments=add_arguments,
     run=run,
 )
@@ -79,7 +79,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
 
         job = load_job(args)
         js = summarize_job(job, top=top)
-        js.costliest_rank = costliest_rank(job)   # the one story (the job graph's replay needs the events)
+        js.costliest_rank = costliest_rank(job)  # the one story (the job graph's replay needs the events)
         return js
     from holotrace.exec.executor import get_executor
     from holotrace.model.filter import parse_int_ranges
@@ -87,16 +87,29 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
     from holotrace.scale.store import is_ingest_folder
 
     if getattr(args, "steps", None) is not None:
-        raise AnalysisError("--steps cannot be combined with --executor or an ingest folder (summaries are per rank)",
-                            path=args.path, fix="drop --steps, or run without --executor on the trace folder")
+        raise AnalysisError(
+            "--steps cannot be combined with --executor or an ingest folder (summaries are per rank)",
+            path=args.path,
+            fix="drop --steps, or run without --executor on the trace folder",
+        )
     ranks = parse_int_ranges(args.ranks, "rank") if getattr(args, "ranks", None) is not None else None
     if is_ingest_folder(args.path):
         return summarize(args.path, ranks=ranks, top=top)
-    with get_executor(getattr(args, "executor", None), address=getattr(args, "ray_address", None),
-                      workers=getattr(args, "workers", None)) as ex:
-        return summarize(args.path, executor=ex, ranks=ranks, cache=not getattr(args, "no_cache", False),
-                         cache_dir=getattr(args, "cache_dir", None), top=top,
-                         progress_bar=False if getattr(args, "quiet", False) else None, rules=getattr(args, "rules", None))
+    with get_executor(
+        getattr(args, "executor", None),
+        address=getattr(args, "ray_address", None),
+        workers=getattr(args, "workers", None),
+    ) as ex:
+        return summarize(
+            args.path,
+            executor=ex,
+            ranks=ranks,
+            cache=not getattr(args, "no_cache", False),
+            cache_dir=getattr(args, "cache_dir", None),
+            top=top,
+            progress_bar=False if getattr(args, "quiet", False) else None,
+            rules=getattr(args, "rules", None),
+        )
 
 
 def build_report(js: JobSummary, *, top: int = 10) -> Report:
@@ -146,14 +159,16 @@ def _steps_text(step_list: list[int]) -> str:
 
 
 def _temporal_section(tb: pd.DataFrame) -> Section:
-    shown = pd.DataFrame({
-        "rank": tb["rank"],
-        "span ms": tb["span_us"] / 1000.0,
-        "busy ms": tb["busy_us"] / 1000.0,
-        "idle %": tb["idle_pctg"],
-        "compute %": tb["compute_pctg"],
-        "non-compute %": tb["non_compute_pctg"],
-    })
+    shown = pd.DataFrame(
+        {
+            "rank": tb["rank"],
+            "span ms": tb["span_us"] / 1000.0,
+            "busy ms": tb["busy_us"] / 1000.0,
+            "idle %": tb["idle_pctg"],
+            "compute %": tb["compute_pctg"],
+            "non-compute %": tb["non_compute_pctg"],
+        }
+    )
     notes = []
     empty = tb.loc[tb["gpu_events"] == 0, "rank"].tolist()
     if empty:
@@ -162,53 +177,84 @@ def _temporal_section(tb: pd.DataFrame) -> Section:
     if len(tb) > MAX_RANK_ROWS:
         shown = shown.sort_values("idle %", ascending=False, kind="stable")
         notes.insert(0, f"showing the {MAX_RANK_ROWS} ranks with the most idle time of {len(tb)}")
-    return Section("temporal", "GPU time per rank", shown, notes,
-                   digits={"span ms": 2, "busy ms": 2, "idle %": 1, "compute %": 1, "non-compute %": 1},
-                   max_rows=MAX_RANK_ROWS)
+    return Section(
+        "temporal",
+        "GPU time per rank",
+        shown,
+        notes,
+        digits={"span ms": 2, "busy ms": 2, "idle %": 1, "compute %": 1, "non-compute %": 1},
+        max_rows=MAX_RANK_ROWS,
+    )
 
 
 def _idle_section(idle_df: pd.DataFrame) -> Section:
     if idle_df.empty:
-        return Section("idle_causes", "Idle time by cause (gaps between GPU operations on each stream)",
-                       pd.DataFrame(), ["no GPU operations, so no idle gaps"])
+        return Section(
+            "idle_causes",
+            "Idle time by cause (gaps between GPU operations on each stream)",
+            pd.DataFrame(),
+            ["no GPU operations, so no idle gaps"],
+        )
     per = idle.idle_by_rank(idle_df)
-    shown = pd.DataFrame({
-        "rank": per["rank"],
-        "stream idle ms": per["idle_us"] / 1000.0,
-        "host wait %": per["host_wait_pctg"],
-        "kernel wait %": per["kernel_wait_pctg"],
-        "other %": per["other_pctg"],
-    })
-    notes = ["summed over streams (concurrent streams each count); host wait = the CPU launched late, "
-             "kernel wait = gap under 30 us between launches"]
-    return Section("idle_causes", "Idle time by cause (gaps between GPU operations on each stream)", shown, notes,
-                   digits={"stream idle ms": 2, "host wait %": 1, "kernel wait %": 1, "other %": 1},
-                   max_rows=MAX_RANK_ROWS)
+    shown = pd.DataFrame(
+        {
+            "rank": per["rank"],
+            "stream idle ms": per["idle_us"] / 1000.0,
+            "host wait %": per["host_wait_pctg"],
+            "kernel wait %": per["kernel_wait_pctg"],
+            "other %": per["other_pctg"],
+        }
+    )
+    notes = [
+        "summed over streams (concurrent streams each count); host wait = the CPU launched late, "
+        "kernel wait = gap under 30 us between launches"
+    ]
+    return Section(
+        "idle_causes",
+        "Idle time by cause (gaps between GPU operations on each stream)",
+        shown,
+        notes,
+        digits={"stream idle ms": 2, "host wait %": 1, "kernel wait %": 1, "other %": 1},
+        max_rows=MAX_RANK_ROWS,
+    )
 
 
 def _overlap_section(ov: pd.DataFrame) -> Section:
     title = "Communication hidden behind compute"
     if ov.empty or not ov["has_communication"].any():
         return Section("overlap", title, pd.DataFrame(), ["no communication kernels in any rank"])
-    shown = pd.DataFrame({
-        "rank": ov["rank"],
-        "comm ms": ov["comm_us"] / 1000.0,
-        "overlapped ms": ov["overlap_us"] / 1000.0,
-        "hidden %": ov["overlap_pctg"],
-    })
+    shown = pd.DataFrame(
+        {
+            "rank": ov["rank"],
+            "comm ms": ov["comm_us"] / 1000.0,
+            "overlapped ms": ov["overlap_us"] / 1000.0,
+            "hidden %": ov["overlap_pctg"],
+        }
+    )
     notes = ["hidden % = communication time during which a compute kernel also ran"]
     none = ov.loc[~ov["has_communication"], "rank"].tolist()
     if none:
         notes.append(f"rank(s) {_short_list(none)} have no communication kernels (shown as 0)")
-    return Section("overlap", title, shown, notes, digits={"comm ms": 2, "overlapped ms": 2, "hidden %": 1},
-                   max_rows=MAX_RANK_ROWS)
+    return Section(
+        "overlap", title, shown, notes, digits={"comm ms": 2, "overlapped ms": 2, "hidden %": 1}, max_rows=MAX_RANK_ROWS
+    )
 
 
 def _types_section(types: pd.DataFrame) -> Section:
-    shown = pd.DataFrame({"kernel type": types["kernel_type"].str.replace(" overlapping ", " + ", regex=False),
-                          "time ms": types["time_us"] / 1000.0, "%": types["pctg"]})
-    return Section("kernel_types", "GPU time by kernel type (all ranks)", shown,
-                   ["A + B = both types running at the same time"], digits={"time ms": 2, "%": 1})
+    shown = pd.DataFrame(
+        {
+            "kernel type": types["kernel_type"].str.replace(" overlapping ", " + ", regex=False),
+            "time ms": types["time_us"] / 1000.0,
+            "%": types["pctg"],
+        }
+    )
+    return Section(
+        "kernel_types",
+        "GPU time by kernel type (all ranks)",
+        shown,
+        ["A + B = both types running at the same time"],
+        digits={"time ms": 2, "%": 1},
+    )
 
 
 def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section:
@@ -216,18 +262,26 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section
     title = f"Top {top} kernels (all ranks)"
     if top_k.empty:
         return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
-    shown = pd.DataFrame({
-        "kernel": top_k["name"].astype(str).to_numpy(),
-        "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
-        "count": top_k["count"].to_numpy(np.int64),
-        "total ms": top_k["sum_us"].to_numpy() / 1e3,
-        "mean us": top_k["mean_us"].to_numpy(),
-        "% of all": 100.0 * top_k["sum_us"].to_numpy() / total if total > 0 else np.nan,
-    })
-    return Section("top_kernels", title, shown,
-                   [f"% of all = total ms / {fmt_significant(total / 1e3)} ms, the summed duration of every GPU operation on "
-                    f"all ranks (operations running at the same time each count in full)"],
-                   digits={"total ms": 2, "mean us": 1, "% of all": 1})
+    shown = pd.DataFrame(
+        {
+            "kernel": top_k["name"].astype(str).to_numpy(),
+            "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
+            "count": top_k["count"].to_numpy(np.int64),
+            "total ms": top_k["sum_us"].to_numpy() / 1e3,
+            "mean us": top_k["mean_us"].to_numpy(),
+            "% of all": 100.0 * top_k["sum_us"].to_numpy() / total if total > 0 else np.nan,
+        }
+    )
+    return Section(
+        "top_kernels",
+        title,
+        shown,
+        [
+            f"% of all = total ms / {fmt_significant(total / 1e3)} ms, the summed duration of every GPU operation on "
+            f"all ranks (operations running at the same time each count in full)"
+        ],
+        digits={"total ms": 2, "mean us": 1, "% of all": 1},
+    )
 
 
 def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:
@@ -254,8 +308,10 @@ def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> 
     if not dist.empty:
         worst = dist.loc[dist["sum_vs_median"].idxmax()]
         if worst["sum_vs_median"] > 1.1:
-            notes.append(f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
-                         f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}")
+            notes.append(
+                f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
+                f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}"
+            )
     return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2})
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._dest import writes
+from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 
@@ -20,14 +20,22 @@ __all__ = ["COMMAND", "add_arguments", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
-    p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="the Chrome-trace file to write (.json, or .json.gz to compress)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the Chrome-trace file to write (.json, or .json.gz to compress)",
+    )
     writes(p, "output", "file", "merged.json.gz")
     p.add_argument("--gpu-only", action="store_true", help="only GPU work (kernels, copies, sets and GPU annotations)")
     p.add_argument("--no-findings", action="store_true", help="leave out the findings' instant events")
-    p.add_argument("--critical-path", action="store_true",
-                   help="draw the critical path of each chosen step and rank as flow arrows (its events get "
-                        "args.critical_path = step)")
+    p.add_argument(
+        "--critical-path",
+        action="store_true",
+        help="draw the critical path of each chosen step and rank as flow arrows (its events get "
+        "args.critical_path = step)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,14 +43,17 @@ def run(args: argparse.Namespace) -> int:
 
     job = load_job(args)
     paths = _critical_paths(job, args) if args.critical_path else None
-    n, size = write_merged_trace(job, args.output, gpu_only=args.gpu_only, findings=not args.no_findings,
-                                 critical_paths=paths)
+    n, size = write_merged_trace(
+        job, args.output, gpu_only=args.gpu_only, findings=not args.no_findings, critical_paths=paths
+    )
     note = ""
     if paths is not None:
         n_paths = sum(cp.success for v in paths.values() for _, cp in v)
         note = f", the critical path of {n_paths} step(s) as flows"
-    print(f"wrote {args.output}: {n:,} events of {len(job.ranks)} rank(s){note}, {size / 1e6:.2f} MB "
-          "(open it in https://ui.perfetto.dev)")
+    print(
+        f"wrote {args.output}: {n:,} events of {len(job.ranks)} rank(s){note}, {size / 1e6:.2f} MB "
+        "(open it in https://ui.perfetto.dev)"
+    )
     return 0
 
 
@@ -57,8 +68,11 @@ def _critical_paths(job, args) -> dict:
     for r in job.ranks:
         out[r] = list(step_paths(view, rank=r, rules=NATIVE))
     if not any(out.values()):
-        raise AnalysisError("no ProfilerStep on the chosen ranks: no critical path to draw", path=job.path,
-                            fix="drop --critical-path, or choose ranks and steps that hold ProfilerStep ranges")
+        raise AnalysisError(
+            "no ProfilerStep on the chosen ranks: no critical path to draw",
+            path=job.path,
+            fix="drop --critical-path, or choose ranks and steps that hold ProfilerStep ranges",
+        )
     return out
 
 
@@ -66,9 +80,9 @@ COMMAND = Command(
     name="timeline",
     help="merge every rank into one Chrome-trace file on the common clock, findings as instant events (Perfetto)",
     description="Write one Chrome-trace (JSON) file holding every rank of the job on the job's common clock: one "
-                "process per rank, its CPU threads and GPU streams inside, each finding as an instant event. "
-                "Open it in Perfetto UI to see all ranks side by side. --ranks, --steps and --gpu-only keep it "
-                "small; a name ending in .gz is gzip-compressed.",
+    "process per rank, its CPU threads and GPU streams inside, each finding as an instant event. "
+    "Open it in Perfetto UI to see all ranks side by side. --ranks, --steps and --gpu-only keep it "
+    "small; a name ending in .gz is gzip-compressed.",
     add_arguments=add_arguments,
     run=run,
 )

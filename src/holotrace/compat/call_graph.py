@@ -11,8 +11,9 @@ count as zero instead of raising; a thread with ``tid == 0`` keeps root id 0 as 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -23,8 +24,15 @@ from holotrace.compat.call_graph_frame import frame_graph
 from holotrace.model import classify
 from holotrace.model.classify import HTA, HTA_FIXED
 
-__all__ = ["CallGraph", "CallStackGraph", "CallStackIdentity", "CallStackNode", "LegacyCallGraph",
-           "NON_EXISTENT_NODE_INDEX", "NULL_NODE_INDEX"]
+__all__ = [
+    "CallGraph",
+    "CallStackGraph",
+    "CallStackIdentity",
+    "CallStackNode",
+    "LegacyCallGraph",
+    "NON_EXISTENT_NODE_INDEX",
+    "NULL_NODE_INDEX",
+]
 
 NON_EXISTENT_NODE_INDEX = -2
 NULL_NODE_INDEX = -1
@@ -42,7 +50,7 @@ class CallStackNode:
     depth: int = -1
     height: int = -1
     device: str = "CPU"
-    children: List[int] = field(default_factory=list)
+    children: list[int] = field(default_factory=list)
 
 
 class CallStackGraph:
@@ -56,12 +64,20 @@ class CallStackGraph:
     valid ``parent``/``depth``/``height`` columns in ``full_df``, the stack is read from them.
     """
 
-    def __init__(self, df: pd.DataFrame, identity: CallStackIdentity, cpu_gpu_correlation: pd.DataFrame,
-                 full_df: pd.DataFrame, symbol_table=None, nodes: Optional[Dict[int, CallStackNode]] = None,
-                 use_existing_stack_columns: bool = True, save_call_stack_to_df: bool = True) -> None:
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        identity: CallStackIdentity,
+        cpu_gpu_correlation: pd.DataFrame,
+        full_df: pd.DataFrame,
+        symbol_table=None,
+        nodes: Optional[dict[int, CallStackNode]] = None,
+        use_existing_stack_columns: bool = True,
+        save_call_stack_to_df: bool = True,
+    ) -> None:
         self.df, self.identity, self.full_df = df, identity, full_df
         self.correlations, self.symbol_table = cpu_gpu_correlation, symbol_table
-        self.nodes: Dict[int, CallStackNode] = nodes if nodes is not None else {}
+        self.nodes: dict[int, CallStackNode] = nodes if nodes is not None else {}
         self.root_index = -abs(_plain(identity.tid)) if isinstance(_plain(identity.tid), int) else NULL_NODE_INDEX
         self.nodes.setdefault(self.root_index, CallStackNode(NULL_NODE_INDEX, -1, -1, "CPU", []))
         if "end" not in full_df.columns:
@@ -74,8 +90,14 @@ class CallStackGraph:
             self.save_call_stack_to_dataframe()
 
     @classmethod
-    def _of(cls, df: pd.DataFrame, identity: CallStackIdentity, nodes: Dict[int, CallStackNode], root: int,
-            full_df: pd.DataFrame) -> "CallStackGraph":
+    def _of(
+        cls,
+        df: pd.DataFrame,
+        identity: CallStackIdentity,
+        nodes: dict[int, CallStackNode],
+        root: int,
+        full_df: pd.DataFrame,
+    ) -> CallStackGraph:
         """A stack over nodes already built by :class:`CallGraph`."""
         self = cls.__new__(cls)
         self.df, self.identity, self.nodes, self.root_index, self.full_df = df, identity, nodes, root, full_df
@@ -91,11 +113,12 @@ class CallStackGraph:
 
     def _read_stack_columns(self) -> None:
         rows = self.full_df.loc[self.df.index]
-        children: Dict[int, List[int]] = {}
+        children: dict[int, list[int]] = {}
         for i, p in zip(self.full_df["index"].tolist(), self.full_df["parent"].tolist()):
             children.setdefault(int(p), []).append(int(i))
-        for i, p, d, h in zip(rows["index"].tolist(), rows["parent"].tolist(), rows["depth"].tolist(),
-                              rows["height"].tolist()):
+        for i, p, d, h in zip(
+            rows["index"].tolist(), rows["parent"].tolist(), rows["depth"].tolist(), rows["height"].tolist()
+        ):
             self.nodes[int(i)] = CallStackNode(int(p), int(d), int(h), "CPU", children.get(int(i), []))
 
     def _build_from_frame(self) -> None:
@@ -111,8 +134,13 @@ class CallStackGraph:
         index = a["index"]
         members = np.flatnonzero(g.in_graph)
         parent = np.where(g.parent >= 0, index[np.clip(g.parent, 0, None)], self.root_index)
-        for i, p, d, h, k in zip(index[members].tolist(), parent[members].tolist(), cols["depth"][members].tolist(),
-                                 cols["height"][members].tolist(), g.is_kernel[members].tolist()):
+        for i, p, d, h, k in zip(
+            index[members].tolist(),
+            parent[members].tolist(),
+            cols["depth"][members].tolist(),
+            cols["height"][members].tolist(),
+            g.is_kernel[members].tolist(),
+        ):
             self.nodes[i] = CallStackNode(p, d, h, "GPU" if k else "CPU", [])
         for i in index[members].tolist():
             self.nodes.setdefault(self.nodes[i].parent, CallStackNode(NULL_NODE_INDEX, -1, -1, "CPU", []))
@@ -122,8 +150,11 @@ class CallStackGraph:
         """Recompute depth and height from the nodes (after re-parenting) and write ``parent``, ``depth`` and
         ``height`` of every node into ``full_df`` (``apply_whole_graph``: from every root of the shared node
         map, else from this stack's root)."""
-        roots = [i for i, n in self.nodes.items() if i < 0 or n.parent not in self.nodes] if apply_whole_graph \
+        roots = (
+            [i for i, n in self.nodes.items() if i < 0 or n.parent not in self.nodes]
+            if apply_whole_graph
             else [self.root_index]
+        )
         for r in roots:
             self._set_depth_height(r, -1 if r < 0 else self.nodes[r].depth)
         keep = [i for i in self.nodes if i >= 0 and i in self.full_df.index]
@@ -159,8 +190,11 @@ class CallStackGraph:
             raise ValueError(f"{new_parent_index} not in the self.full_df")
         row = self.full_df.loc[self.full_df["index"] == new_parent_index].iloc[0]
         ts, end = row["ts"], row["end"]
-        first = self.full_df[self.full_df["index"].isin(self.nodes[self.root_index].children)
-                             & (self.full_df["ts"] >= ts) & (self.full_df["end"] <= end)]["index"].tolist()
+        first = self.full_df[
+            self.full_df["index"].isin(self.nodes[self.root_index].children)
+            & (self.full_df["ts"] >= ts)
+            & (self.full_df["end"] <= end)
+        ]["index"].tolist()
         target = self.nodes[new_parent_index]
         moved = [i for i in dict.fromkeys(first) if i in self.nodes and i not in target.children]
         old = {self.nodes[i].parent for i in moved}
@@ -177,14 +211,14 @@ class CallStackGraph:
     def __repr__(self) -> str:
         return "CallStackGraph\n" + "".join(f"    {k}: {v}\n" for k, v in self.nodes.items())
 
-    def get_nodes(self) -> Dict[int, CallStackNode]:
+    def get_nodes(self) -> dict[int, CallStackNode]:
         return self.nodes
 
     def get_parent(self, idx: int) -> int:
         node = self.nodes.get(idx)
         return node.parent if node is not None else NON_EXISTENT_NODE_INDEX
 
-    def get_children(self, idx: int) -> List[int]:
+    def get_children(self, idx: int) -> list[int]:
         node = self.nodes.get(idx)
         return list(node.children) if node is not None else []
 
@@ -193,7 +227,7 @@ class CallStackGraph:
             idx = self.nodes[idx].parent
         return idx
 
-    def get_path_to_root(self, idx: int) -> List[int]:
+    def get_path_to_root(self, idx: int) -> list[int]:
         if idx not in self.nodes:
             return []
         path = [idx]
@@ -201,7 +235,7 @@ class CallStackGraph:
             path.append(self.nodes[path[-1]].parent)
         return path
 
-    def get_descendants(self, idx: int, include_gpu_kernel: bool = False) -> List[int]:
+    def get_descendants(self, idx: int, include_gpu_kernel: bool = False) -> list[int]:
         out, todo = [], [idx]
         while todo:
             i = todo.pop()
@@ -209,11 +243,14 @@ class CallStackGraph:
             todo.extend(c for c in self.get_children(i) if include_gpu_kernel or self.nodes[c].device != "GPU")
         return out
 
-    def get_leaf_nodes(self, idx: int, include_gpu_kernel: bool = False) -> List[int]:
-        return [i for i in self.get_descendants(idx, include_gpu_kernel)
-                if not [c for c in self.get_children(i) if include_gpu_kernel or self.nodes[c].device != "GPU"]]
+    def get_leaf_nodes(self, idx: int, include_gpu_kernel: bool = False) -> list[int]:
+        return [
+            i
+            for i in self.get_descendants(idx, include_gpu_kernel)
+            if not [c for c in self.get_children(i) if include_gpu_kernel or self.nodes[c].device != "GPU"]
+        ]
 
-    def get_paths_to_leaves(self, idx: int, include_cuda_kernel: bool = False) -> List[List[int]]:
+    def get_paths_to_leaves(self, idx: int, include_cuda_kernel: bool = False) -> list[list[int]]:
         paths, todo = [], [[idx]]
         while todo:
             p = todo.pop()
@@ -230,8 +267,9 @@ class CallStackGraph:
     def get_depth(self) -> pd.Series:
         return self.df["depth"]
 
-    def dfs_traverse(self, enter_func: Callable[[int, CallStackNode], None],
-                     exit_func: Callable[[int, CallStackNode], None]) -> None:
+    def dfs_traverse(
+        self, enter_func: Callable[[int, CallStackNode], None], exit_func: Callable[[int, CallStackNode], None]
+    ) -> None:
         stack = [(self.root_index, False)]
         while stack:
             i, done = stack.pop()
@@ -249,16 +287,16 @@ class CallGraph:
 
     stack_columns = list(STACK_COLUMNS)
 
-    def __init__(self, trace, ranks: Optional[List[int]] = None, *, hta_compat: bool = True):
+    def __init__(self, trace, ranks: Optional[list[int]] = None, *, hta_compat: bool = True):
         self.trace_data = trace
         all_ranks = trace.get_ranks()
         self.ranks = [r for r in ranks if r in all_ranks] if ranks else all_ranks
         if not self.ranks:
             raise ValueError("No rank was found for the trace.")
         self._rules = HTA if hta_compat else HTA_FIXED
-        self.rank_to_stacks: Dict[int, Dict[CallStackIdentity, CallStackGraph]] = {}
-        self.rank_to_nodes: Dict[int, Dict[int, CallStackNode]] = {}
-        self.call_stacks: List[CallStackGraph] = []
+        self.rank_to_stacks: dict[int, dict[CallStackIdentity, CallStackGraph]] = {}
+        self.rank_to_nodes: dict[int, dict[int, CallStackNode]] = {}
+        self.call_stacks: list[CallStackGraph] = []
         rows = []
         for rank in self.ranks:
             rows.extend(self._build(rank))
@@ -287,11 +325,16 @@ class CallGraph:
         for c in STACK_COLUMNS:  # HTA writes them into the rank's table
             df[c] = cols[c]
         index, parent = rv["index"], cols["parent"]
-        nodes: Dict[int, CallStackNode] = {}
+        nodes: dict[int, CallStackNode] = {}
         members = np.flatnonzero(g.in_graph)
         devices = np.where(g.is_kernel, "GPU", "CPU")
-        for i, p, d, h, dev in zip(index[members].tolist(), parent[members].tolist(), cols["depth"][members].tolist(),
-                                   cols["height"][members].tolist(), devices[members].tolist()):
+        for i, p, d, h, dev in zip(
+            index[members].tolist(),
+            parent[members].tolist(),
+            cols["depth"][members].tolist(),
+            cols["height"][members].tolist(),
+            devices[members].tolist(),
+        ):
             nodes[i] = CallStackNode(p, d, h, dev, [])
         for i in index[members].tolist():  # children in row order
             p = nodes[i].parent
@@ -299,7 +342,7 @@ class CallGraph:
                 nodes[p] = CallStackNode(NULL_NODE_INDEX, -1, -1, "CPU", [])
             nodes[p].children.append(i)
         self.rank_to_nodes[rank] = nodes
-        stacks: Dict[CallStackIdentity, CallStackGraph] = {}
+        stacks: dict[CallStackIdentity, CallStackGraph] = {}
         rows = []
         cpu = g.in_graph & ~g.is_kernel
         names = self.trace_data.symbol_table.sym_table
@@ -313,11 +356,17 @@ class CallGraph:
                 root = nodes[root].parent
             stacks[ident] = csg = CallStackGraph._of(df.loc[rows_idx], ident, nodes, root, df)
             self.call_stacks.append(csg)
-            thread_names = [(names[i] if 0 <= i < len(names) else "") if isinstance(i, int) else str(i)
-                            for i in rv["name"][sel].tolist()]
-            label = ("main" if any(classify.is_step_range_name(s) for s in thread_names) else
-                     "bwd" if any(classify.is_autograd_name(s) for s in thread_names) else
-                     (thread_names[0] if thread_names else "empty"))
+            thread_names = [
+                (names[i] if 0 <= i < len(names) else "") if isinstance(i, int) else str(i)
+                for i in rv["name"][sel].tolist()
+            ]
+            label = (
+                "main"
+                if any(classify.is_step_range_name(s) for s in thread_names)
+                else "bwd"
+                if any(classify.is_autograd_name(s) for s in thread_names)
+                else (thread_names[0] if thread_names else "empty")
+            )
             rows.append((rank, _plain(pid), _plain(tid), label, len(self.call_stacks) - 1, root, 1))
         self.rank_to_stacks[rank] = stacks
         return rows
@@ -346,11 +395,13 @@ class CallGraph:
         row = self.get_node_attributes(index, rank)
         if row["stream"] > 0:
             row = self.get_node_attributes(int(row["parent"]), rank)
-        return self.rank_to_stacks[self._cached_rank][CallStackIdentity(self._cached_rank, int(row["pid"]),
-                                                                        int(row["tid"]))]
+        return self.rank_to_stacks[self._cached_rank][
+            CallStackIdentity(self._cached_rank, int(row["pid"]), int(row["tid"]))
+        ]
 
-    def get_stack_of_node(self, index: int, rank=None, skip_ancestors: bool = False,
-                          include_gpu_kernels: bool = True) -> pd.DataFrame:
+    def get_stack_of_node(
+        self, index: int, rank=None, skip_ancestors: bool = False, include_gpu_kernels: bool = True
+    ) -> pd.DataFrame:
         """Rows of the node, its descendants and (unless ``skip_ancestors``) its ancestors, sorted by ``ts``.
 
         For a GPU kernel: the kernel and the CPU call stack that launched it (launch call → operators → root).
@@ -375,7 +426,7 @@ class CallGraph:
         return df[df["stream"] != -1]
 
     @staticmethod
-    def from_dataframe(df: pd.DataFrame, symbol_table=None, rank: int = -1) -> "CallGraph":
+    def from_dataframe(df: pd.DataFrame, symbol_table=None, rank: int = -1) -> CallGraph:
         """A CallGraph of one rank's rows (``name``/``cat`` ids into ``symbol_table``; default: a table made
         from the frame's text ``name``/``cat`` columns, as HTA). ``df`` is copied; the copy gets the columns."""
         from holotrace.compat.trace import Trace, TraceSymbolTable
@@ -400,8 +451,14 @@ class LegacyCallGraph(CallGraph):
     with that module's columns — ``depth`` (−1 for device rows, NaN outside any stack) and ``parent`` (−1 at top
     level; device rows: their ``index_correlation``)."""
 
-    def __init__(self, trace, ranks: Optional[List[int]] = None, filter_func=None, remapped_tids=None,
-                 pre_process_trace_data: bool = False):
+    def __init__(
+        self,
+        trace,
+        ranks: Optional[list[int]] = None,
+        filter_func=None,
+        remapped_tids=None,
+        pre_process_trace_data: bool = False,
+    ):
         super().__init__(trace, ranks)
         for rank in self.ranks:
             df = trace.traces[rank]
@@ -412,5 +469,8 @@ class LegacyCallGraph(CallGraph):
             depth = df["depth"].to_numpy().copy()
             depth[gpu] = -1
             df["parent"], df["depth"] = parent, depth
-        self.mapping = self.mapping[["rank", "pid", "tid"]].assign(csg_index=self.mapping["stack_index"]) \
+        self.mapping = (
+            self.mapping[["rank", "pid", "tid"]]
+            .assign(csg_index=self.mapping["stack_index"])
             .set_index(["rank", "pid", "tid"])
+        )

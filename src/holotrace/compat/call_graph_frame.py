@@ -9,20 +9,25 @@ frame, its ``cpu_index``); the backward thread is linked under the main thread's
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.callstack import CallGraph, _backward_parents, _thread_codes, build_call_graph
-from holotrace.analysis.callstack import thread_device_is_gpu
+from holotrace.analysis.callstack import (
+    CallGraph,
+    _backward_parents,
+    _thread_codes,
+    build_call_graph,
+    thread_device_is_gpu,
+)
 from holotrace.analysis.callstack_columns import stack_columns
 from holotrace.model import classify
 
 __all__ = ["frame_arrays", "frame_graph"]
 
 
-def frame_arrays(df: pd.DataFrame) -> Dict[str, np.ndarray]:
+def frame_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """The columns the graph reads, as numpy arrays (``pid``/``tid`` may be text in HTA's frames)."""
     out = {c: df[c].to_numpy() for c in ("index", "pid", "tid", "name", "stream")}
     out["ts"] = df["ts"].to_numpy().astype(np.float64)
@@ -47,8 +52,14 @@ def _names(symbol_table, ids: np.ndarray, rule) -> np.ndarray:
     return np.fromiter((bool(rule(s)) for s in uniq), bool, len(uniq))[inv.reshape(-1)]
 
 
-def frame_graph(df: pd.DataFrame, symbol_table=None, *, correlation: Optional[pd.DataFrame] = None,
-                link_backward: bool = True, hta_quirks: bool = True) -> tuple[CallGraph, Dict[str, np.ndarray], dict]:
+def frame_graph(
+    df: pd.DataFrame,
+    symbol_table=None,
+    *,
+    correlation: Optional[pd.DataFrame] = None,
+    link_backward: bool = True,
+    hta_quirks: bool = True,
+) -> tuple[CallGraph, dict[str, np.ndarray], dict]:
     """The call graph of the rows of ``df`` (one rank), HTA's stack columns, and the arrays read.
 
     ``correlation``: HTA's ``cpu_gpu_correlation`` (``gpu_index``, ``cpu_index``); default: each
@@ -75,10 +86,13 @@ def frame_graph(df: pd.DataFrame, symbol_table=None, *, correlation: Optional[pd
     backward = None
     if link_backward and n:
         cpu_thread = ~gpu_thread
-        flags = [_names(symbol_table, a["name"], rule)
-                 for rule in (classify.is_step_range_name, classify.is_autograd_name, classify.is_backward_annotation)]
+        flags = [
+            _names(symbol_table, a["name"], rule)
+            for rule in (classify.is_step_range_name, classify.is_autograd_name, classify.is_backward_annotation)
+        ]
         backward = _backward_parents(thread, cpu_thread, *flags, stream == -1)
-    g = build_call_graph(thread, a["ts"], a["dur"], a["index"], is_node, launcher, backward_link=backward,
-                         hta_quirks=hta_quirks)
+    g = build_call_graph(
+        thread, a["ts"], a["dur"], a["index"], is_node, launcher, backward_link=backward, hta_quirks=hta_quirks
+    )
     rv = {"ts": a["ts"], "dur": a["dur"], "index": a["index"], "tid": a["tid_num"]}
     return g, stack_columns(g, rv), a

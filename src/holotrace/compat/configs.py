@@ -16,7 +16,7 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Optional
 
 __all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig"]
 
@@ -39,18 +39,25 @@ class TraceType(str, Enum):
 class ParserConfig:
     """HTA's parser configuration, accepted and kept; ``parse_all_args`` is honoured (see the module)."""
 
-    DEFAULT_MIN_REQUIRED_COLS: List[str] = ["ts", "dur", "name", "cat", "pid", "tid"]
+    DEFAULT_MIN_REQUIRED_COLS: list[str] = ["ts", "dur", "name", "cat", "pid", "tid"]
 
-    def __init__(self, args: Optional[list] = None, user_provide_trace_type: Optional[TraceType] = None,
-                 version: Any = None, parse_all_args: bool = False, selected_arg_keys: Optional[List[str]] = None,
-                 skip_event_types: Optional[Set[str]] = None, convert_ts_to_integer: bool = True) -> None:
+    def __init__(
+        self,
+        args: Optional[list] = None,
+        user_provide_trace_type: Optional[TraceType] = None,
+        version: Any = None,
+        parse_all_args: bool = False,
+        selected_arg_keys: Optional[list[str]] = None,
+        skip_event_types: Optional[set[str]] = None,
+        convert_ts_to_integer: bool = True,
+    ) -> None:
         self.args: list = list(args) if args else []
-        self.arg_map: Dict[str, Any] = {getattr(a, "name", str(a)): a for a in self.args}
+        self.arg_map: dict[str, Any] = {getattr(a, "name", str(a)): a for a in self.args}
         self.parser_backend: Optional[ParserBackend] = None
         self.trace_memory = False
         self.user_provide_trace_type = user_provide_trace_type
-        self.skip_event_types: Set[str] = skip_event_types if skip_event_types is not None else {"python_function"}
-        self.min_required_cols: List[str] = list(self.DEFAULT_MIN_REQUIRED_COLS)
+        self.skip_event_types: set[str] = skip_event_types if skip_event_types is not None else {"python_function"}
+        self.min_required_cols: list[str] = list(self.DEFAULT_MIN_REQUIRED_COLS)
         self.drop_gpu_user_annotation = True
         self.version = version
         self.parse_all_args = bool(parse_all_args)
@@ -58,16 +65,18 @@ class ParserConfig:
         self.batch_size = 1000
         self.convert_ts_to_integer = convert_ts_to_integer
 
-    def clone(self) -> "ParserConfig":
+    def clone(self) -> ParserConfig:
         return copy.deepcopy(self)
 
     @classmethod
-    def get_default_cfg(cls) -> "ParserConfig":
+    def get_default_cfg(cls) -> ParserConfig:
         return cls()
 
     def __repr__(self) -> str:
-        return (f"ParserConfig(args={list(self.arg_map)}, parse_all_args={self.parse_all_args}, "
-                f"parser_backend={self.parser_backend})")
+        return (
+            f"ParserConfig(args={list(self.arg_map)}, parse_all_args={self.parse_all_args}, "
+            f"parser_backend={self.parser_backend})"
+        )
 
     def get_fingerprint_key(self) -> tuple:
         return tuple(sorted(self.arg_map)), self.parse_all_args
@@ -88,10 +97,10 @@ class ParserConfig:
             return [self.arg_map[k] for k in self.selected_arg_keys if k in self.arg_map]
         return self.args
 
-    def set_min_required_cols(self, cols: List[str]) -> None:
+    def set_min_required_cols(self, cols: list[str]) -> None:
         self.min_required_cols = list(cols)
 
-    def get_min_required_cols(self) -> List[str]:
+    def get_min_required_cols(self) -> list[str]:
         return self.min_required_cols
 
     def set_trace_memory(self, trace_memory: bool) -> None:
@@ -104,15 +113,15 @@ class ParserConfig:
         """Any :class:`ParserBackend` member or value (e.g. ``"ijson_batched"``); ``ValueError`` otherwise."""
         self.parser_backend = None if parser_backend is None else ParserBackend(parser_backend)
 
-    def set_parse_all_args(self, parse_all_args: bool) -> "ParserConfig":
+    def set_parse_all_args(self, parse_all_args: bool) -> ParserConfig:
         self.parse_all_args = bool(parse_all_args)
         return self
 
-    def set_args_selector(self, selected_arg_keys: Optional[List[str]]) -> "ParserConfig":
+    def set_args_selector(self, selected_arg_keys: Optional[list[str]]) -> ParserConfig:
         self.selected_arg_keys = selected_arg_keys
         return self
 
-    def set_skip_event_types(self, skip_event_types: Optional[Set[str]]) -> "ParserConfig":
+    def set_skip_event_types(self, skip_event_types: Optional[set[str]]) -> ParserConfig:
         self.skip_event_types = set(skip_event_types) if skip_event_types is not None else set()
         return self
 
@@ -128,20 +137,20 @@ class HtaConfig:
     DEFAULT_CONFIG_FILENAME = "trace_analyzer.json"
 
     @staticmethod
-    def get_default_paths() -> List[str]:
+    def get_default_paths() -> list[str]:
         name = HtaConfig.DEFAULT_CONFIG_FILENAME
         return [str(Path.home() / ".hta" / name), str(Path.cwd() / name)]
 
     def __init__(self, config_file_path: Optional[str] = None, load_default_paths: Optional[bool] = True):
-        self.config_file_paths: List[str] = HtaConfig.get_default_paths() if load_default_paths else []
+        self.config_file_paths: list[str] = HtaConfig.get_default_paths() if load_default_paths else []
         if config_file_path:
             self.config_file_paths.append(str(config_file_path))
-        self.config: Dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
         for path in self.get_config_file_paths():
             with open(path) as fp:
                 self.config.update(json.load(fp))
 
-    def get_config_file_paths(self) -> List[str]:
+    def get_config_file_paths(self) -> list[str]:
         return [p for p in self.config_file_paths if Path(p).is_file() and os.access(p, os.R_OK)]
 
     def get_config(self, dot_path: Optional[str] = None, default_value: Any = None) -> Any:

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,10 @@ from holotrace.errors import HolotraceError
 try:
     import networkx as nx
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise HolotraceError("CPGraph needs networkx, which is not installed",
-                         fix="pip install 'holotrace[hta]' (or use holotrace.analysis.critical_path, which needs no networkx)"
-                         ) from exc
+    raise HolotraceError(
+        "CPGraph needs networkx, which is not installed",
+        fix="pip install 'holotrace[hta]' (or use holotrace.analysis.critical_path, which needs no networkx)",
+    ) from exc
 
 log = logging.getLogger("holotrace.compat")
 
@@ -113,8 +114,9 @@ class CPGraph(nx.DiGraph):
         if isinstance(t, _cp.CriticalPath):
             cp, rank = t, (t_full if rank is None else rank)
         elif t is None:
-            raise ValueError("CPGraph(None, t_full, rank, G): restore a saved graph with restore_cpgraph(zip, t_full, "
-                             "rank) instead")
+            raise ValueError(
+                "CPGraph(None, t_full, rank, G): restore a saved graph with restore_cpgraph(zip, t_full, rank) instead"
+            )
         else:
             cp = _build(t, t_full if t_full is not None else t, int(rank if rank is not None else 0), data_load_events)
         self.cp = cp
@@ -122,76 +124,86 @@ class CPGraph(nx.DiGraph):
         self.data_load_events = data_load_events if data_load_events is not None else cp.data_load_events
         g = cp.graph
         self._index = cp.view["index"]
-        self.critical_path_nodes: List[int] = cp.path_nodes.tolist()
-        self.critical_path_events_set: Set[int] = set(self._index[g.node_row[cp.path_nodes]].tolist())
+        self.critical_path_nodes: list[int] = cp.path_nodes.tolist()
+        self.critical_path_events_set: set[int] = set(self._index[g.node_row[cp.path_nodes]].tolist())
         self.__dict__["_pending"] = True
 
     def _populate(self) -> None:
         g, cp = self.cp.graph, self.cp
         w = cp.graph_weight if cp.graph_weight is not None else g.weight
-        self.add_edges_from((s, d, {"weight": x, "object": e})
-                            for s, d, x, e in zip(g.src.tolist(), g.dst.tolist(), _nums(w), self._edge_objs))
+        self.add_edges_from(
+            (s, d, {"weight": x, "object": e})
+            for s, d, x, e in zip(g.src.tolist(), g.dst.tolist(), _nums(w), self._edge_objs)
+        )
 
     @cached_property
-    def _edge_objs(self) -> List[CPEdge]:
+    def _edge_objs(self) -> list[CPEdge]:
         g = self.cp.graph
-        return [CPEdge(s, d, _TYPES[t], o) for s, d, t, o in zip(g.src.tolist(), g.dst.tolist(), g.type.tolist(),
-                                                                  _nums(g.weight))]
+        return [
+            CPEdge(s, d, _TYPES[t], o)
+            for s, d, t, o in zip(g.src.tolist(), g.dst.tolist(), g.type.tolist(), _nums(g.weight))
+        ]
 
     @cached_property
-    def critical_path_edges_set(self) -> Set[CPEdge]:
+    def critical_path_edges_set(self) -> set[CPEdge]:
         g, e = self.cp.graph, self.cp.path_edges
         if "_edge_objs" in self.__dict__:
             return {self._edge_objs[i] for i in e.tolist()}
-        return {CPEdge(s, d, _TYPES[t], o) for s, d, t, o in zip(g.src[e].tolist(), g.dst[e].tolist(),
-                                                                 g.type[e].tolist(), _nums(g.weight[e]))}
+        return {
+            CPEdge(s, d, _TYPES[t], o)
+            for s, d, t, o in zip(g.src[e].tolist(), g.dst[e].tolist(), g.type[e].tolist(), _nums(g.weight[e]))
+        }
 
     # ------------------------------------------------------------------ HTA's members
     @cached_property
-    def node_list(self) -> List[CPNode]:
+    def node_list(self) -> list[CPNode]:
         g = self.cp.graph
         ev = self._index[g.node_row].tolist()
-        return [CPNode(i, e, _num(t), s, b) for i, (e, t, s, b) in
-                enumerate(zip(ev, g.node_time.tolist(), g.node_start.tolist(), g.node_blocking.tolist()))]
+        return [
+            CPNode(i, e, _num(t), s, b)
+            for i, (e, t, s, b) in enumerate(
+                zip(ev, g.node_time.tolist(), g.node_start.tolist(), g.node_blocking.tolist())
+            )
+        ]
 
     @cached_property
-    def event_to_start_node_map(self) -> Dict[int, int]:
+    def event_to_start_node_map(self) -> dict[int, int]:
         g = self.cp.graph
         rows = np.flatnonzero(g.start_node >= 0)
         return dict(zip(self._index[rows].tolist(), g.start_node[rows].tolist()))
 
     @cached_property
-    def event_to_end_node_map(self) -> Dict[int, int]:
+    def event_to_end_node_map(self) -> dict[int, int]:
         g = self.cp.graph
         rows = np.flatnonzero(g.end_node >= 0)
         return dict(zip(self._index[rows].tolist(), g.end_node[rows].tolist()))
 
     @cached_property
-    def edge_to_event_map(self) -> Dict[Tuple[int, int], int]:
+    def edge_to_event_map(self) -> dict[tuple[int, int], int]:
         g = self.cp.graph
         k = np.flatnonzero(g.attr != -1)
         ev = np.where(g.attr[k] >= 0, self._index[np.clip(g.attr[k], 0, None)], -1)
         return dict(zip(zip(g.src[k].tolist(), g.dst[k].tolist()), ev.tolist()))
 
     @cached_property
-    def _event_to_attributed_edges_map(self) -> Dict[int, List[CPEdge]]:
-        out: Dict[int, List[CPEdge]] = {}
+    def _event_to_attributed_edges_map(self) -> dict[int, list[CPEdge]]:
+        out: dict[int, list[CPEdge]] = {}
         for (u, v), ev in self.edge_to_event_map.items():
             out.setdefault(ev, []).append(self.edges[u, v]["object"])
         return out
 
-    def get_nodes_for_event(self, ev_id: int) -> Tuple[Optional[CPNode], Optional[CPNode]]:
+    def get_nodes_for_event(self, ev_id: int) -> tuple[Optional[CPNode], Optional[CPNode]]:
         s = self.event_to_start_node_map.get(ev_id, -1)
         e = self.event_to_end_node_map.get(ev_id, -1)
         return (self.node_list[s] if s >= 0 else None, self.node_list[e] if e >= 0 else None)
 
-    def get_events_for_edge(self, edge: CPEdge) -> Tuple[int, int]:
+    def get_events_for_edge(self, edge: CPEdge) -> tuple[int, int]:
         return int(self.node_list[edge.begin].ev_idx), int(self.node_list[edge.end].ev_idx)
 
     def get_event_attribution_for_edge(self, edge: CPEdge) -> Optional[int]:
         return self.edge_to_event_map.get((edge.begin, edge.end))
 
-    def get_edges_attributed_to_event(self, ev_idx: int) -> List[CPEdge]:
+    def get_edges_attributed_to_event(self, ev_idx: int) -> list[CPEdge]:
         return self._event_to_attributed_edges_map.get(ev_idx, [])
 
     def critical_path(self) -> bool:
@@ -236,7 +248,7 @@ def restore_cpgraph(zip_filename: str, t_full, rank: int) -> CPGraph:
     return CPGraph(cp, rank)
 
 
-def _build(t, t_full, rank: int, data_load_events) -> "_cp.CriticalPath":
+def _build(t, t_full, rank: int, data_load_events) -> _cp.CriticalPath:
     """HTA's constructor: the graph of ``rank`` over every row of ``t``'s table (HTA's constructor does not
     clip: ``critical_path_analysis`` clips ``t`` first), on ``t_full``'s view."""
     from holotrace.analysis.critical_path.graph import build_graph, window

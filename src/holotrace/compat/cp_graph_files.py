@@ -19,22 +19,33 @@ import os
 import pickle
 import zipfile
 from dataclasses import dataclass
-from typing import Dict, List, Set, Tuple
 
 import numpy as np
 import pandas as pd
 
 from holotrace.analysis import critical_path as _cp
-from holotrace.text import hta_short_names as shorten_names
 from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, Graph
 from holotrace.compat.hta_table import hta_table
 from holotrace.errors import HolotraceError
+from holotrace.text import hta_short_names as shorten_names
 
 __all__ = ["CPGraphData", "write", "read"]
 
 HTA_MODULE = "hta.analyzers.critical_path_analysis"
-_ARRAYS = ("rows", "node_row", "node_time", "node_start", "node_blocking", "start_node", "end_node", "src", "dst",
-           "type", "weight", "attr")
+_ARRAYS = (
+    "rows",
+    "node_row",
+    "node_time",
+    "node_start",
+    "node_blocking",
+    "start_node",
+    "end_node",
+    "src",
+    "dst",
+    "type",
+    "weight",
+    "attr",
+)
 
 
 @dataclass(frozen=True)
@@ -42,12 +53,12 @@ class CPGraphData:
     """HTA's ``_CPGraphData``: what ``cp_data.pkl`` holds."""
 
     node_list: list
-    critical_path_nodes: List[int]
-    critical_path_events_set: Set[int]
+    critical_path_nodes: list[int]
+    critical_path_events_set: set[int]
     critical_path_edges_set: set
-    event_to_start_node_map: Dict[int, int]
-    event_to_end_node_map: Dict[int, int]
-    edge_to_event_map: Dict[Tuple[int, int], int]
+    event_to_start_node_map: dict[int, int]
+    event_to_end_node_map: dict[int, int]
+    edge_to_event_map: dict[tuple[int, int], int]
 
 
 def _hta_names(classes: dict) -> dict:
@@ -102,8 +113,9 @@ def write(graph, out_dir: str, classes: dict) -> str:
     cp, g = graph.cp, graph.cp.graph
     out = out_dir.rstrip("/\\") or out_dir
     os.makedirs(os.path.expanduser(out), exist_ok=True)
-    paths = {n: os.path.join(out, n) for n in ("trace_data.csv", "cp_graph.pkl", "cp_data.pkl", "graph.npz",
-                                                "meta.json")}
+    paths = {
+        n: os.path.join(out, n) for n in ("trace_data.csv", "cp_graph.pkl", "cp_data.pkl", "graph.npz", "meta.json")
+    }
     table = hta_table(cp.view, cp.strings, rows=g.rows)
     # names as text: HTA's reader decodes integer ids with its own symbol table, whose ids HTA assigns in set
     # order (they differ between processes); text columns it uses as they are
@@ -111,13 +123,26 @@ def write(graph, out_dir: str, classes: dict) -> str:
     table["s_name"] = shorten_names(np.asarray(table["name"], dtype=object))
     table.to_csv(os.path.expanduser(paths["trace_data.csv"]), index=True, index_label="_index_")
     w = cp.graph_weight if cp.graph_weight is not None else g.weight
-    edges = [{"weight": x, "object": e, "source": e.begin, "target": e.end}
-             for e, x in zip(graph._edge_objs, _as_py(w))]
-    link = {"directed": True, "multigraph": False, "graph": {}, "nodes": [{"id": i} for i in range(len(g.node_row))],
-            "edges": edges, "links": edges}
-    data = CPGraphData(graph.node_list, graph.critical_path_nodes, graph.critical_path_events_set,
-                       graph.critical_path_edges_set, graph.event_to_start_node_map, graph.event_to_end_node_map,
-                       graph.edge_to_event_map)
+    edges = [
+        {"weight": x, "object": e, "source": e.begin, "target": e.end} for e, x in zip(graph._edge_objs, _as_py(w))
+    ]
+    link = {
+        "directed": True,
+        "multigraph": False,
+        "graph": {},
+        "nodes": [{"id": i} for i in range(len(g.node_row))],
+        "edges": edges,
+        "links": edges,
+    }
+    data = CPGraphData(
+        graph.node_list,
+        graph.critical_path_nodes,
+        graph.critical_path_events_set,
+        graph.critical_path_edges_set,
+        graph.event_to_start_node_map,
+        graph.event_to_end_node_map,
+        graph.edge_to_event_map,
+    )
     for key, obj in (("cp_graph.pkl", link), ("cp_data.pkl", data)):
         with open(os.path.expanduser(paths[key]), "wb") as f:
             _HtaPickler(f, _hta_names(classes)).dump(obj)
@@ -125,8 +150,14 @@ def write(graph, out_dir: str, classes: dict) -> str:
     arrays.update(graph_weight=cp.graph_weight, path_nodes=cp.path_nodes, path_edges=cp.path_edges)
     with open(os.path.expanduser(paths["graph.npz"]), "wb") as f:
         np.savez_compressed(f, **arrays)
-    meta = {"rank": graph.rank, "window": list(g.window), "rules": cp.rules.name, "success": bool(cp.success),
-            "data_load_events": cp.data_load_events, "format": 2}
+    meta = {
+        "rank": graph.rank,
+        "window": list(g.window),
+        "rules": cp.rules.name,
+        "success": bool(cp.success),
+        "data_load_events": cp.data_load_events,
+        "format": 2,
+    }
     with open(os.path.expanduser(paths["meta.json"]), "w") as f:
         json.dump(meta, f)
     zip_path = f"{out}.zip"
@@ -153,8 +184,10 @@ def read(zip_filename: str, view, rank: int, classes: dict):
             return _from_arrays(meta, arrays, view, classify), int(meta["rank"])
         missing = {"trace_data.csv", "cp_graph.pkl", "cp_data.pkl"} - set(names)
         if missing:
-            raise HolotraceError(f"{zip_filename}: not a saved critical-path graph (missing {sorted(missing)})",
-                                 fix="pass a zip written by CPGraph.save (holotrace's or HTA's)")
+            raise HolotraceError(
+                f"{zip_filename}: not a saved critical-path graph (missing {sorted(missing)})",
+                fix="pass a zip written by CPGraph.save (holotrace's or HTA's)",
+            )
         link = _HtaUnpickler(io.BytesIO(z.read(names["cp_graph.pkl"])), _hta_names(classes)).load()
         data = _HtaUnpickler(io.BytesIO(z.read(names["cp_data.pkl"])), _hta_names(classes)).load()
         trace = pd.read_csv(io.BytesIO(z.read(names["trace_data.csv"])), usecols=["index", "ts"])
@@ -165,8 +198,18 @@ def _from_arrays(meta, arrays, view, classify):
     rules = {r.name: r for r in (classify.HTA, classify.HTA_FIXED, classify.NATIVE)}[meta["rules"]]
     rank = int(meta["rank"])
     g = Graph(rank, *(arrays[k] for k in _ARRAYS), tuple(meta["window"]))
-    cp = _cp.CriticalPath(g, view[rank], view.strings, rules, view.unit_ns, meta["data_load_events"],
-                          bool(meta["success"]), arrays["graph_weight"], arrays["path_nodes"], arrays["path_edges"])
+    cp = _cp.CriticalPath(
+        g,
+        view[rank],
+        view.strings,
+        rules,
+        view.unit_ns,
+        meta["data_load_events"],
+        bool(meta["success"]),
+        arrays["graph_weight"],
+        arrays["path_nodes"],
+        arrays["path_edges"],
+    )
     neg = g.weight <= -1
     cp.zeroed_edges, cp.zeroed_on_path = int(neg.sum()), int(neg[cp.path_edges].sum()) if cp.success else 0
     return cp
@@ -180,8 +223,10 @@ def _from_hta(link: dict, data, trace: pd.DataFrame, view, rank: int, rules):
     def rows_of(ev) -> np.ndarray:
         r = pos.get_indexer(np.asarray(ev, dtype=np.int64))
         if (r < 0).any():
-            raise HolotraceError(f"the saved graph names events not in rank {rank} of this trace",
-                                 fix="restore on the trace (and rank) the graph was built from")
+            raise HolotraceError(
+                f"the saved graph names events not in rank {rank} of this trace",
+                fix="restore on the trace (and rank) the graph was built from",
+            )
         return r
 
     nodes = sorted(data.node_list, key=lambda n: n.idx)
@@ -207,14 +252,28 @@ def _from_hta(link: dict, data, trace: pd.DataFrame, view, rank: int, rules):
     rows = np.sort(rows_of(trace["index"].to_numpy()))
     ts = trace["ts"].to_numpy()
     win = (float(ts.min()), float(ts.max())) if len(ts) else (0.0, 0.0)
-    g = Graph(rank, rows, node_row, np.array([n.ts for n in nodes], dtype=np.float64),
-              np.array([n.is_start for n in nodes], dtype=bool), np.array([n.is_blocking for n in nodes], dtype=bool),
-              start_node, end_node, src, dst, typ, weight, attr, win)
+    g = Graph(
+        rank,
+        rows,
+        node_row,
+        np.array([n.ts for n in nodes], dtype=np.float64),
+        np.array([n.is_start for n in nodes], dtype=bool),
+        np.array([n.is_blocking for n in nodes], dtype=bool),
+        start_node,
+        end_node,
+        src,
+        dst,
+        typ,
+        weight,
+        attr,
+        win,
+    )
     path_nodes = np.asarray(data.critical_path_nodes, dtype=np.int64)
     path_edges = np.array([where[(int(a), int(b))] for a, b in zip(path_nodes[:-1], path_nodes[1:])], dtype=np.int64)
     graph_weight = np.where(used <= -1, 0.0, used)
-    cp = _cp.CriticalPath(g, rv, view.strings, rules, view.unit_ns, None, bool(len(path_nodes)), graph_weight,
-                          path_nodes, path_edges)
+    cp = _cp.CriticalPath(
+        g, rv, view.strings, rules, view.unit_ns, None, bool(len(path_nodes)), graph_weight, path_nodes, path_edges
+    )
     neg = weight <= -1
     cp.zeroed_edges, cp.zeroed_on_path = int(neg.sum()), int(neg[path_edges].sum()) if len(path_edges) else 0
     return cp

@@ -21,8 +21,16 @@ class CriticalPathAnalysis:
         return TraceAnalysis.of_trace(t).critical_path_analysis(rank, annotation, instance_id, data_load_events)
 
     @classmethod
-    def overlay_critical_path_analysis(cls, t, rank: int, critical_path_graph: "CPGraph", output_dir: str,
-                                       only_show_critical_events: bool, show_all_edges: bool) -> str:
+    def overlay_critical_path_analysis(
+        cls,
+        t,
+        rank: int,
+        critical_path_graph: CPGraph,
+        output_dir: str,
+        only_show_critical_events: bool,
+        show_all_edges: bool,
+    ) -> str:
         """``TraceAnalysis.overlay_critical_path_analysis`` on ``t``; returns the written file's path."""
         return TraceAnalysis.of_trace(t).overlay_critical_path_analysis(
-            rank, critical_path_graph, output_dir, only_show_critical_events, show_all_edges)
+            rank, critical_path_graph, output_dir, only_show_critical_events, show_all_edges
+        )

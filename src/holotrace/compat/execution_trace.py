@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import logging
 
-from holotrace.analysis.execution_trace import (ET_SUPPORTED_CATEGORIES, ExecutionTrace, et_attribute,
-                                                et_node_column, load_execution_trace)
+from holotrace.analysis.execution_trace import (
+    ET_SUPPORTED_CATEGORIES,
+    ExecutionTrace,
+    et_attribute,
+    et_node_column,
+    load_execution_trace,
+)
 
-__all__ = ["load_execution_trace", "correlate_execution_trace", "add_et_column", "ExecutionTrace",
-           "EXECUTION_TRACE_SUPPORTED_EVENTS"]
+__all__ = [
+    "load_execution_trace",
+    "correlate_execution_trace",
+    "add_et_column",
+    "ExecutionTrace",
+    "EXECUTION_TRACE_SUPPORTED_EVENTS",
+]
 
 log = logging.getLogger("holotrace.compat")
 EXECUTION_TRACE_SUPPORTED_EVENTS = list(ET_SUPPORTED_CATEGORIES)

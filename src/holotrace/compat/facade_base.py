@@ -8,7 +8,8 @@ state set here.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
+from typing import Optional
 
 import pandas as pd
 
@@ -27,8 +28,10 @@ def _plots():
     from holotrace.render import plots
     from holotrace.render.plotly_figures import require_plotly
 
-    require_plotly("visualize=True",
-                   fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only")
+    require_plotly(
+        "visualize=True",
+        fix="pip install 'holotrace[plot]', or call with visualize=False (the default) to get the data only",
+    )
     return plots
 
 
@@ -40,8 +43,8 @@ class FacadeBase:
     hta_compat: bool
     include_last_profiler_step: bool
     figures: list
-    _tables: Dict[Tuple[int, bool], pd.DataFrame]
-    _graphs: Dict[Tuple[int, bool], CallGraph]
+    _tables: dict[tuple[int, bool], pd.DataFrame]
+    _graphs: dict[tuple[int, bool], CallGraph]
 
     @property
     def t(self):

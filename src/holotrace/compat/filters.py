@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from enum import Enum
-from typing import List, Optional, Tuple, Union
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -25,17 +25,34 @@ import pandas as pd
 from holotrace.errors import AnalysisError
 from holotrace.model import classify
 
-__all__ = ["Filter", "IterationFilter", "IterationIndexFilter", "FirstIterationFilter", "RankFilter", "TimeRangeFilter",
-           "NameFilter", "GPUKernelFilter", "CPUOperatorFilter", "QueryFilter", "ZeroDurationFilter", "CompositeFilter",
-           "MemCopyEventFilter", "OperatorFilterMethod", "OperatorFilter", "UnderOperatorFilter", "AfterOperatorFilter",
-           "BeforeOperatorFilter", "CombinedOperatorFilter"]
+__all__ = [
+    "Filter",
+    "IterationFilter",
+    "IterationIndexFilter",
+    "FirstIterationFilter",
+    "RankFilter",
+    "TimeRangeFilter",
+    "NameFilter",
+    "GPUKernelFilter",
+    "CPUOperatorFilter",
+    "QueryFilter",
+    "ZeroDurationFilter",
+    "CompositeFilter",
+    "MemCopyEventFilter",
+    "OperatorFilterMethod",
+    "OperatorFilter",
+    "UnderOperatorFilter",
+    "AfterOperatorFilter",
+    "BeforeOperatorFilter",
+    "CombinedOperatorFilter",
+]
 
 log = logging.getLogger("holotrace.compat")
 _GPU_CATEGORY = re.compile(classify.HTA_CATEGORY_PATTERNS["GPU_EVENT_CATEGORY_PATTERN"])  # HTA's GPU-event categories
 _INT = (int, np.integer)
 
 
-def _ints(x, what: str) -> List[int]:
+def _ints(x, what: str) -> list[int]:
     if isinstance(x, _INT) and not isinstance(x, bool):
         return [int(x)]
     if isinstance(x, (list, tuple, np.ndarray)) and all(isinstance(i, _INT) for i in x):
@@ -79,7 +96,7 @@ class Filter:
 
 
 class IterationFilter(Filter):
-    def __init__(self, iterations: Union[int, List[int]], strict: bool = False):
+    def __init__(self, iterations: Union[int, list[int]], strict: bool = False):
         self.iterations, self.strict = _ints(iterations, "iterations"), strict
 
     def __call__(self, df, symbol_table=None):
@@ -87,7 +104,7 @@ class IterationFilter(Filter):
 
 
 class IterationIndexFilter(Filter):
-    def __init__(self, iteration_index: Union[int, List[int]], strict: bool = False):
+    def __init__(self, iteration_index: Union[int, list[int]], strict: bool = False):
         self.iteration_index, self.strict = _ints(iteration_index, "iteration_index"), strict
 
     def __call__(self, df, symbol_table=None):
@@ -108,7 +125,7 @@ class FirstIterationFilter(IterationIndexFilter):
 
 
 class RankFilter(Filter):
-    def __init__(self, ranks: Union[int, List[int]], strict: bool = False):
+    def __init__(self, ranks: Union[int, list[int]], strict: bool = False):
         self.ranks, self.strict = _ints(ranks, "ranks"), strict
 
     def __call__(self, df, symbol_table=None):
@@ -116,8 +133,10 @@ class RankFilter(Filter):
 
 
 class TimeRangeFilter(Filter):
-    def __init__(self, time_range: Tuple[int, int], strict: bool = False):
-        if not (isinstance(time_range, tuple) and len(time_range) == 2 and all(isinstance(x, _INT) for x in time_range)):
+    def __init__(self, time_range: tuple[int, int], strict: bool = False):
+        if not (
+            isinstance(time_range, tuple) and len(time_range) == 2 and all(isinstance(x, _INT) for x in time_range)
+        ):
             raise ValueError("time_range must be a tuple of two integers.")
         if time_range[0] > time_range[1]:
             raise ValueError(f"time_range {time_range}: start is after end.")
@@ -134,8 +153,15 @@ class NameFilter(Filter):
     """Rows whose name starts with a match of ``name_pattern`` (``re.match``; HTA's keyword, ``pattern`` also
     accepted)."""
 
-    def __init__(self, name_pattern: Optional[str] = None, symbol_table=None, name_column: Optional[str] = None,
-                 strict: bool = False, *, pattern: Optional[str] = None):
+    def __init__(
+        self,
+        name_pattern: Optional[str] = None,
+        symbol_table=None,
+        name_column: Optional[str] = None,
+        strict: bool = False,
+        *,
+        pattern: Optional[str] = None,
+    ):
         if (name_pattern is None) == (pattern is None):
             raise TypeError("NameFilter needs one name pattern: NameFilter(name_pattern=...)")
         self.name_pattern = name_pattern if name_pattern is not None else pattern
@@ -230,7 +256,7 @@ ZeroDurationFilter = QueryFilter("dur > 0")  # HTA's name: it keeps the rows wit
 
 
 class CompositeFilter(Filter):
-    def __init__(self, filters: List[Filter], strict: bool = False):
+    def __init__(self, filters: list[Filter], strict: bool = False):
         if not isinstance(filters, list) or not all(isinstance(f, Filter) for f in filters):
             raise TypeError("CompositeFilter takes a list of Filter objects")
         if any(f is self for f in filters):
@@ -270,8 +296,15 @@ class OperatorFilter(Filter):
     """Rows under / after / before the ``position``-th occurrence (by ``ts``; −1 the last) of ``op_name``,
     on the operator's stream; ``include_gpu_kernels`` adds what the selected ``cuda_runtime`` calls launched."""
 
-    def __init__(self, op_name: str, position: int, method: OperatorFilterMethod, include_gpu_kernels: bool = False,
-                 name_column: Optional[str] = None, strict: bool = False):
+    def __init__(
+        self,
+        op_name: str,
+        position: int,
+        method: OperatorFilterMethod,
+        include_gpu_kernels: bool = False,
+        name_column: Optional[str] = None,
+        strict: bool = False,
+    ):
         if method in (OperatorFilterMethod.Ancestors, OperatorFilterMethod.Stack):
             raise NotImplementedError(f"{method} is not implemented (as in HTA)")
         self.op_name, self.position, self.method = op_name, int(position), method
@@ -303,26 +336,47 @@ class OperatorFilter(Filter):
 
 def _launched(ops: pd.DataFrame, both: pd.DataFrame, op_cats: pd.Series) -> pd.DataFrame:
     """Rows of ``both`` launched (``index_correlation``) by a ``cuda_runtime`` row of ``ops``."""
-    src = ops.loc[(op_cats == "cuda_runtime").to_numpy(), "index"] if "index" in ops.columns else ops.index[
-        (op_cats == "cuda_runtime").to_numpy()]
+    src = (
+        ops.loc[(op_cats == "cuda_runtime").to_numpy(), "index"]
+        if "index" in ops.columns
+        else ops.index[(op_cats == "cuda_runtime").to_numpy()]
+    )
     return both[both["index_correlation"].isin(np.asarray(src)).to_numpy() & (both["stream"] != -1).to_numpy()]
 
 
 class UnderOperatorFilter(OperatorFilter):
-    def __init__(self, op_name: str, position: int, include_gpu_kernels: bool = False,
-                 name_column: Optional[str] = None, strict: bool = False):
+    def __init__(
+        self,
+        op_name: str,
+        position: int,
+        include_gpu_kernels: bool = False,
+        name_column: Optional[str] = None,
+        strict: bool = False,
+    ):
         super().__init__(op_name, position, OperatorFilterMethod.Under, include_gpu_kernels, name_column, strict)
 
 
 class AfterOperatorFilter(OperatorFilter):
-    def __init__(self, op_name: str, position: int, include_gpu_kernels: bool = False,
-                 name_column: Optional[str] = None, strict: bool = False):
+    def __init__(
+        self,
+        op_name: str,
+        position: int,
+        include_gpu_kernels: bool = False,
+        name_column: Optional[str] = None,
+        strict: bool = False,
+    ):
         super().__init__(op_name, position, OperatorFilterMethod.After, include_gpu_kernels, name_column, strict)
 
 
 class BeforeOperatorFilter(OperatorFilter):
-    def __init__(self, op_name: str, position: int, include_gpu_kernels: bool = False,
-                 name_column: Optional[str] = None, strict: bool = False):
+    def __init__(
+        self,
+        op_name: str,
+        position: int,
+        include_gpu_kernels: bool = False,
+        name_column: Optional[str] = None,
+        strict: bool = False,
+    ):
         super().__init__(op_name, position, OperatorFilterMethod.Before, include_gpu_kernels, name_column, strict)
 
 
@@ -330,8 +384,15 @@ class CombinedOperatorFilter(Filter):
     """First iteration → under ``root_op_name`` → after the last ``preceding_op_name`` → before the first
     ``following_op_name`` (a missing op skips its step) → optionally the launched kernels → ``stack_depths``."""
 
-    def __init__(self, root_op_name: str, preceding_op_name: str, following_op_name: str,
-                 include_gpu_kernels: bool = False, stack_depths: Optional[List[int]] = None, strict: bool = False):
+    def __init__(
+        self,
+        root_op_name: str,
+        preceding_op_name: str,
+        following_op_name: str,
+        include_gpu_kernels: bool = False,
+        stack_depths: Optional[list[int]] = None,
+        strict: bool = False,
+    ):
         self.root, self.pre, self.post = root_op_name, preceding_op_name, following_op_name
         self.include_gpu_kernels, self.stack_depths, self.strict = include_gpu_kernels, stack_depths, strict
 
@@ -340,8 +401,11 @@ class CombinedOperatorFilter(Filter):
         if names is None:
             return self._cannot(df, "no text name column")
         out = FirstIterationFilter()(df, symbol_table)
-        for op, pos, cls in ((self.root, 0, UnderOperatorFilter), (self.pre, -1, AfterOperatorFilter),
-                             (self.post, 0, BeforeOperatorFilter)):
+        for op, pos, cls in (
+            (self.root, 0, UnderOperatorFilter),
+            (self.pre, -1, AfterOperatorFilter),
+            (self.post, 0, BeforeOperatorFilter),
+        ):
             if (_text(out, "name", symbol_table) == op).any():
                 out = cls(op, pos)(out, symbol_table)
         if self.include_gpu_kernels:

@@ -17,8 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["get_cpu_gpu_correlation", "decode_symbol_id_to_symbol_name", "trace_event_timestamp_to_unixtime_ns",
-           "parse_trace_file", "normalize_path", "get_mp_pool_size", "get_value_from_dict", "timeit", "PROFILE_TIMES"]
+__all__ = [
+    "get_cpu_gpu_correlation",
+    "decode_symbol_id_to_symbol_name",
+    "trace_event_timestamp_to_unixtime_ns",
+    "parse_trace_file",
+    "normalize_path",
+    "get_mp_pool_size",
+    "get_value_from_dict",
+    "timeit",
+    "PROFILE_TIMES",
+]
 
 PROFILE_TIMES: dict = {}
 
@@ -46,8 +55,10 @@ def trace_event_timestamp_to_unixtime_ns(trace_event_ts_us: float, trace_metadat
     """Unix time (ns) of a trace timestamp (µs), from the trace's ``baseTimeNanoseconds`` (``KeyError`` without)."""
     base = trace_metadata.get("baseTimeNanoseconds")
     if base is None:
-        raise KeyError("'baseTimeNanoseconds' is not found in the trace metadata. Unable to convert trace event "
-                       "timestamp to unix time.")
+        raise KeyError(
+            "'baseTimeNanoseconds' is not found in the trace metadata. Unable to convert trace event "
+            "timestamp to unix time."
+        )
     return int(trace_event_ts_us * 1e3) + int(base)
 
 
@@ -111,4 +122,3 @@ def timeit(func):
             PROFILE_TIMES[func.__name__] = time.perf_counter() - start
 
     return wrapper
-

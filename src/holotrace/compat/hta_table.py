@@ -18,13 +18,37 @@ __all__ = ["ARG_COLUMNS", "hta_table", "text_column"]
 
 # HTA's default arg columns, in HTA's order
 ARG_COLUMNS = (
-    "stream", "correlation", "bytes", "memory_bw_gbps", "wait_on_stream", "wait_on_cuda_event_record_corr_id",
-    "input_dims", "input_type", "input_strides", "external_id", "python_id", "python_parent_id", "collective_name",
-    "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size", "process_rank", "in_split_size", "out_split_size",
+    "stream",
+    "correlation",
+    "bytes",
+    "memory_bw_gbps",
+    "wait_on_stream",
+    "wait_on_cuda_event_record_corr_id",
+    "input_dims",
+    "input_type",
+    "input_strides",
+    "external_id",
+    "python_id",
+    "python_parent_id",
+    "collective_name",
+    "in_msg_nelems",
+    "out_msg_nelems",
+    "msg_dtype",
+    "group_size",
+    "process_rank",
+    "in_split_size",
+    "out_split_size",
 )
 # text args, with the value HTA writes where the arg is absent
-_TEXT_DEFAULTS = {"input_dims": "-1", "input_type": "-1", "input_strides": "-1", "in_split_size": "[]",
-                  "out_split_size": "[]", "collective_name": "", "msg_dtype": ""}
+_TEXT_DEFAULTS = {
+    "input_dims": "-1",
+    "input_type": "-1",
+    "input_strides": "-1",
+    "in_split_size": "[]",
+    "out_split_size": "[]",
+    "collective_name": "",
+    "msg_dtype": "",
+}
 _VIEW_ARGS = ("stream", "correlation")
 
 

@@ -8,8 +8,9 @@ from typing import Optional
 __all__ = ["load_inputs"]
 
 
-def load_inputs(trace_files, trace_dir: str, *, cache: bool, workers: Optional[int], strict: bool,
-                all_args: bool = False):
+def load_inputs(
+    trace_files, trace_dir: str, *, cache: bool, workers: Optional[int], strict: bool, all_args: bool = False
+):
     """Load what HTA's constructor names: a rank→file map, a list of files, or a folder."""
     from holotrace.loader import load
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import os
-from typing import List, Tuple
 
 import pandas as pd
 
@@ -39,7 +38,7 @@ class MemoryAnalysis:
     def __init__(self, path):
         self.path = path
 
-    def _process_raw_events(self) -> Tuple[List[int], List[List[int]]]:
+    def _process_raw_events(self) -> tuple[list[int], list[list[int]]]:
         """HTA's ``([timestamps ns], [[bytes per category] per timestamp])``."""
         times, sizes = _memory.memory_export_series(_memory.read_memory_export(self.path), hta_compat=True)
         return times.tolist(), sizes.tolist()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -45,15 +45,23 @@ class AnnotationMethods(FacadeBase):
         ops, ann = _anno.annotate_gpu_ops(self.view, rank, rules=self._rules(hta_compat))
         # HTA returns rows of its table, every column but the names: build just those rows
         out = hta_table(self.view[rank], self.job.strings, rows=ops).drop(columns=["s_name", "s_cat"])
-        out = out.assign(end=out["ts"] + out["dur"], user_annotation=np.where(ann >= 0, names[np.clip(ann, 0, None)], -1))
+        out = out.assign(
+            end=out["ts"] + out["dur"], user_annotation=np.where(ann >= 0, names[np.clip(ann, 0, None)], -1)
+        )
         cols = [c for c in out.columns if c != "end"]  # HTA's order: the corrected end right after dur
-        out = out[cols[:cols.index("dur") + 1] + ["end"] + cols[cols.index("dur") + 1:]]
+        out = out[cols[: cols.index("dur") + 1] + ["end"] + cols[cols.index("dur") + 1 :]]
         if expand_names:
-            def text(ids):  # each distinct name decoded (and shortened) once
-                return text_column(*_anno.shortened_ids(self.job.strings, ids) if shorten_names else (self.job.strings, ids))
 
-            out = out.assign(s_name=text(names[ops]), s_cat=text(self.view[rank]["cat"][ops]),
-                             s_user_annotation=text(out["user_annotation"].to_numpy()))
+            def text(ids):  # each distinct name decoded (and shortened) once
+                return text_column(
+                    *_anno.shortened_ids(self.job.strings, ids) if shorten_names else (self.job.strings, ids)
+                )
+
+            out = out.assign(
+                s_name=text(names[ops]),
+                s_cat=text(self.view[rank]["cat"][ops]),
+                s_user_annotation=text(out["user_annotation"].to_numpy()),
+            )
         return out.reset_index(drop=True)
 
     def get_gpu_user_annotation_breakdown(
@@ -79,11 +87,31 @@ class AnnotationMethods(FacadeBase):
             log.warning("Trace does not contain any %s", category)
             return None
         allow = _anno.allowlisted_names(self.job.strings.table, allowlist_patterns, regex=regex)
-        t = _anno.annotation_time(self.view, rules=HTA, gpu=use_gpu_annotation, num_kernels=num_kernels,
-                                  duration_ratio=duration_ratio, allowlist=allow, sort="name")
-        out = pd.DataFrame({"name": t["name"], **{k: t[c].to_numpy() for k, c in (
-            ("sum (us)", "sum_us"), ("max (us)", "max_us"), ("min (us)", "min_us"), ("stddev", "std_us"),
-            ("mean (us)", "mean_us"), ("rank", "rank"))}})
+        t = _anno.annotation_time(
+            self.view,
+            rules=HTA,
+            gpu=use_gpu_annotation,
+            num_kernels=num_kernels,
+            duration_ratio=duration_ratio,
+            allowlist=allow,
+            sort="name",
+        )
+        out = pd.DataFrame(
+            {
+                "name": t["name"],
+                **{
+                    k: t[c].to_numpy()
+                    for k, c in (
+                        ("sum (us)", "sum_us"),
+                        ("max (us)", "max_us"),
+                        ("min (us)", "min_us"),
+                        ("stddev", "std_us"),
+                        ("mean (us)", "mean_us"),
+                        ("rank", "rank"),
+                    )
+                },
+            }
+        )
         if visualize:
             self._figures(lambda p: p.annotation_pies(out), renderer=image_renderer or "")
         return out
@@ -113,6 +141,7 @@ class AnnotationMethods(FacadeBase):
         Raises:
             ValueError: ``profiler_steps`` names no available step.
         """
+
         def hta_scorer(steps):  # HTA's scorer reads every rank's table, cut to the steps, stacked
             parts = []
             for r in self.view.ranks:
@@ -120,11 +149,17 @@ class AnnotationMethods(FacadeBase):
                 t = t.assign(iteration=0) if steps is None else t[np.isin(t["iteration"].to_numpy(), steps)]
                 parts.append(t.assign(rank=np.int64(r)))
             symbols = _strag.SymbolTableView(self.job.strings.table)
-            return straggler_identification_impl(pd.concat(parts, ignore_index=True), symbols, max(int(num_candidates), 1), False)
+            return straggler_identification_impl(
+                pd.concat(parts, ignore_index=True), symbols, max(int(num_candidates), 1), False
+            )
 
-        out = _strag.potential_stragglers(self.view, rules=self._rules(hta_compat), profiler_steps=profiler_steps,
-                                          num_candidates=num_candidates,
-                                          scorer=hta_scorer if straggler_identification_impl else None)
+        out = _strag.potential_stragglers(
+            self.view,
+            rules=self._rules(hta_compat),
+            profiler_steps=profiler_steps,
+            num_candidates=num_candidates,
+            scorer=hta_scorer if straggler_identification_impl else None,
+        )
         if visualize:
             self._figures(lambda p: p.stragglers_ranked(out))
         return out

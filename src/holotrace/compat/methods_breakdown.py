@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -28,8 +28,15 @@ class BreakdownMethods(FacadeBase):
         with no GPU activity gets zeros and NaN percentages (HTA raises ``IndexError``).
         """
         t = breakdown(self.view)
-        out = pd.DataFrame({"rank": t["rank"], "idle_time(us)": t["idle_us"], "compute_time(us)": t["compute_us"],
-                            "non_compute_time(us)": t["non_compute_us"], "kernel_time(us)": t["span_us"]})
+        out = pd.DataFrame(
+            {
+                "rank": t["rank"],
+                "idle_time(us)": t["idle_us"],
+                "compute_time(us)": t["compute_us"],
+                "non_compute_time(us)": t["non_compute_us"],
+                "kernel_time(us)": t["span_us"],
+            }
+        )
         for c in ("idle", "compute", "non_compute"):
             out[f"{c}_time_pctg"] = np.round(t[f"{c}_pctg"].to_numpy(), 2)
         if visualize:
@@ -43,7 +50,7 @@ class BreakdownMethods(FacadeBase):
         num_kernels: int = 10,
         include_memory_kernels: bool = True,
         image_renderer: str = "",
-    ) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Time by kernel type over all ranks, and per-kernel statistics per rank and type.
 
         Returns ``(kernel_type_df, kernel_df)`` exactly as HTA: the top-k cut
@@ -54,27 +61,41 @@ class BreakdownMethods(FacadeBase):
         at equal times: HTA's zero-length ``sum = 0`` rows never appear.
         """
         t = _kern.type_breakdown(self.view, include_memory=include_memory_kernels)
-        types = pd.DataFrame({"kernel_type": t["kernel_type"], "sum": t["time_us"].to_numpy().astype(np.int64),
-                              "percentage": np.round(t["pctg"].to_numpy(dtype=np.float64), 1)})
-        k = _kern.kernel_stats(self.view, num_kernels=num_kernels, duration_ratio=duration_ratio,
-                               include_memory=include_memory_kernels).sort_values(["kernel_type", "name", "rank"], kind="stable")
-        kernels = pd.DataFrame({"name": k["name"].to_numpy(), "sum (us)": k["sum_us"].to_numpy(), "max (us)": k["max_us"].to_numpy(),
-                                "min (us)": k["min_us"].to_numpy(), "stddev": k["std_us"].to_numpy(),
-                                "mean (us)": k["mean_us"].to_numpy(), "kernel_type": k["kernel_type"].to_numpy(),
-                                "rank": k["rank"].to_numpy()})
+        types = pd.DataFrame(
+            {
+                "kernel_type": t["kernel_type"],
+                "sum": t["time_us"].to_numpy().astype(np.int64),
+                "percentage": np.round(t["pctg"].to_numpy(dtype=np.float64), 1),
+            }
+        )
+        k = _kern.kernel_stats(
+            self.view, num_kernels=num_kernels, duration_ratio=duration_ratio, include_memory=include_memory_kernels
+        ).sort_values(["kernel_type", "name", "rank"], kind="stable")
+        kernels = pd.DataFrame(
+            {
+                "name": k["name"].to_numpy(),
+                "sum (us)": k["sum_us"].to_numpy(),
+                "max (us)": k["max_us"].to_numpy(),
+                "min (us)": k["min_us"].to_numpy(),
+                "stddev": k["std_us"].to_numpy(),
+                "mean (us)": k["mean_us"].to_numpy(),
+                "kernel_type": k["kernel_type"].to_numpy(),
+                "rank": k["rank"].to_numpy(),
+            }
+        )
         if visualize:
             self._figures(lambda p: [p.kernel_type_pie(types), *p.kernel_per_rank(kernels)], renderer=image_renderer)
         return types, kernels
 
     def get_idle_time_breakdown(
         self,
-        ranks: Optional[List[int]] = None,
-        streams: Optional[List[int]] = None,
+        ranks: Optional[list[int]] = None,
+        streams: Optional[list[int]] = None,
         visualize: bool = False,
         visualize_pctg: bool = True,
         show_idle_interval_stats: bool = False,
         consecutive_kernel_delay: int = 30,
-    ) -> Tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+    ) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
         """Idle time per stream split into host_wait, kernel_wait and other.
 
         ``consecutive_kernel_delay`` is in µs (HTA's docstring says ns; its
@@ -84,18 +105,38 @@ class BreakdownMethods(FacadeBase):
         ``hta_compat=True``), and a rank without GPU kernels gives no rows (HTA
         raises).
         """
-        kw = dict(rules=self._rules(), ranks=self._ranks_arg(ranks), streams=streams,
-                  consecutive_kernel_delay_us=consecutive_kernel_delay)
+        kw = dict(
+            rules=self._rules(),
+            ranks=self._ranks_arg(ranks),
+            streams=streams,
+            consecutive_kernel_delay_us=consecutive_kernel_delay,
+        )
         b = _idle.idle_breakdown(self.view, **kw)
         b = b[b["operations"].to_numpy() > 0]  # HTA lists the categories that occur
-        idle = pd.DataFrame({"rank": b["rank"].to_numpy(), "stream": b["stream"].to_numpy(),
-                             "idle_category": b["idle_category"].to_numpy(), "idle_time": np.round(b["idle_us"].to_numpy(), 2),
-                             "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2)})
+        idle = pd.DataFrame(
+            {
+                "rank": b["rank"].to_numpy(),
+                "stream": b["stream"].to_numpy(),
+                "idle_category": b["idle_category"].to_numpy(),
+                "idle_time": np.round(b["idle_us"].to_numpy(), 2),
+                "idle_time_ratio": np.round(b["idle_ratio"].to_numpy(), 2),
+            }
+        )
         stats = None
         if show_idle_interval_stats:
             s = _idle.idle_interval_stats(self.view, **kw)
-            cols = {"rank": "rank", "stream": "stream", "count": "count", "mean": "mean_us", "std": "std_us",
-                    "min": "min_us", "25%": "p25_us", "50%": "p50_us", "75%": "p75_us", "max": "max_us"}
+            cols = {
+                "rank": "rank",
+                "stream": "stream",
+                "count": "count",
+                "mean": "mean_us",
+                "std": "std_us",
+                "min": "min_us",
+                "25%": "p25_us",
+                "50%": "p50_us",
+                "75%": "p75_us",
+                "max": "max_us",
+            }
             stats = pd.DataFrame({h: s[c].to_numpy() for h, c in cols.items()}).astype({"count": np.float64}).round(2)
             stats.index = pd.Index(s["idle_category"].to_numpy(), name="idle_category")
         if visualize:
@@ -111,7 +152,6 @@ class BreakdownMethods(FacadeBase):
             self._figures(lambda p: p.comm_overlap(out["rank"], out["comp_comm_overlap_pctg"]))
         return out
 
-    def get_profiler_steps(self) -> List[int]:
+    def get_profiler_steps(self) -> list[int]:
         """Sorted ``ProfilerStep#N`` numbers present after loading (the last step is dropped by default)."""
         return profiler_steps(self.view)
-

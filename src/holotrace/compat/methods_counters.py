@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import Flag, auto
-from typing import Dict, List, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -55,8 +55,9 @@ class CounterMethods(FacadeBase):
     """HTA's counter methods: queue length, memory bandwidth, augmented trace files, CUPTI counters."""
 
     # ------------------------------------------------------------------ queue length
-    def get_queue_length_time_series(self, ranks: Optional[List[int]] = None,
-                                     hta_compat: Optional[bool] = None) -> Dict[int, pd.DataFrame]:
+    def get_queue_length_time_series(
+        self, ranks: Optional[list[int]] = None, hta_compat: Optional[bool] = None
+    ) -> dict[int, pd.DataFrame]:
         """Per rank: the queue length of each stream as change points (``ts`` µs, ``pid``, ``tid``,
         ``stream``, ``queue_length``; index ``index``). +1 at each launch call with its GPU operation in
         the trace, −1 when that operation starts; +1 before −1 at equal times (HTA: arbitrary). Ranks
@@ -66,18 +67,24 @@ class CounterMethods(FacadeBase):
             log.warning(f.line())
         return out
 
-    def get_queue_length_summary(self, ranks: Optional[List[int]] = None,
-                                 hta_compat: Optional[bool] = None) -> Optional[pd.DataFrame]:
+    def get_queue_length_summary(
+        self, ranks: Optional[list[int]] = None, hta_compat: Optional[bool] = None
+    ) -> Optional[pd.DataFrame]:
         """``describe()`` of the queue length per (rank, stream) over its change points; None without launches."""
         return _ctr.queue_length_summary(self.get_queue_length_time_series(ranks, hta_compat))
 
-    def get_queue_length_summary_from_time_series(self, queue_length_dict: Dict[int, pd.DataFrame]) -> Optional[pd.DataFrame]:
+    def get_queue_length_summary_from_time_series(
+        self, queue_length_dict: dict[int, pd.DataFrame]
+    ) -> Optional[pd.DataFrame]:
         """:meth:`get_queue_length_summary` of given series (the caller's frames are left unchanged)."""
         return _ctr.queue_length_summary(queue_length_dict)
 
-    def get_time_spent_blocked_on_full_queue(self, queue_length_dict: Dict[int, pd.DataFrame],
-                                             max_queue_length: int = _ctr.CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
-                                             hta_compat: Optional[bool] = None) -> pd.DataFrame:
+    def get_time_spent_blocked_on_full_queue(
+        self,
+        queue_length_dict: dict[int, pd.DataFrame],
+        max_queue_length: int = _ctr.CUDA_MAX_LAUNCH_QUEUE_PER_STREAM,
+        hta_compat: Optional[bool] = None,
+    ) -> pd.DataFrame:
         """Time (µs) and share of the rank's trace duration each stream's queue holds ``>= max_queue_length``
         operations. One row per (rank, stream); ``hta_compat=True``: HTA's one row per rank (its last
         qualifying stream)."""
@@ -87,22 +94,29 @@ class CounterMethods(FacadeBase):
         return _ctr.blocked_on_full_queue(queue_length_dict, durations, max_queue_length=max_queue_length, rules=rules)
 
     # ------------------------------------------------------------------ memory bandwidth
-    def get_memory_bw_time_series(self, ranks: Optional[List[int]] = None,
-                                  hta_compat: Optional[bool] = None) -> Dict[int, pd.DataFrame]:
+    def get_memory_bw_time_series(
+        self, ranks: Optional[list[int]] = None, hta_compat: Optional[bool] = None
+    ) -> dict[int, pd.DataFrame]:
         """Per rank: aggregate bandwidth (GB/s) of each copy kind as change points (``ts`` µs, ``pid``,
         ``name``, ``memory_bw_gbps``). Exactly 0 when no copy of the kind runs (``hta_compat=True``: HTA's
         floating-point residue); ends before starts at equal times."""
         return _ctr.memory_bandwidth(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks))
 
-    def get_memory_bw_summary(self, ranks: Optional[List[int]] = None,
-                              hta_compat: Optional[bool] = None) -> Optional[pd.DataFrame]:
+    def get_memory_bw_summary(
+        self, ranks: Optional[list[int]] = None, hta_compat: Optional[bool] = None
+    ) -> Optional[pd.DataFrame]:
         """``describe()`` of the positive bandwidth points per (rank, copy kind); None without memory operations."""
         return _ctr.memory_bandwidth_summary(self.get_memory_bw_time_series(ranks, hta_compat))
 
     # ------------------------------------------------------------------ augmented traces
-    def generate_trace_with_counters(self, time_series: Optional[TimeSeriesTypes] = None,
-                                     ranks: Optional[List[int]] = None, output_suffix: str = "_with_counters",
-                                     output_dir: Optional[str] = None, hta_compat: Optional[bool] = None) -> None:
+    def generate_trace_with_counters(
+        self,
+        time_series: Optional[TimeSeriesTypes] = None,
+        ranks: Optional[list[int]] = None,
+        output_suffix: str = "_with_counters",
+        output_dir: Optional[str] = None,
+        hta_compat: Optional[bool] = None,
+    ) -> None:
         """Write each rank's trace with counter tracks: ``Queue Length`` (one track per stream, ``id`` =
         stream) and the memory bandwidth per copy kind (``Memcpy BW``).
 
@@ -114,19 +128,36 @@ class CounterMethods(FacadeBase):
         chosen = self._ranks_arg(ranks)
         time_series = series_types(time_series)
         suffix = output_suffix or "_with_counters"
-        queue = self.get_queue_length_time_series(chosen, hta_compat) if TimeSeriesTypes.QUEUE_LENGTH in time_series else {}
-        membw = self.get_memory_bw_time_series(chosen, hta_compat) if TimeSeriesTypes.MEMCPY_BANDWIDTH in time_series else {}
+        queue = (
+            self.get_queue_length_time_series(chosen, hta_compat) if TimeSeriesTypes.QUEUE_LENGTH in time_series else {}
+        )
+        membw = (
+            self.get_memory_bw_time_series(chosen, hta_compat)
+            if TimeSeriesTypes.MEMCPY_BANDWIDTH in time_series
+            else {}
+        )
         for r in chosen:
             events: list[str] = []
             offset = self._hta_time_offset(r)
             q = queue.get(r)
             if q is not None:
-                events += trace_file.counter_events(q["ts"].to_numpy() + offset, q["pid"].to_numpy(), "Queue Length",
-                                                    "Queue Length", q["queue_length"].to_numpy(), q["stream"].to_numpy())
+                events += trace_file.counter_events(
+                    q["ts"].to_numpy() + offset,
+                    q["pid"].to_numpy(),
+                    "Queue Length",
+                    "Queue Length",
+                    q["queue_length"].to_numpy(),
+                    q["stream"].to_numpy(),
+                )
             m = membw.get(r)
             if m is not None:
-                events += trace_file.counter_events(m["ts"].to_numpy() + offset, m["pid"].to_numpy(),
-                                                    m["name"].to_numpy(), "Memcpy BW", m["memory_bw_gbps"].to_numpy())
+                events += trace_file.counter_events(
+                    m["ts"].to_numpy() + offset,
+                    m["pid"].to_numpy(),
+                    m["name"].to_numpy(),
+                    "Memcpy BW",
+                    m["memory_bw_gbps"].to_numpy(),
+                )
             if not events:
                 continue
             t = self.job.rank(r)
@@ -173,8 +204,9 @@ class CounterMethods(FacadeBase):
             frame = frame.assign(end=frame["end"] + self._hta_time_offset(rank))
         return frame
 
-    def get_cupti_counter_data_with_operators(self, ranks: Optional[List[int]] = None,
-                                              hta_compat: Optional[bool] = None) -> List[pd.DataFrame]:
+    def get_cupti_counter_data_with_operators(
+        self, ranks: Optional[list[int]] = None, hta_compat: Optional[bool] = None
+    ) -> list[pd.DataFrame]:
         """Each CUPTI range (category ``cuda_profiler_range``) paired by position with its kernel launch,
         with one integer column per counter and the launch's operator stack (``op_stack``, ``top_level_op``,
         ``bottom_level_op``). A launch outside any operator gets empty strings (HTA raises); a rank whose
@@ -184,14 +216,17 @@ class CounterMethods(FacadeBase):
         chosen = self._ranks_arg(ranks)
         out = []
         for r in chosen:
-            res = _cupti.counter_data(self.view, r, rules=rules, job=self.job, raw_args=self._raw_args(r),
-                                      graph=self._call_graph(r, rules))
+            res = _cupti.counter_data(
+                self.view, r, rules=rules, job=self.job, raw_args=self._raw_args(r), graph=self._call_graph(r, rules)
+            )
             for msg in res.problems:
                 log.error(msg) if res.frame is None else log.warning(msg)
             if res.frame is None:
                 continue
             out.append(self._cupti_columns(r, res, _cupti.hta_frame(res, self._table(r)), rules.hta_quirks))
         if not out and not _cupti.has_ranges(self.view):
-            log.warning("Could not find events of 'cuda_profiler_range' category Please check if you ran CUPTI "
-                        "profiler mode correctly")
+            log.warning(
+                "Could not find events of 'cuda_profiler_range' category Please check if you ran CUPTI "
+                "profiler mode correctly"
+            )
         return out

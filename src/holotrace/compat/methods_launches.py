@@ -42,9 +42,14 @@ class LaunchMethods(FacadeBase):
         launch call itself is the CPU side. ``hta_compat=True``: HTA's pairing and HTA's four columns only.
         """
         rules = self._rules(hta_compat)
-        out = _launch.launch_stats(self.view, rules=rules, ranks=self._ranks_arg(ranks),
-                                   runtime_cutoff=runtime_cutoff, launch_delay_cutoff=launch_delay_cutoff,
-                                   include_memory_events=include_memory_events)
+        out = _launch.launch_stats(
+            self.view,
+            rules=rules,
+            ranks=self._ranks_arg(ranks),
+            runtime_cutoff=runtime_cutoff,
+            launch_delay_cutoff=launch_delay_cutoff,
+            include_memory_events=include_memory_events,
+        )
         if visualize:
             self._figures(lambda p: p.launch_histograms(out, runtime_cutoff, launch_delay_cutoff))
         if rules.hta_quirks:
@@ -69,8 +74,9 @@ class LaunchMethods(FacadeBase):
         without records gives an empty frame (HTA: ``KeyError``).
         ``hta_compat=True`` reproduces the carry-over and the thread-blind match.
         """
-        out = _aten.aten_op_kernels(self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks),
-                                    sort_by=sort_by)
+        out = _aten.aten_op_kernels(
+            self.view, rules=self._rules(hta_compat), ranks=self._ranks_arg(ranks), sort_by=sort_by
+        )
         if visualize:
             self._figures(lambda p: p.aten_tables(out))
         return out
@@ -110,18 +116,31 @@ class LaunchMethods(FacadeBase):
         if problem:
             log.error("Argument output_dir `%s` is not a valid output path: %s.", output_dir, problem)
             return pd.DataFrame()
-        res = _seq.frequent_kernel_sequences(self.view, operator_name, rules=rules, rank=rank,
-                                             min_pattern_len=min_pattern_len, graph=self._call_graph(rank, rules))
+        res = _seq.frequent_kernel_sequences(
+            self.view,
+            operator_name,
+            rules=rules,
+            rank=rank,
+            min_pattern_len=min_pattern_len,
+            graph=self._call_graph(rank, rules),
+        )
         if res.patterns.empty:
-            log.error("operator_name %s not found in the trace file, or no frequent cuda kernel sequences found.", operator_name)
+            log.error(
+                "operator_name %s not found in the trace file, or no frequent cuda kernel sequences found.",
+                operator_name,
+            )
             return pd.DataFrame() if rules.hta_quirks else res.patterns
-        path = _seq.write_overlay(res, self.job.rank(rank).file, output_dir, top_k,
-                                  strings=self.job.strings if compress_other_kernels else None)
+        path = _seq.write_overlay(
+            res,
+            self.job.rank(rank).file,
+            output_dir,
+            top_k,
+            strings=self.job.strings if compress_other_kernels else None,
+        )
         log.info("Overlaid trace file for rank %s has been generated at %s.", rank, path)
         if visualize:
             self._figures(lambda p: p.kernel_sequences(res.patterns.head(top_k), rank))
         return res.patterns
-
 
 
 def _writable_dir_problem(path) -> str | None:

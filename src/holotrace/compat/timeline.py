@@ -20,35 +20,76 @@ from __future__ import annotations
 import copy
 import logging
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, List, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from holotrace.errors import AnalysisError
 
-__all__ = ["AnnotationStreamID", "CPUStreamID", "DefaultTTL", "DefaultMustHaveColumns", "DefaultHoverColumns",
-           "DefaultTaskLabelColumns", "DefaultCallStackHoverColumns", "REQUIRED_COLUMNS_FOR_CPU_GPU_ALIGNMENT",
-           "EventType", "PlotFormat", "TimelinePlotSetting", "DefaultTimelinePlotSetting", "auto_detect_setting",
-           "prepare_timeline_events", "align_module_with_kernels", "plot_events_timeline", "events_timeline_figure",
-           "get_fig_title_from_fig_name", "get_fig_name_from_fig_title", "Timeline", "simplify_name",
-           "plot_timeline", "timeline_gpu_figure", "prepare_timeline_gpu_events", "plot_timeline_gpu_kernels",
-           "plot_timeline_gpu_kernels_from_trace"]
+__all__ = [
+    "AnnotationStreamID",
+    "CPUStreamID",
+    "DefaultTTL",
+    "DefaultMustHaveColumns",
+    "DefaultHoverColumns",
+    "DefaultTaskLabelColumns",
+    "DefaultCallStackHoverColumns",
+    "REQUIRED_COLUMNS_FOR_CPU_GPU_ALIGNMENT",
+    "EventType",
+    "PlotFormat",
+    "TimelinePlotSetting",
+    "DefaultTimelinePlotSetting",
+    "auto_detect_setting",
+    "prepare_timeline_events",
+    "align_module_with_kernels",
+    "plot_events_timeline",
+    "events_timeline_figure",
+    "get_fig_title_from_fig_name",
+    "get_fig_name_from_fig_title",
+    "Timeline",
+    "simplify_name",
+    "plot_timeline",
+    "timeline_gpu_figure",
+    "prepare_timeline_gpu_events",
+    "plot_timeline_gpu_kernels",
+    "plot_timeline_gpu_kernels_from_trace",
+]
 
 log = logging.getLogger("holotrace.compat")
 
 AnnotationStreamID: int = 0
 CPUStreamID: int = -1
 DefaultTTL: int = 3600 * 24 * 30
-DefaultMustHaveColumns: List[str] = ["name", "ts", "dur"]
-DefaultHoverColumns: List[str] = ["trace", "rank", "iteration", "stream", "cat", "index"]
-DefaultTaskLabelColumns: List[str] = ["stream", "rank", "trace", "depth"]
-DefaultCallStackHoverColumns: List[str] = ["name", "cat", "index", "ts", "dur", "rank", "stream", "height", "depth",
-                                           "tid", "index_correlation"]
-REQUIRED_COLUMNS_FOR_CPU_GPU_ALIGNMENT = {"index", "stream", "ts", "dur", "name", "first_kernel_start",
-                                          "kernel_span", "num_kernels"}
+DefaultMustHaveColumns: list[str] = ["name", "ts", "dur"]
+DefaultHoverColumns: list[str] = ["trace", "rank", "iteration", "stream", "cat", "index"]
+DefaultTaskLabelColumns: list[str] = ["stream", "rank", "trace", "depth"]
+DefaultCallStackHoverColumns: list[str] = [
+    "name",
+    "cat",
+    "index",
+    "ts",
+    "dur",
+    "rank",
+    "stream",
+    "height",
+    "depth",
+    "tid",
+    "index_correlation",
+]
+REQUIRED_COLUMNS_FOR_CPU_GPU_ALIGNMENT = {
+    "index",
+    "stream",
+    "ts",
+    "dur",
+    "name",
+    "first_kernel_start",
+    "kernel_span",
+    "num_kernels",
+}
 
 
 class EventType(Enum):
@@ -88,8 +129,10 @@ DefaultTimelinePlotSetting: TimelinePlotSetting = TimelinePlotSetting()
 def _missing(df: pd.DataFrame, columns, what: str) -> None:
     lacking = sorted(set(columns) - set(df.columns))
     if lacking:
-        raise AnalysisError(f"{what}: the frame lacks the column(s) {lacking}",
-                            fix="pass a trace table such as Trace.get_trace(rank), with those columns")
+        raise AnalysisError(
+            f"{what}: the frame lacks the column(s) {lacking}",
+            fix="pass a trace table such as Trace.get_trace(rank), with those columns",
+        )
 
 
 def auto_detect_setting(events: pd.DataFrame, setting: TimelinePlotSetting) -> None:
@@ -142,12 +185,16 @@ def _old_simplify(name: str, hta_compat: bool) -> str:
 def _decode(col: pd.Series, symbol_table, fn: Optional[Callable[[str], str]]) -> np.ndarray:
     """Names of a column of symbol ids (or of strings), through ``fn``, computed once per distinct value."""
     values = col.to_numpy()
-    uniq, inv = np.unique(values.astype(str) if values.dtype == object or not np.issubdtype(values.dtype, np.number)
-                          else values, return_inverse=True)
+    uniq, inv = np.unique(
+        values.astype(str) if values.dtype == object or not np.issubdtype(values.dtype, np.number) else values,
+        return_inverse=True,
+    )
     if np.issubdtype(uniq.dtype, np.number):
         if symbol_table is None:
-            raise AnalysisError("symbol ids cannot be decoded without a symbol table",
-                                fix="pass the Trace's symbol_table, or a frame with string names")
+            raise AnalysisError(
+                "symbol ids cannot be decoded without a symbol table",
+                fix="pass the Trace's symbol_table, or a frame with string names",
+            )
         table = symbol_table.get_sym_table()
         texts = [table[int(i)] if 0 <= int(i) < len(table) else "" for i in uniq.tolist()]
     else:
@@ -163,7 +210,7 @@ def _label(prefix: str, col: pd.Series) -> pd.Series:
 
 
 def _task_names(events: pd.DataFrame, s: TimelinePlotSetting) -> pd.Series:
-    parts: List[pd.Series] = []
+    parts: list[pd.Series] = []
     if s.multi_traces:
         parts.append(_label("trace", events["trace"]))
     if s.multi_ranks:
@@ -179,22 +226,30 @@ def _task_names(events: pd.DataFrame, s: TimelinePlotSetting) -> pd.Series:
             parts.append(pd.Series("cpu events", index=events.index, dtype=object))
     elif len(events):
         stream = events["stream"].to_numpy() if "stream" in events.columns else np.full(len(events), -1)
-        cpu = ("cpu level " + events["depth"].astype(str).str.zfill(3)).to_numpy(dtype=object) \
-            if "depth" in events.columns else np.full(len(events), "cpu events", dtype=object)
+        cpu = (
+            ("cpu level " + events["depth"].astype(str).str.zfill(3)).to_numpy(dtype=object)
+            if "depth" in events.columns
+            else np.full(len(events), "cpu events", dtype=object)
+        )
         gpu = ("gpu stream " + pd.Series(stream).astype(str).str.zfill(3)).to_numpy(dtype=object)
-        parts.append(pd.Series(np.where(stream == CPUStreamID, cpu, np.where(stream == AnnotationStreamID,
-                                                                             "gpu annotate", gpu)),
-                               index=events.index, dtype=object))
+        parts.append(
+            pd.Series(
+                np.where(stream == CPUStreamID, cpu, np.where(stream == AnnotationStreamID, "gpu annotate", gpu)),
+                index=events.index,
+                dtype=object,
+            )
+        )
     if not parts:
-        raise NotImplementedError("The events must have at least one of label columns "
-                                  "(`trace`, `rank`, `stream`, `tid`, `depth`)")
+        raise NotImplementedError(
+            "The events must have at least one of label columns (`trace`, `rank`, `stream`, `tid`, `depth`)"
+        )
     out = parts[0].astype(str)
     for p in parts[1:]:
         out = out + " " + p.astype(str)
     return out
 
 
-def _sort_columns(events: pd.DataFrame, s: TimelinePlotSetting) -> List[str]:
+def _sort_columns(events: pd.DataFrame, s: TimelinePlotSetting) -> list[str]:
     cols = (["trace"] if s.multi_traces else []) + (["rank"] if s.multi_ranks else [])
     if s.event_type == EventType.GPUEvents and s.multi_streams:
         cols.append("stream")
@@ -205,8 +260,9 @@ def _sort_columns(events: pd.DataFrame, s: TimelinePlotSetting) -> List[str]:
     return [c for c in cols + ["ts"] if c in events.columns]
 
 
-def align_module_with_kernels(events_df: pd.DataFrame, module_list: List[str], sym_table=None,
-                              include_original_cpu_events: bool = False) -> pd.DataFrame:
+def align_module_with_kernels(
+    events_df: pd.DataFrame, module_list: list[str], sym_table=None, include_original_cpu_events: bool = False
+) -> pd.DataFrame:
     """Annotation rows (``stream`` 0) spanning the kernels of the CPU operators whose names start with a
     match of a pattern of ``module_list``, after the device rows (``stream > 0``; every row but
     ``stream`` 0 with ``include_original_cpu_events``). Needs the call-graph columns (build a ``CallGraph``)."""
@@ -218,11 +274,16 @@ def align_module_with_kernels(events_df: pd.DataFrame, module_list: List[str], s
         matched = {i for pat in module_list for s, i in ids.items() if re.match(pat, s)}
         hit = names.isin(list(matched))
     else:
-        col = next((c for c in ("name", "s_name") if c in events_df.columns
-                    and pd.api.types.is_string_dtype(events_df[c])), None)
+        col = next(
+            (c for c in ("name", "s_name") if c in events_df.columns and pd.api.types.is_string_dtype(events_df[c])),
+            None,
+        )
         if col is None:
-            raise AnalysisError("align_module_with_kernels: the frame has no string `name` or `s_name` column "
-                                "and no symbol table was given", fix="pass sym_table=trace.symbol_table")
+            raise AnalysisError(
+                "align_module_with_kernels: the frame has no string `name` or `s_name` column "
+                "and no symbol table was given",
+                fix="pass sym_table=trace.symbol_table",
+            )
         text = events_df[col].astype(str)
         hit = pd.Series(False, index=events_df.index)
         for pat in module_list:
@@ -236,8 +297,12 @@ def align_module_with_kernels(events_df: pd.DataFrame, module_list: List[str], s
     return pd.concat([original, annotations], ignore_index=True)
 
 
-def prepare_timeline_events(df: pd.DataFrame, setting: Optional[TimelinePlotSetting] = None, symbol_table=None,
-                            hover_columns: Optional[List[str]] = None) -> pd.DataFrame:
+def prepare_timeline_events(
+    df: pd.DataFrame,
+    setting: Optional[TimelinePlotSetting] = None,
+    symbol_table=None,
+    hover_columns: Optional[list[str]] = None,
+) -> pd.DataFrame:
     """The frame behind :func:`plot_events_timeline`: times from the first event (µs), ``x_start``/``x_end``
     columns of the setting (short events widened to ``short_events_display_duration``), ``task`` lines,
     names simplified; sorted by the task columns, then ``ts``. An empty frame for an empty input."""
@@ -268,22 +333,39 @@ def prepare_timeline_events(df: pd.DataFrame, setting: Optional[TimelinePlotSett
     return events.sort_values(by=_sort_columns(events, setting), kind="stable")
 
 
-def events_timeline_figure(title: str, events: pd.DataFrame, setting: Optional[TimelinePlotSetting] = None,
-                           hover_columns: Optional[List[str]] = None):
+def events_timeline_figure(
+    title: str,
+    events: pd.DataFrame,
+    setting: Optional[TimelinePlotSetting] = None,
+    hover_columns: Optional[list[str]] = None,
+):
     """The figure :func:`plot_events_timeline` draws (bars at their true ``dur``; ``x_end`` widens the axis):
     :func:`holotrace.render.plots_timeline.events_timeline` drawn by plotly."""
     from holotrace.render import plotly_figures, plots_timeline
 
     s = setting or DefaultTimelinePlotSetting
     _missing(events, {s.x_start_column, s.x_end_column, s.task_column, s.color_column}, "plot_events_timeline")
-    return plotly_figures.figure(plots_timeline.events_timeline(
-        events, title, x_start=s.x_start_column, x_end=s.x_end_column, task=s.task_column, color=s.color_column,
-        task_height=s.task_height, hover=list(hover_columns or DefaultHoverColumns)))
+    return plotly_figures.figure(
+        plots_timeline.events_timeline(
+            events,
+            title,
+            x_start=s.x_start_column,
+            x_end=s.x_end_column,
+            task=s.task_column,
+            color=s.color_column,
+            task_height=s.task_height,
+            hover=list(hover_columns or DefaultHoverColumns),
+        )
+    )
 
 
-def plot_events_timeline(title: str, events: pd.DataFrame, setting: Optional[TimelinePlotSetting] = None,
-                         hover_columns: Optional[List[str]] = None,
-                         output_image_path: Optional[str] = None) -> Optional[str]:
+def plot_events_timeline(
+    title: str,
+    events: pd.DataFrame,
+    setting: Optional[TimelinePlotSetting] = None,
+    hover_columns: Optional[list[str]] = None,
+    output_image_path: Optional[str] = None,
+) -> Optional[str]:
     """Plot a :func:`prepare_timeline_events` frame: shown (``PlotFormat.Inline``, in notebooks), returned as
     HTML (``PlotFormat.HTML``), and written to ``output_image_path`` (``.html``, else an image) if given."""
     from holotrace.render.timeline import show_figure, write_figure
@@ -315,8 +397,14 @@ class Timeline:
     """A timeline plot of a trace frame: filtered by ``filter_func(df, symbol_table)``, then prepared with
     :func:`prepare_timeline_events` (unless the frame is prepared already)."""
 
-    def __init__(self, timeline_events: pd.DataFrame, symbol_table, filter_func=None,
-                 setting: Optional[TimelinePlotSetting] = None, hover_columns: Optional[List[str]] = None) -> None:
+    def __init__(
+        self,
+        timeline_events: pd.DataFrame,
+        symbol_table,
+        filter_func=None,
+        setting: Optional[TimelinePlotSetting] = None,
+        hover_columns: Optional[list[str]] = None,
+    ) -> None:
         self.timeline_events = timeline_events
         self.symbol_table = symbol_table
         self.setting = copy.copy(setting or DefaultTimelinePlotSetting)
@@ -345,7 +433,8 @@ class Timeline:
 # ---------------------------------------------------------------------------------------------------------------
 # the older module, hta.analyzers.timeline
 
-def timeline_gpu_figure(title: str, events: pd.DataFrame, ranks: Optional[List[int]] = None):
+
+def timeline_gpu_figure(title: str, events: pd.DataFrame, ranks: Optional[list[int]] = None):
     """The figure :func:`plot_timeline` draws: date axis, 1600 wide, ``200 + 120 × ranks`` high
     (:func:`holotrace.render.plots_timeline.gpu_kernels_timeline` drawn by plotly)."""
     from holotrace.render import plotly_figures, plots_timeline
@@ -354,7 +443,7 @@ def timeline_gpu_figure(title: str, events: pd.DataFrame, ranks: Optional[List[i
     return plotly_figures.figure(plots_timeline.gpu_kernels_timeline(events, title, ranks))
 
 
-def plot_timeline(title: str, events: pd.DataFrame, ranks: Optional[List[int]] = None) -> None:
+def plot_timeline(title: str, events: pd.DataFrame, ranks: Optional[list[int]] = None) -> None:
     """Show a :func:`prepare_timeline_gpu_events` frame (in notebooks)."""
     from holotrace.render.timeline import show_figure
 
@@ -363,15 +452,24 @@ def plot_timeline(title: str, events: pd.DataFrame, ranks: Optional[List[int]] =
 
 def _get_unique_values(df: pd.DataFrame, col: str, exclude_values: Sequence = (-1,)) -> list:
     if col not in df:
-        raise AnalysisError(f"{col} is not a column of the frame (columns: {list(df.columns)})",
-                            fix="pass a rank-concatenated trace frame")
+        raise AnalysisError(
+            f"{col} is not a column of the frame (columns: {list(df.columns)})",
+            fix="pass a rank-concatenated trace frame",
+        )
     values = pd.unique(df[col].dropna())
     return sorted(v for v in values.tolist() if v not in exclude_values)
 
 
-def prepare_timeline_gpu_events(df: pd.DataFrame, symbol_table, ranks: Optional[List[int]] = None,
-                                iterations: Optional[List[int]] = None, streams: Optional[List[int]] = None,
-                                duration_threshold: int = 1000, *, hta_compat: bool = False) -> pd.DataFrame:
+def prepare_timeline_gpu_events(
+    df: pd.DataFrame,
+    symbol_table,
+    ranks: Optional[list[int]] = None,
+    iterations: Optional[list[int]] = None,
+    streams: Optional[list[int]] = None,
+    duration_threshold: int = 1000,
+    *,
+    hta_compat: bool = False,
+) -> pd.DataFrame:
     """The GPU rows of a rank-concatenated frame (``rank`` column) for :func:`plot_timeline`: the chosen
     ranks, iterations and streams (by default every value but −1, so CPU rows and rows outside any
     iteration are left out), with ``s_name``, ``s_cat``, ``label``, ``task`` = ``"rank R stream S"`` and
@@ -393,24 +491,36 @@ def prepare_timeline_gpu_events(df: pd.DataFrame, symbol_table, ranks: Optional[
     return events.sort_values(by=["rank", "stream", "ts"], kind="stable")
 
 
-def plot_timeline_gpu_kernels(title: str, df: pd.DataFrame, symbol_table, ranks: Optional[List[int]] = None,
-                              iterations: Optional[List[int]] = None, streams: Optional[List[int]] = None,
-                              duration_threshold: int = 1000) -> None:
+def plot_timeline_gpu_kernels(
+    title: str,
+    df: pd.DataFrame,
+    symbol_table,
+    ranks: Optional[list[int]] = None,
+    iterations: Optional[list[int]] = None,
+    streams: Optional[list[int]] = None,
+    duration_threshold: int = 1000,
+) -> None:
     """Plot the GPU kernels of a rank-concatenated frame (see :func:`prepare_timeline_gpu_events`)."""
-    plot_timeline(title, prepare_timeline_gpu_events(df, symbol_table, ranks, iterations, streams,
-                                                     duration_threshold))
+    plot_timeline(title, prepare_timeline_gpu_events(df, symbol_table, ranks, iterations, streams, duration_threshold))
 
 
-def _concat_ranks(trace_data, ranks: Optional[List[int]]) -> pd.DataFrame:
+def _concat_ranks(trace_data, ranks: Optional[list[int]]) -> pd.DataFrame:
     have = trace_data.get_all_traces()
     chosen = sorted(set(have) & set(ranks)) if ranks is not None else list(have)
-    return pd.concat([trace_data.get_trace(r) for r in chosen], axis=0, keys=chosen,
-                     names=["rank", "idx"]).reset_index()
+    return pd.concat(
+        [trace_data.get_trace(r) for r in chosen], axis=0, keys=chosen, names=["rank", "idx"]
+    ).reset_index()
 
 
-def plot_timeline_gpu_kernels_from_trace(title: str, trace_data, ranks: Optional[List[int]] = None,
-                                         iterations: Optional[List[int]] = None, streams: Optional[List[int]] = None,
-                                         duration_threshold: int = 1000) -> None:
+def plot_timeline_gpu_kernels_from_trace(
+    title: str,
+    trace_data,
+    ranks: Optional[list[int]] = None,
+    iterations: Optional[list[int]] = None,
+    streams: Optional[list[int]] = None,
+    duration_threshold: int = 1000,
+) -> None:
     """Plot the GPU kernels of a ``Trace``'s chosen ranks."""
-    plot_timeline_gpu_kernels(title, _concat_ranks(trace_data, ranks), trace_data.symbol_table, ranks, iterations,
-                              streams, duration_threshold)
+    plot_timeline_gpu_kernels(
+        title, _concat_ranks(trace_data, ranks), trace_data.symbol_table, ranks, iterations, streams, duration_threshold
+    )

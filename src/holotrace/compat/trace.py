@@ -15,8 +15,8 @@ import gzip
 import json
 import os
 import re
-from collections.abc import MutableMapping
-from typing import Dict, Iterable, List, Optional, Union
+from collections.abc import Iterable, MutableMapping
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,8 @@ class TraceSymbolTable:
     NULL: int = -128
 
     def __init__(self, symbols: Iterable[str] = ()) -> None:
-        self.sym_table: List[str] = []
-        self.sym_index: Dict[str, int] = {}
+        self.sym_table: list[str] = []
+        self.sym_index: dict[str, int] = {}
         self.add_symbols(symbols)
 
     def is_empty(self) -> bool:
@@ -45,7 +45,7 @@ class TraceSymbolTable:
                 self.sym_index[s] = len(self.sym_table)
                 self.sym_table.append(s)
 
-    def add_symbols_mp(self, symbols_list: List[Iterable[str]]) -> None:
+    def add_symbols_mp(self, symbols_list: list[Iterable[str]]) -> None:
         """Add the symbols of several iterables (HTA collects them in worker processes, in no set order;
         here in list order)."""
         for symbols in symbols_list:
@@ -55,7 +55,7 @@ class TraceSymbolTable:
         pd.DataFrame({"symbol": self.sym_table}).to_csv(file_path, index=True)
 
     @staticmethod
-    def from_csv_file(file_path: str) -> "TraceSymbolTable":
+    def from_csv_file(file_path: str) -> TraceSymbolTable:
         """A table from a CSV file with a ``symbol`` column (as ``_to_csv_file`` writes)."""
         if not os.path.exists(file_path):
             raise FileNotFoundError(f"File {file_path} does not exist.")
@@ -64,36 +64,46 @@ class TraceSymbolTable:
             raise ValueError(f"{file_path}: expect a column 'symbol' in the csv")
         return TraceSymbolTable(df["symbol"].tolist())
 
-    def _ids(self, names: Iterable[str]) -> List[int]:
+    def _ids(self, names: Iterable[str]) -> list[int]:
         return [self.sym_index[s] for s in names if s in self.sym_index]
 
     def get_operator_or_cuda_runtime_mask(self, df: pd.DataFrame) -> pd.Series:
         """Rows whose category is ``cpu_op``, ``cuda_runtime`` or ``cuda_driver``."""
         return df["cat"].isin(self._ids(("cpu_op", "cuda_runtime", "cuda_driver")))
 
-    RUNTIME_LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                            "cudaMemcpyAsync", "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution",
-                            "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync", "hipMemcpyAsync",
-                            "hipMemcpyWithStream")
+    RUNTIME_LAUNCH_NAMES = (
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "runFunction - job_prep_and_submit_for_execution",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemsetAsync",
+        "hipMemcpyAsync",
+        "hipMemcpyWithStream",
+    )
 
     def get_runtime_launch_events_mask(self, df: pd.DataFrame) -> pd.Series:
         """Runtime kernel/copy/set launch calls (HTA's list of names) that have a GPU partner
         (``index_correlation > 0``)."""
         return df["name"].isin(self._ids(self.RUNTIME_LAUNCH_NAMES)) & (df["index_correlation"] > 0)
 
-    def get_events_mask(self, df: pd.DataFrame, events: Optional[List[str]]) -> pd.Series:
+    def get_events_mask(self, df: pd.DataFrame, events: Optional[list[str]]) -> pd.Series:
         """Rows whose name contains any of ``events`` (all False for ``None``)."""
         if events is None:
             return pd.Series(False, index=df.index)
         return df["name"].isin(self.find_matches(events))
 
-    def get_sym_id_map(self) -> Dict[str, int]:
+    def get_sym_id_map(self) -> dict[str, int]:
         return self.sym_index
 
-    def get_sym_index(self) -> Dict[str, int]:
+    def get_sym_index(self) -> dict[str, int]:
         return self.sym_index
 
-    def get_sym_table(self) -> List[str]:
+    def get_sym_table(self) -> list[str]:
         return self.sym_table
 
     def get_sym_table_series(self) -> pd.Series:
@@ -102,22 +112,22 @@ class TraceSymbolTable:
     def get_sym_index_series(self) -> pd.Series:
         return pd.Series(self.sym_index, dtype="int64")
 
-    def find_matches(self, patterns: List[str]) -> List[int]:
+    def find_matches(self, patterns: list[str]) -> list[int]:
         """Ids of symbols containing any of the (literal) patterns."""
         rx = re.compile("|".join(re.escape(p) for p in patterns))
         return [i for i, s in enumerate(self.sym_table) if rx.search(s)]
 
-    def find_matched_symbols(self, patterns: List[str]) -> List[str]:
+    def find_matched_symbols(self, patterns: list[str]) -> list[str]:
         rx = re.compile("|".join(re.escape(p) for p in patterns))
         return [s for s in self.sym_table if rx.search(s)]
 
-    def get_symbol_ids(self, symbol_pattern) -> Dict[str, int]:
+    def get_symbol_ids(self, symbol_pattern) -> dict[str, int]:
         """``{symbol: id}`` of the symbols a ``GroupingPattern`` matches (at the start, as ``re.match``)."""
         rx = re.compile(symbol_pattern.pattern) if isinstance(symbol_pattern.pattern, str) else symbol_pattern.pattern
         inverse = bool(getattr(symbol_pattern, "inverse_match", False))
         return {s: i for s, i in self.sym_index.items() if (rx.match(s) is not None) != inverse}
 
-    def get_symbol_names(self, symbol_ids: List[int]) -> Dict[int, str]:
+    def get_symbol_names(self, symbol_ids: list[int]) -> dict[int, str]:
         n = len(self.sym_table)
         return {int(i): self.sym_table[int(i)] for i in symbol_ids if 0 <= int(i) < n}
 
@@ -132,59 +142,65 @@ class TraceSymbolTable:
             if col in df.columns and df[col].dtype.kind == "i":
                 out = "s_" + col if create_new_columns else col
                 df[out] = np.array(self.sym_table + [""], dtype=object)[
-                    np.where(df[col].to_numpy() >= 0, df[col].to_numpy(), len(self.sym_table))]
+                    np.where(df[col].to_numpy() >= 0, df[col].to_numpy(), len(self.sym_table))
+                ]
 
     def encode_df(self, df: pd.DataFrame) -> None:
         for col in ("name", "cat"):
             if col in df.columns and pd.api.types.is_string_dtype(df[col]):
                 df[col] = df[col].map(self.sym_index).astype(np.int64)
 
-    def update_encoded_df(self, df: pd.DataFrame, old_symbol_table: "TraceSymbolTable") -> None:
+    def update_encoded_df(self, df: pd.DataFrame, old_symbol_table: TraceSymbolTable) -> None:
         lut = np.array([self.sym_index[s] for s in old_symbol_table.sym_table], dtype=np.int64)
         for col in ("cat", "name"):
             df[col] = lut[df[col].to_numpy()]
 
-    def get_cpu_event_cat_ids(self) -> List[int]:
+    def get_cpu_event_cat_ids(self) -> list[int]:
         from holotrace.compat.types import CPU_EVENTS_CATEGORY_PATTERN
+
         return list(self.get_symbol_ids(CPU_EVENTS_CATEGORY_PATTERN).values())
 
-    def get_gpu_kernel_cat_ids(self) -> List[int]:
+    def get_gpu_kernel_cat_ids(self) -> list[int]:
         from holotrace.compat.types import KERNEL_CATEGORY_PATTERN
+
         return list(self.get_symbol_ids(KERNEL_CATEGORY_PATTERN).values())
 
-    def get_profiler_step_ids(self) -> List[int]:
+    def get_profiler_step_ids(self) -> list[int]:
         from holotrace.compat.types import ProfilerStepGroupingPattern
+
         return list(self.get_symbol_ids(ProfilerStepGroupingPattern).values())
 
-    def get_memory_name_ids(self) -> List[int]:
+    def get_memory_name_ids(self) -> list[int]:
         from holotrace.compat.types import MemoryKernelGroupingPattern
+
         return list(self.get_symbol_ids(MemoryKernelGroupingPattern).values())
 
-    def get_kernel_launch_ids(self) -> List[int]:
+    def get_kernel_launch_ids(self) -> list[int]:
         from holotrace.compat.types import KERNEL_LAUNCH_CATEGORY_PATTERN
+
         return list(self.get_symbol_ids(KERNEL_LAUNCH_CATEGORY_PATTERN).values())
 
     @staticmethod
-    def clone(symbol_table: "TraceSymbolTable") -> "TraceSymbolTable":
+    def clone(symbol_table: TraceSymbolTable) -> TraceSymbolTable:
         t = TraceSymbolTable()
         t.sym_table, t.sym_index = list(symbol_table.sym_table), dict(symbol_table.sym_index)
         return t
 
     @staticmethod
-    def combine_symbol_tables(tables: List["TraceSymbolTable"]) -> "TraceSymbolTable":
+    def combine_symbol_tables(tables: list[TraceSymbolTable]) -> TraceSymbolTable:
         out = TraceSymbolTable()
         for t in tables:
             out.add_symbols(t.sym_table)
         return out
 
     @staticmethod
-    def create_from_df(df: pd.DataFrame) -> "TraceSymbolTable":
+    def create_from_df(df: pd.DataFrame) -> TraceSymbolTable:
         if not all(c in df.columns and pd.api.types.is_string_dtype(df[c]) for c in ("name", "cat")):
             raise ValueError("Expect both name and cat columns of string types to be present in the dataframe")
         return TraceSymbolTable(set(df["cat"].unique()) | set(df["name"].unique()))
 
     @staticmethod
-    def create_from_symbol_id_map(symbol_id_map: Dict[str, int]) -> "TraceSymbolTable":
+    def create_from_symbol_id_map(symbol_id_map: dict[str, int]) -> TraceSymbolTable:
         inv = {v: k for k, v in symbol_id_map.items()}
         t = TraceSymbolTable()
         t.sym_table = [inv.get(i, f"Undefined-{i}") for i in range(max(symbol_id_map.values()) + 1)]
@@ -195,7 +211,7 @@ class TraceSymbolTable:
 class _LazyTables(MutableMapping):
     """``{rank: HTA table}``, each built on first access and then kept (HTA's ``Trace.traces``)."""
 
-    def __init__(self, build, ranks: List[int], stage: str = "loaded"):
+    def __init__(self, build, ranks: list[int], stage: str = "loaded"):
         self._build, self._ranks, self._data, self.stage = build, list(ranks), {}, stage
 
     def __getitem__(self, rank):
@@ -227,8 +243,16 @@ class _LazyTables(MutableMapping):
 class Trace:
     """HTA's ``Trace``: the loaded per-rank tables, their symbol table and metadata."""
 
-    def __init__(self, trace_files: Optional[Union[List[str], Dict[int, str]]] = None, trace_dir: str = "",
-                 parser_config=None, *, job=None, view=None, hta_compat: bool = False) -> None:
+    def __init__(
+        self,
+        trace_files: Optional[Union[list[str], dict[int, str]]] = None,
+        trace_dir: str = "",
+        parser_config=None,
+        *,
+        job=None,
+        view=None,
+        hta_compat: bool = False,
+    ) -> None:
         self.trace_path = trace_dir
         self.parser_config = parser_config
         self._trace_files_arg = trace_files
@@ -237,15 +261,15 @@ class Trace:
         self.view = None
         self.traces: MutableMapping = {}
         self.symbol_table = TraceSymbolTable()
-        self.meta_data: Dict[int, dict] = {}
+        self.meta_data: dict[int, dict] = {}
         self.min_ts: int = 0
-        self.trace_files: Dict[int, str] = dict(trace_files) if isinstance(trace_files, dict) else {}
+        self.trace_files: dict[int, str] = dict(trace_files) if isinstance(trace_files, dict) else {}
         self.hta_compat = bool(hta_compat)  # loaded tables keep HTA's absolute ``end``
         if job is not None:
             self._attach(job, view)
 
     @classmethod
-    def from_job(cls, job, view=None, hta_compat: bool = False) -> "Trace":
+    def from_job(cls, job, view=None, hta_compat: bool = False) -> Trace:
         """The Trace of an already loaded job (and its HTA view, or one built here)."""
         return cls(job=job, view=view, hta_compat=hta_compat)
 
@@ -286,13 +310,23 @@ class Trace:
             from holotrace.compat.configs import wants_all_args
             from holotrace.compat.inputs import load_inputs
 
-            self.job = load_inputs(self._trace_files_arg, self.trace_path or ".", cache=True, workers=None,
-                                   strict=False, all_args=wants_all_args(self.parser_config))
+            self.job = load_inputs(
+                self._trace_files_arg,
+                self.trace_path or ".",
+                cache=True,
+                workers=None,
+                strict=False,
+                all_args=wants_all_args(self.parser_config),
+            )
             self.trace_files = {r: self.job.rank(r).file for r in self.job.ranks}
             self._sym = None  # the job's string table from now on
 
-    def load_traces(self, include_last_profiler_step: Optional[bool] = False, use_multiprocessing: bool = True,
-                    use_memory_profiling: bool = True) -> None:
+    def load_traces(
+        self,
+        include_last_profiler_step: Optional[bool] = False,
+        use_multiprocessing: bool = True,
+        use_memory_profiling: bool = True,
+    ) -> None:
         """HTA's load: parse, align and filter; the tables are indexed by ``index`` (a no-op once parsed)."""
         if self.is_parsed:
             return
@@ -330,8 +364,9 @@ class Trace:
         if rank in self.trace_files:
             self._parse([rank])
 
-    def parse_multiple_ranks(self, ranks: List[int], use_multiprocessing: bool = True,
-                             use_memory_profiling: bool = True) -> None:
+    def parse_multiple_ranks(
+        self, ranks: list[int], use_multiprocessing: bool = True, use_memory_profiling: bool = True
+    ) -> None:
         """Parse the ranks' files (``KeyError`` for a rank without a file, as HTA)."""
         self._ensure_job()
         for r in ranks:
@@ -339,8 +374,9 @@ class Trace:
                 raise KeyError(r)
         self._parse(ranks)
 
-    def parse_traces(self, max_ranks: int = -1, use_multiprocessing: bool = True,
-                     use_memory_profiling: bool = True) -> None:
+    def parse_traces(
+        self, max_ranks: int = -1, use_multiprocessing: bool = True, use_memory_profiling: bool = True
+    ) -> None:
         """Parse the first ``max_ranks`` ranks (all for −1): every step kept, absolute times, rows in file
         order, ``min_ts`` still 0 — HTA's state before :meth:`align_and_filter_trace`."""
         self._ensure_job()
@@ -361,11 +397,12 @@ class Trace:
         ranks = list(self.traces)
         self._attach(self.job, job_view(self.job, HTA, include_last_step=bool(include_last_profiler_step)))
         build = self.traces._build
-        self.traces = _LazyTables(lambda r: build(r).reset_index(drop=True), [r for r in ranks if r in self.view.ranks],
-                                  "aligned")
+        self.traces = _LazyTables(
+            lambda r: build(r).reset_index(drop=True), [r for r in ranks if r in self.view.ranks], "aligned"
+        )
 
     # ------------------------------------------------------------------ queries
-    def get_ranks(self) -> List[int]:
+    def get_ranks(self) -> list[int]:
         return sorted(self.traces.keys())
 
     def _get_first_rank(self, rank: Optional[int] = None) -> int:
@@ -377,10 +414,10 @@ class Trace:
             raise ValueError(f"no trace for rank {rank} (ranks: {self.get_ranks()})")
         return self.traces[rank]
 
-    def get_all_traces(self) -> Dict[int, pd.DataFrame]:
+    def get_all_traces(self) -> dict[int, pd.DataFrame]:
         return {r: self.traces[r] for r in self.get_ranks()}
 
-    def get_iterations(self, rank: Optional[int] = None) -> List[int]:
+    def get_iterations(self, rank: Optional[int] = None) -> list[int]:
         rank = self._get_first_rank(rank)
         if rank not in self.traces:
             return []
@@ -428,15 +465,16 @@ class Trace:
         base = self.meta_data[rank].get("baseTimeNanoseconds")
         return int(self.min_ts) * 1000 + (int(base) if base is not None else 0)
 
-    def convert_time_series_to_events(self, series: pd.DataFrame, counter_name: str, counter_col: str) -> List[dict]:
+    def convert_time_series_to_events(self, series: pd.DataFrame, counter_name: str, counter_col: str) -> list[dict]:
         """Chrome counter events (``ph: "C"``) from a time series with ``pid``, ``ts`` and ``counter_col``."""
         if not {"pid", "ts", counter_col} <= set(series.columns):
             return []
         names = series["name"].tolist() if "name" in series.columns else [counter_name] * len(series)
         ids = series["id"].tolist() if "id" in series.columns else None
         out = []
-        for i, (pid, ts, v) in enumerate(zip(series["pid"].tolist(), (series["ts"] + self.min_ts).tolist(),
-                                             series[counter_col].tolist())):
+        for i, (pid, ts, v) in enumerate(
+            zip(series["pid"].tolist(), (series["ts"] + self.min_ts).tolist(), series[counter_col].tolist())
+        ):
             ev = {"pid": pid, "ts": ts, "args": {counter_name: v}, "ph": "C", "name": names[i]}
             if ids is not None:
                 ev["id"] = ids[i]
@@ -444,8 +482,9 @@ class Trace:
         return out
 
     @staticmethod
-    def flow_event(id: int, pid: int, tid: int, ts: int, is_start: bool, name: str, cat: str,
-                   args: Optional[dict] = None) -> dict:
+    def flow_event(
+        id: int, pid: int, tid: int, ts: int, is_start: bool, name: str, cat: str, args: Optional[dict] = None
+    ) -> dict:
         ev = {"ph": "s" if is_start else "f", "id": id, "pid": pid, "tid": tid, "ts": ts, "cat": cat, "name": name}
         if args is not None:
             ev["args"] = args

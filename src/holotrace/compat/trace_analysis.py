@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Optional, Union
 
 import pandas as pd
 
@@ -69,7 +69,7 @@ class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterM
 
     def __init__(
         self,
-        trace_files: Optional[Union[Dict[int, str], List[str]]] = None,
+        trace_files: Optional[Union[dict[int, str], list[str]]] = None,
         trace_dir: str = DEFAULT_TRACE_DIR,
         include_last_profiler_step: Optional[bool] = False,
         *,
@@ -94,7 +94,7 @@ class TraceAnalysis(BreakdownMethods, LaunchMethods, AnnotationMethods, CounterM
         self._graphs: dict[tuple[int, bool], CallGraph] = {}
 
     @classmethod
-    def of_trace(cls, t, hta_compat: bool = False) -> "TraceAnalysis":
+    def of_trace(cls, t, hta_compat: bool = False) -> TraceAnalysis:
         """The analyses over a loaded :class:`~holotrace.compat.trace.Trace` (its job and view, not rebuilt)."""
         t.load_traces()
         obj = cls.__new__(cls)

@@ -25,16 +25,16 @@ from __future__ import annotations
 import itertools
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
 
-from holotrace.text import hta_short_names as shorten_names
 from holotrace.compat.hta_table import hta_table
 from holotrace.compat.types import DeviceType
 from holotrace.model.classify import HTA
 from holotrace.model.view import JobView, job_view
+from holotrace.text import hta_short_names as shorten_names
 
 __all__ = ["DeviceType", "TraceDir", "LabeledTrace", "TraceDiff"]
 
@@ -68,8 +68,15 @@ class LabeledTrace:
         iteration_df (``symbol, id, iteration`` of the ``ProfilerStep#N`` names).
     """
 
-    def __init__(self, label: Optional[str] = None, t=None, trace_dir: Optional[str] = None, *,
-                 cache: bool = True, workers: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        label: Optional[str] = None,
+        t=None,
+        trace_dir: Optional[str] = None,
+        *,
+        cache: bool = True,
+        workers: Optional[int] = None,
+    ) -> None:
         if t is not None:
             self.t = _job_of(t)
         elif trace_dir is not None and Path(trace_dir).is_dir():
@@ -91,25 +98,30 @@ class LabeledTrace:
     def _extract_iterations(self) -> pd.DataFrame:
         steps = self.view.per_string(HTA.step_number, prefix="ProfilerStep")[:-1]
         ids = np.flatnonzero(steps >= 0)
-        return pd.DataFrame({"symbol": pd.Series(self.t.strings.decode(ids), dtype=object), "id": ids.astype(np.int64),
-                             "iteration": steps[ids].astype(np.int64)})
+        return pd.DataFrame(
+            {
+                "symbol": pd.Series(self.t.strings.decode(ids), dtype=object),
+                "id": ids.astype(np.int64),
+                "iteration": steps[ids].astype(np.int64),
+            }
+        )
 
-    def ranks(self) -> List[int]:
+    def ranks(self) -> list[int]:
         """Sorted ranks."""
         return list(self.view.ranks)
 
-    def iterations(self) -> List[int]:
+    def iterations(self) -> list[int]:
         """Sorted ``ProfilerStep`` numbers of the job (every rank together)."""
         return sorted(self.iteration_df["iteration"].tolist())
 
     # ------------------------------------------------------------------ selection
-    def _ranks(self, rank) -> List[int]:
+    def _ranks(self, rank) -> list[int]:
         return self._choose(rank, self.ranks(), "rank", f"Invalid argument rank={rank}.")
 
-    def _iterations(self, iteration) -> List[int]:
+    def _iterations(self, iteration) -> list[int]:
         return self._choose(iteration, self.iterations(), "iteration", None)
 
-    def _choose(self, asked, have: List[int], what: str, bad: Optional[str]) -> List[int]:
+    def _choose(self, asked, have: list[int], what: str, bad: Optional[str]) -> list[int]:
         """HTA's selection rule: None → the first available; otherwise every asked value must exist."""
         if asked is None:
             if not have:
@@ -121,7 +133,7 @@ class LabeledTrace:
                 raise ValueError(bad or f"Invalid argument {what}={x}.")
         return chosen
 
-    def _rows(self, rank: int, iterations: List[int], device_type: DeviceType) -> np.ndarray:
+    def _rows(self, rank: int, iterations: list[int], device_type: DeviceType) -> np.ndarray:
         v = self.view[rank]
         it = v["iteration"]
         keep = np.isin(it, np.asarray(iterations, dtype=it.dtype))  # NaN iterations never match
@@ -131,9 +143,12 @@ class LabeledTrace:
             keep &= v["stream"] != -1
         return np.flatnonzero(keep)
 
-    def extract_ops(self, rank: Optional[Union[int, List[int]]] = None,
-                    iteration: Optional[Union[int, List[int]]] = None,
-                    device_type: DeviceType = DeviceType.ALL) -> pd.DataFrame:
+    def extract_ops(
+        self,
+        rank: Optional[Union[int, list[int]]] = None,
+        iteration: Optional[Union[int, list[int]]] = None,
+        device_type: DeviceType = DeviceType.ALL,
+    ) -> pd.DataFrame:
         """HTA's rows of the ranks, iterations and device side (one rank: its frame's rows; several:
         with ``rank`` and ``idx`` columns)."""
         ranks, its = self._ranks(rank), self._iterations(iteration)
@@ -151,11 +166,17 @@ class LabeledTrace:
         """Counts and total duration (µs) per (category, name) of ``ops``, HTA's columns."""
         g = ops[["cat", "name", "dur"]].groupby(["cat", "name"])["dur"].agg(["count", "sum"]).reset_index()
         names = self.t.strings.decode(g["name"].to_numpy())
-        return pd.DataFrame({
-            "cat": pd.Series(self.t.strings.decode(g["cat"].to_numpy()), dtype=object),
-            "name": pd.Series(names, dtype=object), "short_name": pd.Series(shorten_names(names), dtype=object),
-            "counts": g["count"].to_numpy(np.int64), "total_duration": g["sum"].to_numpy(),
-            "cat_id": g["cat"].to_numpy(np.int64), "name_id": g["name"].to_numpy(np.int64)})
+        return pd.DataFrame(
+            {
+                "cat": pd.Series(self.t.strings.decode(g["cat"].to_numpy()), dtype=object),
+                "name": pd.Series(names, dtype=object),
+                "short_name": pd.Series(shorten_names(names), dtype=object),
+                "counts": g["count"].to_numpy(np.int64),
+                "total_duration": g["sum"].to_numpy(),
+                "cat_id": g["cat"].to_numpy(np.int64),
+                "name_id": g["name"].to_numpy(np.int64),
+            }
+        )
 
     def _summary(self, rank, iteration, device_type: DeviceType, use_short_name: bool) -> pd.DataFrame:
         """``counts, total_duration`` per name (or short name), index sorted: the fast path of compare_traces."""
@@ -189,7 +210,7 @@ def _next_label() -> str:
     return f"t{next(_unlabelled)}"
 
 
-def _int_list(x, what: str) -> List[int]:
+def _int_list(x, what: str) -> list[int]:
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return [int(x)]
     if isinstance(x, list):
@@ -212,13 +233,19 @@ class TraceDiff:
     """HTA's comparison of operator/kernel counts and total durations between two trace collections."""
 
     @classmethod
-    def compare_traces(cls, control: Union[LabeledTrace, TraceDir], test: Union[LabeledTrace, TraceDir],
-                       control_rank: Optional[Union[int, List[int]]] = None,
-                       test_rank: Optional[Union[int, List[int]]] = None,
-                       control_iteration: Optional[Union[int, List[int]]] = None,
-                       test_iteration: Optional[Union[int, List[int]]] = None,
-                       device_type: DeviceType = DeviceType.ALL, use_short_name: bool = False,
-                       *, hta_compat: bool = False) -> pd.DataFrame:
+    def compare_traces(
+        cls,
+        control: Union[LabeledTrace, TraceDir],
+        test: Union[LabeledTrace, TraceDir],
+        control_rank: Optional[Union[int, list[int]]] = None,
+        test_rank: Optional[Union[int, list[int]]] = None,
+        control_iteration: Optional[Union[int, list[int]]] = None,
+        test_iteration: Optional[Union[int, list[int]]] = None,
+        device_type: DeviceType = DeviceType.ALL,
+        use_short_name: bool = False,
+        *,
+        hta_compat: bool = False,
+    ) -> pd.DataFrame:
         """Per name (or short name): ``<control>_counts, <control>_total_duration, <test>_counts,
         <test>_total_duration, diff_counts, diff_duration`` (µs) and ``counts_change_categories`` (+, -, =).
 
@@ -234,48 +261,71 @@ class TraceDiff:
         only_b = b.index[~b.index.isin(a.index)]
         keys = a.index.append(only_b)
         a, b = a.reindex(keys, fill_value=0), b.reindex(keys, fill_value=0)
-        out = pd.DataFrame({
-            f"{c_label}_counts": a["counts"].to_numpy(np.int64), f"{c_label}_total_duration": a["total_duration"].to_numpy(),
-            f"{t_label}_counts": b["counts"].to_numpy(np.int64), f"{t_label}_total_duration": b["total_duration"].to_numpy(),
-        }, index=pd.Index(keys, name="short_name" if use_short_name else "name", dtype=object))
+        out = pd.DataFrame(
+            {
+                f"{c_label}_counts": a["counts"].to_numpy(np.int64),
+                f"{c_label}_total_duration": a["total_duration"].to_numpy(),
+                f"{t_label}_counts": b["counts"].to_numpy(np.int64),
+                f"{t_label}_total_duration": b["total_duration"].to_numpy(),
+            },
+            index=pd.Index(keys, name="short_name" if use_short_name else "name", dtype=object),
+        )
         out["diff_counts"] = out[f"{t_label}_counts"] - out[f"{c_label}_counts"]
         out["diff_duration"] = out[f"{t_label}_total_duration"] - out[f"{c_label}_total_duration"]
         d = out["diff_counts"].to_numpy()
-        out["counts_change_categories"] = pd.Series(np.where(d > 0, "+", np.where(d < 0, "-", "=")), index=out.index,
-                                                    dtype=object)
+        out["counts_change_categories"] = pd.Series(
+            np.where(d > 0, "+", np.where(d < 0, "-", "=")), index=out.index, dtype=object
+        )
         if hta_compat and len(only_b) + int((b["counts"] == 0).sum()) > 0:
             out = out.astype({col: np.float64 for col in out.columns[:6]})  # HTA's float columns after a fill
         return out
 
     @classmethod
-    def ops_diff(cls, control: Union[LabeledTrace, TraceDir], test: Union[LabeledTrace, TraceDir],
-                 control_rank: Optional[Union[int, List[int]]] = None,
-                 test_rank: Optional[Union[int, List[int]]] = None,
-                 control_iteration: Optional[Union[int, List[int]]] = None,
-                 test_iteration: Optional[Union[int, List[int]]] = None,
-                 device_type: DeviceType = DeviceType.ALL) -> Dict[str, List[str]]:
+    def ops_diff(
+        cls,
+        control: Union[LabeledTrace, TraceDir],
+        test: Union[LabeledTrace, TraceDir],
+        control_rank: Optional[Union[int, list[int]]] = None,
+        test_rank: Optional[Union[int, list[int]]] = None,
+        control_iteration: Optional[Union[int, list[int]]] = None,
+        test_iteration: Optional[Union[int, list[int]]] = None,
+        device_type: DeviceType = DeviceType.ALL,
+    ) -> dict[str, list[str]]:
         """Names ``added``, ``deleted``, ``increased``, ``decreased`` and ``unchanged`` (each name in one list)."""
-        df = cls.compare_traces(control, test, control_rank, test_rank, control_iteration, test_iteration,
-                                device_type)
+        df = cls.compare_traces(control, test, control_rank, test_rank, control_iteration, test_iteration, device_type)
         cc, tc = df.iloc[:, 0].to_numpy(), df.iloc[:, 2].to_numpy()
         d = df["diff_counts"].to_numpy()
         names = df.index.to_numpy()
-        pick = {"added": (cc == 0) & (tc > 0), "deleted": (cc > 0) & (tc == 0), "increased": (cc > 0) & (d > 0),
-                "decreased": (tc > 0) & (d < 0), "unchanged": (tc > 0) & (d == 0)}
+        pick = {
+            "added": (cc == 0) & (tc > 0),
+            "deleted": (cc > 0) & (tc == 0),
+            "increased": (cc > 0) & (d > 0),
+            "decreased": (tc > 0) & (d < 0),
+            "unchanged": (tc > 0) & (d == 0),
+        }
         return {k: names[m].tolist() for k, m in pick.items()}
 
     @classmethod
-    def visualize_counts_diff(cls, df: pd.DataFrame, show_image: bool = True,
-                              export_image_path: Optional[str] = None) -> None:
+    def visualize_counts_diff(
+        cls, df: pd.DataFrame, show_image: bool = True, export_image_path: Optional[str] = None
+    ) -> None:
         """Grouped bars of both sides' counts and their difference per row of a ``compare_traces`` result."""
         cls._bars(df, "counts", "diff_counts", "Ops Count Comparison", "Counts", show_image, export_image_path)
 
     @classmethod
-    def visualize_duration_diff(cls, df: pd.DataFrame, show_image: bool = True,
-                                export_image_path: Optional[str] = None) -> None:
+    def visualize_duration_diff(
+        cls, df: pd.DataFrame, show_image: bool = True, export_image_path: Optional[str] = None
+    ) -> None:
         """Grouped bars of both sides' total durations and their difference."""
-        cls._bars(df, "total_duration", "diff_duration", "Ops Duration Comparison", "Total Duration (us)",
-                  show_image, export_image_path)
+        cls._bars(
+            df,
+            "total_duration",
+            "diff_duration",
+            "Ops Duration Comparison",
+            "Total Duration (us)",
+            show_image,
+            export_image_path,
+        )
 
     @staticmethod
     def _bars(df, suffix, diff, title, y_title, show_image, export_image_path) -> None:
@@ -284,8 +334,13 @@ class TraceDiff:
 
         labels = [c[: -len("_total_duration")] for c in df.columns if c.endswith("_total_duration")]
         assert len(labels) >= 2, "a compare_traces result needs two <label>_total_duration columns"
-        chart = _plots().trace_diff_bars(df, [f"{labels[0]}_{suffix}", f"{labels[1]}_{suffix}", diff],
-                                         [labels[0], labels[1], "Difference"], title, y_title)
+        chart = _plots().trace_diff_bars(
+            df,
+            [f"{labels[0]}_{suffix}", f"{labels[1]}_{suffix}", diff],
+            [labels[0], labels[1], "Difference"],
+            title,
+            y_title,
+        )
         fig = plotly_figures.figure(chart)
         if show_image:
             plotly_figures.show([fig])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -18,12 +18,31 @@ from holotrace.model.classify import KernelType
 from holotrace.text import hta_short_names as shorten_names
 
 __all__ = [
-    "GroupingPattern", "to_grouping_pattern", "ProfilerStepGroupingPattern", "MemoryKernelGroupingPattern",
-    "MTIAMemoryKernelGroupingPattern", "CommunicateKernelGroupingPattern", "ComputeKernelGroupingPattern",
-    "common_grouping_patterns", "DeviceType", "MemcpyType", "MEMCPY_TYPE_TO_STR", "KernelType", "IdleTimeType",
-    "infer_device_type", "shorten_name", "get_kernel_type", "get_memory_kernel_type", "is_comm_kernel",
-    "is_memory_kernel", "is_compute_kernel", "is_computer_kernel", "merge_kernel_intervals", "flatten_column_names",
-    "get_symbol_column_names", *classify.HTA_CATEGORY_PATTERNS,
+    "GroupingPattern",
+    "to_grouping_pattern",
+    "ProfilerStepGroupingPattern",
+    "MemoryKernelGroupingPattern",
+    "MTIAMemoryKernelGroupingPattern",
+    "CommunicateKernelGroupingPattern",
+    "ComputeKernelGroupingPattern",
+    "common_grouping_patterns",
+    "DeviceType",
+    "MemcpyType",
+    "MEMCPY_TYPE_TO_STR",
+    "KernelType",
+    "IdleTimeType",
+    "infer_device_type",
+    "shorten_name",
+    "get_kernel_type",
+    "get_memory_kernel_type",
+    "is_comm_kernel",
+    "is_memory_kernel",
+    "is_compute_kernel",
+    "is_computer_kernel",
+    "merge_kernel_intervals",
+    "flatten_column_names",
+    "get_symbol_column_names",
+    *classify.HTA_CATEGORY_PATTERNS,
 ]
 
 
@@ -46,28 +65,36 @@ class GroupingPattern:
         return hash((self.pattern.pattern, self.pattern.flags, self.inverse_match))
 
 
-def to_grouping_pattern(pattern: Union[str, List[str], re.Pattern, GroupingPattern], group_name: Optional[str] = None,
-                        inverse_match: Optional[bool] = None) -> GroupingPattern:
+def to_grouping_pattern(
+    pattern: Union[str, list[str], re.Pattern, GroupingPattern],
+    group_name: Optional[str] = None,
+    inverse_match: Optional[bool] = None,
+) -> GroupingPattern:
     if isinstance(pattern, GroupingPattern):
         return pattern
     if isinstance(pattern, list):
         pattern = "|".join(f"({p})" for p in pattern)
     if isinstance(pattern, (str, re.Pattern)):
-        return GroupingPattern(re.compile(pattern) if isinstance(pattern, str) else pattern, bool(inverse_match),
-                               group_name or "")
+        return GroupingPattern(
+            re.compile(pattern) if isinstance(pattern, str) else pattern, bool(inverse_match), group_name or ""
+        )
     raise ValueError(f"Unsupported pattern type {type(pattern)}")
 
 
 ProfilerStepGroupingPattern = GroupingPattern(classify.HTA_STEP_GROUPING, False, "profiler_steps")
 MemoryKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.MEMORY), False, "memory_kernels")
 MTIAMemoryKernelGroupingPattern = GroupingPattern(classify.HTA_MTIA_MEMORY_KERNEL, False, "memory_kernels")
-CommunicateKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.COMMUNICATION), False,
-                                                   "communicate_kernels")
-ComputeKernelGroupingPattern = GroupingPattern(classify.hta_kernel_pattern(KernelType.COMPUTATION), True,
-                                               "compute_kernels")
-common_grouping_patterns = {"memory_kernels": MemoryKernelGroupingPattern,
-                            "compute_kernels": ComputeKernelGroupingPattern,
-                            "communicate_kernels": CommunicateKernelGroupingPattern}
+CommunicateKernelGroupingPattern = GroupingPattern(
+    classify.hta_kernel_pattern(KernelType.COMMUNICATION), False, "communicate_kernels"
+)
+ComputeKernelGroupingPattern = GroupingPattern(
+    classify.hta_kernel_pattern(KernelType.COMPUTATION), True, "compute_kernels"
+)
+common_grouping_patterns = {
+    "memory_kernels": MemoryKernelGroupingPattern,
+    "compute_kernels": ComputeKernelGroupingPattern,
+    "communicate_kernels": CommunicateKernelGroupingPattern,
+}
 for _name, _rx in classify.HTA_CATEGORY_PATTERNS.items():
     globals()[_name] = GroupingPattern(re.compile(_rx), False, _name.lower())
 
@@ -90,8 +117,12 @@ class MemcpyType(enum.Enum):
     UNKNOWN = 3
 
 
-MEMCPY_TYPE_TO_STR = {MemcpyType.DTOD: "memcpy_dtod", MemcpyType.DTOH: "memcpy_dtoh", MemcpyType.HTOD: "memcpy_htod",
-                      MemcpyType.UNKNOWN: "memcpy_type_unknown"}
+MEMCPY_TYPE_TO_STR = {
+    MemcpyType.DTOD: "memcpy_dtod",
+    MemcpyType.DTOH: "memcpy_dtoh",
+    MemcpyType.HTOD: "memcpy_htod",
+    MemcpyType.UNKNOWN: "memcpy_type_unknown",
+}
 
 
 class IdleTimeType(enum.Enum):
@@ -167,4 +198,5 @@ def flatten_column_names(df: pd.DataFrame) -> None:
 def get_symbol_column_names(df: pd.DataFrame):
     def first(*cols):
         return next((c for c in cols if c in df.columns and pd.api.types.is_string_dtype(df[c])), "")
+
     return first("name", "s_name"), first("cat", "s_cat")

@@ -25,7 +25,16 @@ from holotrace.exec.tasks import Executor, ExecutorError, TaskFailed, _call
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["Executor", "ExecutorError", "LocalExecutor", "TaskFailed", "get_executor", "EXECUTORS", "ENV_EXECUTOR", "ENV_RAY_ADDRESS"]
+__all__ = [
+    "Executor",
+    "ExecutorError",
+    "LocalExecutor",
+    "TaskFailed",
+    "get_executor",
+    "EXECUTORS",
+    "ENV_EXECUTOR",
+    "ENV_RAY_ADDRESS",
+]
 
 EXECUTORS = ("local", "ray")
 ENV_EXECUTOR = "HOLOTRACE_EXECUTOR"
@@ -47,15 +56,24 @@ class LocalExecutor(Executor):
     def map(self, fn, items, *, on_done=None, keep=None) -> list:
         # the pool's processes do the work (this process only collects, holding what ``keep`` gives); a task
         # that raises, or whose process dies, gives a TaskFailed
-        return process_map(functools.partial(_call, fn), list(items), self._workers, on_done=on_done,
-                           keep=keep, caller_works=False, on_lost=_lost)
+        return process_map(
+            functools.partial(_call, fn),
+            list(items),
+            self._workers,
+            on_done=on_done,
+            keep=keep,
+            caller_works=False,
+            on_lost=_lost,
+        )
 
 
 def _lost(i: int, e: BaseException) -> TaskFailed:
     return TaskFailed(type(e).__name__, str(e) or "the worker process died")
 
 
-def get_executor(name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None) -> Executor:
+def get_executor(
+    name: Optional[str] = None, *, address: Optional[str] = None, workers: Optional[int] = None
+) -> Executor:
     """The executor called ``name`` (default ``$HOLOTRACE_EXECUTOR``, else ``local``).
 
     ``address`` (Ray only; default ``$HOLOTRACE_RAY_ADDRESS``): ``auto`` joins the cluster this machine belongs
@@ -69,4 +87,6 @@ def get_executor(name: Optional[str] = None, *, address: Optional[str] = None, w
         from holotrace.exec.ray_executor import RayExecutor
 
         return RayExecutor(address=address or os.environ.get(ENV_RAY_ADDRESS) or None, num_cpus=workers)
-    raise ExecutorError(f"unknown executor {name!r}", fix=f"use one of: {', '.join(EXECUTORS)} (--executor or ${ENV_EXECUTOR})")
+    raise ExecutorError(
+        f"unknown executor {name!r}", fix=f"use one of: {', '.join(EXECUTORS)} (--executor or ${ENV_EXECUTOR})"
+    )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Optional, Sequence, TypeVar
+from typing import Optional, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,8 +66,14 @@ def plan(requested: Optional[int], sizes: Sequence[int]) -> tuple[int, list[int]
     return procs, [per if s >= THREAD_MIN_FILE_BYTES else 1 for s in sizes]
 
 
-def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Optional[Callable[[int, R], None]] = None, *,
-            executor=None) -> list[R]:
+def run_map(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    workers: int,
+    on_done: Optional[Callable[[int, R], None]] = None,
+    *,
+    executor=None,
+) -> list[R]:
     """``[fn(x) for x in items]``, on up to ``workers`` processes (never more than items or cores), or on
     ``executor`` (an :class:`holotrace.exec.executor.Executor` whose workers are not this machine's pool, e.g.
     Ray's) when ``workers`` > 1. The first item that raises stops the map and its error reaches the caller."""
@@ -75,9 +82,16 @@ def run_map(fn: Callable[[T], R], items: Sequence[T], workers: int, on_done: Opt
     return process_map(fn, items, workers, on_done=on_done)
 
 
-def process_map(fn: Callable[[T], R], items: Sequence[T], workers: int, *, on_done: Optional[Callable[[int, R], None]] = None,
-                keep: Optional[Callable[[int, R], object]] = None, caller_works: bool = True,
-                on_lost: Optional[Callable[[int, BaseException], object]] = None) -> list:
+def process_map(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    workers: int,
+    *,
+    on_done: Optional[Callable[[int, R], None]] = None,
+    keep: Optional[Callable[[int, R], object]] = None,
+    caller_works: bool = True,
+    on_lost: Optional[Callable[[int, BaseException], object]] = None,
+) -> list:
     """The one process pool: ``fn`` over ``items`` on up to ``workers`` processes, results in input order.
 
     Args:
@@ -123,6 +137,7 @@ def _with_pool(fn, items: Sequence, workers: int, on_done, keep, caller_works: b
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     procs = workers - 1 if caller_works else workers
     with ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as ex:
+
         def feed() -> None:
             with lock:  # taken and counted at once: the caller never sees an item that is neither done nor counted
                 i = next(order, None)
@@ -173,6 +188,7 @@ def _with_pool(fn, items: Sequence, workers: int, on_done, keep, caller_works: b
 def _delegate(executor, fn, items, on_done) -> list:
     """``run_map`` on another executor: results in input order, ``on_done`` as each task finishes (so a
     progress bar moves), and a task's failure raised here as it would be by the pool."""
+
     def done(i, r):
         if on_done is not None and type(r).__name__ != "TaskFailed":
             on_done(i, r)

@@ -27,8 +27,10 @@ def _ray():
     try:
         import ray  # the optional extra
     except ImportError:
-        raise ExecutorError("the ray executor needs Ray, which is not installed",
-                            fix="pip install 'holotrace[ray]', or use --executor local") from None
+        raise ExecutorError(
+            "the ray executor needs Ray, which is not installed",
+            fix="pip install 'holotrace[ray]', or use --executor local",
+        ) from None
     return ray
 
 
@@ -46,10 +48,18 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             kw = {"address": address} if address else {"num_cpus": num_cpus}
             try:
-                ray.init(ignore_reinit_error=True, log_to_driver=False, include_dashboard=False, logging_level=logging.WARNING, **kw)
+                ray.init(
+                    ignore_reinit_error=True,
+                    log_to_driver=False,
+                    include_dashboard=False,
+                    logging_level=logging.WARNING,
+                    **kw,
+                )
             except (ConnectionError, RuntimeError, ValueError) as e:
-                raise ExecutorError(f"cannot reach the Ray cluster at {address or 'this machine'}: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                                    fix="start the cluster (ray start --head), pass --ray-address auto|HOST:PORT, or use --executor local") from None
+                raise ExecutorError(
+                    f"cannot reach the Ray cluster at {address or 'this machine'}: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                    fix="start the cluster (ray start --head), pass --ray-address auto|HOST:PORT, or use --executor local",
+                ) from None
             self._started = True
         self.local = not address and self._started  # a Ray instance started here runs on this machine
 

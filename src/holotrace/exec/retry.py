@@ -8,7 +8,8 @@ caller reports as a finding. A task that raised is not retried (it would raise a
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Optional
 
 from holotrace.exec.tasks import Executor, TaskFailed
 

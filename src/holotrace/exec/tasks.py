@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, TypeVar
+from typing import Optional, TypeVar
 
 from holotrace.errors import HolotraceError
 
@@ -35,8 +36,14 @@ class Executor:
     #: workers run on this machine (the parent may hand them paths on local disk)
     local = True
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T], *, on_done: Optional[Callable[[int, object], None]] = None,
-            keep: Optional[Callable[[int, object], object]] = None) -> list:
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Sequence[T],
+        *,
+        on_done: Optional[Callable[[int, object], None]] = None,
+        keep: Optional[Callable[[int, object], object]] = None,
+    ) -> list:
         """``[fn(x) for x in items]``; a task that raises gives a :class:`TaskFailed`. ``on_done(i, result)`` is
         called in this process as each task finishes (in completion order). ``keep(i, result)``, called first,
         gives what the returned list holds for that task instead of the result (a caller folding results as
@@ -71,5 +78,3 @@ def _call(fn, x):
         return fn(x)
     except Exception as e:  # one bad item must not lose the others: the caller turns it into a finding
         return TaskFailed(type(e).__name__, str(e))
-
-

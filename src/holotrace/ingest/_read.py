@@ -8,8 +8,9 @@ import re
 import stat
 import threading
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Optional
 
 from holotrace.errors import TraceFormatError, TraceNotFoundError, TraceReadError
 
@@ -26,6 +27,8 @@ _WS = b" \t\r\n"
 
 class NotATraceError(TraceFormatError):
     """The file is another kind of file (not JSON, or JSON that is not a trace), not a damaged trace."""
+
+
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
@@ -42,17 +45,27 @@ def open_stream(path: Path):
     except FileNotFoundError:
         raise TraceNotFoundError("file does not exist", path=path, fix="check the path") from None
     except PermissionError:
-        raise TraceReadError("file is not readable (permission denied)", path=path, fix="check its permissions") from None
+        raise TraceReadError(
+            "file is not readable (permission denied)", path=path, fix="check its permissions"
+        ) from None
     except IsADirectoryError:
-        raise TraceReadError("is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it") from None
+        raise TraceReadError(
+            "is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it"
+        ) from None
     except OSError as e:
         raise TraceReadError(f"cannot open: {e.strerror or e}", path=path, fix="check the path") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise TraceReadError("is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it")
+            raise TraceReadError(
+                "is a folder, not a trace file", path=path, fix="pass the folder as the job, or a file inside it"
+            )
         if not stat.S_ISREG(mode):
-            raise TraceReadError("is not a regular file (a FIFO, socket or device)", path=path, fix="save the trace to a file and pass that file")
+            raise TraceReadError(
+                "is not a regular file (a FIFO, socket or device)",
+                path=path,
+                fix="save the trace to a file and pass that file",
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         fh = os.fdopen(fd, "rb")
@@ -68,8 +81,9 @@ def open_stream(path: Path):
     return fh, magic == b"\x1f\x8b"
 
 
-def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], None]] = None,
-              is_gzip: Optional[list] = None) -> Iterator[bytes]:
+def raw_bytes(
+    path: Path, chunk: int, on_problem: Optional[Callable[[str, str], None]] = None, is_gzip: Optional[list] = None
+) -> Iterator[bytes]:
     """Yield the (decompressed) bytes of a file in chunks of about ``chunk`` bytes, without a leading BOM.
 
     A gzip stream that ends early or is damaged yields what could be decompressed and calls
@@ -91,7 +105,7 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
             if b.startswith(BOM):
                 if is_gzip is not None and len(is_gzip) > 1:
                     is_gzip[1] = len(BOM)
-                return b[len(BOM):]
+                return b[len(BOM) :]
         return b
 
     with fh:
@@ -100,7 +114,9 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
                 try:
                     b = fh.read(chunk)
                 except OSError as e:
-                    raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
+                    raise TraceReadError(
+                        f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk"
+                    ) from None
                 if not b:
                     return
                 yield out(b)
@@ -111,7 +127,9 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
             try:
                 b = fh.read(1 << 20)
             except OSError as e:
-                raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
+                raise TraceReadError(
+                    f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk"
+                ) from None
             if not b:
                 break
             while b:
@@ -119,7 +137,9 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
                     o = d.decompress(b, chunk)
                 except inflate.error as e:
                     if on_problem is None or not given[0]:
-                        raise TraceReadError(f"damaged gzip data ({e})", path=path, fix="re-copy or re-compress the file") from None
+                        raise TraceReadError(
+                            f"damaged gzip data ({e})", path=path, fix="re-copy or re-compress the file"
+                        ) from None
                     on_problem("trailing" if members else "damaged", str(e))
                     return
                 if o:
@@ -129,7 +149,9 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
                     b = d.unused_data
                     if b and not b.startswith(b"\x1f\x8b"[: len(b)]):
                         if on_problem is None:
-                            raise TraceReadError("bytes after the gzip stream are not gzip data", path=path, fix="re-copy the file")
+                            raise TraceReadError(
+                                "bytes after the gzip stream are not gzip data", path=path, fix="re-copy the file"
+                            )
                         on_problem("trailing", f"{len(b)}+ bytes")
                         return
                     if b:
@@ -141,7 +163,9 @@ def raw_bytes(path: Path, chunk: int, on_problem: Optional[Callable[[str, str], 
             yield out(tail)
         if not d.eof:
             if on_problem is None or not given[0]:
-                raise TraceReadError("gzip stream ends early (truncated file)", path=path, fix="re-copy or re-export the file")
+                raise TraceReadError(
+                    "gzip stream ends early (truncated file)", path=path, fix="re-copy or re-export the file"
+                )
             on_problem("truncated", "")
 
 
@@ -220,19 +244,25 @@ def split_header(buf: bytes, path: str) -> tuple[int, str]:
     while i < n and buf[i] in _WS:
         i += 1
     if i >= n:
-        raise TraceFormatError("file is empty", path=path, fix="the profiler did not finish writing it; re-export the trace")
+        raise TraceFormatError(
+            "file is empty", path=path, fix="the profiler did not finish writing it; re-export the trace"
+        )
     first = buf[i]
     if first == 0x5B:  # '[': legacy bare array of events
         return i + 1, "array"
     if first != 0x7B:
-        raise NotATraceError("not JSON (does not start with '{' or '[')", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+        raise NotATraceError(
+            "not JSON (does not start with '{' or '[')", path=path, fix="pass a Kineto trace (.json or .json.gz)"
+        )
     m = _EVENTS_KEY.search(buf)
     if not m:
         return -1, "object"
     return m.end(), "object"
 
 
-def pieces(first: bytes, stream: Iterator[bytes], piece_bytes: int, on_bytes: Callable[[int], None]) -> Iterator[tuple[bytes, bool]]:
+def pieces(
+    first: bytes, stream: Iterator[bytes], piece_bytes: int, on_bytes: Callable[[int], None]
+) -> Iterator[tuple[bytes, bool]]:
     """(piece, is last) of about ``piece_bytes``, each cut before a ``,`` that looks like an event boundary.
 
     The last piece holds the end of the event list and whatever follows it. A cut that falls inside a
@@ -252,7 +282,7 @@ def pieces(first: bytes, stream: Iterator[bytes], piece_bytes: int, on_bytes: Ca
             chunks, size = [joined], len(joined)
             continue
         yield memoryview(joined)[:cut], False
-        rest = joined[cut + 1:]
+        rest = joined[cut + 1 :]
         chunks, size = [rest], len(rest)
     yield b"".join(chunks), True
 

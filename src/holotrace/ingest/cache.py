@@ -72,7 +72,9 @@ def default_cache_dir() -> Path:
     try:
         home = Path.home()
     except (RuntimeError, KeyError):
-        raise CacheError("no cache folder: HOME is not set", fix="pass --cache-dir DIR or set HOLOTRACE_CACHE_DIR") from None
+        raise CacheError(
+            "no cache folder: HOME is not set", fix="pass --cache-dir DIR or set HOLOTRACE_CACHE_DIR"
+        ) from None
     return home / ".cache" / "holotrace"
 
 
@@ -83,15 +85,21 @@ def resolve_dir(cache_dir=None, *, check: bool = False) -> Path:
         d = default_cache_dir()
     else:
         if not str(cache_dir).strip():
-            raise CacheError("the cache folder is an empty path", fix="pass a folder, e.g. --cache-dir ~/.cache/holotrace, or --no-cache")
+            raise CacheError(
+                "the cache folder is an empty path",
+                fix="pass a folder, e.g. --cache-dir ~/.cache/holotrace, or --no-cache",
+            )
         d = Path(str(cache_dir)).expanduser()
         if not d.is_absolute():
             d = Path.cwd() / d
     if d.exists() and not d.is_dir():
         raise CacheError("the cache folder is not a folder", path=d, fix="pass a folder for the cache, or --no-cache")
     if check and not _ours(d):
-        raise CacheError("is not a holotrace cache folder (it holds other files)", path=d,
-                         fix="pass a new or empty folder as the cache, or --no-cache")
+        raise CacheError(
+            "is not a holotrace cache folder (it holds other files)",
+            path=d,
+            fix="pass a new or empty folder as the cache, or --no-cache",
+        )
     return d
 
 
@@ -154,8 +162,14 @@ def fingerprint(path: str | Path) -> Optional[dict]:
                 h.update(fh.read(_EDGE))
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "ino": st.st_ino, "dev": st.st_dev,
-            "hash": h.hexdigest()}
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+        "hash": h.hexdigest(),
+    }
 
 
 # --------------------------------------------------------------------------- reading
@@ -192,9 +206,21 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
         if not isinstance(raw_args, list) or len(raw_args) != info["layout"]["events"]["ts_ns"][1]:
             return None
     return DecodedFile(
-        path=str(path), meta=info["meta"], strings=info["strings"], events={}, instants={}, counters={}, flows={}, names={},
-        n_trace_events=info["n_trace_events"], phase_counts=info["phase_counts"], ts_is_float=info["ts_is_float"],
-        problems=[Problem(**p) for p in info["problems"]], raw_args=raw_args, format=info["format"], bytes_read=info["bytes_read"],
+        path=str(path),
+        meta=info["meta"],
+        strings=info["strings"],
+        events={},
+        instants={},
+        counters={},
+        flows={},
+        names={},
+        n_trace_events=info["n_trace_events"],
+        phase_counts=info["phase_counts"],
+        ts_is_float=info["ts_is_float"],
+        problems=[Problem(**p) for p in info["problems"]],
+        raw_args=raw_args,
+        format=info["format"],
+        bytes_read=info["bytes_read"],
         packed=(str(cols), info["layout"], bytes.fromhex(info["token"])),
     )
 
@@ -230,13 +256,16 @@ def work_dir(cache_dir: Optional[Path]) -> Optional[Path]:
         return None
 
 
-def commit_in_background(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "",
-                         fp: Optional[dict] = None) -> None:
+def commit_in_background(
+    d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "", fp: Optional[dict] = None
+) -> None:
     """:func:`commit` on a thread, so analyses can start at once; ``flush()`` waits for it (it also runs
     at interpreter exit)."""
     import threading
 
-    t = threading.Thread(target=commit, args=(d, work, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False)
+    t = threading.Thread(
+        target=commit, args=(d, work, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False
+    )
     t.start()
     _pending.append(t)
 
@@ -250,8 +279,9 @@ def flush() -> None:
 atexit.register(flush)
 
 
-def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "",
-           fp: Optional[dict] = None) -> Optional[Path]:
+def commit(
+    d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "", fp: Optional[dict] = None
+) -> Optional[Path]:
     """Make the work folder ``work`` (holding ``d``'s packed columns) the entry of ``d``'s file.
 
     Returns the entry folder, or None when it was not made (the file changed since ``fp`` was taken, or
@@ -265,11 +295,21 @@ def commit(d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, 
         cols = work / COLUMNS
         _, layout, token = d.packed
         info = {
-            "holotrace_cache": CACHE_VERSION, "token": token.hex(), "fingerprint": now, "layout": layout,
-            "bytes": cols.stat().st_size, "crc32": _crc(cols),
-            "meta": d.meta, "strings": d.strings, "n_trace_events": d.n_trace_events, "phase_counts": d.phase_counts,
-            "ts_is_float": d.ts_is_float, "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
-            "format": d.format, "bytes_read": d.bytes_read, "source": str(Path(d.path).resolve()),
+            "holotrace_cache": CACHE_VERSION,
+            "token": token.hex(),
+            "fingerprint": now,
+            "layout": layout,
+            "bytes": cols.stat().st_size,
+            "crc32": _crc(cols),
+            "meta": d.meta,
+            "strings": d.strings,
+            "n_trace_events": d.n_trace_events,
+            "phase_counts": d.phase_counts,
+            "ts_is_float": d.ts_is_float,
+            "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
+            "format": d.format,
+            "bytes_read": d.bytes_read,
+            "source": str(Path(d.path).resolve()),
             "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
         }
         if fingerprint(d.path) != now:
@@ -386,10 +426,15 @@ def clear(cache_dir: Optional[Path] = None) -> Cleared:
     if not d.exists():
         return Cleared((0, 0))
     if not d.is_dir():
-        raise CacheError("the cache folder is not a folder", path=d, fix="pass the cache folder ('holotrace cache dir' prints it)")
+        raise CacheError(
+            "the cache folder is not a folder", path=d, fix="pass the cache folder ('holotrace cache dir' prints it)"
+        )
     if not _ours(d):
-        raise CacheError("is not a holotrace cache folder (it holds files that are not cache entries): nothing was removed",
-                         path=d, fix="pass the cache folder ('holotrace cache dir' prints it)")
+        raise CacheError(
+            "is not a holotrace cache folder (it holds files that are not cache entries): nothing was removed",
+            path=d,
+            fix="pass the cache folder ('holotrace cache dir' prints it)",
+        )
     n = size = left = 0
     for child in d.iterdir():
         files = _entry_files(child)

@@ -22,8 +22,16 @@ _SPECS = ARG_SPECS + META_ARG_SPECS
 # kinds of the scanner: 0 int, 1 label (int, or -1 for a text label such as "0x0"), 2 float, 3 str, 4 raw JSON text,
 # 5 text (strings decoded, other values as written), 6 int written as a number or a "0x.." string
 _KIND = {"int": 0, "float": 2, "str": 3, "raw": 4}
-_KINDS = [1 if s.column in ("stream", "device") else 5 if s.column.startswith("m_") else 6 if s.column.startswith("mem_") else _KIND[s.kind]
-          for s in _SPECS]
+_KINDS = [
+    1
+    if s.column in ("stream", "device")
+    else 5
+    if s.column.startswith("m_")
+    else 6
+    if s.column.startswith("mem_")
+    else _KIND[s.kind]
+    for s in _SPECS
+]
 _scan.configure([s.raw_key.encode() for s in _SPECS], _KINDS, [s.default for s in _SPECS])
 _DTYPE = {0: np.int64, 1: np.int64, 2: np.float64, 3: np.int32, 4: np.int32, 5: np.int32, 6: np.int64}
 _INDEX = {s.column: j for j, s in enumerate(_SPECS)}
@@ -32,19 +40,88 @@ _WIDE_COLUMNS = frozenset({"index", "ts_ns", "dur_ns", "value"})
 _TOP_FIELDS = {-2: "pid", -3: "tid", -4: "id"}
 
 # Which args each category carries (lower-cased category); other categories get every arg.
-_CPU_OP_ARGS = ("external_id", "external_id_legacy", "ev_idx", "sequence", "fwd_thread_id", "input_dims", "input_type",
-                "input_strides", "collective_name", "in_msg_nelems", "out_msg_nelems", "in_msg_size",
-                "out_msg_size", "group_size", "msg_dtype", "in_split_size", "out_split_size", "process_group_name",
-                "process_group_desc", "process_group_ranks", "process_rank", "seq_num", "kernel_backend", "kernel_hash",
-                "stream")
-_LAUNCH_ARGS = ("correlation", "external_id", "external_id_legacy", "cbid", "stream", "device", "stream_id", "grid", "block")
-_KERNEL_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "grid", "block", "collective_name",
-                "in_msg_nelems", "out_msg_nelems", "in_msg_size", "out_msg_size", "group_size", "msg_dtype", "in_split_size",
-                "out_split_size", "process_group_name", "process_group_desc", "process_group_ranks", "process_rank", "seq_num",
-                "stream_id")
-_MEM_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "bytes", "memory_bw_gbps", "stream_id")
-_SYNC_ARGS = ("stream", "correlation", "external_id", "external_id_legacy", "device", "wait_on_stream",
-              "wait_on_cuda_event_record_corr_id", "cuda_sync_kind")
+_CPU_OP_ARGS = (
+    "external_id",
+    "external_id_legacy",
+    "ev_idx",
+    "sequence",
+    "fwd_thread_id",
+    "input_dims",
+    "input_type",
+    "input_strides",
+    "collective_name",
+    "in_msg_nelems",
+    "out_msg_nelems",
+    "in_msg_size",
+    "out_msg_size",
+    "group_size",
+    "msg_dtype",
+    "in_split_size",
+    "out_split_size",
+    "process_group_name",
+    "process_group_desc",
+    "process_group_ranks",
+    "process_rank",
+    "seq_num",
+    "kernel_backend",
+    "kernel_hash",
+    "stream",
+)
+_LAUNCH_ARGS = (
+    "correlation",
+    "external_id",
+    "external_id_legacy",
+    "cbid",
+    "stream",
+    "device",
+    "stream_id",
+    "grid",
+    "block",
+)
+_KERNEL_ARGS = (
+    "stream",
+    "correlation",
+    "external_id",
+    "external_id_legacy",
+    "device",
+    "grid",
+    "block",
+    "collective_name",
+    "in_msg_nelems",
+    "out_msg_nelems",
+    "in_msg_size",
+    "out_msg_size",
+    "group_size",
+    "msg_dtype",
+    "in_split_size",
+    "out_split_size",
+    "process_group_name",
+    "process_group_desc",
+    "process_group_ranks",
+    "process_rank",
+    "seq_num",
+    "stream_id",
+)
+_MEM_ARGS = (
+    "stream",
+    "correlation",
+    "external_id",
+    "external_id_legacy",
+    "device",
+    "bytes",
+    "memory_bw_gbps",
+    "stream_id",
+)
+_SYNC_ARGS = (
+    "stream",
+    "correlation",
+    "external_id",
+    "external_id_legacy",
+    "device",
+    "wait_on_stream",
+    "wait_on_cuda_event_record_corr_id",
+    "cuda_sync_kind",
+)
 _ANNOT_ARGS = ("external_id", "external_id_legacy", "ev_idx", "device", "stream", "correlation")
 _PY_ARGS = ("python_id", "python_parent_id", "external_id")
 ARGS_BY_CATEGORY: dict[str, tuple[str, ...]] = {
@@ -155,7 +232,27 @@ def piece_tables(r: dict, piece: bytes, strings: list, all_args: bool) -> PieceO
     ovf[badv[(badv[:, 1] != _W_TS) & (badv[:, 1] != _W_DUR), 0]] = True
     ev = np.flatnonzero(has_dur)
     if len(ev):
-        _events(out, r, piece, ev, len(ev) == n, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur, ovf, badv)
+        _events(
+            out,
+            r,
+            piece,
+            ev,
+            len(ev) == n,
+            cat,
+            name,
+            pid,
+            tid,
+            ts,
+            dur,
+            flags,
+            arg,
+            strings,
+            base,
+            all_args,
+            has_dur,
+            ovf,
+            badv,
+        )
     if len(ev) < n:
         side = ~has_dur
         drop_t = side & ((flags & 8) != 0) & ~ovf
@@ -167,10 +264,18 @@ def piece_tables(r: dict, piece: bytes, strings: list, all_args: bool) -> PieceO
     return out
 
 
-def _note_bad(out: PieceOut, piece, badv: np.ndarray, bad_time: np.ndarray, overflow: np.ndarray, name, strings, what: str) -> None:
+def _note_bad(
+    out: PieceOut, piece, badv: np.ndarray, bad_time: np.ndarray, overflow: np.ndarray, name, strings, what: str
+) -> None:
     """Problems for rows left out for an unusable ts/dur (``bad_time``) or a too big integer (``overflow``)."""
-    for mask, code, text in ((bad_time, FindingCode.BAD_TIME, "have a ts/dur that is not a usable number (Infinity, text, beyond 146 years); they were left out"),
-                             (overflow, FindingCode.BAD_NUMBER, "have an integer that does not fit in 64 bits; they were left out")):
+    for mask, code, text in (
+        (
+            bad_time,
+            FindingCode.BAD_TIME,
+            "have a ts/dur that is not a usable number (Infinity, text, beyond 146 years); they were left out",
+        ),
+        (overflow, FindingCode.BAD_NUMBER, "have an integer that does not fit in 64 bits; they were left out"),
+    ):
         cnt = int(mask.sum())
         if not cnt:
             continue
@@ -178,7 +283,7 @@ def _note_bad(out: PieceOut, piece, badv: np.ndarray, bad_time: np.ndarray, over
         rows = badv[mask[badv[:, 0]] & (is_time if code is FindingCode.BAD_TIME else ~is_time)]
         row, w, a, length = (int(x) for x in rows[0]) if len(rows) else (int(np.argmax(mask)), 0, 0, 0)
         field_name = "ts" if w == _W_TS else "dur" if w == _W_DUR else column_name(w)
-        value = bytes(piece[a:a + min(length, 80)]).decode("utf-8", "replace") + ("..." if length > 80 else "")
+        value = bytes(piece[a : a + min(length, 80)]).decode("utf-8", "replace") + ("..." if length > 80 else "")
         nid = int(name[row])
         example = f"name={strings[nid] if nid >= 0 else None!r} {field_name}={value}"
         if code is FindingCode.BAD_TIME:
@@ -187,7 +292,9 @@ def _note_bad(out: PieceOut, piece, badv: np.ndarray, bad_time: np.ndarray, over
             out.problems.append((Problem(FindingCode.BAD_NUMBER, f"{what} {text}", cnt, example, counted=True), row))
 
 
-def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur, ovf, badv) -> None:
+def _events(
+    out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, strings, base, all_args, has_dur, ovf, badv
+) -> None:
     def sel(a):
         return a if whole else a[ev]
 
@@ -207,10 +314,23 @@ def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, 
         i = int(np.argmax(missing))
         f = int(e_flags[i])
         pos, nm = who(i)
-        written = {int(w): bytes(piece[a:a + min(n, 40)]).decode("utf-8", "replace") for row, w, a, n in badv[badv[:, 0] == pos].tolist()}
-        out.problems.append((Problem(FindingCode.MISSING_TIME, "events with a duration have no ts or dur (missing, null or NaN); they were left out",
-                                     int(missing.sum()), f"name={nm!r} ts={written.get(_W_TS, _us(int(e_ts[i]), bool(f & 1)))} "
-                                     f"dur={written.get(_W_DUR, _us(int(e_dur[i]), bool(f & 4)))}", counted=True), pos))
+        written = {
+            int(w): bytes(piece[a : a + min(n, 40)]).decode("utf-8", "replace")
+            for row, w, a, n in badv[badv[:, 0] == pos].tolist()
+        }
+        out.problems.append(
+            (
+                Problem(
+                    FindingCode.MISSING_TIME,
+                    "events with a duration have no ts or dur (missing, null or NaN); they were left out",
+                    int(missing.sum()),
+                    f"name={nm!r} ts={written.get(_W_TS, _us(int(e_ts[i]), bool(f & 1)))} "
+                    f"dur={written.get(_W_DUR, _us(int(e_dur[i]), bool(f & 4)))}",
+                    counted=True,
+                ),
+                pos,
+            )
+        )
     if bad_t.any() or e_ovf.any():
         full_t, full_o = np.zeros(len(flags), dtype=bool), np.zeros(len(flags), dtype=bool)
         full_t[ev[bad_t]] = True
@@ -219,15 +339,43 @@ def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, 
     if neg.any():
         i = int(np.argmax(neg))
         pos, nm = who(i)
-        out.problems.append((Problem(FindingCode.NEGATIVE_DURATION, "events have a negative duration; they were left out", int(neg.sum()),
-                                     f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}", counted=True), pos))
+        out.problems.append(
+            (
+                Problem(
+                    FindingCode.NEGATIVE_DURATION,
+                    "events have a negative duration; they were left out",
+                    int(neg.sum()),
+                    f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}",
+                    counted=True,
+                ),
+                pos,
+            )
+        )
     if long.any():
         i = int(np.argmax(long))
         pos, nm = who(i)
-        out.problems.append((Problem(FindingCode.ABSURD_DURATION, "events last longer than 7 days", int(long.sum()),
-                                     f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}", counted=True), pos))
+        out.problems.append(
+            (
+                Problem(
+                    FindingCode.ABSURD_DURATION,
+                    "events last longer than 7 days",
+                    int(long.sum()),
+                    f"name={nm!r} dur={_us(int(e_dur[i]), True)!r}",
+                    counted=True,
+                ),
+                pos,
+            )
+        )
     keep = ok & ~neg
-    cols = {"cat": e_cat, "name": e_name, "pid": sel(pid), "tid": sel(tid), "ts_ns": e_ts, "index": base + ev, "dur_ns": e_dur}
+    cols = {
+        "cat": e_cat,
+        "name": e_name,
+        "pid": sel(pid),
+        "tid": sel(tid),
+        "ts_ns": e_ts,
+        "index": base + ev,
+        "dur_ns": e_dur,
+    }
     uniq, inv = np.unique(e_cat, return_inverse=True)
     allow = np.stack([_allowed(strings[k] if k >= 0 else "") for k in uniq.tolist()])
     for j, spec in enumerate(ARG_SPECS):
@@ -249,7 +397,11 @@ def _events(out, r, piece, ev, whole, cat, name, pid, tid, ts, dur, flags, arg, 
                     counts[j] = counts.get(j, 0) + 1
         for j, cnt in counts.items():
             s, length = r["bad_ex"].get(j, (0, 0))
-            out.bad[ARG_SPECS[j].column] = (cnt, bytes(piece[s:s + length]).decode("utf-8", "replace"), ARG_SPECS[j].default)
+            out.bad[ARG_SPECS[j].column] = (
+                cnt,
+                bytes(piece[s : s + length]).decode("utf-8", "replace"),
+                ARG_SPECS[j].default,
+            )
     if not keep.all():
         cols = {k: v[keep] for k, v in cols.items()}
     out.tables["events"] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
@@ -268,8 +420,15 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) ->
             group[ph == k] = g
 
     def common(rows):
-        return {"cat": cat[rows], "name": name[rows], "pid": pid[rows], "tid": tid[rows], "ts_ns": ts[rows],
-                "index": base + rows, "ph": ph[rows]}
+        return {
+            "cat": cat[rows],
+            "name": name[rows],
+            "pid": pid[rows],
+            "tid": tid[rows],
+            "ts_ns": ts[rows],
+            "index": base + rows,
+            "ph": ph[rows],
+        }
 
     def argcol(col: str, rows, default: int = -1):
         a = arg(_INDEX[col])
@@ -289,7 +448,14 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) ->
             cols["bp"] = ids("bp")[rows]
         else:
             cols["scope"] = ids("s")[rows]
-            for col in ("mem_bytes", "mem_total_allocated", "mem_total_reserved", "mem_addr", "mem_device_type", "mem_device_id"):
+            for col in (
+                "mem_bytes",
+                "mem_total_allocated",
+                "mem_total_reserved",
+                "mem_addr",
+                "mem_device_type",
+                "mem_device_id",
+            ):
                 cols[col] = argcol(col, rows)
         tables[table] = cols
     c_row = np.frombuffer(r["c_row"], dtype=np.int32)

@@ -16,24 +16,27 @@ from __future__ import annotations
 import json
 import os
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import msgspec
 import numpy as np
 
 from holotrace.errors import TraceFormatError, TraceReadError
+from holotrace.findings import FindingCode
 from holotrace.ingest import _scan
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
-from holotrace.findings import FindingCode
 from holotrace.ingest.columns import PieceOut, Problem, piece_strings, piece_tables, to_file
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.schema import event_columns
 
-CHUNK_BYTES = 4 * 1024 * 1024  # piece size: a scanning thread's unit of work (1-8 MB measured: 4 as fast as 8 with a peak 35-40 MB lower, 2 and less slower)
+CHUNK_BYTES = (
+    4 * 1024 * 1024
+)  # piece size: a scanning thread's unit of work (1-8 MB measured: 4 as fast as 8 with a peak 35-40 MB lower, 2 and less slower)
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
 
 _DEC_TOP_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -70,13 +73,29 @@ def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = 
     A gzip stream that ends early yields what could be decompressed and adds a
     ``truncated_gzip`` problem instead of failing.
     """
+
     def note(kind: str, detail: str) -> None:
         if kind == "truncated":
-            problems.append(Problem(FindingCode.TRUNCATED_GZIP, "gzip stream ends early: the file was cut; only the part before the cut was read"))
+            problems.append(
+                Problem(
+                    FindingCode.TRUNCATED_GZIP,
+                    "gzip stream ends early: the file was cut; only the part before the cut was read",
+                )
+            )
         elif kind == "damaged":
-            problems.append(Problem(FindingCode.TRUNCATED_GZIP, f"gzip data is damaged ({detail}): only the part before the damage was read"))
+            problems.append(
+                Problem(
+                    FindingCode.TRUNCATED_GZIP,
+                    f"gzip data is damaged ({detail}): only the part before the damage was read",
+                )
+            )
         else:
-            problems.append(Problem(FindingCode.TRAILING_DATA, f"bytes after the end of the gzip stream are not gzip data ({detail}); they were ignored"))
+            problems.append(
+                Problem(
+                    FindingCode.TRAILING_DATA,
+                    f"bytes after the end of the gzip stream are not gzip data ({detail}); they were ignored",
+                )
+            )
 
     return raw_bytes(Path(path), chunk, note if problems is not None else None, is_gzip)
 
@@ -109,13 +128,17 @@ class _Tables:
         if not n:
             return
         if out is None:
-            raise TraceReadError("text is not valid UTF-8", path=self.path, fix="the file is damaged or not a JSON trace")
+            raise TraceReadError(
+                "text is not valid UTF-8", path=self.path, fix="the file is damaged or not a JSON trace"
+            )
         self.ts_is_float = self.ts_is_float or r["ts_float"]
         remap = np.frombuffer(self.interner.add(r["sblob"], r["soff"]), dtype=np.int32)
         try:
             self.strings.extend(self.interner.strings(len(self.strings)))
         except UnicodeDecodeError as e:
-            raise TraceReadError(f"text is not valid UTF-8 ({e.reason})", path=self.path, fix="the file is damaged or not a JSON trace") from None
+            raise TraceReadError(
+                f"text is not valid UTF-8 ({e.reason})", path=self.path, fix="the file is damaged or not a JSON trace"
+            ) from None
         to_file(out, np.append(remap, np.int32(-1)), self.n)
         for ph, cnt in out.phase_counts.items():
             self.phase_counts[ph] = self.phase_counts.get(ph, 0) + cnt
@@ -126,7 +149,15 @@ class _Tables:
                 p.example = f"event #{pos + self.n}: {p.example}"
             self.problems.append(p)
         for col, (cnt, example, default) in out.bad.items():
-            self.problems.append(Problem(FindingCode.BAD_ARG_TYPE, f"non-integer values of arg '{col}' (read as {default})", cnt, example, counted=True))
+            self.problems.append(
+                Problem(
+                    FindingCode.BAD_ARG_TYPE,
+                    f"non-integer values of arg '{col}' (read as {default})",
+                    cnt,
+                    example,
+                    counted=True,
+                )
+            )
         if self.all_args:
             self.raw_args.extend(out.raw_args)
         self.n += n
@@ -135,8 +166,14 @@ class _Tables:
 # --------------------------------------------------------------------------- the file
 
 
-def decode_file(path: str | Path, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES, workers: int = 1,
-                on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
+def decode_file(
+    path: str | Path,
+    *,
+    all_args: bool = False,
+    chunk_bytes: int = CHUNK_BYTES,
+    workers: int = 1,
+    on_bytes: Optional[Callable[[int], None]] = None,
+) -> DecodedFile:
     """Decode one trace file (plain or gzipped JSON) into columnar tables.
 
     ``workers`` threads scan pieces of about ``chunk_bytes`` at once; ``on_bytes(k)`` is called as
@@ -164,8 +201,15 @@ def set_tables(d: DecodedFile, tables: dict[str, dict[str, np.ndarray]]) -> None
         d.events = {col: np.empty(0, dtype=dt) for col, dt in event_columns()}
 
 
-def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk_bytes: int = CHUNK_BYTES, workers: int = 1,
-                on_bytes: Optional[Callable[[int], None]] = None) -> DecodedFile:
+def decode_into(
+    path: str | Path,
+    spill: Spill,
+    *,
+    all_args: bool = False,
+    chunk_bytes: int = CHUNK_BYTES,
+    workers: int = 1,
+    on_bytes: Optional[Callable[[int], None]] = None,
+) -> DecodedFile:
     """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty)."""
     p = Path(path)
     spath = str(p)
@@ -193,19 +237,30 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
                 break
     else:
         if total[0] == 0:
-            raise TraceFormatError("file is empty (0 bytes)", path=spath, fix="the profiler did not finish writing it; re-export the trace")
+            raise TraceFormatError(
+                "file is empty (0 bytes)", path=spath, fix="the profiler did not finish writing it; re-export the trace"
+            )
         header_end, fmt = _split_header(bytes(buf), spath)
         if header_end < 0:
             try:
                 top = msgspec.json.decode(bytes(buf))
             except (msgspec.DecodeError, RecursionError) as e:
                 if problems:
-                    raise TraceReadError("gzip stream ends early (truncated file) and no events could be read", path=spath,
-                                         fix="re-copy or re-export the file") from None
+                    raise TraceReadError(
+                        "gzip stream ends early (truncated file) and no events could be read",
+                        path=spath,
+                        fix="re-copy or re-export the file",
+                    ) from None
                 raise _json_error(spath, e, "(cut off or damaged before its event list)") from None
             if isinstance(top, dict):
-                raise TraceFormatError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=spath, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
-            raise TraceFormatError("JSON is not a trace object", path=spath, fix="pass a Kineto trace (.json or .json.gz)")
+                raise TraceFormatError(
+                    "JSON has no 'traceEvents' (not a PyTorch profiler trace)",
+                    path=spath,
+                    fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz",
+                )
+            raise TraceFormatError(
+                "JSON is not a trace object", path=spath, fix="pass a Kineto trace (.json or .json.gz)"
+            )
     if fmt == "object":
         header = bytes(buf[:header_end])
         head_text = header[: header.rfind(b'"traceEvents"')].rstrip()
@@ -230,7 +285,10 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
             items = _range_items(fd, range_cuts(fd, header_end + gz[1], size, max(1, chunk_bytes)), seen, on_bytes)
         else:
             # the gzip stream is inflated on a thread of its own, ahead of the pieces being cut and scanned
-            items = ((_const(pc), last, 0) for pc, last in pieces(bytes(buf[header_end:]), read_ahead(stream), max(1, chunk_bytes), count))
+            items = (
+                (_const(pc), last, 0)
+                for pc, last in pieces(bytes(buf[header_end:]), read_ahead(stream), max(1, chunk_bytes), count)
+            )
         del buf
         state, tail = _scan_pieces(items, tables, max(1, workers), all_args)
     finally:
@@ -245,19 +303,38 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
         if complete:
             meta.update(tail_meta)
         elif tables.n == 0:
-            raise TraceFormatError("metadata after the (empty) event list is not valid JSON", path=spath, fix="the file is damaged; re-export the trace")
+            raise TraceFormatError(
+                "metadata after the (empty) event list is not valid JSON",
+                path=spath,
+                fix="the file is damaged; re-export the trace",
+            )
     elif tables.n == 0:
-        raise TraceFormatError(f"the event list could not be read{tables.damage or ' (damaged at its first event)'}", path=spath,
-                               fix="the file is damaged or truncated; re-export the trace")
+        raise TraceFormatError(
+            f"the event list could not be read{tables.damage or ' (damaged at its first event)'}",
+            path=spath,
+            fix="the file is damaged or truncated; re-export the trace",
+        )
     if not complete:
         if state == "end":
-            problems.append(Problem(FindingCode.TRUNCATED_JSON, f"every one of the {tables.n} events was read, but the metadata after the event list is damaged "
-                                                               f"(not valid JSON/UTF-8, or not closed): it was ignored"))
+            problems.append(
+                Problem(
+                    FindingCode.TRUNCATED_JSON,
+                    f"every one of the {tables.n} events was read, but the metadata after the event list is damaged "
+                    f"(not valid JSON/UTF-8, or not closed): it was ignored",
+                )
+            )
         else:
-            problems.append(Problem(FindingCode.TRUNCATED_JSON, f"the event list is cut off or damaged after {tables.n} events{tables.damage}: those were read, "
-                                                               f"the rest (and any metadata after the events) is lost"))
+            problems.append(
+                Problem(
+                    FindingCode.TRUNCATED_JSON,
+                    f"the event list is cut off or damaged after {tables.n} events{tables.damage}: those were read, "
+                    f"the rest (and any metadata after the events) is lost",
+                )
+            )
     if tables.nonstd:
-        problems.append(Problem(FindingCode.NON_STANDARD_JSON, "the file uses non-standard JSON (NaN or Infinity literals)"))
+        problems.append(
+            Problem(FindingCode.NON_STANDARD_JSON, "the file uses non-standard JSON (NaN or Infinity literals)")
+        )
     _scan.trim()  # the pieces' buffers are gone: give their memory back
     if not spill.rows("events") and not spill.columns("events"):  # no events: the schema's columns, empty
         spill.append("events", {col: np.empty(0, dtype=dt) for col, dt in event_columns()})
@@ -265,11 +342,31 @@ def decode_into(path: str | Path, spill: Spill, *, all_args: bool = False, chunk
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
         if phase_counts.get(k):
-            problems.append(Problem(FindingCode.UNSUPPORTED_PHASE, f"events of phase '{k}' (begin/end pairs are not reconstructed)", phase_counts[k], counted=True))
-    return DecodedFile(path=spath, meta=meta, strings=tables.strings, events={}, instants={},
-                       counters={}, flows={}, names={}, n_trace_events=tables.n,
-                       phase_counts=phase_counts, ts_is_float=tables.ts_is_float, problems=_merge_problems(problems),
-                       raw_args=tables.raw_args, format=fmt, bytes_read=total[0])
+            problems.append(
+                Problem(
+                    FindingCode.UNSUPPORTED_PHASE,
+                    f"events of phase '{k}' (begin/end pairs are not reconstructed)",
+                    phase_counts[k],
+                    counted=True,
+                )
+            )
+    return DecodedFile(
+        path=spath,
+        meta=meta,
+        strings=tables.strings,
+        events={},
+        instants={},
+        counters={},
+        flows={},
+        names={},
+        n_trace_events=tables.n,
+        phase_counts=phase_counts,
+        ts_is_float=tables.ts_is_float,
+        problems=_merge_problems(problems),
+        raw_args=tables.raw_args,
+        format=fmt,
+        bytes_read=total[0],
+    )
 
 
 def _const(piece):
@@ -333,11 +430,11 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
             tables.on_bytes(progress)
         if st == ST_END:
             state = "end"
-            tail.append(piece[r["end"] + 1:])
+            tail.append(piece[r["end"] + 1 :])
         elif st != ST_DONE or last:
             state = "cut"
             if st == ST_ERR:
-                at = bytes(piece[r["end"]:r["end"] + 24]).decode("utf-8", "replace")
+                at = bytes(piece[r["end"] : r["end"] + 24]).decode("utf-8", "replace")
                 tables.damage = f" (unexpected {at!r}; a list element that is not an event object, or broken JSON)"
             else:
                 tables.damage = " (the file ends inside an event)"
@@ -373,8 +470,12 @@ def _tail_meta(tail: bytes, fmt: str) -> tuple[dict, bool]:
 
 
 def _json_error(path: str, e: Exception, where: str = "") -> TraceFormatError:
-    why = "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0] if str(e) else type(e).__name__
-    return TraceFormatError(f"not valid JSON {where} ({why})".replace("  ", " "), path=path, fix="the file is damaged or not a JSON trace")
+    why = (
+        "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0] if str(e) else type(e).__name__
+    )
+    return TraceFormatError(
+        f"not valid JSON {where} ({why})".replace("  ", " "), path=path, fix="the file is damaged or not a JSON trace"
+    )
 
 
 def _merge_problems(problems: list[Problem]) -> list[Problem]:

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 import msgspec
 
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
+from holotrace.findings import Finding, FindingCode, rank_ranges
 from holotrace.ingest._read import NotATraceError
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.ingest.decode import iter_bytes
-from holotrace.findings import Finding, FindingCode, rank_ranges
 
 SNIFF_BYTES = 4 * 1024 * 1024
 MAX_RANK = 1 << 24  # ranks and world sizes at or above this are not believed (no job is that large)
@@ -62,19 +63,31 @@ def sniff(path: Path) -> dict:
         if end >= 0 or len(buf) >= SNIFF_BYTES:
             break
     if not buf:
-        raise TraceFormatError("file is empty (0 bytes)", path=path, fix="the profiler did not finish writing it; re-export the trace")
+        raise TraceFormatError(
+            "file is empty (0 bytes)", path=path, fix="the profiler did not finish writing it; re-export the trace"
+        )
     end, fmt = _split_header(bytes(buf), str(path))
     if fmt == "array":
         rest = bytes(buf[end:]).lstrip()
         if not rest.startswith(b"{") and not rest.startswith(b"]"):
-            raise NotATraceError("JSON array that is not a list of trace events", path=path, fix="pass a Kineto trace (.json or .json.gz)")
+            raise NotATraceError(
+                "JSON array that is not a list of trace events",
+                path=path,
+                fix="pass a Kineto trace (.json or .json.gz)",
+            )
         return {}
     if end < 0:
         try:  # a whole JSON document without the key is another kind of file; a cut one is a damaged trace
             msgspec.json.decode(bytes(buf))
         except (msgspec.DecodeError, RecursionError):
-            raise TraceFormatError("file is cut off or damaged before its event list", path=path, fix="re-copy or re-export the trace") from None
-        raise NotATraceError("JSON has no 'traceEvents' (not a PyTorch profiler trace)", path=path, fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz")
+            raise TraceFormatError(
+                "file is cut off or damaged before its event list", path=path, fix="re-copy or re-export the trace"
+            ) from None
+        raise NotATraceError(
+            "JSON has no 'traceEvents' (not a PyTorch profiler trace)",
+            path=path,
+            fix="pass the Kineto trace file, e.g. *.pt.trace.json.gz",
+        )
     head = bytes(buf[:end])
     head = head[: head.rfind(b'"traceEvents"')].rstrip()
     if head.endswith(b","):
@@ -82,7 +95,9 @@ def sniff(path: Path) -> dict:
     try:
         raw = msgspec.json.decode(head + b"}", type=dict[str, msgspec.Raw])
     except (msgspec.DecodeError, RecursionError) as e:
-        raise TraceFormatError(f"not valid JSON before 'traceEvents' ({e})", path=path, fix="the file is damaged; re-export the trace") from None
+        raise TraceFormatError(
+            f"not valid JSON before 'traceEvents' ({e})", path=path, fix="the file is damaged; re-export the trace"
+        ) from None
     meta = {}
     for k in ("distributedInfo", "schemaVersion", "deviceProperties"):
         if k in raw:
@@ -125,7 +140,11 @@ def _candidates(path: Union[str, Path, Sequence[Union[str, Path]]]) -> tuple[lis
     if p.is_file():
         return [p], True
     if not p.is_dir():
-        raise TraceReadError("is not a regular file (a FIFO, socket or device)", path=p, fix="save the trace to a file and pass that file")
+        raise TraceReadError(
+            "is not a regular file (a FIFO, socket or device)",
+            path=p,
+            fix="save the trace to a file and pass that file",
+        )
     if not os.access(p, os.R_OK | os.X_OK):
         raise TraceReadError("folder is not readable (permission denied)", path=p, fix="check its permissions")
     files = sorted(q for q in p.iterdir() if q.is_file() and not q.name.startswith("."))
@@ -146,8 +165,14 @@ def _drop_derived(files: list[Path], skipped: list, findings: list) -> list[Path
         if origin is not None and origin != f.name and origin in names:
             reason = f"derived from {origin} (a trace with added counter tracks), not a separate rank"
             skipped.append((str(f), reason))
-            findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded: {f.name} is {reason}; load it on its own "
-                                       f"to analyse it", file=str(f), severity="info"))
+            findings.append(
+                Finding.of(
+                    FindingCode.SKIPPED_FILE,
+                    f"not loaded: {f.name} is {reason}; load it on its own to analyse it",
+                    file=str(f),
+                    severity="info",
+                )
+            )
             continue
         keep.append(f)
     return keep
@@ -169,18 +194,28 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                 raise
             reason = e.problem
             skipped.append((str(f), reason))
-            sev = "info" if isinstance(e, NotATraceError) else "error"  # a damaged trace is an error, another kind of file a note
+            sev = (
+                "info" if isinstance(e, NotATraceError) else "error"
+            )  # a damaged trace is an error, another kind of file a note
             findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded: {reason}", file=str(f), severity=sev))
             continue
         rank = _rank_of(header)
         src = "distributedInfo"
         dist = TraceFile(str(f), rank, src, header).dist
         ws = dist.get("world_size")
-        for key, bad in (("rank", dist.get("rank") is not None and rank is None),
-                         ("world_size", ws is not None and not (type(ws) is int and 0 < ws < MAX_RANK))):
+        for key, bad in (
+            ("rank", dist.get("rank") is not None and rank is None),
+            ("world_size", ws is not None and not (type(ws) is int and 0 < ws < MAX_RANK)),
+        ):
             if bad:
-                findings.append(Finding.of(FindingCode.BAD_RANK_INFO, f"distributedInfo.{key} is {str(dist.get(key))[:40]}, not a usable "
-                                           f"number (a whole number below {MAX_RANK}): it was ignored", file=str(f)))
+                findings.append(
+                    Finding.of(
+                        FindingCode.BAD_RANK_INFO,
+                        f"distributedInfo.{key} is {str(dist.get(key))[:40]}, not a usable "
+                        f"number (a whole number below {MAX_RANK}): it was ignored",
+                        file=str(f),
+                    )
+                )
         if rank is None:
             m = _NAME_RANK.search(f.name)
             if m and len(m.group(1)) < 8:
@@ -189,7 +224,11 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
     if not found:
         where = str(path) if not isinstance(path, (list, tuple)) else ", ".join(map(str, path))
         extra = f" ({len(skipped)} other files skipped: {skipped[0][1]} ...)" if skipped else ""
-        raise TraceNotFoundError(f"no PyTorch profiler trace found{extra}", path=where, fix="point at the folder or file the profiler wrote (*.pt.trace.json[.gz])")
+        raise TraceNotFoundError(
+            f"no PyTorch profiler trace found{extra}",
+            path=where,
+            fix="point at the folder or file the profiler wrote (*.pt.trace.json[.gz])",
+        )
     # ranks nobody stated: assign unused numbers in name order
     unknown = [t for t in found if t.rank is None]
     if unknown:
@@ -200,11 +239,14 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
                 nxt += 1
             t.rank, t.rank_source = nxt, "assigned"
             used.add(nxt)
-        findings.append(Finding.of(
-            FindingCode.RANK_ASSIGNED,
-            f"{len(unknown)} file(s) state no rank (no distributedInfo.rank, no rank in the file name); assigned rank(s) "
-            f"{', '.join(f'{Path(t.path).name} -> {t.rank}' for t in unknown)}",
-            count=len(unknown)))
+        findings.append(
+            Finding.of(
+                FindingCode.RANK_ASSIGNED,
+                f"{len(unknown)} file(s) state no rank (no distributedInfo.rank, no rank in the file name); assigned rank(s) "
+                f"{', '.join(f'{Path(t.path).name} -> {t.rank}' for t in unknown)}",
+                count=len(unknown),
+            )
+        )
     # duplicates: keep the first file of each rank (name order), skip the others loudly
     by_rank: dict[int, list[TraceFile]] = {}
     for t in found:
@@ -215,36 +257,73 @@ def discover(path: Union[str, Path, Sequence[Union[str, Path]]], *, strict: bool
         files.append(group[0])
         for dup in group[1:]:
             skipped.append((dup.path, f"duplicate of rank {r} ({Path(group[0].path).name})"))
-            findings.append(Finding.of(FindingCode.DUPLICATE_RANK,
-                                       f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
-                                       rank=r, file=dup.path, count=len(group)))
+            findings.append(
+                Finding.of(
+                    FindingCode.DUPLICATE_RANK,
+                    f"rank {r} appears in {len(group)} files ({', '.join(Path(g.path).name for g in group)}); only {Path(group[0].path).name} was loaded",
+                    rank=r,
+                    file=dup.path,
+                    count=len(group),
+                )
+            )
     # one job? compare world size and backend
-    ws = {t.dist.get("world_size") for t in files if type(t.dist.get("world_size")) is int and 0 < t.dist.get("world_size") < MAX_RANK}
+    ws = {
+        t.dist.get("world_size")
+        for t in files
+        if type(t.dist.get("world_size")) is int and 0 < t.dist.get("world_size") < MAX_RANK
+    }
     be = {t.dist.get("backend") for t in files if isinstance(t.dist.get("backend"), str)}
     if len(ws) > 1 or len(be) > 1:
         detail = []
         if len(ws) > 1:
-            detail.append("world_size " + " vs ".join(f"{w} ({', '.join(Path(t.path).name for t in files if t.dist.get('world_size') == w)})" for w in sorted(ws)))
+            detail.append(
+                "world_size "
+                + " vs ".join(
+                    f"{w} ({', '.join(Path(t.path).name for t in files if t.dist.get('world_size') == w)})"
+                    for w in sorted(ws)
+                )
+            )
         if len(be) > 1:
-            detail.append("backend " + " vs ".join(f"{b!r} ({', '.join(Path(t.path).name for t in files if t.dist.get('backend') == b)})" for b in sorted(be)))
-        findings.append(Finding.of(FindingCode.MIXED_JOBS, "files come from different jobs: " + "; ".join(detail), count=len(files)))
+            detail.append(
+                "backend "
+                + " vs ".join(
+                    f"{b!r} ({', '.join(Path(t.path).name for t in files if t.dist.get('backend') == b)})"
+                    for b in sorted(be)
+                )
+            )
+        findings.append(
+            Finding.of(FindingCode.MIXED_JOBS, "files come from different jobs: " + "; ".join(detail), count=len(files))
+        )
     if len(ws) == 1:
         world = ws.pop()
         present = {t.rank for t in files}
         n_missing = world - sum(1 for r in present if r is not None and r < world)  # no list as long as world_size
         beyond = sorted(r for r in present if r is not None and r >= world)
         if n_missing:
-            findings.append(Finding.of(FindingCode.MISSING_RANKS,
-                                       f"world_size is {world} but {n_missing} rank(s) have no trace: {_gaps(present, world)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
-                                       count=n_missing, severity="error" if len(files) > 1 else "info"))
+            findings.append(
+                Finding.of(
+                    FindingCode.MISSING_RANKS,
+                    f"world_size is {world} but {n_missing} rank(s) have no trace: {_gaps(present, world)}; cross-rank numbers cover only ranks {rank_ranges(sorted(present))}",
+                    count=n_missing,
+                    severity="error" if len(files) > 1 else "info",
+                )
+            )
         if beyond:
-            findings.append(Finding.of(FindingCode.RANK_OUT_OF_RANGE, f"rank(s) {rank_ranges(beyond)} are not below world_size {world}", count=len(beyond)))
+            findings.append(
+                Finding.of(
+                    FindingCode.RANK_OUT_OF_RANGE,
+                    f"rank(s) {rank_ranges(beyond)} are not below world_size {world}",
+                    count=len(beyond),
+                )
+            )
     if strict:
         serious = [f for f in findings if f.severity == "error"]
         if serious:
-            raise JobConsistencyError(serious[0].message + (f" (+{len(serious) - 1} more problems)" if len(serious) > 1 else ""),
-                                      path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
-                                      fix="fix the set of files, or load without --strict to see every finding")
+            raise JobConsistencyError(
+                serious[0].message + (f" (+{len(serious) - 1} more problems)" if len(serious) > 1 else ""),
+                path=serious[0].file or (str(path) if not isinstance(path, (list, tuple)) else None),
+                fix="fix the set of files, or load without --strict to see every finding",
+            )
     return Discovery(files, skipped, findings)
 
 

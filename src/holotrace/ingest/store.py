@@ -80,7 +80,7 @@ class _Column:
             lo, hi = max(a, start), min(b, start + rows)
             if lo < hi:
                 raw = os.pread(self.fd, (hi - lo) * dt.itemsize, off + (lo - start) * dt.itemsize)
-                out[pos:pos + hi - lo] = np.frombuffer(raw, dtype=dt)
+                out[pos : pos + hi - lo] = np.frombuffer(raw, dtype=dt)
                 pos += hi - lo
             start += rows
         return out
@@ -137,7 +137,9 @@ class Spill:
             _write_header(fd, token)
             pos = HEADER
             for table, cols in self._cols.items():
-                names = [k for k in order.get(table, ()) if k in cols] + [k for k in cols if k not in order.get(table, ())]
+                names = [k for k in order.get(table, ()) if k in cols] + [
+                    k for k in cols if k not in order.get(table, ())
+                ]
                 out = layout[table] = {}
                 for name in names:
                     c = cols[name]
@@ -159,7 +161,7 @@ class Spill:
         self._cols = {}
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> "Spill":
+    def __enter__(self) -> Spill:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -262,7 +264,9 @@ def open_packed(path: str | Path, layout: dict, token: Optional[bytes] = None) -
     Raises ``ValueError`` when the file does not hold what the layout says (or another token).
     """
     mm, size = _map_file(Path(path))
-    if bytes(memoryview(mm)[:len(MAGIC)]) != MAGIC or (token is not None and bytes(memoryview(mm)[len(MAGIC):len(MAGIC) + len(token)]) != token):
+    if bytes(memoryview(mm)[: len(MAGIC)]) != MAGIC or (
+        token is not None and bytes(memoryview(mm)[len(MAGIC) : len(MAGIC) + len(token)]) != token
+    ):
         raise ValueError("not a packed column file of this entry")
     out: dict[str, dict[str, np.ndarray]] = {}
     for table, cols in layout.items():
@@ -293,7 +297,14 @@ def _libc():
 
                 lib = ctypes.CDLL(None, use_errno=True)
                 lib.mmap.restype = ctypes.c_void_p
-                lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64]
+                lib.mmap.argtypes = [
+                    ctypes.c_void_p,
+                    ctypes.c_size_t,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_int64,
+                ]
                 lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
                 lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
                 _LIBC = lib

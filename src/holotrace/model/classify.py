@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -82,31 +82,72 @@ CATEGORY_KINDS: dict[str, Kind] = {
 }
 
 # CPU calls that put work on a GPU queue.
-LAUNCH_APIS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice",
-    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cudaGraphLaunch", "cuGraphLaunch",
-    "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync", "cudaMemcpyPeerAsync", "cudaMemsetAsync",
-    "cudaMemset2DAsync", "cudaMemcpy", "cudaMemset", "cuMemcpyAsync", "cuMemsetD8Async", "cuMemsetD32Async",
-    "hipLaunchKernel", "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipGraphLaunch",
-    "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream", "hipMemcpy", "hipMemset",
-    "runFunction - job_prep_and_submit_for_execution",
-})
+LAUNCH_APIS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "cudaGraphLaunch",
+        "cuGraphLaunch",
+        "cudaMemcpyAsync",
+        "cudaMemcpy2DAsync",
+        "cudaMemcpy3DAsync",
+        "cudaMemcpyPeerAsync",
+        "cudaMemsetAsync",
+        "cudaMemset2DAsync",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cuMemcpyAsync",
+        "cuMemsetD8Async",
+        "cuMemsetD32Async",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipGraphLaunch",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+        "hipMemcpy",
+        "hipMemset",
+        "runFunction - job_prep_and_submit_for_execution",
+    }
+)
 # The subset HTA recognises as runtime launch events (get_runtime_launch_events_mask).
-HTA_LAUNCH_APIS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
-    "cudaMemsetAsync", "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
-    "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-})
+HTA_LAUNCH_APIS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "runFunction - job_prep_and_submit_for_execution",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+    }
+)
 # The launch calls HTA's launch statistics pair with GPU work (cuda_kernel_launch_stats), and the memory ones
 # it adds with include_memory_events.
-HTA_LAUNCH_STATS_APIS = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"})
+HTA_LAUNCH_STATS_APIS = frozenset(
+    {"cudaLaunchKernel", "cudaLaunchKernelExC", "runFunction - job_prep_and_submit_for_execution"}
+)
 HTA_MEMORY_LAUNCH_STATS_APIS = frozenset({"cudaMemsetAsync", "cudaMemcpyAsync"})
 # HTA's ATen-op analyses: a launch is a call whose name matches this at its start (re.match)
 HTA_ATEN_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction)")
 # CPU calls that synchronise a GPU stream or event but carry a correlation like GPU work (HTA's GPU-row test)
 HTA_SYNC_EVENT_NAMES = ("Event Sync", "Context Sync")
 # Categories of the GPU operations between which HTA's idle-time breakdown measures gaps
-HTA_KERNEL_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"})
+HTA_KERNEL_CATEGORIES = frozenset(
+    {"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy", "mtia_ccp_events"}
+)
 
 PROFILER_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)$")
 HTA_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")  # HTA's last-step filter rule
@@ -249,14 +290,29 @@ class RuleSet:
 _MEMORY_LAUNCH_APIS = frozenset(n for n in LAUNCH_APIS if is_memory_api(n))
 
 #: holotrace's rules: exact ns, every event, the full launch-API list, no HTA bugs.
-NATIVE = RuleSet("holotrace", hta_table=False, hta_quirks=False,
-                 launch_apis=LAUNCH_APIS - _MEMORY_LAUNCH_APIS, memory_launch_apis=_MEMORY_LAUNCH_APIS)
+NATIVE = RuleSet(
+    "holotrace",
+    hta_table=False,
+    hta_quirks=False,
+    launch_apis=LAUNCH_APIS - _MEMORY_LAUNCH_APIS,
+    memory_launch_apis=_MEMORY_LAUNCH_APIS,
+)
 #: HTA 0.6.1 exactly, its known bugs included.
-HTA = RuleSet("hta", hta_table=True, hta_quirks=True,
-              launch_apis=HTA_LAUNCH_STATS_APIS, memory_launch_apis=HTA_MEMORY_LAUNCH_STATS_APIS)
+HTA = RuleSet(
+    "hta",
+    hta_table=True,
+    hta_quirks=True,
+    launch_apis=HTA_LAUNCH_STATS_APIS,
+    memory_launch_apis=HTA_MEMORY_LAUNCH_STATS_APIS,
+)
 #: HTA's tables and definitions with holotrace's fixes of HTA's bugs (the facade's default).
-HTA_FIXED = RuleSet("hta-fixed", hta_table=True, hta_quirks=False,
-                    launch_apis=NATIVE.launch_apis, memory_launch_apis=NATIVE.memory_launch_apis)
+HTA_FIXED = RuleSet(
+    "hta-fixed",
+    hta_table=True,
+    hta_quirks=False,
+    launch_apis=NATIVE.launch_apis,
+    memory_launch_apis=NATIVE.memory_launch_apis,
+)
 
 
 # Call-stack rules (HTA's backward-thread link, spec 12 §1.2): the main thread is the one with ``ProfilerStep#``
@@ -296,8 +352,16 @@ def is_aten_launch(name: str, rules: RuleSet) -> bool:
 # set is HTA_LAUNCH_APIS).
 CP_NODE_CATEGORIES = frozenset({"cpu_op", "cuda_runtime", "cuda_driver"})
 CP_LOCK_NAMES = frozenset({"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"})
-CP_BLOCKING_NAMES = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery",
-                               "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync"})
+CP_BLOCKING_NAMES = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventQuery",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+    }
+)
 
 
 def is_data_loading(name: str, patterns: Sequence[str], *, regex: bool = False) -> bool:
@@ -325,7 +389,7 @@ HTA_CATEGORY_PATTERNS: dict[str, str] = {
     "GPU_EVENT_CATEGORY_PATTERN": r"(.*kernel)|(^gpu_mem)|(^mtia_ccp_events)|(^cuda_sync)",
     "CPU_EVENTS_CATEGORY_PATTERN": r"(cpu_op)|(user_annotation)|(^(.+)_runtime)",
     "CPU_AND_GPU_EVENTS_CATEGORY_PATTERN": r"(cpu_op)|(user_annotation)|(cuda_runtime)|(.*kernel)|(^gpu_mem)"
-                                           r"|(^mtia_ccp_events)|(^cuda_sync)",
+    r"|(^mtia_ccp_events)|(^cuda_sync)",
     "PYTHON_FUNCTION_PATTERN": r"(python_function)",
     "ALL_CATEGORY_PATTERN": r".*",
     "CUDA_SYNC_PATTERN": r"(cuda_sync)",
@@ -346,4 +410,3 @@ def is_cupti_launch_name(name: str) -> bool:
 def is_cupti_launch_category(cat: str) -> bool:
     """The category of a launch call paired with a CUPTI counter range (``cuda_runtime*``)."""
     return cat.startswith("cuda_runtime")
-

@@ -20,7 +20,8 @@ interval-containment search over the matching ops of all threads at once (``nump
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 import numpy as np
 
@@ -30,8 +31,15 @@ _COMM, _MEMORY = int(KernelType.COMMUNICATION), int(KernelType.MEMORY)
 _OPS = (1, 2)  # Kind.CPU_OP, Kind.USER_ANNOTATION (classify's codes)
 
 
-def classify_rank(cols: Mapping[str, np.ndarray], strings, table: RuleTable, *, gpu: np.ndarray,
-                  collective_name: Optional[np.ndarray] = None, by_launch: bool = True) -> dict[str, np.ndarray]:
+def classify_rank(
+    cols: Mapping[str, np.ndarray],
+    strings,
+    table: RuleTable,
+    *,
+    gpu: np.ndarray,
+    collective_name: Optional[np.ndarray] = None,
+    by_launch: bool = True,
+) -> dict[str, np.ndarray]:
     """``kernel_type``, ``comm_kind``, ``rule``, ``comm_op`` of one rank (see the module docstring).
 
     ``cols`` holds the view's ``name``, ``kind``, ``pid``, ``tid``, ``ts``, ``end`` and ``partner``; ``gpu``
@@ -87,8 +95,9 @@ def _kinds_from_args(ops: np.ndarray, kinds: np.ndarray, strings, collective_nam
     if from_args.any() and collective_name is not None:
         arg = np.asarray(collective_name)[ops[from_args]]
         uniq, inv = np.unique(arg, return_inverse=True)
-        lut = np.array([int(kind_of_collective_name(strings[int(i)])) if i >= 0 else 0 for i in uniq.tolist()],
-                       dtype=np.int8)
+        lut = np.array(
+            [int(kind_of_collective_name(strings[int(i)])) if i >= 0 else 0 for i in uniq.tolist()], dtype=np.int8
+        )
         kinds[from_args] = lut[inv.reshape(-1)]
     return kinds
 

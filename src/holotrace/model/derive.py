@@ -40,7 +40,9 @@ class Arrays:
     """In-memory columns with the spill's interface; ``derived()`` joins what was appended."""
 
     def __init__(self, columns: dict[str, np.ndarray]):
-        self._c = dict(columns)  # derived columns are read back from here once complete (the caller's dict is not touched)
+        self._c = dict(
+            columns
+        )  # derived columns are read back from here once complete (the caller's dict is not touched)
         self._out: dict[str, list] = {}
 
     def rows(self, table: str) -> int:
@@ -98,13 +100,16 @@ def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
         cpu_side, gpu_side = _sides(kind)
         step_num = look.step[safe]
         is_step = _is_step(kind, step_num)
-        src.append("events", {
-            "end_ns": ts + dur,
-            "kind": kind,
-            "is_launch": look.is_launch[safe] & cpu_side,
-            "is_step": is_step,
-            "step_number": compact_ints(np.where(is_step, step_num, -1)),
-        })
+        src.append(
+            "events",
+            {
+                "end_ns": ts + dur,
+                "kind": kind,
+                "is_launch": look.is_launch[safe] & cpu_side,
+                "is_step": is_step,
+                "step_number": compact_ints(np.where(is_step, step_num, -1)),
+            },
+        )
         c = np.flatnonzero(cpu_side & (corr >= 0))
         c_it = link.containing_step(ts[c], step_ts, step_end, step_no).astype(it_type) if len(step_ts) else None
         cpu.append(((c + a).astype(row_type), corr[c], c_it))

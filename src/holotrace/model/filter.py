@@ -68,8 +68,9 @@ def parse_int_ranges(text: str, what: str = "value") -> tuple:
         if b < a:
             raise AnalysisError(f"{what} range {part!r} ends before it starts", fix="write the smaller number first")
         if len(out) + (b - a + 1) > MAX_LISTED:
-            raise AnalysisError(f"{what} list {text!r} names more than {MAX_LISTED:,} values",
-                                fix="name the ranks or steps the job has")
+            raise AnalysisError(
+                f"{what} list {text!r} names more than {MAX_LISTED:,} values", fix="name the ranks or steps the job has"
+            )
         out.extend(range(a, b + 1))
     return tuple(dict.fromkeys(out))
 
@@ -108,7 +109,9 @@ def row_masks(view: JobView, flt: TraceFilter) -> dict[int, np.ndarray]:
         try:
             rx = re.compile(flt.names)
         except re.error as e:
-            raise AnalysisError(f"bad name pattern {flt.names!r}: {e}", fix="pass a Python regular expression") from None
+            raise AnalysisError(
+                f"bad name pattern {flt.names!r}: {e}", fix="pass a Python regular expression"
+            ) from None
         match = view.per_string(lambda s: rx.search(s) is not None, missing=False, dtype=bool)
     out = {}
     for r in ranks:
@@ -169,9 +172,19 @@ def filter_job(job, flt: TraceFilter):
         new_pos[keep] = np.arange(len(keep))
         cols["partner"] = new_pos[cols["partner"].astype(np.int64)].astype(cols["partner"].dtype)
         raw = [t.raw_args[i] for i in keep.tolist()] if t.raw_args is not None else None
-        traces[r] = RankTrace(r, t.file, t.meta, cols, t._side, job.strings, ts_is_float=t.ts_is_float,
-                              n_trace_events=t.n_trace_events, phase_counts=t.phase_counts, raw_args=raw,
-                              format=t.format)
+        traces[r] = RankTrace(
+            r,
+            t.file,
+            t.meta,
+            cols,
+            t._side,
+            job.strings,
+            ts_is_float=t.ts_is_float,
+            n_trace_events=t.n_trace_events,
+            phase_counts=t.phase_counts,
+            raw_args=raw,
+            format=t.format,
+        )
     return replace(job, traces=traces)
 
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from holotrace.errors import RankNotFoundError
-from holotrace.model.derive import derive_columns
 from holotrace.findings import Finding  # noqa: F401  (re-exported: part of the model's API)
+from holotrace.model.derive import derive_columns
 from holotrace.model.strings import StringTable
 from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
@@ -40,9 +40,21 @@ class RankTrace:
     for its columns). Treat it as read-only: analyses never modify it.
     """
 
-    def __init__(self, rank: int, file: str, meta: dict, events: dict[str, np.ndarray], side: dict[str, dict[str, np.ndarray]],
-                 strings: StringTable, *, ts_is_float: bool, n_trace_events: int, phase_counts: dict[str, int],
-                 raw_args: Optional[list] = None, format: str = "object"):
+    def __init__(
+        self,
+        rank: int,
+        file: str,
+        meta: dict,
+        events: dict[str, np.ndarray],
+        side: dict[str, dict[str, np.ndarray]],
+        strings: StringTable,
+        *,
+        ts_is_float: bool,
+        n_trace_events: int,
+        phase_counts: dict[str, int],
+        raw_args: Optional[list] = None,
+        format: str = "object",
+    ):
         self.rank = rank
         self.file = file
         self.meta = meta
@@ -53,8 +65,8 @@ class RankTrace:
         self._strings = strings
         self._columns = events
         self._side = side
-        self._events: Optional["pd.DataFrame"] = None
-        self._step_table: Optional["pd.DataFrame"] = None
+        self._events: Optional[pd.DataFrame] = None
+        self._step_table: Optional[pd.DataFrame] = None
         self._first_ts: Optional[int] = None
         self.raw_args = raw_args
         self._derive()
@@ -66,28 +78,34 @@ class RankTrace:
         self.has_steps = bool(c["is_step"].any())
 
     @property
-    def step_table(self) -> "pd.DataFrame":
+    def step_table(self) -> pd.DataFrame:
         """The ``ProfilerStep`` rows: step, ts_ns, dur_ns, end_ns, sorted by start (built on first use)."""
         if self._step_table is None:
             self._step_table = self._steps()
         return self._step_table
 
-    def _steps(self) -> "pd.DataFrame":
+    def _steps(self) -> pd.DataFrame:
         import pandas as pd
 
         c = self._columns
         s = np.flatnonzero(c["is_step"])
         step_num = c["step_number"]
-        return pd.DataFrame({
-            "step": step_num[s],
-            "ts_ns": c["ts_ns"][s],
-            "dur_ns": c["dur_ns"][s],
-            "end_ns": c["end_ns"][s],
-        }).sort_values(["ts_ns", "step"], kind="stable").reset_index(drop=True)
+        return (
+            pd.DataFrame(
+                {
+                    "step": step_num[s],
+                    "ts_ns": c["ts_ns"][s],
+                    "dur_ns": c["dur_ns"][s],
+                    "end_ns": c["end_ns"][s],
+                }
+            )
+            .sort_values(["ts_ns", "step"], kind="stable")
+            .reset_index(drop=True)
+        )
 
     # ------------------------------------------------------------------ public views
     @property
-    def events(self) -> "pd.DataFrame":
+    def events(self) -> pd.DataFrame:
         """The events table, built on first use (call stacks: :func:`holotrace.analysis.callstack.call_graph`)."""
         import pandas as pd
 
@@ -101,25 +119,25 @@ class RankTrace:
         return self._columns
 
     @property
-    def instants(self) -> "pd.DataFrame":
+    def instants(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self._side.get("instants", {}))
 
     @property
-    def counters(self) -> "pd.DataFrame":
+    def counters(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self._side.get("counters", {}))
 
     @property
-    def flows(self) -> "pd.DataFrame":
+    def flows(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self._side.get("flows", {}))
 
     @property
-    def names(self) -> "pd.DataFrame":
+    def names(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self._side.get("names", {}))
@@ -130,7 +148,7 @@ class RankTrace:
         if self._first_ts is None:
             ts = self._columns["ts_ns"]
             step = 1 << 20
-            self._first_ts = min((int(ts[a:a + step].min()) for a in range(0, len(ts), step)), default=0)
+            self._first_ts = min((int(ts[a : a + step].min()) for a in range(0, len(ts), step)), default=0)
             self.release_pages()
         return self._first_ts
 
@@ -162,13 +180,20 @@ class RankTrace:
     @property
     def device_type(self) -> str:
         """HTA's device inference: MTIA, NVIDIA GPU, AMD GPU or UNKNOWN GPU."""
-        backend = (self.meta.get("distributedInfo") or {}).get("backend") if isinstance(self.meta.get("distributedInfo"), dict) else None
+        backend = (
+            (self.meta.get("distributedInfo") or {}).get("backend")
+            if isinstance(self.meta.get("distributedInfo"), dict)
+            else None
+        )
         if isinstance(backend, str) and "mtia:hccl" in backend:
             return "MTIA"
         s = self._strings
         names = set(np.unique(self._columns["name"]).tolist())
-        for sym, label in (("cudaLaunchKernel", "NVIDIA GPU"), ("hipLaunchKernel", "AMD GPU"),
-                           ("runFunction - job_prep_and_submit_for_execution", "MTIA")):
+        for sym, label in (
+            ("cudaLaunchKernel", "NVIDIA GPU"),
+            ("hipLaunchKernel", "AMD GPU"),
+            ("runFunction - job_prep_and_submit_for_execution", "MTIA"),
+        ):
             i = s.id(sym)
             if i >= 0 and i in names:
                 return label
@@ -197,7 +222,7 @@ class Job:
     path: str = ""
     #: the rule table holotrace's rule set classifies this job's events with (the built-in table with the user's
     #: rules first, from ``load(rules=...)`` or ``$HOLOTRACE_RULES``); None: resolved when a view is built
-    rule_table: Optional["RuleTable"] = None
+    rule_table: Optional[RuleTable] = None
     # the job's views, built once per rule-set shape and ranks (holotrace.model.view.resolve); never pickled
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -16,16 +16,27 @@ from __future__ import annotations
 import enum
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy as np
 
 from holotrace.errors import RulesError
 
-__all__ = ["KernelType", "CommKind", "Rule", "RuleTable", "default_table", "hta_table", "user_table", "resolve_table",
-           "ENV_RULES", "DEFAULT_RULES_FILE"]
+__all__ = [
+    "KernelType",
+    "CommKind",
+    "Rule",
+    "RuleTable",
+    "default_table",
+    "hta_table",
+    "user_table",
+    "resolve_table",
+    "ENV_RULES",
+    "DEFAULT_RULES_FILE",
+]
 
 #: environment variable naming users' rules files (separated like PATH), read when no rules are given
 ENV_RULES = "HOLOTRACE_RULES"
@@ -68,10 +79,19 @@ HTA_FAMILY = "hta"
 
 # "Collective name" argument values (record_param_comms) -> kind, tested in this order on the lower-cased value
 # with underscores removed: allreduce_coalesced, _allgather_base, reduce_scatter_tensor_coalesced, alltoall_base ...
-_ARG_KINDS = (("reducescatter", CommKind.REDUCE_SCATTER), ("allreduce", CommKind.ALL_REDUCE),
-              ("allgather", CommKind.ALL_GATHER), ("alltoall", CommKind.ALL_TO_ALL), ("send", CommKind.SEND_RECV),
-              ("recv", CommKind.SEND_RECV), ("broadcast", CommKind.BROADCAST), ("barrier", CommKind.BARRIER),
-              ("gather", CommKind.GATHER), ("scatter", CommKind.SCATTER), ("reduce", CommKind.REDUCE))
+_ARG_KINDS = (
+    ("reducescatter", CommKind.REDUCE_SCATTER),
+    ("allreduce", CommKind.ALL_REDUCE),
+    ("allgather", CommKind.ALL_GATHER),
+    ("alltoall", CommKind.ALL_TO_ALL),
+    ("send", CommKind.SEND_RECV),
+    ("recv", CommKind.SEND_RECV),
+    ("broadcast", CommKind.BROADCAST),
+    ("barrier", CommKind.BARRIER),
+    ("gather", CommKind.GATHER),
+    ("scatter", CommKind.SCATTER),
+    ("reduce", CommKind.REDUCE),
+)
 
 
 def kind_of_collective_name(value: str) -> CommKind:
@@ -112,8 +132,11 @@ def parse_rules(text: str, source: str) -> list[Rule]:
         parts = line.split(None, 4)
         where = f"line {no}: "
         if len(parts) < 5:
-            raise RulesError(where + f"expected 5 fields (on family type kind pattern), found {len(parts)}",
-                             path=source, fix="e.g. 'kernel mylib communication all_reduce ^my_allreduce'")
+            raise RulesError(
+                where + f"expected 5 fields (on family type kind pattern), found {len(parts)}",
+                path=source,
+                fix="e.g. 'kernel mylib communication all_reduce ^my_allreduce'",
+            )
         on, family, type_, kind, pattern = parts
         if on not in _ON:
             raise RulesError(where + f"unknown target {on!r}", path=source, fix="use 'kernel' or 'op'")
@@ -126,8 +149,11 @@ def parse_rules(text: str, source: str) -> list[Rule]:
         elif kind in _KINDS:
             kind_code = int(_KINDS[kind])
         else:
-            raise RulesError(where + f"unknown collective kind {kind!r}", path=source,
-                             fix="use one of " + ", ".join(_KINDS) + (", args" if on == "op" else ""))
+            raise RulesError(
+                where + f"unknown collective kind {kind!r}",
+                path=source,
+                fix="use one of " + ", ".join(_KINDS) + (", args" if on == "op" else ""),
+            )
         try:
             rx = re.compile(pattern)
         except re.error as e:
@@ -153,7 +179,7 @@ class RuleTable:
         object.__setattr__(self, "_kernel_any", _any_of(self.rules[i] for i in k))
         object.__setattr__(self, "_op_any", _any_of(self.rules[i] for i in o))
 
-    def extended(self, user: Sequence[Rule], files: Sequence[str] = ()) -> "RuleTable":
+    def extended(self, user: Sequence[Rule], files: Sequence[str] = ()) -> RuleTable:
         """This table with ``user`` rules tried first."""
         return RuleTable(tuple(user) + self.rules, tuple(files) + self.files)
 
@@ -210,8 +236,9 @@ _USER: dict = {}
 def default_table() -> RuleTable:
     """The built-in table (``default.rules``, shipped in the package), read once."""
     if not _DEFAULT:
-        _DEFAULT.append(RuleTable(tuple(parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"),
-                                                    str(DEFAULT_RULES_FILE)))))
+        _DEFAULT.append(
+            RuleTable(tuple(parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"), str(DEFAULT_RULES_FILE))))
+        )
     return _DEFAULT[0]
 
 
@@ -234,8 +261,11 @@ def user_table(files: Sequence[Union[str, Path]]) -> RuleTable:
             try:
                 text = Path(f).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as e:
-                raise RulesError(f"cannot read the rules file: {getattr(e, 'strerror', None) or e}", path=f,
-                                 fix="give a readable text file of rules (see docs/rules.md)") from None
+                raise RulesError(
+                    f"cannot read the rules file: {getattr(e, 'strerror', None) or e}",
+                    path=f,
+                    fix="give a readable text file of rules (see docs/rules.md)",
+                ) from None
             rules += parse_rules(text, f)
         out = _USER[key] = default_table().extended(rules, names)
     return out

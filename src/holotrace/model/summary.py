@@ -23,23 +23,25 @@ def job_facts(job: Job) -> dict[str, Any]:
         span_ns = int(c["end_ns"].max() - c["ts_ns"].min()) if t.n_events else 0
         devs = t.meta.get("deviceProperties") or []
         di = t.meta.get("distributedInfo") if isinstance(t.meta.get("distributedInfo"), dict) else {}
-        ranks.append({
-            "rank": r,
-            "file": t.file,
-            "size_bytes": Path(t.file).stat().st_size if Path(t.file).exists() else None,
-            "trace_events": t.n_trace_events,
-            "events": t.n_events,
-            "gpu_kernels": kernels,
-            "events_by_category": dict(sorted(by_cat.items())),
-            "steps": sorted(set(t.step_table["step"].tolist())),
-            "span_ms": span_ns / 1e6,
-            "device_type": t.device_type,
-            "devices": sorted({d.get("name", "?") for d in devs if isinstance(d, dict)}),
-            "backend": di.get("backend"),
-            "world_size": di.get("world_size"),
-            "format": t.format,
-            "clock_offset_ns": t.clock_offset_ns,
-        })
+        ranks.append(
+            {
+                "rank": r,
+                "file": t.file,
+                "size_bytes": Path(t.file).stat().st_size if Path(t.file).exists() else None,
+                "trace_events": t.n_trace_events,
+                "events": t.n_events,
+                "gpu_kernels": kernels,
+                "events_by_category": dict(sorted(by_cat.items())),
+                "steps": sorted(set(t.step_table["step"].tolist())),
+                "span_ms": span_ns / 1e6,
+                "device_type": t.device_type,
+                "devices": sorted({d.get("name", "?") for d in devs if isinstance(d, dict)}),
+                "backend": di.get("backend"),
+                "world_size": di.get("world_size"),
+                "format": t.format,
+                "clock_offset_ns": t.clock_offset_ns,
+            }
+        )
     sev = {s: sum(1 for f in job.findings if f.severity == s) for s in ("error", "warning", "info")}
     return {
         "path": job.path,

@@ -6,13 +6,13 @@ whole job) returning ``Finding`` objects; ``validate_job`` runs them all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from holotrace.model import classify
 from holotrace.findings import Finding, FindingCode
+from holotrace.model import classify
 from holotrace.model.job import Job, RankTrace
 
 SKEW_WARN_NS = 1_000_000_000  # first events of ranks more than 1 s apart
@@ -20,8 +20,10 @@ SKEW_WARN_NS = 1_000_000_000  # first events of ranks more than 1 s apart
 
 def _example(t: RankTrace, job: Job, row: int) -> str:
     c = t.columns
-    return (f"event #{int(c['index'][row])} {job.strings[int(c['name'][row])]!r} ts={int(c['ts_ns'][row]) / 1000:.3f}us "
-            f"dur={int(c['dur_ns'][row]) / 1000:.3f}us")
+    return (
+        f"event #{int(c['index'][row])} {job.strings[int(c['name'][row])]!r} ts={int(c['ts_ns'][row]) / 1000:.3f}us "
+        f"dur={int(c['dur_ns'][row]) / 1000:.3f}us"
+    )
 
 
 CHUNK_ROWS = 1 << 18  # rows checked at a time: the working memory does not grow with the file
@@ -39,7 +41,9 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
     f = t.file
     n = t.n_events
     if n == 0:
-        out.append(Finding.of(FindingCode.NO_EVENTS, "the trace has no events with a duration (metadata only?)", t.rank, f))
+        out.append(
+            Finding.of(FindingCode.NO_EVENTS, "the trace has no events with a duration (metadata only?)", t.rank, f)
+        )
         return out
     table = job.strings.table
     counts = np.zeros(len(table), dtype=np.int64)
@@ -50,7 +54,7 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
         b = min(n, a + CHUNK_ROWS)
         cat, kind, partner = c["cat"][a:b], c["kind"][a:b], c["partner"][a:b]
         has = cat >= 0
-        counts += np.bincount(cat[has], minlength=len(table))[:len(table)]
+        counts += np.bincount(cat[has], minlength=len(table))[: len(table)]
         k = len(cat) - int(has.sum())
         if k and first_nocat < 0:
             first_nocat = a + int(np.argmin(has))
@@ -67,23 +71,61 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
         t.release_pages()
     unknown = classify.unknown_category_counts(counts, table)
     if unknown:
-        out.append(Finding.of(FindingCode.UNKNOWN_CATEGORY,
-                              "events of categories no rule knows were kept as OTHER: " + ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items())),
-                              t.rank, f, sum(unknown.values())))
+        out.append(
+            Finding.of(
+                FindingCode.UNKNOWN_CATEGORY,
+                "events of categories no rule knows were kept as OTHER: "
+                + ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items())),
+                t.rank,
+                f,
+                sum(unknown.values()),
+            )
+        )
     if nocat:
-        out.append(Finding.of(FindingCode.NO_CATEGORY, f"{nocat} events have no 'cat' (HTA drops them)", t.rank, f, nocat,
-                              _example(t, job, first_nocat)))
+        out.append(
+            Finding.of(
+                FindingCode.NO_CATEGORY,
+                f"{nocat} events have no 'cat' (HTA drops them)",
+                t.rank,
+                f,
+                nocat,
+                _example(t, job, first_nocat),
+            )
+        )
     n_ov, first_ov = streams.result(c, n)
     if n_ov:
-        out.append(Finding.of(FindingCode.OVERLAPPING_KERNELS,
-                              f"{n_ov} GPU activities start before the previous one on the same stream ends", t.rank, f, n_ov,
-                              _example(t, job, first_ov)))
+        out.append(
+            Finding.of(
+                FindingCode.OVERLAPPING_KERNELS,
+                f"{n_ov} GPU activities start before the previous one on the same stream ends",
+                t.rank,
+                f,
+                n_ov,
+                _example(t, job, first_ov),
+            )
+        )
     if n_orph:
-        out.append(Finding.of(FindingCode.GPU_WITHOUT_LAUNCH, f"{n_orph} of {n_gpu} GPU activities have no CPU launch in the trace",
-                              t.rank, f, n_orph, _example(t, job, first_orph)))
+        out.append(
+            Finding.of(
+                FindingCode.GPU_WITHOUT_LAUNCH,
+                f"{n_orph} of {n_gpu} GPU activities have no CPU launch in the trace",
+                t.rank,
+                f,
+                n_orph,
+                _example(t, job, first_orph),
+            )
+        )
     if n_il:
-        out.append(Finding.of(FindingCode.LAUNCH_WITHOUT_GPU, f"{n_il} launch calls have no GPU activity in the trace", t.rank, f, n_il,
-                              _example(t, job, first_il)))
+        out.append(
+            Finding.of(
+                FindingCode.LAUNCH_WITHOUT_GPU,
+                f"{n_il} launch calls have no GPU activity in the trace",
+                t.rank,
+                f,
+                n_il,
+                _example(t, job, first_il),
+            )
+        )
     t.release_pages()
     return out
 
@@ -168,7 +210,7 @@ class RankFacts:
     clock_offset_ns: int
 
     @classmethod
-    def of(cls, t: RankTrace) -> "RankFacts":
+    def of(cls, t: RankTrace) -> RankFacts:
         return cls(t.rank, t.n_events, t.has_steps, t.first_ts_ns, t.clock_offset_ns)
 
 
@@ -182,27 +224,47 @@ def check_ranks(facts: Sequence[RankFacts]) -> list[Finding]:
     out: list[Finding] = []
     ranks = [t for t in facts if t.n_events]
     if ranks and not any(t.has_steps for t in ranks):
-        out.append(Finding.of(FindingCode.NO_PROFILER_STEPS, "no ProfilerStep#N annotations: the whole trace is treated as one step"))
+        out.append(
+            Finding.of(
+                FindingCode.NO_PROFILER_STEPS, "no ProfilerStep#N annotations: the whole trace is treated as one step"
+            )
+        )
     elif ranks:
         without = [t.rank for t in ranks if not t.has_steps]
         if without:
-            out.append(Finding.of(FindingCode.STEPS_MISSING_ON_RANKS, f"ranks {without} have no ProfilerStep#N annotations while others do",
-                                  count=len(without)))
+            out.append(
+                Finding.of(
+                    FindingCode.STEPS_MISSING_ON_RANKS,
+                    f"ranks {without} have no ProfilerStep#N annotations while others do",
+                    count=len(without),
+                )
+            )
     if len(ranks) > 1:
         starts = {t.rank: t.first_ts_ns + t.clock_offset_ns for t in ranks}
         lo, hi = min(starts.values()), max(starts.values())
         based = {t.rank for t in ranks if t.clock_offset_ns}
         if based and len(based) != len(ranks):
-            out.append(Finding.of(FindingCode.CLOCK_SKEW, f"ranks {sorted(based)} give times relative to baseTimeNanoseconds and ranks "
-                                  f"{sorted(set(starts) - based)} do not: their clocks cannot be compared", count=len(ranks),
-                                  severity="error"))
+            out.append(
+                Finding.of(
+                    FindingCode.CLOCK_SKEW,
+                    f"ranks {sorted(based)} give times relative to baseTimeNanoseconds and ranks "
+                    f"{sorted(set(starts) - based)} do not: their clocks cannot be compared",
+                    count=len(ranks),
+                    severity="error",
+                )
+            )
         elif hi - lo > SKEW_WARN_NS:
             late = max(starts, key=starts.get)
             early = min(starts, key=starts.get)
-            out.append(Finding.of(FindingCode.CLOCK_SKEW,
-                                  f"first events of ranks differ by {(hi - lo) / 1e9:.3f} s (rank {early} earliest, rank {late} latest): "
-                                  f"clocks may be skewed, so cross-rank timing comparisons are unreliable", count=len(ranks),
-                                  example=", ".join(f"rank {r}: +{(s - lo) / 1e6:.3f} ms" for r, s in sorted(starts.items()))))
+            out.append(
+                Finding.of(
+                    FindingCode.CLOCK_SKEW,
+                    f"first events of ranks differ by {(hi - lo) / 1e9:.3f} s (rank {early} earliest, rank {late} latest): "
+                    f"clocks may be skewed, so cross-rank timing comparisons are unreliable",
+                    count=len(ranks),
+                    example=", ".join(f"rank {r}: +{(s - lo) / 1e6:.3f} ms" for r, s in sorted(starts.items())),
+                )
+            )
     return out
 
 

@@ -37,8 +37,9 @@ A view never shares writable memory with the model; treat its arrays as read-onl
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -52,8 +53,28 @@ from holotrace.model.strings import StringTable
 
 __all__ = ["RankView", "JobView", "resolve", "job_view", "build_view", "COLUMNS", "take_rows", "restrict"]
 
-COLUMNS = ("row", "index", "cat", "name", "pid", "tid", "ts", "dur", "end", "stream", "correlation", "kind", "gpu",
-           "kernel_type", "comm_kind", "rule", "comm_op", "partner", "index_correlation", "iteration")
+COLUMNS = (
+    "row",
+    "index",
+    "cat",
+    "name",
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "end",
+    "stream",
+    "correlation",
+    "kind",
+    "gpu",
+    "kernel_type",
+    "comm_kind",
+    "rule",
+    "comm_op",
+    "partner",
+    "index_correlation",
+    "iteration",
+)
 
 
 @dataclass(frozen=True)
@@ -169,8 +190,9 @@ class JobView:
         return np.array([i for i, s in enumerate(self.strings.table) if test(s)], dtype=np.int64)
 
 
-def resolve(source, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None,
-            include_last_step: bool = False) -> JobView:
+def resolve(
+    source, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None, include_last_step: bool = False
+) -> JobView:
     """The view an analysis reads: ``source`` under ``rules``, the one place a rule set is resolved.
 
     ``source`` is a :class:`~holotrace.model.job.Job` or a :class:`JobView`. ``rules`` None means the view's own
@@ -205,14 +227,16 @@ def _shape(rules: RuleSet) -> bool:
     return bool(rules.hta_table)
 
 
-def job_view(job, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None,
-             include_last_step: bool = False) -> JobView:
+def job_view(
+    job, rules: Optional[RuleSet] = None, *, ranks: Optional[Sequence[int]] = None, include_last_step: bool = False
+) -> JobView:
     """:func:`resolve` (the name the analyses used first)."""
     return resolve(job, rules, ranks=ranks, include_last_step=include_last_step)
 
 
-def build_view(job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = None,
-               include_last_step: bool = False) -> JobView:
+def build_view(
+    job, rules: RuleSet = NATIVE, *, ranks: Optional[Sequence[int]] = None, include_last_step: bool = False
+) -> JobView:
     """The job's events under ``rules``, built now (every rank unless ``ranks``; on threads). Analyses call
     :func:`resolve`, which keeps what this builds on the job.
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from holotrace.exec.pool import thread_map
 from holotrace.model import link
 from holotrace.model.classify import HTA_PROFILER_STEP, HTA_SYNC_EVENT_NAMES, hta_profiler_step_number
 from holotrace.model.comm_evidence import classify_rank
 from holotrace.model.rule_table import hta_table
-from holotrace.exec.pool import thread_map
 
 __all__ = ["hta_rank_columns", "as_double_us"]
 
@@ -80,7 +80,9 @@ def _unaligned(job, rank: int, step_numbers: np.ndarray) -> dict[str, np.ndarray
     has = corr != -1
     partner = link.correlate(corr, has & ~is_gpu, has & is_gpu)
     index = cols["index"]
-    cols["index_correlation"] = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.minimum(corr, 0)).astype(np.int64)
+    cols["index_correlation"] = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.minimum(corr, 0)).astype(
+        np.int64
+    )
     cols["_is_gpu"] = is_gpu
     cols["iteration"] = _iterations(cols, step_numbers, s.id("cpu_op"))
     return cols
@@ -89,10 +91,13 @@ def _unaligned(job, rank: int, step_numbers: np.ndarray) -> dict[str, np.ndarray
 def _iterations(cols: dict, step_numbers: np.ndarray, cpu_op_id: int) -> np.ndarray:
     """HTA 10.1: CPU rows by the ``ProfilerStep`` containing their start; launched rows by their launch."""
     name, stream, ts = cols["name"], cols["stream"], cols["ts"]
-    step_num = np.where(name >= 0, step_numbers[np.clip(name, 0, None)], -1) if len(step_numbers) else np.full(len(name), -1)
+    step_num = (
+        np.where(name >= 0, step_numbers[np.clip(name, 0, None)], -1) if len(step_numbers) else np.full(len(name), -1)
+    )
     sr = np.flatnonzero(step_num >= 0)
-    contain = (link.containing_step(ts, ts[sr], ts[sr] + cols["dur"][sr], step_num[sr]) if len(sr)
-               else np.full(len(name), -1))
+    contain = (
+        link.containing_step(ts, ts[sr], ts[sr] + cols["dur"][sr], step_num[sr]) if len(sr) else np.full(len(name), -1)
+    )
     by_time = (stream < 0) | ((stream == 0) & (cols["cat"] == cpu_op_id))
     it = np.full(len(name), np.nan)
     it[by_time] = contain[by_time]
@@ -120,8 +125,21 @@ def _finish(job, rank: int, base: dict, steps: np.ndarray, min_ts: int, include_
     rows = None
     if len(steps) >= 2 and len(base["ts"]):
         rows = _rows_after_last_step_filter(base, steps, min_ts, include_last)
-    names = ("row", "index", "cat", "name", "pid", "tid", "ts", "dur", "stream", "correlation", "kind",
-             "index_correlation", "iteration")
+    names = (
+        "row",
+        "index",
+        "cat",
+        "name",
+        "pid",
+        "tid",
+        "ts",
+        "dur",
+        "stream",
+        "correlation",
+        "kind",
+        "index_correlation",
+        "iteration",
+    )
     cols = {k: (base[k].copy() if rows is None else base[k][rows]) for k in names}
     cols["ts"] = cols["ts"] - min_ts
     cols["end"] = cols["ts"] + cols["dur"]

@@ -11,13 +11,32 @@ renderers, so both draw the same numbers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
-__all__ = ["Chart", "Series", "Bars", "StackedBars", "Pie", "Histogram", "StripGroup", "Strip", "Line", "Lines",
-           "Table", "Gantt", "histogram_edges", "histogram_values", "peaks", "x_range", "line_points", "HISTOGRAM_BINS"]
+__all__ = [
+    "Chart",
+    "Series",
+    "Bars",
+    "StackedBars",
+    "Pie",
+    "Histogram",
+    "StripGroup",
+    "Strip",
+    "Line",
+    "Lines",
+    "Table",
+    "Gantt",
+    "histogram_edges",
+    "histogram_values",
+    "peaks",
+    "x_range",
+    "line_points",
+    "HISTOGRAM_BINS",
+]
 
 #: bins of a histogram that names none
 HISTOGRAM_BINS = 40

@@ -5,8 +5,8 @@ Perfetto UI. Flow ids start above every id already in the file (HTA starts at 0 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import msgspec
 
@@ -16,7 +16,9 @@ from holotrace.render.trace_file import gzip_bytes, read_trace_bytes
 __all__ = ["write_overlay", "overlay_path"]
 
 
-def overlay_path(cp, trace_path: str, output_dir: str, *, only_critical: bool = True, show_all_edges: bool = False) -> str:
+def overlay_path(
+    cp, trace_path: str, output_dir: str, *, only_critical: bool = True, show_all_edges: bool = False
+) -> str:
     """Write the overlay of a :class:`holotrace.analysis.critical_path.CriticalPath` (see module docstring):
     critical-path edges of the default types, or every graph edge with ``show_all_edges`` (except zero-weight
     launch edges unless ``CRITICAL_PATH_SHOW_ZERO_WEIGHT_LAUNCH_EDGE=1``); returns the file's path."""
@@ -41,15 +43,24 @@ def overlay_path(cp, trace_path: str, output_dir: str, *, only_critical: bool = 
         drawn = cp.path_edges[np.isin(g.type[cp.path_edges], viz)]
     index = cp.view["index"]
     pos = lambda nodes: index[g.node_row[nodes]]  # noqa: E731
-    edges = list(zip(pos(g.src[drawn]).tolist(), g.node_start[g.src[drawn]].tolist(), pos(g.dst[drawn]).tolist(),
-                     g.node_start[g.dst[drawn]].tolist(), g.weight[drawn].tolist(), on_path[drawn].tolist(),
-                     EDGE_TYPE_NAMES[g.type[drawn]].tolist()))
+    edges = list(
+        zip(
+            pos(g.src[drawn]).tolist(),
+            g.node_start[g.src[drawn]].tolist(),
+            pos(g.dst[drawn]).tolist(),
+            g.node_start[g.dst[drawn]].tolist(),
+            g.weight[drawn].tolist(),
+            on_path[drawn].tolist(),
+            EDGE_TYPE_NAMES[g.type[drawn]].tolist(),
+        )
+    )
     critical = set(index[g.node_row[cp.path_nodes]].tolist())
     return write_overlay(trace_path, output_dir, critical, edges, only_critical=only_critical)
 
 
-def write_overlay(trace_path: str, output_dir: str, critical: set, edges: Sequence[tuple], *,
-                  only_critical: bool = True) -> str:
+def write_overlay(
+    trace_path: str, output_dir: str, critical: set, edges: Sequence[tuple], *, only_critical: bool = True
+) -> str:
     """Write ``output_dir/overlaid_critical_path_<file name>``; returns its path.
 
     ``critical``: file positions (``traceEvents`` index) of the critical events. ``edges``: ``(src position,
@@ -80,11 +91,32 @@ def write_overlay(trace_path: str, output_dir: str, critical: set, edges: Sequen
         fid = next_id + k
         args = {"weight": int(w), "critical": bool(crit), "type": typ}
         pid, tid, ts = at(sp, ss)
-        flows.append({"ph": "s", "id": fid, "pid": pid, "tid": tid, "ts": ts, "cat": "critical_path",
-                      "name": "critical_path", "args": args})
+        flows.append(
+            {
+                "ph": "s",
+                "id": fid,
+                "pid": pid,
+                "tid": tid,
+                "ts": ts,
+                "cat": "critical_path",
+                "name": "critical_path",
+                "args": args,
+            }
+        )
         pid, tid, ts = at(dp, ds)
-        flows.append({"ph": "f", "id": fid, "pid": pid, "tid": tid, "ts": ts, "cat": "critical_path",
-                      "name": "critical_path", "bp": "e", "args": args})
+        flows.append(
+            {
+                "ph": "f",
+                "id": fid,
+                "pid": pid,
+                "tid": tid,
+                "ts": ts,
+                "cat": "critical_path",
+                "name": "critical_path",
+                "bp": "e",
+                "args": args,
+            }
+        )
     if only_critical:
         keep = []
         for i, e in enumerate(events):

@@ -23,8 +23,9 @@ same way, ``cat`` ``job_critical_path``, from one rank's process to another's wh
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from holotrace.render.trace_file import gzip_bytes, write_atomic
 
 __all__ = ["merged_events", "write_merged_trace", "first_free_flow_id", "CPU_TID_SHIFT"]
 
-CPU_TID_SHIFT = 2 ** 31
+CPU_TID_SHIFT = 2**31
 
 
 def _json_strings(strings, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -79,8 +80,10 @@ def _rank_events(job, r: int, origin: int, gpu_only: bool, critical: Optional[np
     args[has] = [f',"correlation":{v}' for v in corr[has].tolist()]
     has = ext >= 0
     args[has] = args[has] + np.array([f',"External id":{v}' for v in ext[has].tolist()], dtype=object)
-    args[gpu] = args[gpu] + np.array([f',"stream":{s},"device":{d}' for s, d in zip(stream[rows][gpu].tolist(),
-                                                                                    np.maximum(dev[gpu], 0).tolist())], dtype=object)
+    args[gpu] = args[gpu] + np.array(
+        [f',"stream":{s},"device":{d}' for s, d in zip(stream[rows][gpu].tolist(), np.maximum(dev[gpu], 0).tolist())],
+        dtype=object,
+    )
     if critical is not None:
         has = critical[rows] >= 0
         args[has] = args[has] + np.array([f',"critical_path":{v}' for v in critical[rows][has].tolist()], dtype=object)
@@ -88,13 +91,19 @@ def _rank_events(job, r: int, origin: int, gpu_only: bool, critical: Optional[np
     nl, cl = names[ninv].tolist(), cats[cinv].tolist()
     a = [("{" + x[1:] + "}") if x else "{}" for x in args.tolist()]
     tl = tid.tolist()
-    yield from (f'{{"ph":"X","name":{n},"cat":{k},"pid":{r},"tid":{d},"ts":{s},"dur":{u},"args":{g}}}'
-                for n, k, d, s, u, g in zip(nl, cl, tl, tss, durs, a))
-    yield (f'{{"ph":"M","name":"process_name","pid":{r},"tid":0,"args":{{"name":"rank {r}"}}}},'
-           f'{{"ph":"M","name":"process_sort_index","pid":{r},"tid":0,"args":{{"sort_index":{r}}}}}')
+    yield from (
+        f'{{"ph":"X","name":{n},"cat":{k},"pid":{r},"tid":{d},"ts":{s},"dur":{u},"args":{g}}}'
+        for n, k, d, s, u, g in zip(nl, cl, tl, tss, durs, a)
+    )
+    yield (
+        f'{{"ph":"M","name":"process_name","pid":{r},"tid":0,"args":{{"name":"rank {r}"}}}},'
+        f'{{"ph":"M","name":"process_sort_index","pid":{r},"tid":0,"args":{{"sort_index":{r}}}}}'
+    )
     for s in streams.tolist():
-        yield (f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{s},"args":{{"name":"GPU stream {s}"}}}},'
-               f'{{"ph":"M","name":"thread_sort_index","pid":{r},"tid":{s},"args":{{"sort_index":{100000 + s}}}}}')
+        yield (
+            f'{{"ph":"M","name":"thread_name","pid":{r},"tid":{s},"args":{{"name":"GPU stream {s}"}}}},'
+            f'{{"ph":"M","name":"thread_sort_index","pid":{r},"tid":{s},"args":{{"sort_index":{100000 + s}}}}}'
+        )
 
 
 def _finding_events(job, origin: int, starts: dict) -> Iterator[str]:
@@ -103,11 +112,15 @@ def _finding_events(job, origin: int, starts: dict) -> Iterator[str]:
         r = d.get("rank")
         text = json.dumps(f"{d['severity']} {d['code']}: {d['message']}")
         if r is not None and r in starts:
-            yield (f'{{"ph":"i","s":"p","name":{text},"cat":"holotrace_finding","pid":{int(r)},"tid":0,'
-                   f'"ts":{_ts_text(np.array([starts[r]]))[0]},"args":{{"code":{json.dumps(str(d["code"]))}}}}}')
+            yield (
+                f'{{"ph":"i","s":"p","name":{text},"cat":"holotrace_finding","pid":{int(r)},"tid":0,'
+                f'"ts":{_ts_text(np.array([starts[r]]))[0]},"args":{{"code":{json.dumps(str(d["code"]))}}}}}'
+            )
         else:
-            yield (f'{{"ph":"i","s":"g","name":{text},"cat":"holotrace_finding","pid":0,"tid":0,"ts":0.000,'
-                   f'"args":{{"code":{json.dumps(str(d["code"]))}}}}}')
+            yield (
+                f'{{"ph":"i","s":"g","name":{text},"cat":"holotrace_finding","pid":0,"tid":0,"ts":0.000,'
+                f'"args":{{"code":{json.dumps(str(d["code"]))}}}}}'
+            )
 
 
 def _critical_rows(job, r: int, paths) -> np.ndarray:
@@ -138,8 +151,10 @@ def _flow_events(job, r: int, origin: int, gpu_only: bool, paths, first_id: int)
         g, e = cp.graph, cp.path_edges
         mrow = cp.view["row"][g.node_row]
         a, b = mrow[g.src[e]], mrow[g.dst[e]]
-        hop = np.isin(g.type[e], (EdgeType.DEPENDENCY, EdgeType.KERNEL_LAUNCH_DELAY, EdgeType.KERNEL_KERNEL_DELAY,
-                                  EdgeType.SYNC_DEPENDENCY)) | (tid[a] != tid[b])
+        hop = np.isin(
+            g.type[e],
+            (EdgeType.DEPENDENCY, EdgeType.KERNEL_LAUNCH_DELAY, EdgeType.KERNEL_KERNEL_DELAY, EdgeType.SYNC_DEPENDENCY),
+        ) | (tid[a] != tid[b])
         e = e[(a != b) & hop & written[a] & written[b]]
         if not len(e):
             continue
@@ -154,10 +169,12 @@ def _flow_events(job, r: int, origin: int, gpu_only: bool, paths, first_id: int)
         typ = [json.dumps(x) for x in EDGE_TYPE_NAMES[g.type[e]].tolist()]
         for i, p, q, x, y, wt, ty in zip(ids.tolist(), sa.tolist(), sb.tolist(), _ts_text(ta), _ts_text(tb), w, typ):
             args = f'{{"step":{step},"weight_ns":{wt},"type":{ty}}}'
-            out.append(f'{{"ph":"s","id":{i},"name":"critical_path","cat":"critical_path","pid":{r},"tid":{tid[p]},'
-                       f'"ts":{x},"args":{args}}},'
-                       f'{{"ph":"f","bp":"e","id":{i},"name":"critical_path","cat":"critical_path","pid":{r},'
-                       f'"tid":{tid[q]},"ts":{y},"args":{args}}}')
+            out.append(
+                f'{{"ph":"s","id":{i},"name":"critical_path","cat":"critical_path","pid":{r},"tid":{tid[p]},'
+                f'"ts":{x},"args":{args}}},'
+                f'{{"ph":"f","bp":"e","id":{i},"name":"critical_path","cat":"critical_path","pid":{r},'
+                f'"tid":{tid[q]},"ts":{y},"args":{args}}}'
+            )
     return out, first_id
 
 
@@ -182,10 +199,12 @@ def _job_flow_events(job, origin: int, gpu_only: bool, hops, first_id: int) -> t
         xa = (ends if h.from_end else starts)[h.from_rank][a]
         xb = (ends if h.to_end else starts)[h.to_rank][b]
         (x, y), args = _ts_text(np.array([xa, xb])), f'{{"step":{int(h.step)},"kind":{json.dumps(str(h.kind))}}}'
-        out.append(f'{{"ph":"s","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
-                   f'"pid":{int(h.from_rank)},"tid":{ta},"ts":{x},"args":{args}}},'
-                   f'{{"ph":"f","bp":"e","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
-                   f'"pid":{int(h.to_rank)},"tid":{tb},"ts":{y},"args":{args}}}')
+        out.append(
+            f'{{"ph":"s","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
+            f'"pid":{int(h.from_rank)},"tid":{ta},"ts":{x},"args":{args}}},'
+            f'{{"ph":"f","bp":"e","id":{first_id},"name":"job_critical_path","cat":"job_critical_path",'
+            f'"pid":{int(h.to_rank)},"tid":{tb},"ts":{y},"args":{args}}}'
+        )
         first_id += 1
     return out, first_id
 
@@ -200,9 +219,15 @@ def first_free_flow_id(job) -> int:
     return top + 1
 
 
-def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
-                  findings: bool = True, critical_paths: Optional[dict] = None,
-                  job_path=None) -> tuple[int, Iterator[str]]:
+def merged_events(
+    job,
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    gpu_only: bool = False,
+    findings: bool = True,
+    critical_paths: Optional[dict] = None,
+    job_path=None,
+) -> tuple[int, Iterator[str]]:
     """``(origin_ns, events)``: the job's origin on the common clock and the JSON text of every event."""
     chosen = [r for r in job.ranks if ranks is None or r in set(ranks)]
     starts, origin = {}, None
@@ -231,15 +256,33 @@ def merged_events(job, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool 
     return origin, gen()
 
 
-def write_merged_trace(job, output, *, ranks: Optional[Sequence[int]] = None, gpu_only: bool = False,
-                       findings: bool = True, critical_paths: Optional[dict] = None, job_path=None) -> tuple[int, int]:
+def write_merged_trace(
+    job,
+    output,
+    *,
+    ranks: Optional[Sequence[int]] = None,
+    gpu_only: bool = False,
+    findings: bool = True,
+    critical_paths: Optional[dict] = None,
+    job_path=None,
+) -> tuple[int, int]:
     """Write the merged trace to ``output`` (``.gz``: gzip); returns ``(events written, bytes written)``."""
-    origin, events = merged_events(job, ranks=ranks, gpu_only=gpu_only, findings=findings,
-                                   critical_paths=critical_paths, job_path=job_path)
+    origin, events = merged_events(
+        job, ranks=ranks, gpu_only=gpu_only, findings=findings, critical_paths=critical_paths, job_path=job_path
+    )
     body = list(events)
-    head = json.dumps({"schemaVersion": 1, "displayTimeUnit": "ns", "baseTimeNanoseconds": origin,
-                       "traceName": f"holotrace merged timeline of {Path(str(job.path)).name}",
-                       "otherData": {"source": str(job.path), "ranks": [int(r) for r in job.ranks if ranks is None or r in set(ranks)]}})
+    head = json.dumps(
+        {
+            "schemaVersion": 1,
+            "displayTimeUnit": "ns",
+            "baseTimeNanoseconds": origin,
+            "traceName": f"holotrace merged timeline of {Path(str(job.path)).name}",
+            "otherData": {
+                "source": str(job.path),
+                "ranks": [int(r) for r in job.ranks if ranks is None or r in set(ranks)],
+            },
+        }
+    )
     data = (head[:-1] + ',"traceEvents":[\n' + ",\n".join(body) + "\n]}\n").encode("utf-8")
     out = Path(output)
     if str(out).endswith(".gz"):

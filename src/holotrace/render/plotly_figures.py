@@ -8,7 +8,8 @@ figure; the HTML report draws the same descriptions as SVG (:mod:`holotrace.rend
 
 from __future__ import annotations
 
-from typing import Iterable, Union
+from collections.abc import Iterable
+from typing import Union
 
 import numpy as np
 
@@ -72,8 +73,9 @@ def _bars(go, c: ch.Bars):
     for s in c.series:
         kw = {}
         if s.error_plus is not None:
-            kw["error_x" if horizontal else "error_y"] = dict(type="data", array=s.error_plus, arrayminus=s.error_minus,
-                                                              visible=True)
+            kw["error_x" if horizontal else "error_y"] = dict(
+                type="data", array=s.error_plus, arrayminus=s.error_minus, visible=True
+            )
         colour = None
         if c.diverging:
             colour = np.where(s.values > 0, "#b03a2e", "#6aa84f").tolist()  # more: red, less: green
@@ -83,9 +85,14 @@ def _bars(go, c: ch.Bars):
         xy = dict(x=s.values, y=list(c.labels), orientation="h") if horizontal else dict(x=list(c.labels), y=s.values)
         fig.add_trace(go.Bar(name=s.name, hovertext=_br(s.hover), marker=dict(color=colour, line=line), **xy, **kw))
     stacked = isinstance(c, ch.StackedBars)
-    fig.update_layout(barmode="relative" if stacked else "group", showlegend=len(c.series) > 1 or None,
-                      legend_title_text=c.legend_title or None)
-    label_axis, value_axis = (fig.update_yaxes, fig.update_xaxes) if horizontal else (fig.update_xaxes, fig.update_yaxes)
+    fig.update_layout(
+        barmode="relative" if stacked else "group",
+        showlegend=len(c.series) > 1 or None,
+        legend_title_text=c.legend_title or None,
+    )
+    label_axis, value_axis = (
+        (fig.update_yaxes, fig.update_xaxes) if horizontal else (fig.update_xaxes, fig.update_yaxes)
+    )
     label_axis(title=c.label_title or None, type="category")
     value_axis(title=c.value_title or c.unit or None)
     if horizontal:
@@ -94,8 +101,15 @@ def _bars(go, c: ch.Bars):
 
 
 def _pie(go, c: ch.Pie):
-    return go.Figure([go.Pie(labels=list(c.labels), values=c.values,
-                             hovertemplate=f"%{{label}}: %{{value}} {c.unit} (%{{percent}})<extra></extra>")])
+    return go.Figure(
+        [
+            go.Pie(
+                labels=list(c.labels),
+                values=c.values,
+                hovertemplate=f"%{{label}}: %{{value}} {c.unit} (%{{percent}})<extra></extra>",
+            )
+        ]
+    )
 
 
 def _histogram(go, c: ch.Histogram):
@@ -111,32 +125,60 @@ def _histogram(go, c: ch.Histogram):
     fig = go.Figure()
     if edges is not None:
         counts, _ = np.histogram(ch.histogram_values(c), edges)
-        fig.add_trace(go.Bar(x=edges[:-1], y=counts, width=np.diff(edges), offset=0, name="count",
-                             customdata=np.column_stack([edges[:-1], edges[1:]]),
-                             hovertemplate="%{customdata[0]:.4g}–%{customdata[1]:.4g}: %{y}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=edges[:-1],
+                y=counts,
+                width=np.diff(edges),
+                offset=0,
+                name="count",
+                customdata=np.column_stack([edges[:-1], edges[1:]]),
+                hovertemplate="%{customdata[0]:.4g}–%{customdata[1]:.4g}: %{y}<extra></extra>",
+            )
+        )
     fig.update_xaxes(title=f"{c.unit} (log scale)", type="log")
     fig.update_yaxes(title="count", type="log")
     fig.update_layout(bargap=0)
     if c.cutoff is not None:
-        fig.add_vline(x=np.log10(c.cutoff) if c.cutoff > 0 else 0, line_dash="dash", line_color="#b03a2e",
-                      annotation_text=f"cutoff {c.cutoff:g}")
+        fig.add_vline(
+            x=np.log10(c.cutoff) if c.cutoff > 0 else 0,
+            line_dash="dash",
+            line_color="#b03a2e",
+            annotation_text=f"cutoff {c.cutoff:g}",
+        )
     return fig
 
 
 def _strip(go, c: ch.Strip):
     fig = go.Figure()
     for g in c.groups:
-        fig.add_trace(go.Scatter(x=g.values, y=[g.name] * len(g.values), mode="markers", name=g.name, text=list(g.points),
-                                 marker=dict(color="#1f5fa8", opacity=0.6, size=9),
-                                 hovertemplate=f"{g.name} · %{{text}}: %{{x}} {c.unit}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=g.values,
+                y=[g.name] * len(g.values),
+                mode="markers",
+                name=g.name,
+                text=list(g.points),
+                marker=dict(color="#1f5fa8", opacity=0.6, size=9),
+                hovertemplate=f"{g.name} · %{{text}}: %{{x}} {c.unit}<extra></extra>",
+            )
+        )
     shown = [g for g in c.groups if len(g.values)]
-    fig.add_trace(go.Scatter(x=[float(np.median(g.values)) for g in shown], y=[g.name for g in shown], mode="markers",
-                             name="median", marker=dict(symbol="line-ns-open", size=18, color="#000", line_width=2),
-                             hovertemplate=f"median %{{x}} {c.unit}<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=[float(np.median(g.values)) for g in shown],
+            y=[g.name for g in shown],
+            mode="markers",
+            name="median",
+            marker=dict(symbol="line-ns-open", size=18, color="#000", line_width=2),
+            hovertemplate=f"median %{{x}} {c.unit}<extra></extra>",
+        )
+    )
     fig.update_layout(showlegend=False)
     fig.update_xaxes(title=c.unit or None, rangemode="tozero")
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[g.name for g in c.groups],
-                     autorange="reversed")
+    fig.update_yaxes(
+        type="category", categoryorder="array", categoryarray=[g.name for g in c.groups], autorange="reversed"
+    )
     return fig
 
 
@@ -163,24 +205,35 @@ def _gantt(go, c: ch.Gantt):
     lanes = np.asarray(c.lanes, dtype=object)
     names = np.asarray(c.names, dtype=object)
     if c.dates:
+
         def at(ns):
             stamps = (c.t0_ns + np.asarray(ns, dtype=np.int64)).astype("datetime64[ns]")
             return np.char.replace(np.datetime_as_string(stamps, unit="us"), "T", " ")
+
         per_unit, base_unit = 1e6, ""  # a bar's length on a date axis is in ms
     else:
         off = 0 if c.axis_origin_ns is None else c.t0_ns - c.axis_origin_ns
-        at = (lambda ns: (off + np.asarray(ns, dtype=np.float64)) / 1e3)
+        at = lambda ns: (off + np.asarray(ns, dtype=np.float64)) / 1e3
         per_unit, base_unit = 1e3, " us"
     fields = "".join(f"<br>{f}=%{{customdata[{i + 2}]}}" for i, f in enumerate(c.hover_fields))
     for k in np.unique(c.kind).tolist():
         m = c.kind == k
         labels = names[c.label[m]]
         named = "" if np.all(labels == c.kinds[k]) else "<br>%{customdata[0]}"
-        fig.add_trace(go.Bar(base=at(c.start[m]), x=c.dur[m] / per_unit, y=lanes[c.lane[m]], orientation="h",
-                             name=c.kinds[k], legendgroup=c.kinds[k], marker_color=c.colours[k],
-                             customdata=np.column_stack([labels, c.dur[m] / 1e3, *(v[m] for v in c.hover_values)]),
-                             hovertemplate=f"<b>{c.kinds[k]}</b>{named}<br>%{{y}}<br>start %{{base}}{base_unit}, "
-                                           f"%{{customdata[1]}} us long{fields}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                base=at(c.start[m]),
+                x=c.dur[m] / per_unit,
+                y=lanes[c.lane[m]],
+                orientation="h",
+                name=c.kinds[k],
+                legendgroup=c.kinds[k],
+                marker_color=c.colours[k],
+                customdata=np.column_stack([labels, c.dur[m] / 1e3, *(v[m] for v in c.hover_values)]),
+                hovertemplate=f"<b>{c.kinds[k]}</b>{named}<br>%{{y}}<br>start %{{base}}{base_unit}, "
+                f"%{{customdata[1]}} us long{fields}<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="overlay", showlegend=c.legend, height=80 + 24 * max(len(c.lanes), 1))
     fig.update_xaxes(title=c.x_title or None, type="date" if c.dates else "linear")
     if len(c.start):
@@ -192,5 +245,12 @@ def _gantt(go, c: ch.Gantt):
 
 
 # a StackedBars is a Bars (_bars stacks it)
-_RENDERERS = ((ch.Bars, _bars), (ch.Pie, _pie), (ch.Histogram, _histogram), (ch.Strip, _strip), (ch.Lines, _lines),
-              (ch.Table, _table), (ch.Gantt, _gantt))
+_RENDERERS = (
+    (ch.Bars, _bars),
+    (ch.Pie, _pie),
+    (ch.Histogram, _histogram),
+    (ch.Strip, _strip),
+    (ch.Lines, _lines),
+    (ch.Table, _table),
+    (ch.Gantt, _gantt),
+)

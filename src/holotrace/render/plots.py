@@ -10,25 +10,61 @@ Frames are never modified. Needs neither plotly nor a browser.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from holotrace.render.charts import (Bars, Gantt, Histogram, Line, Lines, Pie, Series, StackedBars, Strip, StripGroup,
-                                     Table)
+from holotrace.render.charts import (
+    Bars,
+    Gantt,
+    Histogram,
+    Line,
+    Lines,
+    Pie,
+    Series,
+    StackedBars,
+    Strip,
+    StripGroup,
+    Table,
+)
 from holotrace.text import fit_names
 
 __all__ = [
     # the facade's figures (HTA's frames)
-    "temporal_breakdown", "kernel_type_pie", "kernel_per_rank", "idle_per_stream", "comm_overlap",
-    "launch_histograms", "aten_tables", "kernel_sequences", "annotation_pies", "stragglers_ranked", "trace_diff_bars",
+    "temporal_breakdown",
+    "kernel_type_pie",
+    "kernel_per_rank",
+    "idle_per_stream",
+    "comm_overlap",
+    "launch_histograms",
+    "aten_tables",
+    "kernel_sequences",
+    "annotation_pies",
+    "stragglers_ranked",
+    "trace_diff_bars",
     # the report's plots (holotrace's frames)
-    "gpu_time", "idle_causes", "step_times", "collective_waits", "top_kernels", "kernel_rank_spread",
-    "kernel_types", "launch_delay", "counter_lines", "critical_path", "what_if", "gpu_timeline",
-    "KERNEL_TYPES", "KERNEL_TYPE_COLOURS", "KERNEL_TYPE_LETTERS",
+    "gpu_time",
+    "idle_causes",
+    "step_times",
+    "collective_waits",
+    "top_kernels",
+    "kernel_rank_spread",
+    "kernel_types",
+    "launch_delay",
+    "counter_lines",
+    "critical_path",
+    "what_if",
+    "gpu_timeline",
+    "KERNEL_TYPES",
+    "KERNEL_TYPE_COLOURS",
+    "KERNEL_TYPE_LETTERS",
     # the comparison report's plots
-    "diff_contributors", "diff_metrics", "diff_changed", "diff_appeared",
+    "diff_contributors",
+    "diff_metrics",
+    "diff_changed",
+    "diff_appeared",
 ]
 
 KERNEL_TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
@@ -49,16 +85,28 @@ def _rank_labels(ranks) -> list[str]:
 def temporal_breakdown(df: pd.DataFrame) -> StackedBars:
     """Idle / compute / non-compute percent of each rank's kernel span, stacked (``get_temporal_breakdown``)."""
     cols = ["idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg"]
-    return StackedBars(name="temporal-breakdown", title="Temporal breakdown across ranks",
-                       labels=df["rank"].tolist(), series=[Series(c, df[c]) for c in cols],
-                       unit="Percent of kernel span", label_title="Rank", legend_title="Time", digits=2)
+    return StackedBars(
+        name="temporal-breakdown",
+        title="Temporal breakdown across ranks",
+        labels=df["rank"].tolist(),
+        series=[Series(c, df[c]) for c in cols],
+        unit="Percent of kernel span",
+        label_title="Rank",
+        legend_title="Time",
+        digits=2,
+    )
 
 
 def kernel_type_pie(types: pd.DataFrame) -> Pie:
     """Share of GPU time by kernel type over all ranks (types with a positive share)."""
     shown = types[types["percentage"] > 0]
-    return Pie(name="kernel-type-share", title="Kernel type percentage across all ranks",
-               labels=shown["kernel_type"].tolist(), values=shown["percentage"], unit="%")
+    return Pie(
+        name="kernel-type-share",
+        title="Kernel type percentage across all ranks",
+        labels=shown["kernel_type"].tolist(),
+        values=shown["percentage"],
+        unit="%",
+    )
 
 
 def kernel_per_rank(kernels: pd.DataFrame) -> list[Bars]:
@@ -66,10 +114,23 @@ def kernel_per_rank(kernels: pd.DataFrame) -> list[Bars]:
     out = []
     for (ktype, name), part in kernels[kernels["name"] != "others"].groupby(["kernel_type", "name"], sort=False):
         mean = part["mean (us)"].to_numpy(dtype=np.float64)
-        out.append(Bars(name="kernel-per-rank", title=f'Kernel type "{ktype}" - {name}', labels=part["rank"].tolist(),
-                        series=[Series("mean (us)", mean, error_plus=part["max (us)"].to_numpy() - mean,
-                                       error_minus=mean - part["min (us)"].to_numpy())],
-                        unit="mean (us)", label_title="rank"))
+        out.append(
+            Bars(
+                name="kernel-per-rank",
+                title=f'Kernel type "{ktype}" - {name}',
+                labels=part["rank"].tolist(),
+                series=[
+                    Series(
+                        "mean (us)",
+                        mean,
+                        error_plus=part["max (us)"].to_numpy() - mean,
+                        error_minus=mean - part["min (us)"].to_numpy(),
+                    )
+                ],
+                unit="mean (us)",
+                label_title="rank",
+            )
+        )
     return out
 
 
@@ -87,18 +148,33 @@ def idle_per_stream(idle: pd.DataFrame, pctg: bool = True) -> list[StackedBars]:
             v = np.zeros(len(streams))
             v[[pos[s] for s in rows["stream"].tolist()]] = rows[y].to_numpy(dtype=np.float64)
             series.append(Series(str(c), v))
-        out.append(StackedBars(name="idle-per-stream", title=f"Idle time breakdown on rank {rank} per stream",
-                               labels=[str(s) for s in streams], series=series, unit=y, label_title="stream",
-                               legend_title="idle_category", digits=2))
+        out.append(
+            StackedBars(
+                name="idle-per-stream",
+                title=f"Idle time breakdown on rank {rank} per stream",
+                labels=[str(s) for s in streams],
+                series=series,
+                unit=y,
+                label_title="stream",
+                legend_title="idle_category",
+                digits=2,
+            )
+        )
     return out
 
 
 def comm_overlap(ranks: Sequence[int], pctg) -> Bars:
     """Percent of each rank's communication time that computation overlaps (NaN: no communication, no bar);
     the facade's ``get_comm_comp_overlap`` figure and the report's overlap plot."""
-    return Bars(name="overlap", title="Computation-communication overlap", labels=_rank_labels(ranks),
-                series=[Series("overlap", pctg)], unit="%", value_title="Overlap (% of communication time)",
-                label_title="Rank")
+    return Bars(
+        name="overlap",
+        title="Computation-communication overlap",
+        labels=_rank_labels(ranks),
+        series=[Series("overlap", pctg)],
+        unit="%",
+        value_title="Overlap (% of communication time)",
+        label_title="Rank",
+    )
 
 
 def launch_histograms(stats: Mapping[int, pd.DataFrame], runtime_cutoff, launch_delay_cutoff) -> list[Histogram]:
@@ -106,49 +182,96 @@ def launch_histograms(stats: Mapping[int, pd.DataFrame], runtime_cutoff, launch_
     delays (``get_cuda_kernel_launch_stats``)."""
     out = []
     for r, df in stats.items():
-        out += [Histogram(name="short-kernels", values=df.loc[df["short_kernel"], "cpu_duration"], unit="cpu_duration",
-                          title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}"),
-                Histogram(name="runtime-outliers", values=df.loc[df["runtime_outlier"], "cpu_duration"], bins=300,
-                          unit="cpu_duration",
-                          title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}"),
-                Histogram(name="launch-delay-outliers", values=df.loc[df["launch_delay_outlier"], "launch_delay"],
-                          bins=300, unit="launch_delay",
-                          title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}")]
+        out += [
+            Histogram(
+                name="short-kernels",
+                values=df.loc[df["short_kernel"], "cpu_duration"],
+                unit="cpu_duration",
+                title=f"Short GPU kernels (gpu op duration < cpu op duration) on rank {r}",
+            ),
+            Histogram(
+                name="runtime-outliers",
+                values=df.loc[df["runtime_outlier"], "cpu_duration"],
+                bins=300,
+                unit="cpu_duration",
+                title=f"Runtime Event Duration Outliers (duration > {runtime_cutoff} us) on rank {r}",
+            ),
+            Histogram(
+                name="launch-delay-outliers",
+                values=df.loc[df["launch_delay_outlier"], "launch_delay"],
+                bins=300,
+                unit="launch_delay",
+                title=f"Launch Delay Outliers (duration > {launch_delay_cutoff} us) on rank {r}",
+            ),
+        ]
     return out
 
 
 def aten_tables(out: Mapping[int, pd.DataFrame]) -> list[Table]:
     """Per rank, the ``get_aten_op_kernels_and_delay`` frame as a table."""
-    return [Table(name="aten-ops", columns=list(df.columns), cells=[df[c].tolist() for c in df.columns],
-                  title=f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}")
-            for r, df in out.items()]
+    return [
+        Table(
+            name="aten-ops",
+            columns=list(df.columns),
+            cells=[df[c].tolist() for c in df.columns],
+            title=f"ATen Operations, Associated Kernels, ATen and Runtime Delays for Rank {r}",
+        )
+        for r, df in out.items()
+    ]
 
 
 def kernel_sequences(top: pd.DataFrame, rank: int) -> Bars:
     """Occurrences of the most frequent kernel sequences, each bar's hover text its pattern (one name a line)."""
     hover = [f"{p.replace('|', chr(10))}\ncount={c}" for p, c in zip(top["pattern"], top["count"])]
-    return Bars(name="kernel-sequences", title=f"Top {len(top)} frequent patterns for rank {rank}",
-                labels=[str(i) for i in top.index], series=[Series("count", top["count"], hover=hover)],
-                unit="count", label_title="index", digits=0)
+    return Bars(
+        name="kernel-sequences",
+        title=f"Top {len(top)} frequent patterns for rank {rank}",
+        labels=[str(i) for i in top.index],
+        series=[Series("count", top["count"], hover=hover)],
+        unit="count",
+        label_title="index",
+        digits=0,
+    )
 
 
 def annotation_pies(out: pd.DataFrame) -> list[Pie]:
     """One pie per rank: time per user annotation (``get_gpu_user_annotation_breakdown``)."""
-    return [Pie(name="annotations", title=f"Rank {r}", labels=part["name"].astype(str).tolist(),
-                values=part["sum (us)"], unit="us") for r, part in out.groupby("rank")]
+    return [
+        Pie(
+            name="annotations",
+            title=f"Rank {r}",
+            labels=part["name"].astype(str).tolist(),
+            values=part["sum (us)"],
+            unit="us",
+        )
+        for r, part in out.groupby("rank")
+    ]
 
 
 def stragglers_ranked(ranks: Sequence[int]) -> Bars:
     """The potential stragglers, most likely first (the bar's height is its place from the end)."""
-    return Bars(name="stragglers", title="Potential stragglers", labels=[str(r) for r in ranks],
-                series=[Series("likelihood order", np.arange(len(ranks), 0, -1))], unit="order (higher: more likely)",
-                label_title="Rank", digits=0)
+    return Bars(
+        name="stragglers",
+        title="Potential stragglers",
+        labels=[str(r) for r in ranks],
+        series=[Series("likelihood order", np.arange(len(ranks), 0, -1))],
+        unit="order (higher: more likely)",
+        label_title="Rank",
+        digits=0,
+    )
 
 
 def trace_diff_bars(df: pd.DataFrame, columns: Sequence[str], names: Sequence[str], title: str, y_title: str) -> Bars:
     """Grouped bars of ``columns`` (series named ``names``) per row of a ``TraceDiff.compare_traces`` frame."""
-    return Bars(name="trace-diff", title=title, labels=df.index.tolist(),
-                series=[Series(n, df[c]) for c, n in zip(columns, names)], unit=y_title, width=1000, height=1000)
+    return Bars(
+        name="trace-diff",
+        title=title,
+        labels=df.index.tolist(),
+        series=[Series(n, df[c]) for c, n in zip(columns, names)],
+        unit=y_title,
+        width=1000,
+        height=1000,
+    )
 
 
 # ============================================================================ the report's plots (holotrace's frames)
@@ -160,8 +283,15 @@ def gpu_time(split: pd.DataFrame) -> StackedBars:
     cols = ["compute", "communication", "memory", "idle"]
     if split["other_ms"].sum() > 0:
         cols.insert(3, "other")
-    return StackedBars(name="gpu-time", title="GPU time per rank", labels=_rank_labels(split["rank"]),
-                       series=[Series(c, split[f"{c}_ms"]) for c in cols], unit="ms", digits=2, horizontal=True)
+    return StackedBars(
+        name="gpu-time",
+        title="GPU time per rank",
+        labels=_rank_labels(split["rank"]),
+        series=[Series(c, split[f"{c}_ms"]) for c in cols],
+        unit="ms",
+        digits=2,
+        horizontal=True,
+    )
 
 
 def idle_causes(idle: pd.DataFrame) -> tuple[StackedBars, pd.DataFrame]:
@@ -170,16 +300,24 @@ def idle_causes(idle: pd.DataFrame) -> tuple[StackedBars, pd.DataFrame]:
     piv = idle.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum", fill_value=0.0)
     cats = [c for c in ("host_wait", "kernel_wait", "other") if c in piv.columns]
     shown = pd.DataFrame({"rank": piv.index.to_numpy(), **{c: piv[c].to_numpy() / 1e3 for c in cats}})
-    chart = StackedBars(name="idle-causes", title="Idle time by cause", labels=_rank_labels(shown["rank"]),
-                        series=[Series(c.replace("_", " "), shown[c]) for c in cats], unit="ms", digits=2,
-                        horizontal=True)
+    chart = StackedBars(
+        name="idle-causes",
+        title="Idle time by cause",
+        labels=_rank_labels(shown["rank"]),
+        series=[Series(c.replace("_", " "), shown[c]) for c in cats],
+        unit="ms",
+        digits=2,
+        horizontal=True,
+    )
     return chart, shown
 
 
 def step_times(st: pd.DataFrame) -> Strip:
     """Each rank's step times (``steps.step_times``), one dot per step."""
-    groups = [StripGroup(f"rank {r}", g["dur_us"].to_numpy() / 1e3, [f"step {s}" for s in g["step"]])
-              for r, g in st.groupby("rank", sort=True)]
+    groups = [
+        StripGroup(f"rank {r}", g["dur_us"].to_numpy() / 1e3, [f"step {s}" for s in g["step"]])
+        for r, g in st.groupby("rank", sort=True)
+    ]
     return Strip(name="step-times", title="Step time per rank", groups=groups, unit="ms", digits=2)
 
 
@@ -187,17 +325,30 @@ def collective_waits(ss: pd.DataFrame, slowest: int) -> Bars:
     """Time each rank waited in collectives (``stragglers.straggler_summary``, by rank), the slowest outlined."""
     ss = ss.sort_values("rank")
     hit = np.flatnonzero(ss["rank"].to_numpy() == slowest)
-    return Bars(name="collective-waits", title="Time waited in collectives per rank", labels=_rank_labels(ss["rank"]),
-                series=[Series("waited", ss["wait_us"].to_numpy() / 1e3)], unit="ms waited in collectives",
-                digits=2, highlight=int(hit[0]) if len(hit) else -1, horizontal=True)
+    return Bars(
+        name="collective-waits",
+        title="Time waited in collectives per rank",
+        labels=_rank_labels(ss["rank"]),
+        series=[Series("waited", ss["wait_us"].to_numpy() / 1e3)],
+        unit="ms waited in collectives",
+        digits=2,
+        highlight=int(hit[0]) if len(hit) else -1,
+        horizontal=True,
+    )
 
 
 def top_kernels(top: pd.DataFrame) -> Bars:
     """Total time of the top kernels over all ranks (``kernels.top_kernels``), names shortened."""
     short = fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)
-    return Bars(name="top-kernels", title="Top kernels by total time", labels=short,
-                series=[Series("total", top["sum_us"].to_numpy() / 1e3, hover=top["name"].astype(str).tolist())],
-                unit="ms (all ranks)", digits=2, horizontal=True)
+    return Bars(
+        name="top-kernels",
+        title="Top kernels by total time",
+        labels=short,
+        series=[Series("total", top["sum_us"].to_numpy() / 1e3, hover=top["name"].astype(str).tolist())],
+        unit="ms (all ranks)",
+        digits=2,
+        horizontal=True,
+    )
 
 
 def kernel_rank_spread(top: pd.DataFrame, dist: pd.DataFrame) -> Strip:
@@ -207,25 +358,39 @@ def kernel_rank_spread(top: pd.DataFrame, dist: pd.DataFrame) -> Strip:
     for name, short in zip(top["name"], fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)):
         g = by_name.get(name, dist.iloc[:0])
         groups.append(StripGroup(str(short), g["sum_us"].to_numpy() / 1e3, [f"rank {r}" for r in g["rank"]]))
-    return Strip(name="kernel-ranks", title="Per-rank time of each top kernel", groups=groups, unit="ms per rank",
-                 digits=2)
+    return Strip(
+        name="kernel-ranks", title="Per-rank time of each top kernel", groups=groups, unit="ms per rank", digits=2
+    )
 
 
 def kernel_types(types: pd.DataFrame) -> Bars:
     """GPU time by kernel type over all ranks (``kernels.type_breakdown``)."""
-    return Bars(name="kernel-types", title="GPU time by kernel type", labels=types["kernel_type"].astype(str).tolist(),
-                series=[Series("time", types["time_us"].to_numpy() / 1e3)], unit="ms (all ranks)", digits=2,
-                horizontal=True)
+    return Bars(
+        name="kernel-types",
+        title="GPU time by kernel type",
+        labels=types["kernel_type"].astype(str).tolist(),
+        series=[Series("time", types["time_us"].to_numpy() / 1e3)],
+        unit="ms (all ranks)",
+        digits=2,
+        horizontal=True,
+    )
 
 
 def launch_delay(delays, cutoff: Optional[float]) -> Histogram:
     """Launch delays (µs) of every launch, on a log scale, the outlier cutoff marked."""
-    return Histogram(name="launch-delay", title="Launch delay", values=delays, log=True, cutoff=cutoff,
-                     unit="us from the end of the launch call to the GPU start")
+    return Histogram(
+        name="launch-delay",
+        title="Launch delay",
+        values=delays,
+        log=True,
+        cutoff=cutoff,
+        unit="us from the end of the launch call to the GPU start",
+    )
 
 
-def counter_lines(series: Mapping[int, pd.DataFrame], column: str, *, name: str, title: str, unit: str,
-                  by_name: bool) -> Lines:
+def counter_lines(
+    series: Mapping[int, pd.DataFrame], column: str, *, name: str, title: str, unit: str, by_name: bool
+) -> Lines:
     """A counter per rank over time (``counters.queue_length`` / ``memory_bandwidth``: ``ts`` in ns), one line
     per rank (and per counter ``name`` when ``by_name``), x in ms from the first sample of all ranks."""
     t0 = min(int(s["ts"].min()) for s in series.values() if len(s))
@@ -233,8 +398,9 @@ def counter_lines(series: Mapping[int, pd.DataFrame], column: str, *, name: str,
     for r, s in sorted(series.items()):
         groups = list(s.groupby("name", sort=True)) if by_name else [("", s)]
         for g, part in groups:
-            lines.append(Line(f"rank {r}" + (f" {g}" if g else ""), (part["ts"].to_numpy() - t0) / 1e6,
-                              part[column].to_numpy()))
+            lines.append(
+                Line(f"rank {r}" + (f" {g}" if g else ""), (part["ts"].to_numpy() - t0) / 1e6, part[column].to_numpy())
+            )
     return Lines(name=name, title=title, series=lines, x_unit="ms from the first sample", y_unit=unit)
 
 
@@ -244,28 +410,51 @@ def critical_path(cp: pd.DataFrame) -> tuple[Bars, pd.DataFrame]:
     agg = cp.groupby("bound_by", sort=False)["duration"].sum()
     agg = agg[agg.index.astype(str) != ""].sort_values(ascending=False)
     tot = agg.sum()
-    frame = pd.DataFrame({"bound_by": agg.index.astype(str), "ms": agg.to_numpy() / 1e6,
-                          "pct": 100 * agg.to_numpy() / tot if tot else 0.0})
-    chart = Bars(name="critical-path", title="Critical path by what bounds it", labels=frame["bound_by"].tolist(),
-                 series=[Series("on the path", frame["ms"])], unit="ms on the critical path", digits=2,
-                 horizontal=True)
+    frame = pd.DataFrame(
+        {
+            "bound_by": agg.index.astype(str),
+            "ms": agg.to_numpy() / 1e6,
+            "pct": 100 * agg.to_numpy() / tot if tot else 0.0,
+        }
+    )
+    chart = Bars(
+        name="critical-path",
+        title="Critical path by what bounds it",
+        labels=frame["bound_by"].tolist(),
+        series=[Series("on the path", frame["ms"])],
+        unit="ms on the critical path",
+        digits=2,
+        horizontal=True,
+    )
     return chart, frame
 
 
 def what_if(wi: pd.DataFrame) -> Bars:
     """Time each fix would save on the step (``what_if.what_if``: ``saving`` in µs)."""
-    return Bars(name="what-if", title="What to fix first", labels=wi["fix"].astype(str).tolist(),
-                series=[Series("saving", wi["saving"].to_numpy() / 1e3)], unit="ms saved on the step", digits=2,
-                horizontal=True)
+    return Bars(
+        name="what-if",
+        title="What to fix first",
+        labels=wi["fix"].astype(str).tolist(),
+        series=[Series("saving", wi["saving"].to_numpy() / 1e3)],
+        unit="ms saved on the step",
+        digits=2,
+        horizontal=True,
+    )
 
 
 def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
     """GPU operations (a ``timeline.gpu_timeline`` frame, times in ns) on one lane per rank and stream, coloured
     by kernel type, names shortened; times from the first operation's start."""
     caption = f"step {step}" if step is not None else "the whole trace"
-    common = dict(name="timeline", title=f"GPU timeline of {caption}", kinds=KERNEL_TYPES,
-                  colours=KERNEL_TYPE_COLOURS, letters=KERNEL_TYPE_LETTERS, caption=caption,
-                  x_title=f"µs from the first operation of {caption}")
+    common = dict(
+        name="timeline",
+        title=f"GPU timeline of {caption}",
+        kinds=KERNEL_TYPES,
+        colours=KERNEL_TYPE_COLOURS,
+        letters=KERNEL_TYPE_LETTERS,
+        caption=caption,
+        x_title=f"µs from the first operation of {caption}",
+    )
     if tl.empty:
         e = np.zeros(0, np.int64)
         return Gantt(lanes=(), lane=e, start=e, dur=e, kind=e, label=e, names=(), **common)
@@ -280,9 +469,17 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
     codes, uniq = pd.factorize(tl["name"], use_na_sentinel=False)  # names and types: one decode per distinct value
     tcodes, tuniq = pd.factorize(tl["kernel_type"], use_na_sentinel=False)
     kind = np.array([KERNEL_TYPES.index(t) if t in KERNEL_TYPES else 3 for t in map(str, tuniq)] or [3])[tcodes]
-    return Gantt(lanes=[f"rank {k // width} stream {k % width + smin}" for k in keys.tolist()], lane=lane[order],
-                 start=start[order] - t0, dur=(end - start)[order], kind=kind[order], label=codes[order],
-                 names=fit_names([str(x) for x in uniq], LABEL_WIDTH), t0_ns=t0, **common)
+    return Gantt(
+        lanes=[f"rank {k // width} stream {k % width + smin}" for k in keys.tolist()],
+        lane=lane[order],
+        start=start[order] - t0,
+        dur=(end - start)[order],
+        kind=kind[order],
+        label=codes[order],
+        names=fit_names([str(x) for x in uniq], LABEL_WIDTH),
+        t0_ns=t0,
+        **common,
+    )
 
 
 # ============================================================================ the comparison report's plots
@@ -290,29 +487,56 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
 
 def diff_contributors(c: pd.DataFrame) -> Bars:
     """Change of a step's time by item (``JobDiff.contributors``: µs), biggest first."""
-    return Bars(name="contributors", title="Biggest contributors to the change of a step",
-                labels=c["item"].astype(str).tolist(), series=[Series("change", c["delta_us"].to_numpy() / 1e3)],
-                unit="ms per step", digits=3, diverging=True, horizontal=True)
+    return Bars(
+        name="contributors",
+        title="Biggest contributors to the change of a step",
+        labels=c["item"].astype(str).tolist(),
+        series=[Series("change", c["delta_us"].to_numpy() / 1e3)],
+        unit="ms per step",
+        digits=3,
+        diverging=True,
+        horizontal=True,
+    )
 
 
 def diff_metrics(m: pd.DataFrame) -> Bars:
     """Change of each per-step figure in percent of base (``JobDiff.metrics``)."""
     labels = [f"{a} ({'pp' if u == 'pct' else u})" for a, u in zip(m["metric"], m["unit"])]
-    return Bars(name="metrics", title="Per-step figures, change from base", labels=labels,
-                series=[Series("change", m["delta_pct"].fillna(0.0))], unit="% change from base", digits=1,
-                diverging=True, horizontal=True)
+    return Bars(
+        name="metrics",
+        title="Per-step figures, change from base",
+        labels=labels,
+        series=[Series("change", m["delta_pct"].fillna(0.0))],
+        unit="% change from base",
+        digits=1,
+        diverging=True,
+        horizontal=True,
+    )
 
 
 def diff_changed(f: pd.DataFrame, family: str, title: str) -> Bars:
     """Change of time per step of the names of one family (``JobDiff.ops`` rows, µs)."""
-    return Bars(name=f"changed-{family}", title=title, labels=[str(k)[:70] for k in f["key"]],
-                series=[Series("change", f["delta_per_step_us"].to_numpy() / 1e3, hover=f["key"].astype(str).tolist())],
-                unit="ms per step", digits=3, diverging=True, horizontal=True)
+    return Bars(
+        name=f"changed-{family}",
+        title=title,
+        labels=[str(k)[:70] for k in f["key"]],
+        series=[Series("change", f["delta_per_step_us"].to_numpy() / 1e3, hover=f["key"].astype(str).tolist())],
+        unit="ms per step",
+        digits=3,
+        diverging=True,
+        horizontal=True,
+    )
 
 
 def diff_appeared(ops: pd.DataFrame) -> Bars:
     """Time per step of the names found in one run only (``short``, ``status`` and ``delta_ms`` columns)."""
-    return Bars(name="appeared", title="Names that appeared or disappeared",
-                labels=[f"{s} ({st})" for s, st in zip(ops["short"], ops["status"])],
-                series=[Series("change", ops["delta_ms"])], unit="ms per step", digits=3, diverging=True,
-                horizontal=True)
+    return Bars(
+        name="appeared",
+        title="Names that appeared or disappeared",
+        labels=[f"{s} ({st})" for s, st in zip(ops["short"], ops["status"])],
+        series=[Series("change", ops["delta_ms"])],
+        unit="ms per step",
+        digits=3,
+        diverging=True,
+        horizontal=True,
+    )

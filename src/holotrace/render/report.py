@@ -10,7 +10,8 @@ Every number shown comes from a frame; tables carry ``data-table`` names so the 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -25,9 +26,15 @@ __all__ = ["render_report", "page", "table", "SECTIONS", "gpu_time_split", "time
 
 #: section ids in the order the report shows them
 SECTIONS = ("job", "gpu-time", "steps", "kernels", "launches", "critical-path", "timeline")
-_TITLES = {"job": "The job", "gpu-time": "Where the GPU time went", "steps": "Steps and the slowest rank",
-           "kernels": "Kernels", "launches": "Launches, queues and memory bandwidth",
-           "critical-path": "Critical path and what to fix first", "timeline": "GPU timeline of one step"}
+_TITLES = {
+    "job": "The job",
+    "gpu-time": "Where the GPU time went",
+    "steps": "Steps and the slowest rank",
+    "kernels": "Kernels",
+    "launches": "Launches, queues and memory bandwidth",
+    "critical-path": "Critical path and what to fix first",
+    "timeline": "GPU timeline of one step",
+}
 #: at most this many GPU operations on the timeline (about 20 bytes each in the file)
 MAX_TIMELINE_OPS = 150_000
 
@@ -35,14 +42,17 @@ MAX_TIMELINE_OPS = 150_000
 def page(title: str, sections: Sequence[tuple[str, str, str]], *, subtitle: str = "") -> str:
     """One HTML document: ``sections`` is ``(id, title, inner html)`` in order, with a contents line."""
     nav = "".join(f'<a href="#{sid}">{escape(t)}</a>' for sid, t, _ in sections)
-    body = "".join(f'<section id="{sid}" data-section="{sid}"><h2>{escape(t)}</h2>{html}</section>'
-                   for sid, t, html in sections)
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "script-src 'unsafe-inline'; img-src data:\">"
-            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{escape(title)}</h1><p class=\"note\">{escape(subtitle)}</p><nav>{nav}</nav>{body}"
-            f"<script>{SCRIPT}</script></body></html>")
+    body = "".join(
+        f'<section id="{sid}" data-section="{sid}"><h2>{escape(t)}</h2>{html}</section>' for sid, t, html in sections
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
+        f'<h1>{escape(title)}</h1><p class="note">{escape(subtitle)}</p><nav>{nav}</nav>{body}'
+        f"<script>{SCRIPT}</script></body></html>"
+    )
 
 
 def table(name: str, df: pd.DataFrame, cols: Sequence[tuple[str, str, Optional[int]]], *, max_rows: int = 40) -> str:
@@ -78,14 +88,22 @@ def _empty_note(text: str) -> str:
 
 def _job_section(d: Mapping[str, Any]) -> str:
     m = d["meta"]
-    facts = [("path", m["path"]), ("ranks", m["ranks_text"]), ("devices", m["devices"]), ("steps", m["steps_text"]),
-             ("time span", f"{svg.fmt(m['span_ms'], 2)} ms (first to last event, common clock)")]
+    facts = [
+        ("path", m["path"]),
+        ("ranks", m["ranks_text"]),
+        ("devices", m["devices"]),
+        ("steps", m["steps_text"]),
+        ("time span", f"{svg.fmt(m['span_ms'], 2)} ms (first to last event, common clock)"),
+    ]
     if m.get("warning"):
         facts.append(("warning", m["warning"]))
     if m.get("costliest_rank"):
         facts.append(("costliest rank", m["costliest_rank"]["why"]))
-    html = '<table class="facts" data-table="facts">' + "".join(
-        f'<tr><td>{escape(k)}</td><td class="t">{escape(str(v))}</td></tr>' for k, v in facts) + "</table>"
+    html = (
+        '<table class="facts" data-table="facts">'
+        + "".join(f'<tr><td>{escape(k)}</td><td class="t">{escape(str(v))}</td></tr>' for k, v in facts)
+        + "</table>"
+    )
     f = d["findings"]
     html += f"<h3>Findings that affect the numbers ({len(f)})</h3>"
     if not len(f):
@@ -93,8 +111,10 @@ def _job_section(d: Mapping[str, Any]) -> str:
     items = []
     for sev, rank, code, msg in zip(f["severity"], f["rank"], f["code"], f["message"]):
         where = "" if rank is None or (isinstance(rank, float) and np.isnan(rank)) else f"rank {int(rank)}: "
-        items.append(f'<li class="finding sev-{escape(str(sev))}"><b>{escape(str(sev).upper())}</b> '
-                     f'<code>{escape(str(code))}</code> {escape(where + str(msg))}</li>')
+        items.append(
+            f'<li class="finding sev-{escape(str(sev))}"><b>{escape(str(sev).upper())}</b> '
+            f"<code>{escape(str(code))}</code> {escape(where + str(msg))}</li>"
+        )
     return html + f'<ul data-findings="{len(f)}">' + "".join(items) + "</ul>"
 
 
@@ -107,8 +127,11 @@ def gpu_time_split(tb: pd.DataFrame, types_by_rank: pd.DataFrame) -> pd.DataFram
     wins over communication, which wins over memory), so the four parts and idle add up to the span."""
     t = types_by_rank.copy()
     lab = t["kernel_type"].astype(str)
-    part = np.select([lab.str.startswith("COMPUTATION"), lab.str.startswith("COMMUNICATION"),
-                      lab.str.startswith("MEMORY")], ["compute", "communication", "memory"], "other")
+    part = np.select(
+        [lab.str.startswith("COMPUTATION"), lab.str.startswith("COMMUNICATION"), lab.str.startswith("MEMORY")],
+        ["compute", "communication", "memory"],
+        "other",
+    )
     t["part"] = part
     piv = t.pivot_table(index="rank", columns="part", values="time_us", aggfunc="sum", fill_value=0.0)
     out = pd.DataFrame({"rank": tb["rank"].to_numpy()})
@@ -122,11 +145,22 @@ def gpu_time_split(tb: pd.DataFrame, types_by_rank: pd.DataFrame) -> pd.DataFram
 def _gpu_section(d: Mapping[str, Any]) -> str:
     split = d["gpu_split"]
     html = "<h3>GPU time per rank</h3>" + svg.render(plots.gpu_time(split))
-    html += table("gpu_time", split, [("rank", "rank", 0), ("compute ms", "compute_ms", 2),
-                                      ("communication ms", "communication_ms", 2), ("memory ms", "memory_ms", 2),
-                                      ("idle ms", "idle_ms", 2), ("span ms", "span_ms", 2)])
-    html += _note("span = first to last GPU operation of the rank; where kinds of work overlap, computation "
-                  "counts first, then communication, then memory, so the parts add up to the span.")
+    html += table(
+        "gpu_time",
+        split,
+        [
+            ("rank", "rank", 0),
+            ("compute ms", "compute_ms", 2),
+            ("communication ms", "communication_ms", 2),
+            ("memory ms", "memory_ms", 2),
+            ("idle ms", "idle_ms", 2),
+            ("span ms", "span_ms", 2),
+        ],
+    )
+    html += _note(
+        "span = first to last GPU operation of the rank; where kinds of work overlap, computation "
+        "counts first, then communication, then memory, so the parts add up to the span."
+    )
     idle = d["idle"]
     html += "<h3>Idle time by cause</h3>"
     if idle.empty:
@@ -134,10 +168,15 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
     else:
         chart, shown = plots.idle_causes(idle)
         html += svg.render(chart)
-        html += table("idle_causes", shown, [("rank", "rank", 0)] + [(f"{c.replace('_', ' ')} ms", c, 2)
-                                                                     for c in shown.columns[1:]])
-        html += _note("idle gaps between GPU operations on each stream, summed over streams: host wait = the GPU "
-                      "waited for the CPU to launch; kernel wait = a short gap between kernels; other = the rest.")
+        html += table(
+            "idle_causes",
+            shown,
+            [("rank", "rank", 0)] + [(f"{c.replace('_', ' ')} ms", c, 2) for c in shown.columns[1:]],
+        )
+        html += _note(
+            "idle gaps between GPU operations on each stream, summed over streams: host wait = the GPU "
+            "waited for the CPU to launch; kernel wait = a short gap between kernels; other = the rest."
+        )
     ov = d["overlap"]
     html += "<h3>Communication hidden behind compute</h3>"
     comm = ov[ov["has_communication"]] if len(ov) else ov
@@ -145,8 +184,11 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
         html += _empty_note("no communication kernels")
     else:
         html += svg.render(plots.comm_overlap(comm["rank"], comm["overlap_pctg"]))
-        html += table("overlap", comm, [("rank", "rank", 0), ("communication ms", "comm_us", 0),
-                                        ("overlapped %", "overlap_pctg", 1)])
+        html += table(
+            "overlap",
+            comm,
+            [("rank", "rank", 0), ("communication ms", "comm_us", 0), ("overlapped %", "overlap_pctg", 1)],
+        )
     return html
 
 
@@ -161,23 +203,37 @@ def _steps_section(d: Mapping[str, Any]) -> str:
     else:
         html += svg.render(plots.step_times(st))
         per = st.groupby("rank")["dur_us"].agg(["count", "median", "max"]).reset_index()
-        html += table("step_times", per.assign(median=per["median"] / 1e3, max=per["max"] / 1e3),
-                      [("rank", "rank", 0), ("steps", "count", 0), ("median ms", "median", 3), ("max ms", "max", 3)])
+        html += table(
+            "step_times",
+            per.assign(median=per["median"] / 1e3, max=per["max"] / 1e3),
+            [("rank", "rank", 0), ("steps", "count", 0), ("median ms", "median", 3), ("max ms", "max", 3)],
+        )
     ss = d["straggler_summary"]
     html += "<h3>The slowest rank and its evidence</h3>"
     if ss is None or ss.empty:
         return html + _empty_note("no collectives matched across ranks (single rank or no communication)")
     slow = ss.iloc[0]
-    html += (f'<p data-slowest-rank="{int(slow["rank"])}">Rank <b>{int(slow["rank"])}</b> arrived last at collectives '
-             f'in {int(slow["steps_as_straggler"])} step(s); the other ranks waited {svg.fmt(slow["waited_for_us"] / 1e3, 2)}'
-             " ms for it in all, while it waited the least.</p>")
+    html += (
+        f'<p data-slowest-rank="{int(slow["rank"])}">Rank <b>{int(slow["rank"])}</b> arrived last at collectives '
+        f"in {int(slow['steps_as_straggler'])} step(s); the other ranks waited {svg.fmt(slow['waited_for_us'] / 1e3, 2)}"
+        " ms for it in all, while it waited the least.</p>"
+    )
     html += svg.render(plots.collective_waits(ss, int(slow["rank"])))
     ss = ss.sort_values("rank")
-    html += table("stragglers", ss.assign(wait_ms=ss["wait_us"] / 1e3, waited_for_ms=ss["waited_for_us"] / 1e3),
-                  [("rank", "rank", 0), ("steps as straggler", "steps_as_straggler", 0),
-                   ("waited in collectives ms", "wait_ms", 2), ("others waited for it ms", "waited_for_ms", 2)])
-    return html + _note("wait = time a rank's collective ran before the last rank arrived at it (matched by step, "
-                        "collective and occurrence); the rank the others wait for is the straggler.")
+    html += table(
+        "stragglers",
+        ss.assign(wait_ms=ss["wait_us"] / 1e3, waited_for_ms=ss["waited_for_us"] / 1e3),
+        [
+            ("rank", "rank", 0),
+            ("steps as straggler", "steps_as_straggler", 0),
+            ("waited in collectives ms", "wait_ms", 2),
+            ("others waited for it ms", "waited_for_ms", 2),
+        ],
+    )
+    return html + _note(
+        "wait = time a rank's collective ran before the last rank arrived at it (matched by step, "
+        "collective and occurrence); the rank the others wait for is the straggler."
+    )
 
 
 # ---------------------------------------------------------------------------------------------- kernels
@@ -190,9 +246,17 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
         return html + _empty_note("no GPU kernels")
     chart = plots.top_kernels(top)
     html += svg.render(chart)
-    html += table("top_kernels", top.assign(short=list(chart.labels), sum_ms=top["sum_us"] / 1e3),
-                  [("kernel", "short", None), ("type", "kernel_type", None), ("count", "count", 0),
-                   ("total ms", "sum_ms", 2), ("mean us", "mean_us", 1)])
+    html += table(
+        "top_kernels",
+        top.assign(short=list(chart.labels), sum_ms=top["sum_us"] / 1e3),
+        [
+            ("kernel", "short", None),
+            ("type", "kernel_type", None),
+            ("count", "count", 0),
+            ("total ms", "sum_ms", 2),
+            ("mean us", "mean_us", 1),
+        ],
+    )
     if len(dist) and dist["rank"].nunique() > 1:
         html += "<h3>Per-rank time of each top kernel</h3>"
         html += svg.render(plots.kernel_rank_spread(top, dist))
@@ -200,8 +264,11 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
     types = d["types"]
     html += "<h3>GPU time by kernel type</h3>"
     html += svg.render(plots.kernel_types(types))
-    html += table("kernel_types", types.assign(time_ms=types["time_us"] / 1e3),
-                  [("type", "kernel_type", None), ("time ms", "time_ms", 2), ("%", "pctg", 1)])
+    html += table(
+        "kernel_types",
+        types.assign(time_ms=types["time_us"] / 1e3),
+        [("type", "kernel_type", None), ("time ms", "time_ms", 2), ("%", "pctg", 1)],
+    )
     return html
 
 
@@ -227,26 +294,52 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         cutoff = d.get("launch_delay_cutoff", 100.0)
         delay = la["launch_delay"].to_numpy()
         html += svg.render(plots.launch_delay(delay, cutoff))
-        html += table("launch_summary", summ, [("rank", "rank", 0), ("launches", "launches", 0),
-                                               ("delay median us", "delay_median_us", 1), ("delay p95 us", "delay_p95_us", 1),
-                                               ("delay max us", "delay_max_us", 1), (f"over {cutoff:g} us", "launch_delay_outliers", 0)])
+        html += table(
+            "launch_summary",
+            summ,
+            [
+                ("rank", "rank", 0),
+                ("launches", "launches", 0),
+                ("delay median us", "delay_median_us", 1),
+                ("delay p95 us", "delay_p95_us", 1),
+                ("delay max us", "delay_max_us", 1),
+                (f"over {cutoff:g} us", "launch_delay_outliers", 0),
+            ],
+        )
         pick = _largest(delay, 10)
         kernel = la["kernel"]  # one value at a time: taking rows of a long text column copies all of it
-        worst = pd.DataFrame({"rank": la["rank"].to_numpy()[pick], "iteration": la["iteration"].to_numpy()[pick],
-                              "kernel_s": fit_names([str(kernel.iat[i]) for i in pick], 60),
-                              "launch_delay": delay[pick]})
+        worst = pd.DataFrame(
+            {
+                "rank": la["rank"].to_numpy()[pick],
+                "iteration": la["iteration"].to_numpy()[pick],
+                "kernel_s": fit_names([str(kernel.iat[i]) for i in pick], 60),
+                "launch_delay": delay[pick],
+            }
+        )
         html += "<h3>Worst launch delays</h3>" + table(
-            "worst_launch_delays", worst,
-            [("rank", "rank", 0), ("step", "iteration", 0), ("kernel", "kernel_s", None), ("delay us", "launch_delay", 1)])
-    for key, title, col, unit in (("queue_length", "Launch queue length over time", "queue_length", "kernels queued"),
-                                  ("memory_bandwidth", "Memory bandwidth over time", "memory_bw_gbps", "GB/s")):
+            "worst_launch_delays",
+            worst,
+            [
+                ("rank", "rank", 0),
+                ("step", "iteration", 0),
+                ("kernel", "kernel_s", None),
+                ("delay us", "launch_delay", 1),
+            ],
+        )
+    for key, title, col, unit in (
+        ("queue_length", "Launch queue length over time", "queue_length", "kernels queued"),
+        ("memory_bandwidth", "Memory bandwidth over time", "memory_bw_gbps", "GB/s"),
+    ):
         series = d.get(key) or {}
         html += f"<h3>{escape(title)}</h3>"
         if not series:
             html += _empty_note("not in this trace")
             continue
-        html += svg.render(plots.counter_lines(series, col, name=key.replace("_", "-"), title=title, unit=unit,
-                                               by_name=key != "queue_length"))
+        html += svg.render(
+            plots.counter_lines(
+                series, col, name=key.replace("_", "-"), title=title, unit=unit, by_name=key != "queue_length"
+            )
+        )
     return html
 
 
@@ -269,8 +362,11 @@ def _critical_section(d: Mapping[str, Any]) -> str:
     if wi is None or wi.empty:
         return html + _empty_note("no counterfactual saves time on this step")
     html += svg.render(plots.what_if(wi))
-    html += table("what_if", wi.assign(saving_ms=wi["saving"] / 1e3),
-                  [("fix", "fix", None), ("saves ms", "saving_ms", 2), ("% of step", "pct", 1), ("evidence", "evidence", None)])
+    html += table(
+        "what_if",
+        wi.assign(saving_ms=wi["saving"] / 1e3),
+        [("fix", "fix", None), ("saves ms", "saving_ms", 2), ("% of step", "pct", 1), ("evidence", "evidence", None)],
+    )
     return html
 
 
@@ -290,16 +386,27 @@ def _timeline_section(d: Mapping[str, Any]) -> str:
     if total > MAX_TIMELINE_OPS:  # keep the file attachable: the first operations of the step, all ranks
         cut = np.partition(tl["start"].to_numpy(), MAX_TIMELINE_OPS)[MAX_TIMELINE_OPS]
         tl = tl[tl["start"].to_numpy() < cut]
-        note = (f" Only the first {len(tl):,} of {total:,} operations are drawn (the step's first "
-                f"{(cut - tl['start'].min()) / 1e6:,.2f} ms); choose a shorter step with --timeline-step.")
+        note = (
+            f" Only the first {len(tl):,} of {total:,} operations are drawn (the step's first "
+            f"{(cut - tl['start'].min()) / 1e6:,.2f} ms); choose a shorter step with --timeline-step."
+        )
     what = f"step {step}" if step is not None else "the whole trace"
-    return (f"<p>GPU operations of {escape(what)} on every rank, one lane per stream, on the job's common clock "
-            f"({len(tl):,} operations). Wheel or buttons zoom, drag pans, hover names an operation.{escape(note)}</p>"
-            + svg.render(plots.gpu_timeline(tl, step)))
+    return (
+        f"<p>GPU operations of {escape(what)} on every rank, one lane per stream, on the job's common clock "
+        f"({len(tl):,} operations). Wheel or buttons zoom, drag pans, hover names an operation.{escape(note)}</p>"
+        + svg.render(plots.gpu_timeline(tl, step))
+    )
 
 
-_BUILDERS = {"job": _job_section, "gpu-time": _gpu_section, "steps": _steps_section, "kernels": _kernels_section,
-             "launches": _launches_section, "critical-path": _critical_section, "timeline": _timeline_section}
+_BUILDERS = {
+    "job": _job_section,
+    "gpu-time": _gpu_section,
+    "steps": _steps_section,
+    "kernels": _kernels_section,
+    "launches": _launches_section,
+    "critical-path": _critical_section,
+    "timeline": _timeline_section,
+}
 
 
 def render_report(d: Mapping[str, Any]) -> str:

@@ -27,10 +27,14 @@ def straggler_lines(js: JobSummary) -> list[str]:
     ev = ""
     if len(worst):
         w = worst.iloc[0]
-        ev = (f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, "
-              f"{w['worst_collective_wait_us'] / 1e3:.3f} ms")
-    return [f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
-            f"straggler in {int(top['steps_as_straggler'])}/{rep['step'].nunique()} steps{ev})"]
+        ev = (
+            f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, "
+            f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
+        )
+    return [
+        f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
+        f"straggler in {int(top['steps_as_straggler'])}/{rep['step'].nunique()} steps{ev})"
+    ]
 
 
 def launch_lines(js: JobSummary) -> list[str]:
@@ -39,11 +43,15 @@ def launch_lines(js: JobSummary) -> list[str]:
     if not o["launches"]:
         return ["launch delay: no launch call paired with GPU work"]
     cutoff = o.get("cutoff_us", 100.0)
-    lines = [f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us (within 1 %) over "
-             f"{o['launches']} launches; {o['outliers']} above {cutoff:g} us"]
+    lines = [
+        f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us (within 1 %) over "
+        f"{o['launches']} launches; {o['outliers']} above {cutoff:g} us"
+    ]
     names = fit_names([str(k) for k in worst["kernel"]], 60)  # together: two kernels never read alike
     for row, name in zip(worst.itertuples(index=False), names):
         step = f" step {row.iteration}" if row.iteration >= 0 else ""
-        lines.append(f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {name} "
-                     f"started {row.launch_delay:.1f} us after its {sanitize(str(row.launch))}")
+        lines.append(
+            f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {name} "
+            f"started {row.launch_delay:.1f} us after its {sanitize(str(row.launch))}"
+        )
     return lines

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,17 @@ from holotrace.atomic import write_atomic, write_bytes
 from holotrace.errors import HolotraceError, OutputError
 from holotrace.text import cut, fit_names, sanitize, structural_forms
 
-__all__ = ["kernel_label", "format_table", "table_cells", "format_markdown", "to_records", "write_frames", "shorten", "sanitize", "FORMATS"]
+__all__ = [
+    "kernel_label",
+    "format_table",
+    "table_cells",
+    "format_markdown",
+    "to_records",
+    "write_frames",
+    "shorten",
+    "sanitize",
+    "FORMATS",
+]
 
 FORMATS = ("csv", "parquet", "json")
 NAME_FLOOR = 24  # a text column is never shortened below this (or its natural width): names stay readable
@@ -67,8 +78,9 @@ def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
     return out
 
 
-def table_cells(shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
-                ) -> tuple[list[str], list[list[str]], list[int], list[bool]]:
+def table_cells(
+    shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
+) -> tuple[list[str], list[list[str]], list[int], list[bool]]:
     """What :func:`format_table` prints, before alignment: headers, each column's cells, column widths and
     which columns are numeric. Text columns too wide for ``width`` are shortened together by
     :func:`holotrace.text.fit_names` (two different values of a column never print alike)."""
@@ -133,6 +145,7 @@ def format_table(
         for v, w, n in zip(values, widths, numeric):
             parts.append(v.rjust(w) if n else v.ljust(w))
         return (" " * sep).join(parts).rstrip()
+
     lines.append(fmt(cols))
     lines.append((" " * sep).join("-" * w for w in widths))
     for row in zip(*cells):
@@ -142,7 +155,9 @@ def format_table(
     return "\n".join(lines)
 
 
-def format_markdown(df: pd.DataFrame, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None) -> str:
+def format_markdown(
+    df: pd.DataFrame, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None
+) -> str:
     """Render a frame as a markdown table (``|`` in cells escaped); ``title`` becomes a ``###`` heading."""
     digits = dict(digits or {})
     lines = [f"### {sanitize(title)}", ""] if title else []
@@ -191,11 +206,15 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
     if not str(out_dir).strip():
         raise HolotraceError("the output folder is an empty path", fix="pass a folder to write the tables into")
     if out.exists() and not out.is_dir():
-        raise HolotraceError("--output names a file, not a folder", path=out, fix="pass a folder (it is created if absent)")
+        raise HolotraceError(
+            "--output names a file, not a folder", path=out, fix="pass a folder (it is created if absent)"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise HolotraceError(f"cannot create the output folder ({e.strerror or e})", path=out, fix="pass a folder you can write to") from None
+        raise HolotraceError(
+            f"cannot create the output folder ({e.strerror or e})", path=out, fix="pass a folder you can write to"
+        ) from None
     written = []
     for fmt in formats:
         if fmt not in FORMATS:
@@ -205,8 +224,11 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
     except OutputError:
         raise
     except OSError as e:
-        raise HolotraceError(f"cannot write the output ({e.strerror or e})", path=getattr(e, "filename", None) or out,
-                             fix="pass a folder you can write to") from None
+        raise HolotraceError(
+            f"cannot write the output ({e.strerror or e})",
+            path=getattr(e, "filename", None) or out,
+            fix="pass a folder you can write to",
+        ) from None
     return written
 
 

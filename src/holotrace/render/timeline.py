@@ -18,8 +18,9 @@ from holotrace.render import plotly_figures, plots_timeline
 __all__ = ["gpu_timeline_figure", "write_figure", "show_figure"]
 
 
-def gpu_timeline_figure(frame: pd.DataFrame, title: str = "GPU timeline", *, color: str = "kernel_type",
-                        min_width_us: float = 0.0):
+def gpu_timeline_figure(
+    frame: pd.DataFrame, title: str = "GPU timeline", *, color: str = "kernel_type", min_width_us: float = 0.0
+):
     """The plotly figure of :func:`holotrace.render.plots_timeline.gpu_operations` (same arguments)."""
     return plotly_figures.figure(plots_timeline.gpu_operations(frame, title, color=color, min_width_us=min_width_us))
 
@@ -30,8 +31,11 @@ def write_figure(fig, path: str) -> None:
         fig.write_html(path)
         return
     if importlib.util.find_spec("kaleido") is None:
-        raise PlottingUnavailableError(f"writing the static image {path} needs kaleido, which is not installed",
-                                       path=None, fix="pip install kaleido, or save as .html")
+        raise PlottingUnavailableError(
+            f"writing the static image {path} needs kaleido, which is not installed",
+            path=None,
+            fix="pip install kaleido, or save as .html",
+        )
     fig.write_image(path)
 
 

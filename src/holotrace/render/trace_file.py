@@ -16,9 +16,10 @@ import os
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Union
 
 import msgspec
 import numpy as np
@@ -53,8 +54,16 @@ def _fmt_ts(ts: np.ndarray, unit_ns: int) -> list[str]:
     return [f"{w}.{f:03d}" for w, f in zip(whole.tolist(), frac.tolist())]
 
 
-def counter_events(ts: np.ndarray, pid: np.ndarray, name: Union[str, Sequence[str], np.ndarray], arg: str,
-                   value: np.ndarray, ids: Optional[np.ndarray] = None, *, unit_ns: int = 1000) -> list[str]:
+def counter_events(
+    ts: np.ndarray,
+    pid: np.ndarray,
+    name: Union[str, Sequence[str], np.ndarray],
+    arg: str,
+    value: np.ndarray,
+    ids: Optional[np.ndarray] = None,
+    *,
+    unit_ns: int = 1000,
+) -> list[str]:
     """One Chrome counter event (JSON text) per row: ``{"ph": "C", "name", "pid", "ts", ["id"], "args": {arg: value}}``.
 
     ``ts`` is in ``unit_ns`` nanoseconds per unit (1000: µs as given; 1: exact ns written as µs text).
@@ -72,11 +81,15 @@ def counter_events(ts: np.ndarray, pid: np.ndarray, name: Union[str, Sequence[st
         enc = [msgspec.json.encode(u).decode() for u in uniq.tolist()]
         names = [enc[i] for i in inv.reshape(-1).tolist()]
     if ids is None:
-        return [f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, "args": {{{key}: {x}}}}}'
-                for n, p, t, x in zip(names, pids, ts_txt, vals)]
+        return [
+            f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, "args": {{{key}: {x}}}}}'
+            for n, p, t, x in zip(names, pids, ts_txt, vals)
+        ]
     idl = np.asarray(ids).astype(np.int64).tolist()
-    return [f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, "id": {i}, "args": {{{key}: {x}}}}}'
-            for n, p, t, i, x in zip(names, pids, ts_txt, idl, vals)]
+    return [
+        f'{{"ph": "C", "name": {n}, "pid": {p}, "ts": {t}, "id": {i}, "args": {{{key}: {x}}}}}'
+        for n, p, t, i, x in zip(names, pids, ts_txt, idl, vals)
+    ]
 
 
 def read_trace_bytes(path: Union[str, Path]) -> bytes:
@@ -85,7 +98,9 @@ def read_trace_bytes(path: Union[str, Path]) -> bytes:
     try:
         raw = p.read_bytes()
     except OSError as e:
-        raise TraceReadError(f"cannot read: {e.strerror or e}", path=p, fix="check that the file still exists") from None
+        raise TraceReadError(
+            f"cannot read: {e.strerror or e}", path=p, fix="check that the file still exists"
+        ) from None
     if raw[:2] == b"\x1f\x8b":
         try:
             d = zlib.decompressobj(wbits=47)
@@ -111,7 +126,7 @@ def _object_keys(text: bytes) -> Optional[set]:
 def _events_end(data: bytes, path, top_keys: Optional[Iterable[str]]) -> int:
     """Position of the ``]`` that closes the event list."""
     start = len(data) - len(data.lstrip(_WS))
-    if data[start:start + 1] == b"[":  # legacy bare array of events
+    if data[start : start + 1] == b"[":  # legacy bare array of events
         end = data.rstrip(_WS).rfind(b"]")
         if end < 0:
             raise TraceFormatError("the event list is not closed", path=path, fix="re-export the trace")
@@ -121,16 +136,17 @@ def _events_end(data: bytes, path, top_keys: Optional[Iterable[str]]) -> int:
         raise TraceFormatError("JSON has no 'traceEvents'", path=path, fix="pass a Kineto trace file")
     want = None
     if top_keys is not None:
-        head = data[:m.start()].rstrip(_WS)
+        head = data[: m.start()].rstrip(_WS)
         head_keys = _object_keys((head[:-1] if head.endswith(b",") else head) + b"}") or set()
         want = set(top_keys) - head_keys - {"traceEvents"}
     pos = len(data)
     while True:
         pos = data.rfind(b"]", m.end() - 1, pos)
         if pos < 0:
-            raise TraceFormatError("the event list is not closed (damaged or truncated file)", path=path,
-                                   fix="re-export the trace")
-        tail = data[pos + 1:].strip(_WS)
+            raise TraceFormatError(
+                "the event list is not closed (damaged or truncated file)", path=path, fix="re-export the trace"
+            )
+        tail = data[pos + 1 :].strip(_WS)
         if tail == b"}":
             if not want:
                 return pos
@@ -147,7 +163,7 @@ def gzip_bytes(data: bytes, level: int = 6, piece: int = 8 << 20, threads: Optio
 
     def deflate(i: int) -> bytes:
         c = zlib.compressobj(level, zlib.DEFLATED, -15)
-        out = c.compress(mv[i * piece:(i + 1) * piece])
+        out = c.compress(mv[i * piece : (i + 1) * piece])
         return out + c.flush(zlib.Z_FINISH if i == n - 1 else zlib.Z_SYNC_FLUSH)
 
     workers = max(1, min(n, threads or os.cpu_count() or 1))
@@ -175,13 +191,13 @@ def _plain_tail_end(src: Path, top_keys) -> Optional[tuple[int, bool]]:
         fh.seek(size - (1 << 20))
         tail = fh.read()
     try:
-        pos = _events_end(head[:m.end()] + b"\n" + tail, src, top_keys)
+        pos = _events_end(head[: m.end()] + b"\n" + tail, src, top_keys)
     except TraceFormatError:
         return None
     base = size - len(tail) - (m.end() + 1)
     if pos <= m.end():  # the candidate fell into the head part: let the full read decide
         return None
-    before = tail[:pos - m.end() - 1].rstrip(_WS)
+    before = tail[: pos - m.end() - 1].rstrip(_WS)
     return base + pos, before.endswith(b"[")
 
 
@@ -221,8 +237,14 @@ def _copy_range(src: Path, fh, length: int) -> None:
         fh.seek(length)
 
 
-def write_trace_with_events(source: Union[str, Path], output: Union[str, Path], events: Sequence[str], *,
-                            top_keys: Optional[Iterable[str]] = None, compress: Optional[bool] = None) -> Path:
+def write_trace_with_events(
+    source: Union[str, Path],
+    output: Union[str, Path],
+    events: Sequence[str],
+    *,
+    top_keys: Optional[Iterable[str]] = None,
+    compress: Optional[bool] = None,
+) -> Path:
     """Write ``source``'s trace to ``output`` with ``events`` (JSON object texts) appended to ``traceEvents``.
 
     Args:

@@ -12,8 +12,9 @@ finding naming the command that ingests them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pyarrow.ipc as ipc

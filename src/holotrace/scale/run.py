@@ -15,18 +15,19 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from holotrace.analysis.job_summary import JobSummary
 from holotrace.analysis.rank_summary import RankSummary, rank_summary
 from holotrace.analysis.reduce import Reducer
+from holotrace.atomic import kill_point, sweep
 from holotrace.errors import HolotraceError, OutputError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor, TaskFailed
 from holotrace.exec.retry import map_retrying
 from holotrace.findings import Finding, FindingCode, rank_ranges
-from holotrace.atomic import kill_point, sweep
 from holotrace.ingest.cache import fingerprint
 from holotrace.ingest.discover import discover
 from holotrace.loader import load
@@ -38,9 +39,20 @@ from holotrace.scale import store
 __all__ = ["JobSummary", "RankTask", "summarize", "summarize_file", "ingest", "read_ingest"]
 
 # codes found on the whole set of files or the whole job (the driver's), not on one file
-_JOB_CODES = frozenset({FindingCode.SKIPPED_FILE, FindingCode.RANK_ASSIGNED, FindingCode.DUPLICATE_RANK, FindingCode.BAD_RANK_INFO,
-                        FindingCode.MIXED_JOBS, FindingCode.MISSING_RANKS, FindingCode.RANK_OUT_OF_RANGE,
-                        FindingCode.NO_PROFILER_STEPS, FindingCode.STEPS_MISSING_ON_RANKS, FindingCode.CLOCK_SKEW})
+_JOB_CODES = frozenset(
+    {
+        FindingCode.SKIPPED_FILE,
+        FindingCode.RANK_ASSIGNED,
+        FindingCode.DUPLICATE_RANK,
+        FindingCode.BAD_RANK_INFO,
+        FindingCode.MIXED_JOBS,
+        FindingCode.MISSING_RANKS,
+        FindingCode.RANK_OUT_OF_RANGE,
+        FindingCode.NO_PROFILER_STEPS,
+        FindingCode.STEPS_MISSING_ON_RANKS,
+        FindingCode.CLOCK_SKEW,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,14 @@ def summarize_file(task: RankTask):
     kill_point(f"task-{rank}")
     t0 = time.perf_counter()
     try:
-        one = load(path, cache=task.cache, cache_dir=task.cache_dir, workers=1, progress_bar=False,
-                   rules=list(task.rules) or None)
+        one = load(
+            path,
+            cache=task.cache,
+            cache_dir=task.cache_dir,
+            workers=1,
+            progress_bar=False,
+            rules=list(task.rules) or None,
+        )
     except OutputError:
         raise  # no room to write: not the file's fault, and the run stops (a TaskFailed of this kind)
     except HolotraceError as e:
@@ -86,9 +104,16 @@ def summarize_file(task: RankTask):
     checks = check_rank(job, t)
     decode = [f for f in one.findings if f.code not in _JOB_CODES and f not in checks]
     s = rank_summary(job, rank)
-    s.info.update({"file": path, "n_events": int(t.n_events), "has_steps": bool(t.has_steps), "meta_world_size": _world(t.meta),
-                   "findings_decode": [dataclasses.replace(f, rank=rank).as_dict() for f in decode],
-                   "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks]})
+    s.info.update(
+        {
+            "file": path,
+            "n_events": int(t.n_events),
+            "has_steps": bool(t.has_steps),
+            "meta_world_size": _world(t.meta),
+            "findings_decode": [dataclasses.replace(f, rank=rank).as_dict() for f in decode],
+            "findings_check": [dataclasses.replace(f, rank=rank).as_dict() for f in checks],
+        }
+    )
     if out is not None:
         store.write_rank(Path(out), t, one.strings, s, source)
     else:
@@ -114,7 +139,15 @@ def _world(meta: dict) -> Optional[int]:
 
 
 def _finding(d: dict) -> Finding:
-    return Finding.of(d["code"], d["message"], d.get("rank"), d.get("file"), d.get("count", 1), d.get("example"), severity=d.get("severity"))
+    return Finding.of(
+        d["code"],
+        d["message"],
+        d.get("rank"),
+        d.get("file"),
+        d.get("count", 1),
+        d.get("example"),
+        severity=d.get("severity"),
+    )
 
 
 def _select(files: list, ranks: Optional[Sequence[int]]) -> list:
@@ -129,7 +162,9 @@ def _light(s: RankSummary) -> RankSummary:
     return RankSummary(s.rank, {}, s.info)
 
 
-def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool], reducer: Optional[Reducer] = None) -> list:
+def _map(
+    executor: Optional[Executor], tasks: list, progress_bar: Optional[bool], reducer: Optional[Reducer] = None
+) -> list:
     """The tasks' results in order, each summary folded into ``reducer`` as it arrives and kept without its frames."""
     ex = executor or LocalExecutor()
 
@@ -144,9 +179,19 @@ def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]
     if (progress_bar if progress_bar is not None else sys.stderr.isatty()) and tasks:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(tasks), unit="rank", desc=f"ranks ({ex.name})", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+        bar = tqdm(
+            total=len(tasks),
+            unit="rank",
+            desc=f"ranks ({ex.name})",
+            file=sys.stderr,
+            delay=1.0,
+            leave=False,
+            dynamic_ncols=True,
+        )
     try:
-        return map_retrying(ex, summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None, keep=keep)
+        return map_retrying(
+            ex, summarize_file, tasks, on_done=(lambda i, r: bar.update(1)) if bar is not None else None, keep=keep
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -154,8 +199,18 @@ def _map(executor: Optional[Executor], tasks: list, progress_bar: Optional[bool]
             ex.close()
 
 
-def _assemble(path: str, files: dict, results: list, found_findings: list, reducer: Reducer, *, top: int, world: Optional[int],
-              executor: str, explicit: bool = False) -> JobSummary:
+def _assemble(
+    path: str,
+    files: dict,
+    results: list,
+    found_findings: list,
+    reducer: Reducer,
+    *,
+    top: int,
+    world: Optional[int],
+    executor: str,
+    explicit: bool = False,
+) -> JobSummary:
     """Findings in the loader's order (discovery, unreadable files, decoding, per-rank checks, job checks) and the
     reduce's frames. ``results``: per file, the rank's summary without frames (folded into ``reducer``) or its failure."""
     summaries = [r for r in results if isinstance(r, RankSummary)]
@@ -170,15 +225,33 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
             failed.append((r, res["file"], res["problem"]))
     if failed and (explicit or not summaries):
         r, f, problem = failed[0]
-        raise TraceFormatError(f"rank {r} could not be read: {problem}", path=f, fix="check the file (holotrace doctor PATH)")
+        raise TraceFormatError(
+            f"rank {r} could not be read: {problem}", path=f, fix="check the file (holotrace doctor PATH)"
+        )
     for r, f, problem in failed:
-        findings.append(Finding.of(FindingCode.SKIPPED_FILE, f"not loaded, rank {r} is missing from every number: {problem}", rank=r, file=f))
+        findings.append(
+            Finding.of(
+                FindingCode.SKIPPED_FILE,
+                f"not loaded, rank {r} is missing from every number: {problem}",
+                rank=r,
+                file=f,
+            )
+        )
     summaries.sort(key=lambda s: s.rank)
     for key in ("findings_decode", "findings_check"):
         findings += [_finding(d) for s in summaries for d in s.info.get(key, [])]
-    findings += check_ranks([RankFacts(s.rank, s.info.get("n_events", 0), s.info.get("has_steps", False),
-                                       (s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0),
-                                       s.info.get("clock_offset_ns", 0)) for s in summaries])
+    findings += check_ranks(
+        [
+            RankFacts(
+                s.rank,
+                s.info.get("n_events", 0),
+                s.info.get("has_steps", False),
+                (s.info.get("first_ns") or 0) - s.info.get("clock_offset_ns", 0),
+                s.info.get("clock_offset_ns", 0),
+            )
+            for s in summaries
+        ]
+    )
     if world is None:
         world = next((s.info.get("meta_world_size") for s in summaries if s.info.get("meta_world_size")), None)
     frames = reducer.frames(top=top)
@@ -186,8 +259,17 @@ def _assemble(path: str, files: dict, results: list, found_findings: list, reduc
     return JobSummary(path, [s.rank for s in summaries], frames, findings, world, sizes, executor)
 
 
-def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-              cache_dir=None, top: int = 10, progress_bar: Optional[bool] = None, rules=None) -> JobSummary:
+def summarize(
+    path,
+    *,
+    executor: Optional[Executor] = None,
+    ranks: Optional[Sequence[int]] = None,
+    cache: bool = False,
+    cache_dir=None,
+    top: int = 10,
+    progress_bar: Optional[bool] = None,
+    rules=None,
+) -> JobSummary:
     """The job's summary by a map over its ranks on ``executor`` (default: the local pool) and a reduce.
 
     Args:
@@ -207,8 +289,17 @@ def summarize(path, *, executor: Optional[Executor] = None, ranks: Optional[Sequ
     reducer = Reducer()
     results = _map(executor, tasks, progress_bar, reducer)
     explicit = isinstance(path, (list, tuple)) or not Path(path).is_dir()
-    return _assemble(str(path), {f.rank: f.path for f in files}, results, found.findings, reducer, top=top, world=_found_world(found),
-                     executor=(executor.name if executor else "local"), explicit=explicit)
+    return _assemble(
+        str(path),
+        {f.rank: f.path for f in files},
+        results,
+        found.findings,
+        reducer,
+        top=top,
+        world=_found_world(found),
+        executor=(executor.name if executor else "local"),
+        explicit=explicit,
+    )
 
 
 def _rules_files(rules) -> tuple:
@@ -226,8 +317,17 @@ def _found_world(found) -> Optional[int]:
     return ws.pop() if len(ws) == 1 else None
 
 
-def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional[Sequence[int]] = None, cache: bool = False,
-           cache_dir=None, progress_bar: Optional[bool] = None, rules=None) -> dict:
+def ingest(
+    path,
+    output,
+    *,
+    executor: Optional[Executor] = None,
+    ranks: Optional[Sequence[int]] = None,
+    cache: bool = False,
+    cache_dir=None,
+    progress_bar: Optional[bool] = None,
+    rules=None,
+) -> dict:
     """Write each selected rank's tables and summary under ``output`` (see :mod:`holotrace.scale.store`).
 
     The run's manifest is written first (``"status": "running"``) and marked complete at the end, so a run that
@@ -245,21 +345,33 @@ def ingest(path, output, *, executor: Optional[Executor] = None, ranks: Optional
     t0 = time.perf_counter()
     sel = [f.rank for f in files]
     where = [str(Path(p).absolute()) for p in path] if isinstance(path, (list, tuple)) else str(Path(path).absolute())
-    manifest = {"path": where, "world_size": _found_world(found), "job_ranks": [f.rank for f in found.files],
-                "ranks": sel, "files": {str(f.rank): f.path for f in files}, "status": "running",
-                "findings": [x.as_dict() for x in found.findings], "executor": executor.name if executor else "local"}
+    manifest = {
+        "path": where,
+        "world_size": _found_world(found),
+        "job_ranks": [f.rank for f in found.files],
+        "ranks": sel,
+        "files": {str(f.rank): f.path for f in files},
+        "status": "running",
+        "findings": [x.as_dict() for x in found.findings],
+        "executor": executor.name if executor else "local",
+    }
     mpath = store.write_manifest(out, manifest, min(sel) if sel else 0, max(sel) if sel else 0)
     fresh = {f.rank for f in files if _ingested_from(store.rank_source(store.rank_dir(out, f.rank)), f.path)}
     todo = [f for f in files if f.rank not in fresh]
     kept = [f.rank for f in files if f.rank in fresh]
-    tasks = [RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out), files_of_rules)
-             for f in todo]
+    tasks = [
+        RankTask(f.path, f.rank, cache, str(cache_dir) if cache_dir else None, str(out), files_of_rules) for f in todo
+    ]
     results = _map(executor, tasks, progress_bar)
     written = [r.rank for r in results if isinstance(r, RankSummary)]
     no_room = next((r for r in results if isinstance(r, TaskFailed) and r.kind in ("OutputError", "NoRoomError")), None)
     if no_room is not None:  # the folder cannot take the ranks (disk full, a limit): no file is to blame
         raise OutputError(no_room.message)
-    failed = [(f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r)) for f, r in zip(todo, results) if not isinstance(r, RankSummary)]
+    failed = [
+        (f.rank, f.path, r.problem if isinstance(r, _Failed) else str(r))
+        for f, r in zip(todo, results)
+        if not isinstance(r, RankSummary)
+    ]
     for r, f, problem in failed:
         if isinstance(problem, str) and not store.rank_dir(out, r).is_dir():
             store.write_failure(out, r, f, problem)
@@ -272,15 +384,23 @@ def missing_finding(manifests: list, folder, missing: list) -> Finding:
     """``incomplete_ingest`` when a run that stopped before it finished (or is still going) was to write some of
     ``missing``, else ``missing_ranks``: either names the ranks and the exact command that ingests them."""
     cmd = resume_command(manifests, folder, missing)
-    unfinished = [m for m in manifests if m.get("status", "complete") != "complete" and set(m.get("ranks", ())) & set(missing)]
+    unfinished = [
+        m for m in manifests if m.get("status", "complete") != "complete" and set(m.get("ranks", ())) & set(missing)
+    ]
     if unfinished:
-        return Finding.of(FindingCode.INCOMPLETE_INGEST,
-                          f"an ingest run stopped before it finished (or is still running): {len(missing)} rank(s) have no "
-                          f"ingested summary: {rank_ranges(missing)}; resume with: {cmd}; cross-rank numbers cover only the "
-                          f"ingested ranks", count=len(missing))
-    return Finding.of(FindingCode.MISSING_RANKS,
-                      f"{len(missing)} rank(s) of the job have no ingested summary in this folder: {rank_ranges(missing)}; "
-                      f"ingest them with: {cmd}; cross-rank numbers cover only the ingested ranks", count=len(missing))
+        return Finding.of(
+            FindingCode.INCOMPLETE_INGEST,
+            f"an ingest run stopped before it finished (or is still running): {len(missing)} rank(s) have no "
+            f"ingested summary: {rank_ranges(missing)}; resume with: {cmd}; cross-rank numbers cover only the "
+            f"ingested ranks",
+            count=len(missing),
+        )
+    return Finding.of(
+        FindingCode.MISSING_RANKS,
+        f"{len(missing)} rank(s) of the job have no ingested summary in this folder: {rank_ranges(missing)}; "
+        f"ingest them with: {cmd}; cross-rank numbers cover only the ingested ranks",
+        count=len(missing),
+    )
 
 
 def manifest_findings(manifests: list) -> list:
@@ -306,8 +426,17 @@ def resume_command(manifests: list, folder, ranks: list) -> str:
 
     src = next((m.get("path") for m in manifests if m.get("path")), "PATH")
     srcs = src if isinstance(src, list) else [src]
-    return " ".join(["holotrace", "ingest", *map(shlex.quote, map(str, srcs)), "--output", shlex.quote(str(folder)),
-                     "--ranks", rank_ranges(ranks).replace(" ", "")])
+    return " ".join(
+        [
+            "holotrace",
+            "ingest",
+            *map(shlex.quote, map(str, srcs)),
+            "--output",
+            shlex.quote(str(folder)),
+            "--ranks",
+            rank_ranges(ranks).replace(" ", ""),
+        ]
+    )
 
 
 def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10) -> JobSummary:
@@ -339,8 +468,22 @@ def read_ingest(folder, *, ranks: Optional[Sequence[int]] = None, top: int = 10)
     results = [by_rank[r] for r in order]
     world = next((m.get("world_size") for m in manifests if m.get("world_size")), None)
     if not summaries and not failures:
-        raise TraceFormatError("the ingest folder holds no whole rank" + (f" of ranks {rank_ranges(sorted(want))}" if want else ""),
-                               path=str(folder), fix=(f"resume with: {resume_command(manifests, folder, missing)}" if missing
-                                                      else "run holotrace ingest PATH --output DIR"))
-    return _assemble(str(folder), {r: files[r] for r in order}, results, found_findings, reducer, top=top, world=world, executor="ingest")
-
+        raise TraceFormatError(
+            "the ingest folder holds no whole rank" + (f" of ranks {rank_ranges(sorted(want))}" if want else ""),
+            path=str(folder),
+            fix=(
+                f"resume with: {resume_command(manifests, folder, missing)}"
+                if missing
+                else "run holotrace ingest PATH --output DIR"
+            ),
+        )
+    return _assemble(
+        str(folder),
+        {r: files[r] for r in order},
+        results,
+        found_findings,
+        reducer,
+        top=top,
+        world=world,
+        executor="ingest",
+    )

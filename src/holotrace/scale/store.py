@@ -32,8 +32,16 @@ from holotrace.analysis.rank_summary import RankSummary
 from holotrace.atomic import fsync_dir, kill_point, temp_name, write_bytes, write_error
 from holotrace.errors import TraceFormatError, TraceNotFoundError
 
-__all__ = ["write_rank", "write_failure", "write_manifest", "read_folder", "is_ingest_folder", "rank_dir", "summary_to_bytes",
-           "summary_from_bytes"]
+__all__ = [
+    "write_rank",
+    "write_failure",
+    "write_manifest",
+    "read_folder",
+    "is_ingest_folder",
+    "rank_dir",
+    "summary_to_bytes",
+    "summary_from_bytes",
+]
 
 FORMAT = 1
 _RANK_DIR = re.compile(r"^rank-(\d{6})$")
@@ -72,11 +80,13 @@ def _frame_of(data: bytes, dtypes: dict) -> pd.DataFrame:
 def summary_to_bytes(s: RankSummary) -> bytes:
     """One Arrow IPC stream: a row per frame (name, Arrow IPC bytes, dtypes) and the ``info`` JSON."""
     names = list(s.frames)
-    table = pa.table({
-        "frame": names,
-        "data": pa.array([_frame_bytes(s.frames[k]) for k in names], type=pa.binary()),
-        "dtypes": [json.dumps({c: str(t) for c, t in s.frames[k].dtypes.items()}) for k in names],
-    })
+    table = pa.table(
+        {
+            "frame": names,
+            "data": pa.array([_frame_bytes(s.frames[k]) for k in names], type=pa.binary()),
+            "dtypes": [json.dumps({c: str(t) for c, t in s.frames[k].dtypes.items()}) for k in names],
+        }
+    )
     table = table.replace_schema_metadata({"info": json.dumps(s.info), "rank": str(s.rank), "format": str(FORMAT)})
     sink = pa.BufferOutputStream()
     with ipc.new_stream(sink, table.schema) as w:
@@ -94,8 +104,11 @@ def summary_from_bytes(data: bytes, where: str = "") -> RankSummary:
         frames = {n: _frame_of(d, json.loads(t)) for n, d, t in zip(cols["frame"], cols["data"], cols["dtypes"])}
         return RankSummary(int(meta["rank"]), frames, json.loads(meta["info"]))
     except (pa.ArrowException, ValueError, KeyError, json.JSONDecodeError) as e:
-        raise TraceFormatError(f"not a readable rank summary: {e}", path=where,
-                               fix="ingest this rank again (holotrace ingest PATH --output DIR --ranks R)") from None
+        raise TraceFormatError(
+            f"not a readable rank summary: {e}",
+            path=where,
+            fix="ingest this rank again (holotrace ingest PATH --output DIR --ranks R)",
+        ) from None
 
 
 def write_rank(out: Path, trace, strings, summary: RankSummary, source: Optional[dict] = None) -> Path:
@@ -116,10 +129,19 @@ def write_rank(out: Path, trace, strings, summary: RankSummary, source: Optional
                 _write_table(tmp / f"{name}.arrow", pa.Table.from_pandas(side, preserve_index=False))
         _write_table(tmp / "strings.arrow", pa.table({"string": pa.array(list(strings.table), type=pa.string())}))
         (tmp / "summary.arrow").write_bytes(summary_to_bytes(summary))
-        facts = {"rank": int(summary.rank), "file": str(trace.file), "meta": trace.meta, "ts_is_float": bool(trace.ts_is_float),
-                 "n_trace_events": int(trace.n_trace_events), "phase_counts": dict(trace.phase_counts),
-                 "format": trace.format, "source": source}
-        (tmp / "trace.json").write_text(json.dumps(facts, default=str), encoding="utf-8")  # last: a rank folder is whole with it
+        facts = {
+            "rank": int(summary.rank),
+            "file": str(trace.file),
+            "meta": trace.meta,
+            "ts_is_float": bool(trace.ts_is_float),
+            "n_trace_events": int(trace.n_trace_events),
+            "phase_counts": dict(trace.phase_counts),
+            "format": trace.format,
+            "source": source,
+        }
+        (tmp / "trace.json").write_text(
+            json.dumps(facts, default=str), encoding="utf-8"
+        )  # last: a rank folder is whole with it
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
@@ -172,8 +194,10 @@ def rank_source(folder: Path) -> Optional[dict]:
 
 
 def write_failure(out: Path, rank: int, file: str, problem: str) -> None:
-    write_bytes(Path(out) / f"rank-{int(rank):06d}.failed.json",
-                json.dumps({"rank": int(rank), "file": file, "problem": problem}).encode())
+    write_bytes(
+        Path(out) / f"rank-{int(rank):06d}.failed.json",
+        json.dumps({"rank": int(rank), "file": file, "problem": problem}).encode(),
+    )
 
 
 def manifest_path(out: Path, first: int, last: int) -> Path:
@@ -193,8 +217,11 @@ def read_folder(folder, ranks: Optional[set] = None) -> tuple[list[dict], list[t
     caller reads the summaries one at a time (:func:`summary_from_bytes`)."""
     p = Path(folder)
     if not is_ingest_folder(p):
-        raise TraceNotFoundError("no ingest manifest (ingest-*.json) in this folder", path=str(p),
-                                 fix="run holotrace ingest PATH --output DIR first, or pass a folder of trace files")
+        raise TraceNotFoundError(
+            "no ingest manifest (ingest-*.json) in this folder",
+            path=str(p),
+            fix="run holotrace ingest PATH --output DIR first, or pass a folder of trace files",
+        )
     manifests = []
     for m in sorted(p.glob("ingest-*.json")):
         try:

@@ -23,6 +23,20 @@ from holotrace.text.numbers import (
 from holotrace.text.sanitize import html_escape, sanitize, sanitize_lines
 
 __all__ = [
-    "ELLIPSIS", "cut", "fit_name", "fit_names", "structural_forms", "hta_short_name", "hta_short_names",
-    "fmt_count", "fmt_duration_us", "fmt_number", "fmt_percent", "fmt_significant", "fmt_steps", "html_escape", "sanitize", "sanitize_lines",
+    "ELLIPSIS",
+    "cut",
+    "fit_name",
+    "fit_names",
+    "structural_forms",
+    "hta_short_name",
+    "hta_short_names",
+    "fmt_count",
+    "fmt_duration_us",
+    "fmt_number",
+    "fmt_percent",
+    "fmt_significant",
+    "fmt_steps",
+    "html_escape",
+    "sanitize",
+    "sanitize_lines",
 ]

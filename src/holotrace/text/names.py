@@ -75,7 +75,7 @@ def _collapse_templates(s: str, keep: int = 0) -> str:
         if c == "<" and not (i > 0 and s[i - 1] == "<") and not s.startswith("operator", max(0, i - 8)):
             j = _close(s, i, "<", ">")
             if j > i:
-                inner = s[i + 1:j].strip()
+                inner = s[i + 1 : j].strip()
                 tail = inner[-keep:] if keep and len(inner) > keep else (inner if keep else "")
                 out.append("<" + (tail if keep and len(inner) <= keep else ELLIPSIS + tail) + ">")
                 i = j + 1
@@ -150,7 +150,7 @@ def _cut_around(text: str, lo: int, hi: int, width: int) -> str:
         b = len(text)
     else:
         b = hi + max(0, room - head)
-    out = text[:head] + (ELLIPSIS if lo > head else "") + text[max(lo, head):b]
+    out = text[:head] + (ELLIPSIS if lo > head else "") + text[max(lo, head) : b]
     return out + (ELLIPSIS if b < len(text) else "")
 
 

@@ -11,31 +11,31 @@ The names below are the single-rank API, kept at the package level.
 """
 
 from holotrace.analysis.critical_path.path import (
-                                                   BOUND_CLASSES,
-                                                   CriticalPath,
-                                                   breakdown,
-                                                   critical_path,
-                                                   longest_path,
-                                                   solve,
-                                                   summary,
+    BOUND_CLASSES,
+    CriticalPath,
+    breakdown,
+    critical_path,
+    longest_path,
+    solve,
+    summary,
 )
 from holotrace.analysis.critical_path.steps import (
-                                                   per_step,
-                                                   step_graphs,
-                                                   step_paths,
-                                                   step_rows,
+    per_step,
+    step_graphs,
+    step_paths,
+    step_rows,
 )
 
 __all__ = [
-                                                   "BOUND_CLASSES",
-                                                   "CriticalPath",
-                                                   "breakdown",
-                                                   "critical_path",
-                                                   "longest_path",
-                                                   "per_step",
-                                                   "solve",
-                                                   "step_graphs",
-                                                   "step_paths",
-                                                   "step_rows",
-                                                   "summary",
+    "BOUND_CLASSES",
+    "CriticalPath",
+    "breakdown",
+    "critical_path",
+    "longest_path",
+    "per_step",
+    "solve",
+    "step_graphs",
+    "step_paths",
+    "step_rows",
+    "summary",
 ]

@@ -21,7 +21,15 @@ from holotrace.model import classify
 
 log = logging.getLogger("holotrace.critical_path")
 
-__all__ = ["EdgeType", "EDGE_TYPE_NAMES", "Graph", "build_graph", "window", "cpu_rows", "KERNEL_KERNEL_DELAY_THRESHOLD_US"]
+__all__ = [
+    "EdgeType",
+    "EDGE_TYPE_NAMES",
+    "Graph",
+    "build_graph",
+    "window",
+    "cpu_rows",
+    "KERNEL_KERNEL_DELAY_THRESHOLD_US",
+]
 
 KERNEL_KERNEL_DELAY_THRESHOLD_US = 1500
 
@@ -30,8 +38,16 @@ class EdgeType:
     OPERATOR_KERNEL, DEPENDENCY, KERNEL_LAUNCH_DELAY, KERNEL_KERNEL_DELAY, SYNC_DEPENDENCY = range(5)
 
 
-EDGE_TYPE_NAMES = np.array(["critical_path_operator", "critical_path_dependency", "critical_path_kernel_launch_delay",
-                            "critical_path_kernel_kernel_delay", "critical_path_sync_dependency"], dtype=object)
+EDGE_TYPE_NAMES = np.array(
+    [
+        "critical_path_operator",
+        "critical_path_dependency",
+        "critical_path_kernel_launch_delay",
+        "critical_path_kernel_kernel_delay",
+        "critical_path_sync_dependency",
+    ],
+    dtype=object,
+)
 
 
 def _env(name: str) -> bool:
@@ -43,18 +59,18 @@ class Graph:
     """Nodes and edges of one critical-path graph (arrays; rows are positions in the rank's view)."""
 
     rank: int
-    rows: np.ndarray          # clipped rows of the view (ascending)
-    node_row: np.ndarray      # event row of each node
-    node_time: np.ndarray     # float64, view unit
-    node_start: np.ndarray    # bool
+    rows: np.ndarray  # clipped rows of the view (ascending)
+    node_row: np.ndarray  # event row of each node
+    node_time: np.ndarray  # float64, view unit
+    node_start: np.ndarray  # bool
     node_blocking: np.ndarray  # bool
-    start_node: np.ndarray    # per view row: its start node, -1 none
-    end_node: np.ndarray      # per view row: its end node, -1 none
-    src: np.ndarray           # edges, in insertion order, (src, dst) unique
+    start_node: np.ndarray  # per view row: its start node, -1 none
+    end_node: np.ndarray  # per view row: its end node, -1 none
+    src: np.ndarray  # edges, in insertion order, (src, dst) unique
     dst: np.ndarray
-    type: np.ndarray          # int8 EdgeType
-    weight: np.ndarray        # float64 as built (may be negative)
-    attr: np.ndarray          # attributed event row, -1 none (-2: HTA's root parent)
+    type: np.ndarray  # int8 EdgeType
+    weight: np.ndarray  # float64 as built (may be negative)
+    attr: np.ndarray  # attributed event row, -1 none (-2: HTA's root parent)
     window: tuple
 
 
@@ -78,9 +94,11 @@ def window(view, strings, annotation: str, instance, *, time_ordered: bool = Fal
     i0, i1 = (0, 0) if instance is None else (instance if isinstance(instance, tuple) else (instance, instance))
     i0, i1 = int(i0), int(i1)
     if i0 < 0 or i1 >= len(rows) or i0 > i1:
-        raise ValueError(f"annotation {annotation!r} has {len(rows)} instance(s); instance {instance} is out of range "
-                         f"(use 0..{len(rows) - 1})")
-    sel = rows[i0:i1 + 1]
+        raise ValueError(
+            f"annotation {annotation!r} has {len(rows)} instance(s); instance {instance} is out of range "
+            f"(use 0..{len(rows) - 1})"
+        )
+    sel = rows[i0 : i1 + 1]
     return float(ts[sel].min()), float((ts[sel] + view["dur"][sel]).max())
 
 
@@ -113,10 +131,15 @@ class _Edges:
     def add(self, src, dst, typ, zero, attr):
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
-        self.parts.append((src, np.atleast_1d(np.asarray(dst, dtype=np.int64)),
-                           np.broadcast_to(np.asarray(typ, dtype=np.int8), n),
-                           np.broadcast_to(np.asarray(zero, dtype=bool), n),
-                           np.broadcast_to(np.asarray(attr, dtype=np.int64), n)))
+        self.parts.append(
+            (
+                src,
+                np.atleast_1d(np.asarray(dst, dtype=np.int64)),
+                np.broadcast_to(np.asarray(typ, dtype=np.int8), n),
+                np.broadcast_to(np.asarray(zero, dtype=bool), n),
+                np.broadcast_to(np.asarray(attr, dtype=np.int64), n),
+            )
+        )
 
     def arrays(self):
         if not self.parts:
@@ -159,16 +182,24 @@ def build_graph(jv, rank: int, rows: np.ndarray, win, *, rules=None, data_load_e
     ids = np.arange(2 * m, dtype=np.int64)
     start_node[node_row[node_start]] = ids[node_start]
     end_node[node_row[~node_start]] = ids[~node_start]
-    g = Graph(view.rank, rows, node_row, node_time, node_start, blocking[node_row], start_node, end_node,
-              *([None] * 5), win)
+    g = Graph(
+        view.rank, rows, node_row, node_time, node_start, blocking[node_row], start_node, end_node, *([None] * 5), win
+    )
     edges = _Edges()
     lock = _name_mask(view, strings, classify.CP_LOCK_NAMES)
     _lock_pass(g, lock, edges)
     _stack_pass(g, jv, view, strings, rows, lock, edges)
     _gpu_pass(g, view, strings, rules, rows, edges, KERNEL_KERNEL_DELAY_THRESHOLD_US * 1000.0 / unit_ns)
     src, dst, typ, zero, attr = edges.arrays()
-    w = np.where(zero | (typ == EdgeType.DEPENDENCY) | (typ == EdgeType.SYNC_DEPENDENCY), 0.0,
-                 node_time[dst] - node_time[src]) if len(src) else np.zeros(0)
+    w = (
+        np.where(
+            zero | (typ == EdgeType.DEPENDENCY) | (typ == EdgeType.SYNC_DEPENDENCY),
+            0.0,
+            node_time[dst] - node_time[src],
+        )
+        if len(src)
+        else np.zeros(0)
+    )
     g.src, g.dst, g.type, g.weight, g.attr = _dedupe(src, dst, typ, w, attr, 2 * m)
     return g
 
@@ -209,11 +240,15 @@ def _lock_pass(g: Graph, lock: np.ndarray, edges: _Edges) -> None:
             while stack:
                 p = stack.pop()
                 own = row[p] == row[v]
-                src.append(p); dst.append(v)
+                src.append(p)
+                dst.append(v)
                 typ.append(EdgeType.OPERATOR_KERNEL if own else EdgeType.DEPENDENCY)
                 att.append(row[v] if own else -1)
             if last >= 0 and not is_start[last]:
-                src.append(last); dst.append(v); typ.append(EdgeType.DEPENDENCY); att.append(-1)
+                src.append(last)
+                dst.append(v)
+                typ.append(EdgeType.DEPENDENCY)
+                att.append(-1)
         last = v
     if src:
         edges.add(src, dst, np.array(typ, dtype=np.int8), False, att)
@@ -342,10 +377,17 @@ def _gpu_pass(g: Graph, view, strings, rules, rows: np.ndarray, edges: _Edges, t
 
     stream, icorr, name, cat = view["stream"], view["index_correlation"], view["name"], view["cat"]
     sid = strings.id
-    event_sync, context_sync, stream_sync, swe = sid("Event Sync"), sid("Context Sync"), sid("Stream Sync"), sid("Stream Wait Event")
+    event_sync, context_sync, stream_sync, swe = (
+        sid("Event Sync"),
+        sid("Context Sync"),
+        sid("Stream Sync"),
+        sid("Stream Wait Event"),
+    )
     sync_cat = sid("cuda_sync")
-    r = rows[((stream[rows] != -1) | np.isin(name[rows], [x for x in (event_sync, context_sync) if x >= 0]))
-             & (icorr[rows] >= 0)]
+    r = rows[
+        ((stream[rows] != -1) | np.isin(name[rows], [x for x in (event_sync, context_sync) if x >= 0]))
+        & (icorr[rows] >= 0)
+    ]
     if not len(r):
         return
     ql = queue_lengths(view, strings)
@@ -373,7 +415,10 @@ def _gpu_pass(g: Graph, view, strings, rules, rows: np.ndarray, edges: _Edges, t
     missing_runtime = 0
 
     def add(s, d, t_, a=-1):
-        S.append(s); D.append(d); T.append(t_); A.append(a)
+        S.append(s)
+        D.append(d)
+        T.append(t_)
+        A.append(a)
 
     for i, row in enumerate(rs):
         skey = strm[i] if quirks else (pids[i], strm[i])
@@ -415,26 +460,26 @@ def _gpu_pass(g: Graph, view, strings, rules, rows: np.ndarray, edges: _Edges, t
         prev = last.get(skey)
         rt = rts[i]
         launch_added = False
-        if (qr[i] == 1 and qk[i] == 0 and (prev is None or nt[prev] < rt)
-                and (not has_sync or nt[sync_end] < rt)):
+        if qr[i] == 1 and qk[i] == 0 and (prev is None or nt[prev] < rt) and (not has_sync or nt[sync_end] < rt):
             rs_node = sn[prt[i]] if prt[i] >= 0 else -1
             if rs_node >= 0:
                 add(rs_node, s0, EdgeType.KERNEL_LAUNCH_DELAY)
                 launch_added = True
             else:
                 missing_runtime += 1
-        elif (prev is not None and nt[s0] - nt[prev] < threshold
-              and (not has_sync or nt[sync_end] < nt[prev])):
+        elif prev is not None and nt[s0] - nt[prev] < threshold and (not has_sync or nt[sync_end] < nt[prev]):
             add(prev, s0, EdgeType.KERNEL_KERNEL_DELAY, g.node_row[prev])
         if zero_launch and not launch_added and prt[i] >= 0 and sn[prt[i]] >= 0:
             add(sn[prt[i]], s0, EdgeType.KERNEL_LAUNCH_DELAY + 10)  # zero-weight marker, fixed below
         last[skey] = e0
     if missing_runtime:
-        log.info("%d GPU operation(s) qualified for a launch edge but their launch call is not a graph node; "
-                    "no launch edge added for them", missing_runtime)
+        log.info(
+            "%d GPU operation(s) qualified for a launch edge but their launch call is not a graph node; "
+            "no launch edge added for them",
+            missing_runtime,
+        )
     if S:
         T = np.array(T, dtype=np.int8)
         zero = T >= 10
         T[zero] -= 10
         edges.add(S, D, T, zero, A)
-

@@ -38,7 +38,7 @@ def dag_longest_path(src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> Optiona
     res = _chains(src, dst, wi.astype(np.int64))
     if res is None:
         return None
-    if isinstance(res, str):   # too many rounds, or sums too large for exact integer offsets
+    if isinstance(res, str):  # too many rounds, or sums too large for exact integer offsets
         return dag_longest_path_loop(src, dst, w)
     return res
 
@@ -71,16 +71,16 @@ def _chains(src, dst, w):
         return None
     if (cpred[p] >= 0).any():
         return None
-    order = np.lexsort((depth, p))             # chains contiguous, each from its head
+    order = np.lexsort((depth, p))  # chains contiguous, each from its head
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
     head = p[order]
     seg = np.concatenate([[0], np.cumsum(head[1:] != head[:-1])])
-    S = np.cumsum(cw[order])                    # cumulative chain weight (heads add 0)
-    H = np.cumsum(cpred[order] >= 0)            # cumulative chain hops
+    S = np.cumsum(cw[order])  # cumulative chain weight (heads add 0)
+    H = np.cumsum(cpred[order] >= 0)  # cumulative chain hops
     total = int(S[-1]) + int(w.sum()) + 1
     big = 2 * total + 1
-    if (int(seg[-1]) + 1) * big >= 2 ** 62 or (int(seg[-1]) + 1) * (2 * m + 3) >= 2 ** 62:
+    if (int(seg[-1]) + 1) * big >= 2**62 or (int(seg[-1]) + 1) * (2 * m + 3) >= 2**62:
         return "big"
     off_d = seg * big
     off_l = seg * (2 * m + 3)
@@ -96,7 +96,7 @@ def _chains(src, dst, w):
     tgt = pos[xd[starts]] if len(xd) else starts
     ext_d = np.zeros(n, dtype=np.int64)
     ext_l = np.zeros(n, dtype=np.int64)
-    d = scan(ext_d, S, off_d)                   # in chain order
+    d = scan(ext_d, S, off_d)  # in chain order
     lv = scan(ext_l, H, off_l)
     for _ in range(_MAX_ROUNDS):
         if not len(xd):
@@ -134,7 +134,7 @@ def _chains(src, dst, w):
     while True:
         i = pos[v]
         j = run0[i]
-        parts.append(order[j:i + 1])
+        parts.append(order[j : i + 1])
         u = int(order[j])
         if back[u] == u:
             break
@@ -158,7 +158,7 @@ def _topo(src, dst):
     while zero:
         gen, zero = zero, []
         for v in gen:
-            for c in succ[sptr[v]:sptr[v + 1]]:
+            for c in succ[sptr[v] : sptr[v + 1]]:
                 indeg[c] -= 1
                 if indeg[c] == 0:
                     zero.append(c)

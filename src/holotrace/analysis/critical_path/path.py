@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from holotrace.text import hta_short_names as shorten_names
 from holotrace.analysis.critical_path.graph import (
     EDGE_TYPE_NAMES,
     EdgeType,
@@ -34,13 +34,20 @@ from holotrace.analysis.critical_path.longest import dag_longest_path
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, RuleSet
 from holotrace.model.view import job_view
+from holotrace.text import hta_short_names as shorten_names
 
 log = logging.getLogger("holotrace.critical_path")
 
 __all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "longest_path", "solve", "BOUND_CLASSES"]
 
-BOUND_CLASSES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
-                 "gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
+BOUND_CLASSES = (
+    "cpu_bound",
+    "data_loading",
+    "gpu_compute_bound",
+    "gpu_communication_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+)
 
 
 @dataclass
@@ -54,11 +61,11 @@ class CriticalPath:
     unit_ns: int = 1
     data_load_events: Optional[list] = None
     success: bool = False
-    graph_weight: Optional[np.ndarray] = None   # weights as used for the path (≤ -1 zeroed)
+    graph_weight: Optional[np.ndarray] = None  # weights as used for the path (≤ -1 zeroed)
     path_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     path_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    zeroed_edges: int = 0        # edges of weight <= -1 set to 0 for the path (clock skew between CPU and GPU)
-    zeroed_on_path: int = 0      # of those, edges on the path (the only ones that can change its length)
+    zeroed_edges: int = 0  # edges of weight <= -1 set to 0 for the path (clock skew between CPU and GPU)
+    zeroed_on_path: int = 0  # of those, edges on the path (the only ones that can change its length)
 
     @property
     def length(self) -> float:
@@ -66,8 +73,15 @@ class CriticalPath:
         return float(self.graph_weight[self.path_edges].sum()) if self.success else 0.0
 
 
-def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", instance=None,
-                  rules: Optional[RuleSet] = None, data_load_events: Optional[Sequence[str]] = None) -> CriticalPath:
+def critical_path(
+    source,
+    *,
+    rank: int = 0,
+    annotation: str = "ProfilerStep",
+    instance=None,
+    rules: Optional[RuleSet] = None,
+    data_load_events: Optional[Sequence[str]] = None,
+) -> CriticalPath:
     """Graph and longest path of ``rank`` in the window of ``annotation`` instance(s) (``""``: whole rank).
 
     Under holotrace's rules instances are the CPU events containing ``annotation`` ordered by start; under
@@ -79,7 +93,9 @@ def critical_path(source, *, rank: int = 0, annotation: str = "ProfilerStep", in
     win = window(rv, view.strings, annotation, instance, time_ordered=not rules.hta_table)
     rows = clip(rv, view.strings, *win)
     g = build_graph(view, rank, rows, win, rules=rules, data_load_events=data_load_events)
-    return solve(CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None))
+    return solve(
+        CriticalPath(g, rv, view.strings, rules, view.unit_ns, list(data_load_events) if data_load_events else None)
+    )
 
 
 def solve(cp: CriticalPath) -> CriticalPath:
@@ -92,8 +108,13 @@ def solve(cp: CriticalPath) -> CriticalPath:
     if cp.zeroed_edges:
         cp.zeroed_on_path = int(neg[cp.path_edges].sum()) if cp.success else 0
         level = logging.INFO if cp.zeroed_on_path else logging.DEBUG
-        log.log(level, "critical path of rank %d: %d negative edge weight(s) set to 0 (%d on the path)",
-                cp.graph.rank, cp.zeroed_edges, cp.zeroed_on_path)
+        log.log(
+            level,
+            "critical path of rank %d: %d negative edge weight(s) set to 0 (%d on the path)",
+            cp.graph.rank,
+            cp.zeroed_edges,
+            cp.zeroed_on_path,
+        )
     return cp
 
 
@@ -133,8 +154,9 @@ def longest_path(g: Graph, view) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
 
 
 # --------------------------------------------------------------------------- breakdown and summary (§5)
-def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.ndarray, short_u: np.ndarray,
-              full_u: np.ndarray) -> np.ndarray:
+def _bound_by(
+    cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.ndarray, short_u: np.ndarray, full_u: np.ndarray
+) -> np.ndarray:
     """Class per path edge; names are tested once per distinct name (``inv``: each edge's position in the
     distinct ``short_u``/``full_u``)."""
     out = np.full(len(etype), "", dtype=object)
@@ -148,8 +170,10 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
     pats = cp.data_load_events or []
     names_u = short_u if quirks else full_u
     if cp.rules.hta_table:  # HTA's tables: its name rule (on short names with its quirks)
-        comm_u = np.array([classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION
-                           for x in names_u], dtype=bool)
+        comm_u = np.array(
+            [classify.kernel_type_of_name(str(x), hta_compat=quirks) == KernelType.COMMUNICATION for x in names_u],
+            dtype=bool,
+        )
         comm = comm_u[inv[op]]
     else:  # holotrace's view: its kernel types (the rule table, by name and by the launching collective)
         comm = cp.view["kernel_type"][rows[op]] == int(KernelType.COMMUNICATION)
@@ -158,8 +182,9 @@ def _bound_by(cp: CriticalPath, etype: np.ndarray, rows: np.ndarray, inv: np.nda
     else:
         dl = np.zeros(len(op), dtype=bool)
     cpu = stream < 0
-    out[op] = np.where(cpu, np.where(dl, "data_loading", "cpu_bound"),
-                       np.where(comm, "gpu_communication_bound", "gpu_compute_bound"))
+    out[op] = np.where(
+        cpu, np.where(dl, "data_loading", "cpu_bound"), np.where(comm, "gpu_communication_bound", "gpu_compute_bound")
+    )
     return out
 
 
@@ -191,20 +216,22 @@ def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
         out[ok] = a[ok]
         return out
 
-    return pd.DataFrame({
-        "event_idx": idx,
-        "duration": dur.astype(np.float64),
-        "type": _text(EDGE_TYPE_NAMES, etype),
-        "s_name": _text(short_u, inv, ok),
-        "cat": _text(cp.strings.decode(cat_u), cat_inv.reshape(-1), ok),
-        "pid": col(v["pid"][r].astype(object)),
-        "tid": col(v["tid"][r].astype(object)),
-        "stream": col(v["stream"][r].astype(np.float64), float),
-        "index": idx,
-        "bound_by": _text(*_codes(bound)),
-        "ts": col(v["ts"][r].astype(np.float64), float),
-        "event_dur": col(v["dur"][r].astype(np.float64), float),
-    })
+    return pd.DataFrame(
+        {
+            "event_idx": idx,
+            "duration": dur.astype(np.float64),
+            "type": _text(EDGE_TYPE_NAMES, etype),
+            "s_name": _text(short_u, inv, ok),
+            "cat": _text(cp.strings.decode(cat_u), cat_inv.reshape(-1), ok),
+            "pid": col(v["pid"][r].astype(object)),
+            "tid": col(v["tid"][r].astype(object)),
+            "stream": col(v["stream"][r].astype(np.float64), float),
+            "index": idx,
+            "bound_by": _text(*_codes(bound)),
+            "ts": col(v["ts"][r].astype(np.float64), float),
+            "event_dur": col(v["dur"][r].astype(np.float64), float),
+        }
+    )
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +242,7 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series:
     """A text column (pandas' default string dtype) of ``uniq[codes]``, missing where ``ok`` is False: each
     distinct string is encoded once (a take on an Arrow array, not one conversion per row)."""
-    dtype = pd.Series(["x"]).dtype        # what pandas makes of text: ``str`` (pandas 3) or object
+    dtype = pd.Series(["x"]).dtype  # what pandas makes of text: ``str`` (pandas 3) or object
     if dtype == object or getattr(dtype, "storage", None) != "pyarrow":  # noqa: E721  (a dtype, not a type)
         out = np.asarray(uniq, dtype=object)[codes]
         if ok is not None:
@@ -224,7 +251,9 @@ def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series
     import pyarrow as pa
 
     mask = None if ok is None else ~ok
-    arr = pa.array([str(x) for x in uniq], type=pa.string()).take(pa.array(np.asarray(codes, dtype=np.int64), mask=mask))
+    arr = pa.array([str(x) for x in uniq], type=pa.string()).take(
+        pa.array(np.asarray(codes, dtype=np.int64), mask=mask)
+    )
     return pd.Series(pd.array(arr, dtype=dtype), copy=False)
 
 

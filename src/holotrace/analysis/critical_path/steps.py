@@ -26,8 +26,14 @@ def step_rows(rv, strings, rules) -> list[tuple[int, int]]:
     """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start: one row per step number
     (the first to start). GPU-timeline copies (``gpu_user_annotation``) are not steps, even when they carry no
     stream."""
-    nums = np.array([rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
-                     for x in strings.table] + [-1], dtype=np.int64)
+    nums = np.array(
+        [
+            rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
+            for x in strings.table
+        ]
+        + [-1],
+        dtype=np.int64,
+    )
     name = rv["name"]
     sn = nums[np.where(name >= 0, name, len(nums) - 1)]
     rows = np.flatnonzero((sn >= 0) & cpu_rows(rv))
@@ -37,8 +43,9 @@ def step_rows(rv, strings, rules) -> list[tuple[int, int]]:
     return list(zip(sn[rows].tolist(), rows.tolist()))
 
 
-def step_windows(rv, strings, rules, steps: Sequence[int] | None = None, *, rank: int = 0,
-                 whole_rank: bool = False) -> list[tuple[int, tuple[float, float]]]:
+def step_windows(
+    rv, strings, rules, steps: Sequence[int] | None = None, *, rank: int = 0, whole_rank: bool = False
+) -> list[tuple[int, tuple[float, float]]]:
     """``(step number, (start, end))`` of the wanted steps of one rank's view, in time order (view unit).
 
     ``whole_rank``: a rank without any step gives one window ``(-1, (first ts, inf))``. Raises ``ValueError``
@@ -51,15 +58,23 @@ def step_windows(rv, strings, rules, steps: Sequence[int] | None = None, *, rank
     missing = sorted(set(wanted) - set(numbers))
     if missing:
         have = f"{numbers[0]}..{numbers[-1]}" if numbers else "none"
-        raise AnalysisError(f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})",
-                            fix="pass a step number of that rank")
+        raise AnalysisError(
+            f"step(s) {missing} not on rank {rank} (its ProfilerStep numbers: {have})",
+            fix="pass a step number of that rank",
+        )
     keep = set(wanted)
     return [(s, (float(rv["ts"][r]), float(rv["ts"][r] + rv["dur"][r]))) for s, r in rows if s in keep]
 
 
-def step_graphs(source, *, rank: int = 0, steps: Sequence[int] | None = None, rules: RuleSet | None = None,
-                data_load_events: Sequence[str] | None = None,
-                whole_rank: bool = False) -> Iterator[tuple[int, CriticalPath]]:
+def step_graphs(
+    source,
+    *,
+    rank: int = 0,
+    steps: Sequence[int] | None = None,
+    rules: RuleSet | None = None,
+    data_load_events: Sequence[str] | None = None,
+    whole_rank: bool = False,
+) -> Iterator[tuple[int, CriticalPath]]:
     """``(step number, solved CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers),
     in time order; ``whole_rank``: a rank without steps gives one graph of the whole rank, numbered -1."""
     rules = rules or NATIVE
@@ -72,15 +87,28 @@ def step_graphs(source, *, rank: int = 0, steps: Sequence[int] | None = None, ru
         yield s, solve(CriticalPath(g, rv, view.strings, rules, view.unit_ns, dle))
 
 
-def step_paths(source, *, rank: int = 0, steps: Sequence[int] | None = None, rules: RuleSet | None = None,
-               data_load_events: Sequence[str] | None = None):
+def step_paths(
+    source,
+    *,
+    rank: int = 0,
+    steps: Sequence[int] | None = None,
+    rules: RuleSet | None = None,
+    data_load_events: Sequence[str] | None = None,
+):
     """``(step number, CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers), in
     time order. Raises ``ValueError`` naming the rank's steps when a requested step is not there."""
     return step_graphs(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events)
 
 
-def per_step(source, *, rank: int = 0, steps: Sequence[int] | None = None, rules: RuleSet | None = None,
-             data_load_events: Sequence[str] | None = None, paths: dict | None = None) -> pd.DataFrame:
+def per_step(
+    source,
+    *,
+    rank: int = 0,
+    steps: Sequence[int] | None = None,
+    rules: RuleSet | None = None,
+    data_load_events: Sequence[str] | None = None,
+    paths: dict | None = None,
+) -> pd.DataFrame:
     """Critical path of every ``ProfilerStep`` (or the given step numbers) of ``rank``: one row per step and
     class with ``step, bound_by, duration, pct, path_length, zeroed_edges`` (durations in the view's unit;
     ``zeroed_edges``: negative edge weights of the step's graph set to 0). ``paths``: a dict that receives each
@@ -95,6 +123,14 @@ def per_step(source, *, rank: int = 0, steps: Sequence[int] | None = None, rules
         total = df.duration.sum()
         agg = df.groupby("bound_by").duration.sum()
         for k, d in agg.items():
-            out.append({"step": s, "bound_by": k, "duration": float(d), "pct": float(d / total * 100) if total else 0.0,
-                        "path_length": float(total), "zeroed_edges": cp.zeroed_edges})
+            out.append(
+                {
+                    "step": s,
+                    "bound_by": k,
+                    "duration": float(d),
+                    "pct": float(d / total * 100) if total else 0.0,
+                    "path_length": float(total),
+                    "zeroed_edges": cp.zeroed_edges,
+                }
+            )
     return pd.DataFrame(out, columns=["step", "bound_by", "duration", "pct", "path_length", "zeroed_edges"])

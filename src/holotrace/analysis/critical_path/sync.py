@@ -31,8 +31,10 @@ def _groups(keys: np.ndarray):
     order = np.lexsort((np.arange(len(keys)), keys[:, 1], keys[:, 0]))  # by key, then position
     k = keys[order]
     cut = np.flatnonzero((k[1:] != k[:-1]).any(axis=1)) + 1
-    return {tuple(int(x) for x in part[0]): pos.astype(np.int64)  # one entry per (device, stream), not per row
-            for part, pos in zip(np.split(k, cut), np.split(order, cut))}
+    return {
+        tuple(int(x) for x in part[0]): pos.astype(np.int64)  # one entry per (device, stream), not per row
+        for part, pos in zip(np.split(k, cut), np.split(order, cut))
+    }
 
 
 def sync_sources(view, strings, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,8 +84,9 @@ def sync_sources(view, strings, gpu_rows: np.ndarray) -> tuple[np.ndarray, np.nd
             if call < 0:
                 continue
             key = (view["pid"][call], view["tid"][call], view["stream"][row])
-            th = np.flatnonzero((view["pid"][launches] == key[0]) & (view["tid"][launches] == key[1])
-                                & (view["stream"][lk] == key[2]))
+            th = np.flatnonzero(
+                (view["pid"][launches] == key[0]) & (view["tid"][launches] == key[1]) & (view["stream"][lk] == key[2])
+            )
             jj = np.searchsorted(l_ts[th], ts[call], side="right")
             if jj < len(th):
                 dest[k] = p[launches[th[jj]]]

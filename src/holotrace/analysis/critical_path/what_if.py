@@ -20,7 +20,8 @@ edges, evidence`` (saving and length in µs; evidence names the events carrying 
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,9 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
     has = g.attr >= 0
     name = np.where(has, v["name"][attr], -1)
     op = g.type == EdgeType.OPERATOR_KERNEL
-    launch_ids = jv.name_ids(set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.HTA_LAUNCH_APIS))
+    launch_ids = jv.name_ids(
+        set(cp.rules.launch_apis) | set(cp.rules.memory_launch_apis) | set(classify.HTA_LAUNCH_APIS)
+    )
     gpu = has & (v["stream"][attr] != -1)
     if jv.rules.hta_table:
         comm = gpu & op & jv.lookup(name, jv.per_string(classify.is_communication_kernel, missing=False, dtype=bool))
@@ -63,7 +66,9 @@ def _counterfactuals(cp: CriticalPath, jv, cross, *, k: float, top_n: int, data_
         return mask, w
 
     out = {
-        "launch_overhead": scaled((g.type == EdgeType.KERNEL_LAUNCH_DELAY) | (op & has & np.isin(name, launch_ids)), 0.0),
+        "launch_overhead": scaled(
+            (g.type == EdgeType.KERNEL_LAUNCH_DELAY) | (op & has & np.isin(name, launch_ids)), 0.0
+        ),
         "kernel_gaps": scaled(g.type == EdgeType.KERNEL_KERNEL_DELAY, 0.0),
     }
     if cross is None:
@@ -107,13 +112,19 @@ def _cross_rank(source, rules: RuleSet, rank: int, jv):
     lo = g.transform("min")
     nth = g.cumcount()
     second = w["dur_us"].where(nth == 1).groupby([w[c] for c in key], sort=False).transform("max")
-    target = np.minimum(second, g.transform("median"))     # the last arrival's duration once it is on time
+    target = np.minimum(second, g.transform("median"))  # the last arrival's duration once it is on time
     w = w.assign(transfer=lo, saving=np.clip(np.minimum(w["wait_us"], target - lo), 0.0, None))
     mine = w[w["rank"] == rank]
     # this rank's communication kernels, numbered as collective_waits numbers them
     sel = np.flatnonzero((rv["kind"] == int(Kind.KERNEL)) & (rv["kernel_type"] == int(KernelType.COMMUNICATION)))
-    rows = pd.DataFrame({"row": sel, "step": np.nan_to_num(rv["iteration"][sel], nan=-1).astype(np.int64),
-                         "name": rv["name"][sel], "ts": rv["ts"][sel]}).sort_values(["step", "name", "ts"], kind="stable")
+    rows = pd.DataFrame(
+        {
+            "row": sel,
+            "step": np.nan_to_num(rv["iteration"][sel], nan=-1).astype(np.int64),
+            "name": rv["name"][sel],
+            "ts": rv["ts"][sel],
+        }
+    ).sort_values(["step", "name", "ts"], kind="stable")
     rows["occurrence"] = rows.groupby(["step", "name"], sort=False).cumcount()
     rows["collective"] = jv.names(rows["name"].to_numpy())
     m = rows.merge(mine[key + ["transfer", "saving", "last_arrival"]], on=key, how="inner")
@@ -142,27 +153,36 @@ def _evidence(cp: CriticalPath, mask: np.ndarray, strings, n: int = 3) -> tuple[
     from holotrace.text import hta_short_names as shorten_names
 
     short = shorten_names(strings.decode(uniq[order]))
-    text = ", ".join(f"{short[j]} ({tot[i] / 1e3 if cp.unit_ns == 1 else tot[i]:.0f} us)"
-                     for j, i in enumerate(order))
+    text = ", ".join(f"{short[j]} ({tot[i] / 1e3 if cp.unit_ns == 1 else tot[i]:.0f} us)" for j, i in enumerate(order))
     return int(len(e)), text
 
 
-def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rules: Optional[RuleSet] = None,
-            k: float = 2.0, top_n: int = 5, data_load_events: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def what_if(
+    source,
+    *,
+    rank: int = 0,
+    steps: Optional[Sequence[int]] = None,
+    rules: Optional[RuleSet] = None,
+    k: float = 2.0,
+    top_n: int = 5,
+    data_load_events: Optional[Sequence[str]] = None,
+) -> pd.DataFrame:
     """Ranked counterfactual savings per step (see the module docstring)."""
     rules = rules or NATIVE
     jv = job_view(source, rules, ranks=[rank])
     to_us = 1.0 / 1000.0 if jv.unit_ns == 1 else 1.0
     cross = _cross_rank(source, rules, rank, jv)
     out = []
-    for s, cp in step_graphs(jv, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events,
-                             whole_rank=True):
+    for s, cp in step_graphs(
+        jv, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events, whole_rank=True
+    ):
         if not cp.success:
             continue
         g, rv = cp.graph, cp.view
         base = cp.length
-        for fix, (mask, weight) in _counterfactuals(cp, jv, cross, k=k, top_n=top_n,
-                                                    data_load_events=data_load_events).items():
+        for fix, (mask, weight) in _counterfactuals(
+            cp, jv, cross, k=k, top_n=top_n, data_load_events=data_load_events
+        ).items():
             if not mask.any():
                 continue
             alt = _length(g, rv, weight)
@@ -172,8 +192,17 @@ def what_if(source, *, rank: int = 0, steps: Optional[Sequence[int]] = None, rul
                 late = sorted(set(cross[2][g.attr[e]].tolist()) - {-1})
                 ev = f"waiting for rank {', '.join(map(str, late))}: {ev}"
             saving = max(base - alt, 0.0)
-            out.append({"step": s, "fix": fix, "saving": saving * to_us, "pct": 100.0 * saving / base if base else 0.0,
-                        "path_length": base * to_us, "edges": n_edges, "evidence": ev})
+            out.append(
+                {
+                    "step": s,
+                    "fix": fix,
+                    "saving": saving * to_us,
+                    "pct": 100.0 * saving / base if base else 0.0,
+                    "path_length": base * to_us,
+                    "edges": n_edges,
+                    "evidence": ev,
+                }
+            )
     df = pd.DataFrame(out, columns=["step", "fix", "saving", "pct", "path_length", "edges", "evidence"])
     return df.sort_values(["saving", "step"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
