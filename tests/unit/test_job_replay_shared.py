@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_job_replay import _job
 
 import holotrace
 from holotrace.analysis.critical_path.advice import costliest_rank, job_advice
 from holotrace.analysis.critical_path.job_graph import build_job_graph
 from holotrace.analysis.critical_path.replay import base_delays, replay, shared_base, solve
 from holotrace.model.view import job_view
-from test_job_replay import _job
 
 
 @pytest.fixture()
