@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.compat.hta_table import hta_table
+from holotrace.compat.raw_trace import write_raw_trace
 
 __all__ = ["Trace", "TraceSymbolTable", "parsed_table"]
 
@@ -455,9 +456,7 @@ class Trace:
 
     def write_raw_trace(self, output_file: str, trace_contents: dict) -> None:
         """Write a trace document; gzip-compressed when the name ends with ``.gz`` (HTA always compresses)."""
-        opener = gzip.open if str(output_file).endswith(".gz") else open
-        with opener(output_file, "wt") as f:
-            json.dump(trace_contents, f, indent=2)
+        write_raw_trace(output_file, trace_contents)
 
     def get_trace_start_unixtime_ns(self, rank: int) -> int:
         if rank not in self.traces:
