@@ -217,13 +217,24 @@ class NameIdColumnFilter(NameFilter):
         return super().__call__(df, symbol_table)
 
 
+def _sync_rows(df, symbol_table) -> np.ndarray:
+    """Rows named ``Event Sync`` / ``Context Sync`` (device synchronisation on stream −1), as HTA finds them:
+    by text, or by the symbol table's ids (``sym_index``) when names are ids."""
+    if "name" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    if not pd.api.types.is_numeric_dtype(df["name"].dtype):
+        return df["name"].isin(classify.HTA_SYNC_EVENT_NAMES).to_numpy()
+    index = getattr(symbol_table, "sym_index", None) or {}
+    return df["name"].isin([index.get(n, -1) for n in classify.HTA_SYNC_EVENT_NAMES]).to_numpy()
+
+
 def _gpu_mask(df, symbol_table) -> Optional[np.ndarray]:
     cats = _text(df, "cat", symbol_table)
     if cats is None:
         if "correlation" not in df.columns:
             return None
-        log.warning("no category text: GPU events taken as stream >= 0 and correlation >= 0")
-        return ((df["stream"] >= 0) & (df["correlation"] >= 0)).to_numpy()
+        log.warning("no category text: GPU events taken as stream >= 0 and correlation >= 0, and sync events")
+        return ((df["stream"] >= 0) & (df["correlation"] >= 0)).to_numpy() | _sync_rows(df, symbol_table)
     uniq, inv = np.unique(cats.to_numpy().astype(str), return_inverse=True)
     return np.fromiter((_GPU_CATEGORY.match(s) is not None for s in uniq), bool, len(uniq))[inv.reshape(-1)]
 

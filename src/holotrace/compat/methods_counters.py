@@ -12,8 +12,8 @@ import pandas as pd
 from holotrace.analysis import counters as _ctr
 from holotrace.analysis import cupti as _cupti
 from holotrace.compat.facade_base import FacadeBase, log
-from holotrace.model.view_hta import as_double_us
 from holotrace.compat.raw_trace import AugmentedTrace
+from holotrace.model.view_hta import as_double_us
 from holotrace.render import trace_file
 
 __all__ = ["CounterMethods", "TimeSeriesTypes"]

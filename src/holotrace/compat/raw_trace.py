@@ -18,7 +18,11 @@ from typing import Any, Optional, Union
 
 from holotrace.render import trace_file
 
-__all__ = ["AugmentedTrace", "write_raw_trace"]
+__all__ = ["AugmentedTrace", "write_raw_trace", "PHASE_COUNTER", "PHASE_FLOW_START", "PHASE_FLOW_END"]
+
+PHASE_COUNTER: str = "C"  # the Chrome trace phases of the events HTA writes (``hta.common.trace``)
+PHASE_FLOW_START: str = "s"
+PHASE_FLOW_END: str = "f"
 
 
 class AugmentedTrace(Mapping):
