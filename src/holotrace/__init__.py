@@ -90,6 +90,14 @@ _LAZY = {
     "CPGraph": "holotrace.compat.cp_graph",
     "restore_cpgraph": "holotrace.compat.cp_graph",
     "TimeSeriesTypes": "holotrace.compat.methods_counters",
+    "transform_correlation_to_index": "holotrace.compat.hta_steps",
+    "add_iteration": "holotrace.compat.hta_steps",
+    "add_fwd_bwd_links": "holotrace.compat.hta_steps",
+    "sort_events": "holotrace.compat.hta_steps",
+    "is_events_sorted": "holotrace.compat.hta_steps",
+    "PHASE_COUNTER": "holotrace.compat.raw_trace",
+    "PHASE_FLOW_START": "holotrace.compat.raw_trace",
+    "PHASE_FLOW_END": "holotrace.compat.raw_trace",
     "CUDA_SASS_INSTRUCTION_COUNTER_FLOPS": "holotrace.analysis.cupti",
 }
 

@@ -89,7 +89,7 @@ def test_text_and_markdown(job_dir, capsys):
     code, out, _ = _run(capsys, "advise", str(job_dir), "--step", "1", "--width", "400")
     assert code == 0
     assert f"making a kernel faster ({GEMM}) saves 0.150 ms per step 1 (49.0% of the measured job step" in out
-    assert "replay of 1 step(s) reproduces the measured job step within 0.00%" in out
+    assert "replay of step 1 reproduces its measured time within 0.00%" in out and "step(s)" not in out
     code, out, _ = _run(capsys, "advise", str(job_dir), "--format", "markdown")
     assert code == 0 and out.startswith("## ") and "launch_overhead" in out
 
@@ -100,3 +100,40 @@ def test_bad_options(job_dir, capsys):
     assert code != 0 and "unknown fix 'teleport'" in err and "Traceback" not in err
     code = main(["advise", str(job_dir), "--no-cache", "--rank", "5"])
     assert code != 0 and "no rank 5" in capsys.readouterr().err
+    code = main(["advise", str(job_dir), "--no-cache", "--step", "7"])
+    err = capsys.readouterr().err
+    assert code != 0 and "step(s) [7] not in the job" in err and "[1, 2]" in err and str(job_dir) in err
+
+
+def test_analysis_bug_is_not_a_usage_error(job_dir, capsys, monkeypatch):
+    """Only the errors advise raises on purpose become one-line usage errors; a bug inside the analysis is not
+    dressed up as bad input."""
+    import holotrace.commands.advise as cmd
+
+    def broken(*a, **k):
+        raise ValueError("an internal slip")
+
+    monkeypatch.setattr(cmd, "job_advice", broken)
+    code = main(["advise", str(job_dir), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code != 0 and "internal error: ValueError: an internal slip" in err and "check --step" not in err
+
+
+@pytest.fixture(scope="module")
+def rank5_dir(tmp_path_factory):
+    """The two-step job recorded as rank 5 of 8, the only rank traced."""
+    folder = tmp_path_factory.mktemp("advise5")
+    build_steps(folder, rank=5, world_size=8)
+    return folder
+
+
+def test_single_rank_not_zero(job_dir, rank5_dir, capsys):
+    code, out, err = _run(capsys, "advise", str(rank5_dir), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    _, ref, _ = _run(capsys, "advise", str(job_dir), "--format", "json")
+    ref = json.loads(ref)
+    assert doc["fixes"] == ref["fixes"] and doc["replay"] == ref["replay"]  # the same events on another rank
+    assert doc["costliest_rank"] == {"rank": 5, "why": "rank 5 is the only rank"}
+    code, out, err = _run(capsys, "advise", str(rank5_dir), "--rank", "5", "--format", "json")
+    assert code == 0 and json.loads(out)["fixes"] == ref["fixes"], err

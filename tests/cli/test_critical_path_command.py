@@ -23,8 +23,8 @@ from tracebuilder import TraceBuilder
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
 
 
-def build_steps(folder: Path) -> Path:
-    tb = TraceBuilder(rank=0, world_size=1)
+def build_steps(folder: Path, *, rank: int = 0, world_size: int = 1) -> Path:
+    tb = TraceBuilder(rank=rank, world_size=world_size)
 
     def step(n, t0, ops, pre, launch, post, kernel_us):
         t, free = t0, 0.0
@@ -93,6 +93,26 @@ def test_step_selection_and_markdown(job_dir, capsys):
     assert code == 0 and out.startswith("## ") and "| 2 " in out and "| 1 " not in out
     code, out, _ = _run(capsys, "critical-path", str(job_dir), "--step", "1-2", "--format", "json")
     assert sorted({r["step"] for r in json.loads(out)["steps"]}) == [1, 2]
+
+
+def test_single_rank_not_zero(job_dir, tmp_path, capsys):
+    """A job holding only rank 5 of 8: the default rank is the job's own, and both the rank's and the job's
+    critical path equal those of the same events recorded as rank 0."""
+    build_steps(tmp_path, rank=5, world_size=8)
+    for extra in ([], ["--job"]):
+        code, out, err = _run(capsys, "critical-path", str(tmp_path), "--format", "json", *extra)
+        assert code == 0, err
+        _, ref, _ = _run(capsys, "critical-path", str(job_dir), "--format", "json", *extra)
+        doc, ref = json.loads(out), json.loads(ref)
+        if extra:
+            assert {r["rank"] for r in doc["job_path"]} == {5}
+            for r in doc["job_path"] + ref["job_path"]:
+                r.pop("rank")
+            assert doc["job_path"] == ref["job_path"]
+        else:
+            assert doc["steps"] == ref["steps"]
+    code, out, err = _run(capsys, "critical-path", str(tmp_path), "--rank", "0")
+    assert code == 2 and "no rank 0" in err and "[5]" in err
 
 
 def test_missing_step_is_a_usage_error(job_dir, capsys):

@@ -86,3 +86,18 @@ def test_facade_overlay_counts(tmp_path):
     assert sum(1 for e in complete if (e.get("args") or {}).get("critical") == 1) == 159
     flows = [e for e in ev if e.get("cat") == "critical_path"]
     assert len(flows) == 42
+
+
+def test_step_loop_reads_the_views_rules():
+    """A view under HTA's rules, passed without ``rules``, is read under those rules (not holotrace's): the per-step
+    path and the what-ifs equal those asked for with ``rules=HTA`` and differ from holotrace's (µs vs ns)."""
+    from holotrace.analysis.critical_path import per_step
+    from holotrace.model.view import resolve
+
+    job = holotrace.load(str(shared_or_skip() / "traces" / "hta_amd_mi250"), cache=False)  # 2 steps: HTA keeps 1
+    view = resolve(job, HTA)
+    own = per_step(view, rank=0)
+    assert len(own) and own.equals(per_step(job, rank=0, rules=HTA))
+    assert not own.equals(per_step(job, rank=0))
+    wi = what_if(view, rank=0)
+    assert len(wi) and wi.equals(what_if(job, rank=0, rules=HTA)) and not wi.equals(what_if(job, rank=0))

@@ -80,18 +80,20 @@ def run(args: argparse.Namespace) -> int:
             )
     try:
         combine = parse_combination(args.what_if)
+        steps = None if args.step is None else list(parse_int_ranges(args.step, "step"))
         opts = WhatIfOptions(
             speedup=args.speedup,
             comm_speedup=args.comm_speedup,
             launch_floor_us=args.launch_floor_us,
             kernel_match=args.kernel,
         )
-        steps = None if args.step is None else list(parse_int_ranges(args.step, "step"))
         advice = job_advice(
             job, ranks=None if args.rank is None else [args.rank], steps=steps, options=opts, combine=combine
         )
-    except ValueError as exc:
-        raise AnalysisError(str(exc), path=args.path, fix="check --step and --what-if") from None
+    except AnalysisError as exc:  # a --what-if name or --step the job does not have: name the job
+        if exc.path is not None:
+            raise
+        raise AnalysisError(exc.problem, path=args.path, fix=exc.fix) from None
     return emit(build_report(advice, top=args.top), args)
 
 
@@ -102,7 +104,10 @@ def _line(r) -> str:
     what = _TEXT.get(r.fix, r.fix.replace("+", " and "))
     who = f" on rank {r.rank}" if r.rank is not None and r.rank == r.rank else ""
     target = f" ({fit_name(r.target, NAME_WIDTH)})" if isinstance(r.target, str) and r.target else ""
-    step = f"step {r.step}" if r.step is not None and r.step == r.step else "step"
+    if r.step is None or r.step != r.step:
+        step = "step"
+    else:
+        step = "trace (no ProfilerStep)" if int(r.step) == -1 else f"step {r.step}"
     ev = "; ".join(fit_names(list(r.evidence), NAME_WIDTH)) if r.evidence else ""  # never two alike
     return (
         f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
@@ -117,10 +122,15 @@ def build_report(advice, *, top: int = 10) -> Report:
     rep = advice.replay
     if len(rep):
         worst = rep.loc[rep["error_pct"].abs().idxmax()]
-        lines.append(
-            f"replay of {len(rep)} step(s) reproduces the measured job step within "
-            f"{abs(worst['error_pct']):.2f}% (worst: step {int(worst['step'])})"
-        )
+        if len(rep) == 1:
+            one = int(rep["step"].iloc[0])
+            what = "the whole trace (no ProfilerStep)" if one == -1 else f"step {one}"
+            lines.append(f"replay of {what} reproduces its measured time within {abs(worst['error_pct']):.2f}%")
+        else:
+            lines.append(
+                f"replay of {len(rep)} steps reproduces the measured job step within "
+                f"{abs(worst['error_pct']):.2f}% (worst: step {int(worst['step'])})"
+            )
     c = advice.costliest
     lines.append(f"costliest rank: {c.why}")
     lines += [f"note: {x}" for x in advice.issues[:5]]

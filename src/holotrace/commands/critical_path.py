@@ -30,7 +30,7 @@ def parse_steps(text):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
-    p.add_argument("--rank", type=int, default=0, help="rank to analyse (default 0)")
+    p.add_argument("--rank", type=int, default=None, help="rank to analyse (default: the job's lowest rank)")
     p.add_argument("--step", default=None, metavar="N|A-B", help="ProfilerStep number or range (default: every step)")
     p.add_argument(
         "--job",
@@ -43,14 +43,15 @@ def run(args: argparse.Namespace) -> int:
     job = load_job(args)
     if getattr(args, "job", False):
         return emit(job_report(job, parse_steps(args.step), getattr(args, "output", None)), args)
-    if args.rank not in job.ranks:
+    rank = min(job.ranks) if args.rank is None else args.rank  # a job of one rank 34 is analysed on rank 34
+    if rank not in job.ranks:
         raise AnalysisError(
-            f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}"
+            f"no rank {rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}"
         )
     steps = parse_steps(args.step)
     paths: dict = {}
     try:
-        df = _cp.per_step(job, rank=args.rank, steps=steps, rules=NATIVE, paths=paths)
+        df = _cp.per_step(job, rank=rank, steps=steps, rules=NATIVE, paths=paths)
     except AnalysisError as exc:  # no such step on the rank
         raise AnalysisError(exc.problem, path=args.path, fix="pass --step with a step number of that rank") from None
     df = df.assign(duration=df.duration / 1e3, path_length=df.path_length / 1e3).rename(
@@ -65,13 +66,11 @@ def run(args: argparse.Namespace) -> int:
             f"on the CPU: the rank's clocks disagree) counted as 0 in {len(zeroed)} of {len(paths)} "
             f"step(s); {on_path} lie on the path, whose length they change"
         )
-    report = Report(
-        title=f"Critical path, rank {args.rank}", sections=[Section("steps", "By step and bound", df, notes)]
-    )
+    report = Report(title=f"Critical path, rank {rank}", sections=[Section("steps", "By step and bound", df, notes)])
     if getattr(args, "output", None):
         from holotrace.render.critical_path_overlay import overlay_path
 
-        trace = job.rank(args.rank).file
+        trace = job.rank(rank).file
         done = [s for s, cp in paths.items() if cp.success]
         for s in done:
             out = args.output if len(done) == 1 else os.path.join(args.output, f"step-{s}")

@@ -7,7 +7,8 @@ text); with integer ``name``/``cat`` ids only, a symbol table (HTA's ``TraceSymb
 ``StringTable``) decodes them.
 
 Fixed on purpose (docs/compatibility.md): ``QueryFilter`` is a ``Filter`` (it composes); numpy integers are
-accepted wherever HTA takes an ``int``; an empty result keeps the input's columns; ``strict=True`` raises
+accepted wherever HTA takes an ``int``; an empty result keeps the input's columns (``hta_compat=True``: HTA's
+``pd.DataFrame()`` without columns, where HTA returns one); ``strict=True`` raises
 :class:`~holotrace.errors.AnalysisError` where HTA logs a warning and returns the input unfiltered; After/Before
 operator filters work on loaded frames (``end`` is on the same clock as ``ts``).
 """
@@ -78,9 +79,14 @@ class Filter:
     """Base class: ``strict=True`` raises where the filter cannot apply (HTA: warning, input unchanged)."""
 
     strict: bool = False
+    hta_compat: bool = False
 
     def __call__(self, df: pd.DataFrame, symbol_table=None) -> pd.DataFrame:
         raise NotImplementedError
+
+    def _nothing(self, df: pd.DataFrame) -> pd.DataFrame:
+        """No row selected: the input's columns, or HTA's frame without columns under ``hta_compat``."""
+        return pd.DataFrame() if self.hta_compat else df.iloc[0:0]
 
     def _cannot(self, df: pd.DataFrame, why: str) -> pd.DataFrame:
         if self.strict:
@@ -104,8 +110,9 @@ class IterationFilter(Filter):
 
 
 class IterationIndexFilter(Filter):
-    def __init__(self, iteration_index: Union[int, list[int]], strict: bool = False):
+    def __init__(self, iteration_index: Union[int, list[int]], strict: bool = False, hta_compat: bool = False):
         self.iteration_index, self.strict = _ints(iteration_index, "iteration_index"), strict
+        self.hta_compat = hta_compat
 
     def __call__(self, df, symbol_table=None):
         if "iteration" not in df.columns:
@@ -116,12 +123,13 @@ class IterationIndexFilter(Filter):
         chosen = [its[k] for k in self.iteration_index if 0 <= k < len(its)]
         if not chosen:
             log.warning("IterationIndexFilter: no valid index in %s (%d iterations)", self.iteration_index, len(its))
+            return self._nothing(df)
         return df[df["iteration"].isin(chosen)]
 
 
 class FirstIterationFilter(IterationIndexFilter):
-    def __init__(self, strict: bool = False):
-        super().__init__([0], strict)
+    def __init__(self, strict: bool = False, hta_compat: bool = False):
+        super().__init__([0], strict, hta_compat)
 
 
 class RankFilter(Filter):
@@ -209,13 +217,24 @@ class NameIdColumnFilter(NameFilter):
         return super().__call__(df, symbol_table)
 
 
+def _sync_rows(df, symbol_table) -> np.ndarray:
+    """Rows named ``Event Sync`` / ``Context Sync`` (device synchronisation on stream −1), as HTA finds them:
+    by text, or by the symbol table's ids (``sym_index``) when names are ids."""
+    if "name" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    if not pd.api.types.is_numeric_dtype(df["name"].dtype):
+        return df["name"].isin(classify.HTA_SYNC_EVENT_NAMES).to_numpy()
+    index = getattr(symbol_table, "sym_index", None) or {}
+    return df["name"].isin([index.get(n, -1) for n in classify.HTA_SYNC_EVENT_NAMES]).to_numpy()
+
+
 def _gpu_mask(df, symbol_table) -> Optional[np.ndarray]:
     cats = _text(df, "cat", symbol_table)
     if cats is None:
         if "correlation" not in df.columns:
             return None
-        log.warning("no category text: GPU events taken as stream >= 0 and correlation >= 0")
-        return ((df["stream"] >= 0) & (df["correlation"] >= 0)).to_numpy()
+        log.warning("no category text: GPU events taken as stream >= 0 and correlation >= 0, and sync events")
+        return ((df["stream"] >= 0) & (df["correlation"] >= 0)).to_numpy() | _sync_rows(df, symbol_table)
     uniq, inv = np.unique(cats.to_numpy().astype(str), return_inverse=True)
     return np.fromiter((_GPU_CATEGORY.match(s) is not None for s in uniq), bool, len(uniq))[inv.reshape(-1)]
 
@@ -270,8 +289,9 @@ class CompositeFilter(Filter):
 
 
 class MemCopyEventFilter(Filter):
-    def __init__(self, memory_copy_type: str, symbol_table=None, strict: bool = False):
+    def __init__(self, memory_copy_type: str, symbol_table=None, strict: bool = False, hta_compat: bool = False):
         self.memory_copy_type, self.symbol_table, self.strict = memory_copy_type, symbol_table, strict
+        self.hta_compat = hta_compat
 
     def __call__(self, df, symbol_table=None):
         if df.empty:
@@ -280,7 +300,10 @@ class MemCopyEventFilter(Filter):
         names, cats = _text(df, "name", st), _text(df, "cat", st)
         if names is None or cats is None:
             return self._cannot(df, "no text name/cat columns and no symbol table")
-        return df[((names == self.memory_copy_type) & (cats == "gpu_memcpy")).to_numpy()]
+        named = (names == self.memory_copy_type).to_numpy()
+        if self.hta_compat and not named.any():
+            return self._nothing(df)  # HTA: a name unknown to the symbol table
+        return df[named & (cats == "gpu_memcpy").to_numpy()]
 
 
 # --------------------------------------------------------------------------- operator / stack filters
@@ -304,7 +327,9 @@ class OperatorFilter(Filter):
         include_gpu_kernels: bool = False,
         name_column: Optional[str] = None,
         strict: bool = False,
+        hta_compat: bool = False,
     ):
+        self.hta_compat = hta_compat
         if method in (OperatorFilterMethod.Ancestors, OperatorFilterMethod.Stack):
             raise NotImplementedError(f"{method} is not implemented (as in HTA)")
         self.op_name, self.position, self.method = op_name, int(position), method
@@ -317,7 +342,7 @@ class OperatorFilter(Filter):
         occ = df[(names == self.op_name).to_numpy()].sort_values("ts", kind="stable")
         if occ.empty or not -len(occ) <= self.position < len(occ):
             log.warning("operator %r (position %d) not found", self.op_name, self.position)
-            return df.iloc[0:0]
+            return self._nothing(df)
         op = occ.iloc[self.position]
         end = df["end"] if "end" in df.columns else df["ts"] + df["dur"]
         op_end = op["ts"] + op["dur"]
@@ -352,8 +377,11 @@ class UnderOperatorFilter(OperatorFilter):
         include_gpu_kernels: bool = False,
         name_column: Optional[str] = None,
         strict: bool = False,
+        hta_compat: bool = False,
     ):
-        super().__init__(op_name, position, OperatorFilterMethod.Under, include_gpu_kernels, name_column, strict)
+        super().__init__(
+            op_name, position, OperatorFilterMethod.Under, include_gpu_kernels, name_column, strict, hta_compat
+        )
 
 
 class AfterOperatorFilter(OperatorFilter):
@@ -364,8 +392,11 @@ class AfterOperatorFilter(OperatorFilter):
         include_gpu_kernels: bool = False,
         name_column: Optional[str] = None,
         strict: bool = False,
+        hta_compat: bool = False,
     ):
-        super().__init__(op_name, position, OperatorFilterMethod.After, include_gpu_kernels, name_column, strict)
+        super().__init__(
+            op_name, position, OperatorFilterMethod.After, include_gpu_kernels, name_column, strict, hta_compat
+        )
 
 
 class BeforeOperatorFilter(OperatorFilter):
@@ -376,8 +407,11 @@ class BeforeOperatorFilter(OperatorFilter):
         include_gpu_kernels: bool = False,
         name_column: Optional[str] = None,
         strict: bool = False,
+        hta_compat: bool = False,
     ):
-        super().__init__(op_name, position, OperatorFilterMethod.Before, include_gpu_kernels, name_column, strict)
+        super().__init__(
+            op_name, position, OperatorFilterMethod.Before, include_gpu_kernels, name_column, strict, hta_compat
+        )
 
 
 class CombinedOperatorFilter(Filter):

@@ -12,6 +12,7 @@ import pandas as pd
 from holotrace.analysis import counters as _ctr
 from holotrace.analysis import cupti as _cupti
 from holotrace.compat.facade_base import FacadeBase, log
+from holotrace.compat.raw_trace import AugmentedTrace
 from holotrace.model.view_hta import as_double_us
 from holotrace.render import trace_file
 
@@ -162,7 +163,7 @@ class CounterMethods(FacadeBase):
                 continue
             t = self.job.rank(r)
             out = trace_file.derived_path(t.file, suffix, output_dir)
-            trace_file.write_trace_with_events(t.file, out, events, top_keys=[*t.meta, "traceEvents"])
+            self.t.write_raw_trace(str(out), AugmentedTrace(t.file, events, top_keys=[*t.meta, "traceEvents"]))
             log.info("Writing trace with counters for rank %s to %s", r, out)
 
     def _hta_time_offset(self, rank: int) -> int:

@@ -40,15 +40,8 @@ _WIDE_COLUMNS = frozenset({"index", "ts_ns", "dur_ns", "value"})
 _TOP_FIELDS = {-2: "pid", -3: "tid", -4: "id"}
 
 # Which args each category carries (lower-cased category); other categories get every arg.
-_CPU_OP_ARGS = (
-    "external_id",
-    "external_id_legacy",
-    "ev_idx",
-    "sequence",
-    "fwd_thread_id",
-    "input_dims",
-    "input_type",
-    "input_strides",
+# the collective fields the record_param_comms operator and a collective kernel both carry
+_COLLECTIVE_ARGS = (
     "collective_name",
     "in_msg_nelems",
     "out_msg_nelems",
@@ -63,6 +56,17 @@ _CPU_OP_ARGS = (
     "process_group_ranks",
     "process_rank",
     "seq_num",
+)
+_CPU_OP_ARGS = (
+    "external_id",
+    "external_id_legacy",
+    "ev_idx",
+    "sequence",
+    "fwd_thread_id",
+    "input_dims",
+    "input_type",
+    "input_strides",
+    *_COLLECTIVE_ARGS,
     "kernel_backend",
     "kernel_hash",
     "stream",
@@ -86,20 +90,7 @@ _KERNEL_ARGS = (
     "device",
     "grid",
     "block",
-    "collective_name",
-    "in_msg_nelems",
-    "out_msg_nelems",
-    "in_msg_size",
-    "out_msg_size",
-    "group_size",
-    "msg_dtype",
-    "in_split_size",
-    "out_split_size",
-    "process_group_name",
-    "process_group_desc",
-    "process_group_ranks",
-    "process_rank",
-    "seq_num",
+    *_COLLECTIVE_ARGS,
     "stream_id",
 )
 _MEM_ARGS = (

@@ -21,6 +21,7 @@ from holotrace.analysis.critical_path.job_graph import (
     build_job_graph,
 )
 from holotrace.analysis.critical_path.replay import Replay, base_delays
+from holotrace.errors import AnalysisError
 
 __all__ = ["LONGEST_VS_LAST", "Advice", "CostliestRank", "costliest_rank", "job_advice"]
 
@@ -79,12 +80,16 @@ def _fix_for(name: str) -> str:
     }
     fix = aliases.get(name.strip(), name.strip())
     if fix not in jw.FIXES:
-        raise ValueError(f"unknown fix {name!r}; known: {', '.join(jw.FIXES)} (and comm-overlap)")
+        raise AnalysisError(
+            f"unknown fix {name.strip()!r} in --what-if",
+            fix=f"name fixes among {', '.join(jw.FIXES)} (or comm-overlap), e.g. 'straggler,comm-overlap'",
+        )
     return fix
 
 
 def parse_combination(text: str | None) -> list[list[str]]:
-    """``'straggler,comm-overlap;host_sync,kernel_gaps'`` → ``[['straggler', 'communication'], [...]]``."""
+    """``'straggler,comm-overlap;host_sync,kernel_gaps'`` → ``[['straggler', 'communication'], [...]]``; an
+    unknown name raises :class:`~holotrace.errors.AnalysisError`."""
     if not text:
         return []
     return [[_fix_for(x) for x in part.split(",") if x.strip()] for part in text.split(";") if part.strip()]
@@ -119,7 +124,11 @@ def job_advice(
         wanted = [int(s) for s in steps]
         missing = sorted(set(wanted) - set(rep["step"].tolist()))
         if missing:
-            raise ValueError(f"step(s) {missing} not in the job (its steps: {rep['step'].tolist()})")
+            have = rep["step"].tolist()
+            raise AnalysisError(
+                f"step(s) {missing} not in the job",
+                fix=f"pass --step with one of {have}" if have and have != [-1] else "leave --step out: no ProfilerStep",
+            )
         rep = rep[rep["step"].isin(wanted)].reset_index(drop=True)
         per = per[per["step"].isin(wanted)].reset_index(drop=True)
     costliest = _costliest(g, ref, per, rep)

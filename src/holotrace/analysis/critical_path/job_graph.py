@@ -122,6 +122,7 @@ class JobGraph:
     skew_ns: float = 0.0  # residual: median spread of a collective's ends after the offsets
     origin_ns: int = 0
     issues: list = field(default_factory=list)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # what the replay derives once per graph
 
     @property
     def n_nodes(self) -> int:
@@ -216,9 +217,22 @@ def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
         shift = off[ranks[0]]
         off = {r: o - shift for r, o in off.items()}
     adj = end + np.array([off[r] for r in rk])
-    spread = pd.Series(adj).groupby(inst).agg(lambda s: s.max() - s.min())
+    by_inst = pd.Series(adj).groupby(inst)
+    spread = by_inst.max() - by_inst.min()
     out = {r: round(off.get(r, 0.0)) for r in view.ranks}
     return out, float(spread.median()) if len(spread) else 0.0
+
+
+def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: int) -> np.ndarray:
+    """Chain of every node, numbered in order of first appearance: one per (rank, thread) of the first ``n_work``
+    nodes, then one per arrival point (the last ``n_inst`` nodes)."""
+    if n_work:
+        tcode, tuniq = pd.factorize(thread[:n_work])
+        work = pd.factorize(node_rank[:n_work] * len(tuniq) + tcode)[0].astype(np.int64)
+    else:
+        work = np.zeros(0, dtype=np.int64)
+    n_chains = int(work.max()) + 1 if len(work) else 0
+    return np.concatenate([work, n_chains + np.arange(n_inst, dtype=np.int64)])
 
 
 def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
@@ -287,11 +301,9 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     pt = np.empty(2 * n)
     pt[0::2], pt[1::2] = start, start + dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
-    chain_key = np.where(node_type == NodeType.ARRIVAL, -(np.arange(n) + 1), 0)
-    ck = pd.factorize(pd.MultiIndex.from_arrays([node_rank, thread, chain_key]))[0].astype(np.int64)
-    pid = np.arange(2 * n)
+    ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
     p_chain = np.repeat(ck, 2)
-    order = np.lexsort((pid, pt, p_chain))
+    order = np.lexsort((pt, p_chain))  # stable: ties keep point order
     c = p_chain[order]
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]

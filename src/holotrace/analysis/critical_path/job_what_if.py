@@ -191,8 +191,9 @@ def candidates(
     multi = len(set(rk[rk >= 0].tolist())) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
     if multi and len(kdf) and "straggler" in want:
+        tables = _StragglerTables.of(g, base, kdf)
         for r in straggler_candidates(g, kdf):
-            out.append(_straggler(g, base, info, kdf, r))
+            out.append(_straggler(g, info, tables, r))
     # communication
     cpos = dur_pos[info.comm[dur_node]]
     xf = g.kind == EdgeKind.XFER
@@ -299,28 +300,50 @@ def waits_caused(g: JobGraph) -> pd.Series:
     return caused.groupby(last.set_index("inst")["rank"]).sum()
 
 
-def _straggler(g, base, info, kdf, r) -> Candidate:
-    med = kdf.groupby(["rank", "step"])["t"].sum().unstack("rank")
+@dataclass
+class _StragglerTables:
+    """What every straggler candidate compares with, computed once: GPU compute and host time per step and rank,
+    GPU compute per kernel name and rank, and the node of every chain position."""
+
+    kdf: pd.DataFrame
+    compute: pd.DataFrame  # step x rank: GPU compute (ns)
+    host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
+    by_name: pd.Series  # per kernel name: the median rank's GPU compute
+    nodes: np.ndarray  # per chain position: its node
+
+    @classmethod
+    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame) -> _StragglerTables:
+        nodes = g.chain_order // 2
+        host = np.flatnonzero(
+            ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
+            & (g.node_type[nodes] == NodeType.CALL)
+        )
+        hn = nodes[host]
+        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]})
+        return cls(
+            kdf,
+            kdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
+            hdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
+            kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1),
+            nodes,
+        )
+
+
+def _straggler(g: JobGraph, info: NodeInfo, tables: _StragglerTables, r: int) -> Candidate:
+    kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
     factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
-    nodes = g.chain_order // 2
-    hmask = (
-        (g.node_rank[nodes] == r)
-        & np.isin(g.chain_kind, [EdgeKind.CPU_GAP, EdgeKind.DURATION])
-        & (g.node_type[nodes] == NodeType.CALL)
-    )
-    hdf = pd.DataFrame({"rank": g.node_rank[nodes], "step": g.node_step[nodes], "t": base.chain})
-    hall = hdf[np.isin(g.chain_kind, [EdgeKind.CPU_GAP, EdgeKind.DURATION]) & (g.node_type[nodes] == NodeType.CALL)]
-    hs = hall.groupby(["rank", "step"])["t"].sum().unstack("rank")
     hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
+    mine = g.node_rank[nodes] == r
     kpos = np.flatnonzero(
-        (g.chain_kind == EdgeKind.DURATION)
-        & (g.node_rank[nodes] == r)
-        & (g.node_type[nodes] == NodeType.GPU)
-        & ~info.comm[nodes]
+        mine & (g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~info.comm[nodes]
     )
     kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
-    hpos = np.flatnonzero(hmask)
+    hpos = np.flatnonzero(
+        mine
+        & ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
+        & (g.node_type[nodes] == NodeType.CALL)
+    )
     hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
 
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
@@ -328,7 +351,7 @@ def _straggler(g, base, info, kdf, r) -> Candidate:
         d.chain[hpos] *= hf
 
     per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
-    med_name = kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1)
+    med_name = tables.by_name
     excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
     ratio = float(med[r].sum() / med.median(axis=1).sum()) if med.median(axis=1).sum() else 1.0
     ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]

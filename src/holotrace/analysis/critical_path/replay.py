@@ -60,51 +60,84 @@ def base_delays(g: JobGraph) -> Delays:
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
 
 
-def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
-    """Replayed time of every point, and the number of passes it took.
+@dataclass
+class _Plan:
+    """What solving needs of the graph and the edges that hold, whatever the delays: the chain positions of each
+    time window (ascending), the edges into each window (sorted by destination), and the edges that run backwards
+    across windows. Kept on the graph for the edge set of the unmodified replay (every edge holds)."""
 
-    Dependencies run forward in measured time, so the points are solved window by window in time order (each
-    window's passes see the earlier windows settled, which keeps the passes per window few), then passes over the
-    whole graph confirm that nothing moves (they also settle any edge that runs backwards in measured time)."""
-    n_pts = len(g.point_time)
+    pos: np.ndarray  # chain positions, window by window, ascending within a window
+    p_cut: np.ndarray  # window k's positions: pos[p_cut[k]:p_cut[k + 1]]
+    edges: np.ndarray  # indices into the held edges, window by window, sorted by destination within a window
+    e_cut: np.ndarray
+    back: np.ndarray  # held edges whose source lies in a later window than their destination
+    fixed_pos: np.ndarray  # per chain position: a chain's first point with no incoming edge (kept at its time)
+
+
+def _plan(g: JobGraph, src: np.ndarray, dst: np.ndarray, window_points: int) -> _Plan:
     order, first = g.chain_order, g.chain_first
-    src, dst, w = g.src[d.keep], g.dst[d.keep], d.cross[d.keep]
+    n_pts = len(g.point_time)
     has_in = np.zeros(n_pts, dtype=bool)
     has_in[dst] = True
-    fixed_pos = first & ~has_in[order]
-    dd = np.where(first, 0.0, d.chain)
-    pos_of = np.empty(n_pts, dtype=np.int64)
-    pos_of[order] = np.arange(len(order))
-    v = np.full(n_pts, -np.inf)
-    passes = 0
-    local = np.full(n_pts, -1, dtype=np.int64)
+    pos_of = g.point_of_position()
     # windows of positions by measured time (each chain's points in a window are consecutive positions)
     t_pos = g.point_time[order]
     n_win = max(1, len(order) // max(window_points, 1))
     edges_t = np.quantile(t_pos, np.linspace(0, 1, n_win + 1)[1:-1]) if n_win > 1 and len(order) else np.zeros(0)
     win_of_pos = np.searchsorted(edges_t, t_pos, side="right")
-    win_of_edge = win_of_pos[pos_of[dst]]
-    e_order = np.argsort(win_of_edge, kind="stable")
-    e_cut = np.searchsorted(win_of_edge[e_order], np.arange(n_win + 1))
-    p_order = np.argsort(win_of_pos, kind="stable")
+    win_of_dst = win_of_pos[pos_of[dst]]
+    e_order = np.lexsort((dst, win_of_dst))  # stable: by window, then destination, then edge order
+    e_cut = np.searchsorted(win_of_dst[e_order], np.arange(n_win + 1))
+    p_order = np.argsort(win_of_pos, kind="stable")  # ascending positions within each window
     p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
-    for k in range(n_win):
-        pos = np.sort(p_order[p_cut[k] : p_cut[k + 1]])
-        sel = e_order[e_cut[k] : e_cut[k + 1]]
-        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos, local)
+    back = np.flatnonzero(win_of_pos[pos_of[src]] > win_of_dst)
+    return _Plan(p_order, p_cut, e_order, e_cut, back, first & ~has_in[order])
+
+
+def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
+    """Replayed time of every point, and the number of passes it took.
+
+    Dependencies run forward in measured time, so the points are solved window by window in time order (each
+    window's passes see the earlier windows settled, which keeps the passes per window few). An edge that runs
+    backwards across windows is checked afterwards: if one moves its destination, passes over the whole graph
+    settle everything again."""
+    n_pts = len(g.point_time)
+    order, first = g.chain_order, g.chain_first
+    every = bool(d.keep.all())
+    src, dst, w = (g.src, g.dst, d.cross) if every else (g.src[d.keep], g.dst[d.keep], d.cross[d.keep])
+    key = ("plan", window_points)
+    plan = g.memo.get(key) if every else None
+    if plan is None:
+        plan = _plan(g, src, dst, window_points)
+        if every:
+            g.memo[key] = plan
+    fixed_pos = plan.fixed_pos
+    dd = np.where(first, 0.0, d.chain)
+    v = np.full(n_pts, -np.inf)
+    passes = 0
+    local = np.full(n_pts, -1, dtype=np.int64)
+    for k in range(len(plan.p_cut) - 1):
+        pos = plan.pos[plan.p_cut[k] : plan.p_cut[k + 1]]
+        sel = plan.edges[plan.e_cut[k] : plan.e_cut[k + 1]]
+        v, n = _settle(g, v, pos, src[sel], dst[sel], w[sel], dd, first, fixed_pos, local, by_dst=True)
         passes += n
-    v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
-    return v, passes + n
+    b = plan.back
+    if len(b) and np.any(v[src[b]] + w[b] > v[dst[b]]):
+        v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
+        passes += n
+    return v, passes
 
 
-def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local):
-    """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves."""
+def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
+    """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves
+    (``by_dst``: the edges come sorted by destination)."""
     order = g.chain_order
     if not len(pos):
         return v, 0
     pts = order[pos]
-    srt = np.argsort(dst, kind="stable")
-    src, dst, w = src[srt], dst[srt], w[srt]
+    if not by_dst:
+        srt = np.argsort(dst, kind="stable")
+        src, dst, w = src[srt], dst[srt], w[srt]
     cut = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, dtype=np.int64)
     local[pts] = np.arange(len(pts))  # (a scratch array of all points: only this window's entries are read)
     targets = local[dst[cut]] if len(dst) else np.zeros(0, dtype=np.int64)
@@ -115,9 +148,10 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local):
     cs = np.cumsum(d_local)
     seg_start = np.maximum.accumulate(np.where(seg, np.arange(len(pos)), 0))
     c_cum = cs - cs[seg_start]
-    seg_id = np.cumsum(seg)
     bounds = np.r_[np.flatnonzero(seg), len(pos)]
-    few = len(bounds) <= 65  # few chain segments: one running maximum each beats a grouped one
+    runs = [(a, b) for a, b in pairwise(bounds.tolist()) if b - a > 1]  # a one-point segment is its own maximum
+    few = len(runs) <= 256  # few chain segments: one running maximum each beats a grouped one
+    seg_id = None if few else np.cumsum(seg)
     fixed = fixed_pos[pos]
     measured = g.point_time[pts]
     for n in range(1, MAX_PASSES + 1):
@@ -128,7 +162,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local):
         x[has_carry] = np.maximum(x[has_carry], v[carry_from[has_carry]] + dd[pos[has_carry]])
         y = x - c_cum
         if few:
-            for a, b in pairwise(bounds.tolist()):
+            for a, b in runs:
                 np.maximum.accumulate(y[a:b], out=y[a:b])
         else:
             y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
@@ -146,6 +180,54 @@ def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
     """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
     end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
     numbered -1, per rank from its first call or GPU operation to the end of its last."""
+    rk, st = g.node_rank, g.node_step
+    idx = _step_index(g)
+    if idx is None:
+        return _step_ends_grouped(g, t)
+    marks, ends, gpu, cut, row = idx
+    end = t[2 * ends + 1].astype(np.float64)
+    if len(gpu):
+        last = np.full(len(marks), np.nan)
+        last[row] = np.maximum.reduceat(t[2 * gpu + 1], cut)
+        end = np.fmax(end, last)
+    return pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks], "end": end})
+
+
+def _step_index(g: JobGraph):
+    """The nodes :func:`step_ends` reads, whatever the times (kept on the graph): each step's start and end marks,
+    the GPU operations of the steps grouped by step (``gpu``, cut at ``cut``) and each group's step (``row``);
+    None when the marks do not pair up one to one (then the steps are grouped by label)."""
+    if "steps" in g.memo:
+        return g.memo["steps"]
+    nt, rk, st = g.node_type, g.node_rank, g.node_step
+    marks = np.flatnonzero(nt == NodeType.STEP_START)
+    ends = np.flatnonzero(nt == NodeType.STEP_END)
+    key = rk[marks] * (int(st.max()) + 2 if len(st) else 1) + st[marks] if len(marks) else np.zeros(0, np.int64)
+    paired = (
+        len(marks)
+        and len(marks) == len(ends)
+        and np.array_equal(rk[marks], rk[ends])
+        and np.array_equal(st[marks], st[ends])
+        and len(np.unique(key)) == len(key)
+        and (st[marks] >= 0).all()
+    )
+    out = None
+    if paired:
+        gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
+        gkey = rk[gpu] * (int(st.max()) + 2) + st[gpu]
+        srt = np.argsort(key, kind="stable")
+        at = np.minimum(np.searchsorted(key[srt], gkey), len(key) - 1)
+        hit = key[srt][at] == gkey
+        gpu, grow = gpu[hit], srt[at[hit]]
+        o = np.argsort(grow, kind="stable")
+        gpu, grow = gpu[o], grow[o]
+        cut = np.flatnonzero(np.r_[True, grow[1:] != grow[:-1]]) if len(grow) else np.zeros(0, dtype=np.int64)
+        out = (marks, ends, gpu, cut, grow[cut])
+    g.memo["steps"] = out
+    return out
+
+
+def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
     nt, rk, st = g.node_type, g.node_rank, g.node_step
     marks = np.flatnonzero(nt == NodeType.STEP_START)
     ends = np.flatnonzero(nt == NodeType.STEP_END)

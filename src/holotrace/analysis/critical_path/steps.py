@@ -16,8 +16,8 @@ from holotrace.analysis.critical_path.graph import build_graph, clip, cpu_rows
 from holotrace.analysis.critical_path.path import CriticalPath, breakdown, solve
 from holotrace.errors import AnalysisError
 from holotrace.model import classify
-from holotrace.model.classify import NATIVE, RuleSet
-from holotrace.model.view import job_view
+from holotrace.model.classify import RuleSet
+from holotrace.model.view import resolve
 
 __all__ = ["per_step", "step_graphs", "step_paths", "step_rows", "step_windows"]
 
@@ -77,8 +77,8 @@ def step_graphs(
 ) -> Iterator[tuple[int, CriticalPath]]:
     """``(step number, solved CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers),
     in time order; ``whole_rank``: a rank without steps gives one graph of the whole rank, numbered -1."""
-    rules = rules or NATIVE
-    view = job_view(source, rules, ranks=[rank])
+    view = resolve(source, rules, ranks=[rank])
+    rules = view.rules  # the one rule set: a view's own unless others are asked for
     rv = view[rank]
     dle = list(data_load_events) if data_load_events else None
     for s, win in step_windows(rv, view.strings, rules, steps, rank=rank, whole_rank=whole_rank):

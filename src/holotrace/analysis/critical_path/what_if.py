@@ -30,8 +30,8 @@ from holotrace.analysis.critical_path.graph import EdgeType
 from holotrace.analysis.critical_path.path import CriticalPath, longest_path
 from holotrace.analysis.critical_path.steps import step_graphs
 from holotrace.model import classify
-from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
-from holotrace.model.view import job_view
+from holotrace.model.classify import KernelType, Kind, RuleSet
+from holotrace.model.view import resolve
 
 __all__ = ["what_if", "FIXES"]
 
@@ -168,8 +168,8 @@ def what_if(
     data_load_events: Optional[Sequence[str]] = None,
 ) -> pd.DataFrame:
     """Ranked counterfactual savings per step (see the module docstring)."""
-    rules = rules or NATIVE
-    jv = job_view(source, rules, ranks=[rank])
+    jv = resolve(source, rules, ranks=[rank])
+    rules = jv.rules  # the one rule set: a view's own unless others are asked for
     to_us = 1.0 / 1000.0 if jv.unit_ns == 1 else 1.0
     cross = _cross_rank(source, rules, rank, jv)
     out = []
