@@ -123,7 +123,6 @@ def _span_ms(view) -> float:
 
 def _critical(view, rank: int, step, enabled: bool) -> dict:
     from holotrace.analysis import critical_path as cpm
-    from holotrace.analysis.critical_path.what_if import what_if
 
     if not enabled:
         return {"critical_path": None, "critical_path_note": "left out (--no-critical-path)"}
@@ -131,14 +130,12 @@ def _critical(view, rank: int, step, enabled: bool) -> dict:
     paths: dict = {}
     try:
         cpm.per_step(view, rank=rank, steps=wanted, rules=NATIVE, paths=paths)
-        wi = what_if(view, rank=rank, steps=wanted, rules=NATIVE)
     except AnalysisError as e:  # the rank has no such step
         return {"critical_path": None, "critical_path_note": f"not computed: {e.problem}"}
     one = paths.get(step) if step is not None else next(iter(paths.values()), None)
     cp = cpm.breakdown(one) if one is not None else None
     cp = cp if cp is not None else pd.DataFrame(columns=["bound_by", "duration"])
-    wi = wi.drop_duplicates(subset=["step", "fix"], keep="first").reset_index(drop=True)  # one row per fix
-    return {"critical_path": cp, "what_if": wi, "critical_path_rank": rank, "critical_path_step": step}
+    return {"critical_path": cp, "critical_path_rank": rank, "critical_path_step": step}
 
 
 def report_data(
@@ -170,9 +167,10 @@ def report_data(
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
-        from holotrace.analysis.critical_path.advice import costliest_rank
+        from holotrace.analysis.critical_path.advice import job_advice
 
-        costliest = costliest_rank(view)  # the one story: its rank's critical path is the one shown
+        advice = job_advice(view)  # the one story: its fixes are the report's, its rank's critical path is shown
+        costliest = advice.costliest
 
         def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
             cp_rank = (
@@ -249,5 +247,6 @@ def report_data(
         "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
         "timeline": res["timeline"],
         "timeline_step": step,
+        "fixes": advice.fixes if critical_path else None,
         **cp,
     }

@@ -17,6 +17,7 @@ import pandas as pd
 
 from holotrace import findings as findings_mod
 from holotrace.analysis import idle
+from holotrace.analysis.critical_path.advice import LONGEST_VS_LAST
 from holotrace.analysis.job_summary import JobSummary, summarize_job
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands._output import Report, Section, add_output_options, emit
@@ -123,7 +124,7 @@ def build_report(js: JobSummary, *, top: int = 10) -> Report:
         _overlap_section(f["overlap"]),
         _types_section(f["kernel_types"]),
         _top_kernels_section(f["top_kernels"], top, f["gpu_ops_sum_us"]),
-        _slowest_section(tb, f["steps"], f["kernel_rank_distribution"]),
+        _slowest_section(tb, f["steps"], f["kernel_rank_distribution"], js.costliest_rank),
         Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(js)),
         Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(js)),
         _findings_section(findings),
@@ -284,7 +285,9 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section
     )
 
 
-def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> Section:
+def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame, costliest=None) -> Section:
+    """The worst rank per metric, and how it relates to the rank that costs the job most (the one story: the
+    same rank and words as ``advise`` and ``stragglers``)."""
     title = "Slowest rank"
     if len(tb) < 2:
         return Section("slowest_rank", title, pd.DataFrame(), ["one rank: nothing to compare"])
@@ -312,7 +315,15 @@ def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame) -> 
                 f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
                 f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}"
             )
-    return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2})
+    lines = []
+    if costliest is not None and costliest.rank is not None:
+        lines.append(f"costs the job most: rank {costliest.rank} (see 'costliest rank' above)")
+        longest = [r for m, r, _, _ in rows if m.startswith("mean step time")]
+        if longest and longest[0] != costliest.rank:
+            lines.append(
+                f"rank {longest[0]} has the longest mean step, rank {costliest.rank} costs most. {LONGEST_VS_LAST}"
+            )
+    return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2}, lines=lines)
 
 
 def _findings_section(findings: pd.DataFrame) -> Section:

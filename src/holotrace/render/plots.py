@@ -429,15 +429,15 @@ def critical_path(cp: pd.DataFrame) -> tuple[Bars, pd.DataFrame]:
     return chart, frame
 
 
-def what_if(wi: pd.DataFrame) -> Bars:
-    """Time each fix would save on the step (``what_if.what_if``: ``saving`` in µs)."""
+def what_if(top: pd.DataFrame) -> Bars:
+    """Job step time each fix would save (``label``, ``saving_ms``: per step, mean over the steps)."""
     return Bars(
         name="what-if",
         title="What to fix first",
-        labels=wi["fix"].astype(str).tolist(),
-        series=[Series("saving", wi["saving"].to_numpy() / 1e3)],
-        unit="ms saved on the step",
-        digits=2,
+        labels=top["label"].astype(str).tolist(),
+        series=[Series("saving", top["saving_ms"].to_numpy(dtype=float))],
+        unit="ms saved per job step",
+        digits=3,
         horizontal=True,
     )
 

@@ -346,8 +346,27 @@ def _launches_section(d: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------- critical path
 
 
+FIXES_SHOWN = 10  # fixes on the report's chart and table
+
+
+def _fix_rows(fixes: pd.DataFrame, n: int = FIXES_SHOWN) -> pd.DataFrame:
+    """The first ``n`` fixes of ``advice.job_advice`` with a label (fix, target, rank: never two alike), the rank
+    as text ('job' when job-wide) and the evidence joined."""
+    top = fixes.head(n).reset_index(drop=True)
+    rank_text = ["job" if r is None or r != r else str(int(r)) for r in top["rank"]]
+    target = [t if isinstance(t, str) and t else "" for t in top["target"]]
+    short = fit_names([t for t in target if t], plots.LABEL_WIDTH) if any(target) else []
+    it = iter(short)
+    label = [
+        f"{f}" + (f" {next(it)}" if t else "") + (f" (rank {r})" if r != "job" else "")
+        for f, t, r in zip(top["fix"], target, rank_text)
+    ]
+    evidence = [", ".join(e) if isinstance(e, (list, tuple)) else "" for e in top["evidence"]]
+    return top.assign(label=label, rank_text=rank_text, evidence_text=evidence)
+
+
 def _critical_section(d: Mapping[str, Any]) -> str:
-    cp, wi = d.get("critical_path"), d.get("what_if")
+    cp, fixes = d.get("critical_path"), d.get("fixes")
     if cp is None:
         return _empty_note(d.get("critical_path_note") or "not computed")
     rank, step = d["critical_path_rank"], d["critical_path_step"]
@@ -358,14 +377,22 @@ def _critical_section(d: Mapping[str, Any]) -> str:
         chart, frame = plots.critical_path(cp)
         html += svg.render(chart)
         html += table("critical_path", frame, [("bound by", "bound_by", None), ("ms", "ms", 2), ("%", "pct", 1)])
-    html += "<h3>What to fix first</h3>"
-    if wi is None or wi.empty:
-        return html + _empty_note("no counterfactual saves time on this step")
-    html += svg.render(plots.what_if(wi))
+    html += "<h3>What to fix first (the whole job, replayed)</h3>"
+    if fixes is None or fixes.empty:
+        return html + _empty_note("no fix shortens the job's replayed step")
+    top = _fix_rows(fixes)
+    html += svg.render(plots.what_if(top))
     html += table(
         "what_if",
-        wi.assign(saving_ms=wi["saving"] / 1e3),
-        [("fix", "fix", None), ("saves ms", "saving_ms", 2), ("% of step", "pct", 1), ("evidence", "evidence", None)],
+        top,
+        [
+            ("fix", "fix", None),
+            ("rank", "rank_text", None),
+            ("saves ms", "saving_ms", 3),
+            ("% of job step", "saving_pct", 1),
+            ("predicted step ms", "predicted_step_ms", 3),
+            ("evidence", "evidence_text", None),
+        ],
     )
     return html
 
