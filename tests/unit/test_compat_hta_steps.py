@@ -252,3 +252,46 @@ def test_parser_config_arg_sets():
         "name": AttributeSpec("arg_name", "name", ValueType.String, ""),
         "c(d)": AttributeSpec("c", "c(d)", ValueType.Object, None),
     }
+
+
+def test_call_stack_graph_on_hta_test_frames():
+    """Frames of HTA's tests/test_trace_call_stack.py (no ``name`` column; a correlation naming a CPU row of the
+    thread; the thread's rows given apart from ``full_df``); HTA 0.6.1 passes every assertion below."""
+    from holotrace import CallStackGraph, TraceSymbolTable
+    from holotrace.compat.call_graph import CallStackIdentity, CallStackNode
+
+    full = pd.DataFrame(
+        {
+            "index": list(range(13)),
+            "cat": [1, 1, 1, 1, 1, 1, 1, 2, 3, 0, 1, 2, 2],
+            "ts": [0, 1, 3, 3, 7, 8, 10, 12, 16, 0, 10, 15, 20],
+            "dur": [10, 5, 2, 1, 3, 1, 11, 6, 3, 25, 10, 5, 5],
+            "pid": [1] * 13,
+            "tid": [2] * 9 + [3] * 4,
+            "stream": [-1] * 13,
+            "index_correlation": [-1] * 13,
+        }
+    )
+    st = TraceSymbolTable()
+    st.add_symbols(["annotation", "cpu_op", "cuda_runtime", "kernel"])
+    corr = pd.DataFrame({"cpu_index": [7], "gpu_index": [8]})
+    thread = full[full["tid"] == 2]
+    csg = CallStackGraph(thread, CallStackIdentity(0, 1, 2), corr, full, st)
+    nodes = csg.get_nodes()
+    assert nodes[-2] == CallStackNode(parent=-1, depth=-1, height=5, children=[0, 6])
+    assert nodes[6] == CallStackNode(parent=-2, depth=0, height=3, children=[7])
+    assert nodes[8] == CallStackNode(parent=7, depth=2, height=1, children=[])  # CPU row named by the correlation
+    assert csg.get_leaf_nodes(0) == [3, 5] and csg.get_paths_to_leaves(0) == [[0, 1, 2, 3], [0, 4, 5]]
+    depth = csg.get_depth()
+    assert str(depth.dtype) == "Int16" and depth.tolist() == [0, 1, 2, 3, 1, 2, 0, 1, 2]
+    own = pd.DataFrame({"index": [1, 2, 3, 4], "ts": [0, 0, 5, 5], "dur": [10, 5, 1, 5], "stream": [-1] * 4})
+    own["index_correlation"] = -1
+    fresh = full.drop(columns=["parent", "depth", "height", "end"])  # the first graph wrote its stack columns
+    csg = CallStackGraph(own, CallStackIdentity(0, 1, 2), corr, fresh, st)  # rows from ``own``, not ``fresh``
+    assert {i: (n.parent, n.depth, n.height) for i, n in csg.get_nodes().items()} == {
+        -2: (-1, -1, 4),
+        1: (-2, 0, 3),
+        2: (1, 1, 1),
+        4: (1, 1, 2),
+        3: (4, 2, 1),
+    }
