@@ -93,10 +93,13 @@ def sweep(folder) -> int:
 
 
 # the fault-injection tests' hook: HOLOTRACE_KILL_AT="point:n" kills the run (SIGKILL to this process's group: the
-# command and its workers) the n-th time a process of it reaches ``point``; "point:n:worker" kills only a pool worker
-# that reaches it (tests/reliability/); unset, a call costs one comparison
+# command and its workers) the n-th time a process of it reaches ``point``; "point:n:worker" kills only a worker
+# that reaches it (a pool process or a Ray worker: any process but the first of the run to import this module,
+# which leaves its pid to the others in the environment); tests/reliability/; unset, a call costs one comparison
 _KILL_AT = os.environ.get("HOLOTRACE_KILL_AT")
 _hits: dict = {}
+if _KILL_AT is not None:
+    os.environ.setdefault("HOLOTRACE_KILL_DRIVER", str(os.getpid()))
 
 
 def kill_point(name: str) -> None:
@@ -109,7 +112,7 @@ def kill_point(name: str) -> None:
     import multiprocessing
     import signal
 
-    worker = multiprocessing.parent_process() is not None
+    worker = multiprocessing.parent_process() is not None or os.environ.get("HOLOTRACE_KILL_DRIVER") != str(os.getpid())
     if who in ("worker", "worker_once") and not worker:
         return
     _hits[name] = _hits.get(name, 0) + 1

@@ -70,5 +70,10 @@ class NoRoomError(OutputError, TraceReadError):
     no fault of the file."""
 
 
+class WorkerLostError(HolotraceError, RuntimeError):
+    """The process (or Ray worker) decoding a file was lost at every try: killed by a signal or out of memory. No
+    fault of the file."""
+
+
 class RulesError(HolotraceError, ValueError):
     """A rules file (``--rules``, ``$HOLOTRACE_RULES``, ``rules=``) cannot be read or has a bad line."""

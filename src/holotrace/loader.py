@@ -7,7 +7,6 @@ import gc
 import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,8 +15,19 @@ from typing import Optional, Union
 
 import numpy as np
 
-from holotrace.errors import HolotraceError, JobConsistencyError, TraceEventError, TraceFormatError, TraceReadError
-from holotrace.exec.pool import plan, run_map, thread_map
+from holotrace.atomic import kill_point
+from holotrace.errors import (
+    HolotraceError,
+    JobConsistencyError,
+    TraceEventError,
+    TraceFormatError,
+    TraceReadError,
+    WorkerLostError,
+)
+from holotrace.exec.pool import plan, thread_map
+from holotrace.exec.progress import DecodeBar
+from holotrace.exec.retry import run_map_retrying
+from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
 from holotrace.ingest import _scan
 from holotrace.ingest import cache as cache_mod
@@ -133,6 +143,7 @@ class Decoded:
 
 def _load_file(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None):
     """Worker: one file to derived columns, through the cache; a :class:`_Failed` when it cannot be decoded."""
+    kill_point(f"load-{Path(task.path).name}")
     try:
         return _load_file_or_raise(task, on_bytes)
     except HolotraceError as e:
@@ -268,7 +279,7 @@ def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
     misses = [i for i, d in enumerate(decoded) if d is None]
     procs, threads = plan(opts.workers, [sizes[i] for i in misses])
     tasks = [LoadTask(files[i].path, session, t) for i, t in zip(misses, threads)]
-    bar = _Bar([sizes[i] for i in misses], len(files), opts.progress_bar)
+    bar = DecodeBar([sizes[i] for i in misses], len(files), opts.progress_bar)
     miss_set = set(misses)
 
     def done(i: int, _r) -> None:
@@ -276,13 +287,16 @@ def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
         if opts.progress:
             opts.progress(bar.files, len(files), files[i].path)
 
+    def task_done(k: int, r) -> None:
+        done(misses[k], r)
+
     for i, d in enumerate(decoded):
         if d is not None:
             done(i, d)
     try:
         fn = functools.partial(_load_file, on_bytes=bar.bytes_read) if procs <= 1 and bar.shown else _load_file
-        for i, d in zip(misses, run_map(fn, tasks, procs, lambda k, r: done(misses[k], r), executor=opts.executor)):
-            decoded[i] = d
+        for i, d in zip(misses, run_map_retrying(fn, tasks, procs, task_done, executor=opts.executor)):
+            decoded[i] = _lost(files[i].path, d) if isinstance(d, TaskFailed) else d
         for i, d in enumerate(decoded):
             if isinstance(d, _Failed):
                 continue
@@ -427,6 +441,17 @@ def _no_room(e: SpillError, path) -> TraceReadError:
     )
 
 
+def _lost(path: str, r: TaskFailed) -> _Failed:
+    """A file whose worker was lost at every try (killed by a signal, or out of memory): not the file's fault."""
+    return _Failed(
+        WorkerLostError(
+            r.message,
+            path=path,
+            fix="run again with fewer --workers (workers= in the API), or with more memory",
+        )
+    )
+
+
 def _discard(d) -> None:
     """Remove the work folder of a decoded file that will not be mapped (the load failed meanwhile)."""
     if isinstance(d, Decoded):
@@ -438,62 +463,3 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-class _Bar:
-    """The load's progress bar (tqdm) on stderr: bytes decoded and files done; silent when not shown.
-
-    Bytes are file bytes: a file decoded in this process reports its reading as it goes (a gzip
-    file's uncompressed bytes are capped at its size); a file decoded by a worker counts when done.
-    """
-
-    def __init__(self, sizes: list, n_files: int, show: Optional[bool]):
-        self.files = 0
-        self.n_files = n_files
-        self._sizes = sizes
-        self._k = 0  # the file being decoded (index into sizes)
-        self._counted = 0  # bytes reported for it so far
-        self._bar = None
-        if show is None:
-            show = sys.stderr.isatty()
-        if show and sum(sizes) > 0:
-            from tqdm import tqdm
-
-            self._bar = tqdm(
-                total=sum(sizes),
-                unit="B",
-                unit_scale=True,
-                unit_divisor=1024,
-                desc="decoding",
-                file=sys.stderr,
-                delay=1.0,
-                leave=False,
-                dynamic_ncols=True,
-            )
-            self._bar.set_postfix_str(f"0/{n_files} files", refresh=False)
-
-    @property
-    def shown(self) -> bool:
-        return self._bar is not None
-
-    def bytes_read(self, k: int) -> None:
-        if self._bar is not None and self._k < len(self._sizes):
-            k = min(k, self._sizes[self._k] - self._counted)
-            if k > 0:
-                self._counted += k
-                self._bar.update(k)
-
-    def file_done(self, decoded: bool) -> None:
-        self.files += 1
-        if decoded and self._k < len(self._sizes):
-            rest = self._sizes[self._k] - self._counted
-            self._k += 1
-            self._counted = 0
-            if self._bar is not None and rest > 0:
-                self._bar.update(rest)
-        if self._bar is not None:
-            self._bar.set_postfix_str(f"{self.files}/{self.n_files} files")
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()

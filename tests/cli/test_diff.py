@@ -14,7 +14,8 @@ import random
 import numpy as np
 import pytest
 
-from holotrace.analysis.diff import check_rules, diff_jobs, parse_rule
+from holotrace.analysis.diff import diff_jobs
+from holotrace.analysis.diff_gate import check_rules, parse_rule
 from holotrace.cli import main
 from holotrace.errors import AnalysisError
 from holotrace.loader import load

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _reliability import one_line_error
 
 from corpus import DATA, REPO
 
@@ -98,6 +99,9 @@ def test_every_command_reads_an_ingest_folder(env, job4, which):
         a, b = cli(env, cmd, str(job), "--quiet"), cli(env, cmd, str(out), "--quiet")
         assert a.returncode == b.returncode and a.stdout.splitlines()[1:] == b.stdout.splitlines()[1:], cmd
     assert cli(env, "report", str(out), "-o", "r.html", "--quiet").returncode == 0
+    assert cli(env, "timeline", str(out), "-o", "t.html", "--quiet").returncode == 0
+    # cupti reads every event's raw args, which an ingest folder does not keep: one line naming the trace folder
+    one_line_error(cli(env, "cupti", str(out), "--quiet"), str(out), "raw args", f"ingested from, {job}")
     d = cli(env, "diff", str(job), str(out), "--format", "json", "--quiet")
     assert d.returncode == 0, d.stderr
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
-from _reliability import doc, kernel
+from _reliability import doc, kernel, one_line_error
+
+two_cores = pytest.mark.skipif(
+    len(os.sched_getaffinity(0)) < 2, reason="the command's process pool needs two cores to lose a worker"
+)
 
 
 @pytest.fixture
@@ -63,3 +69,173 @@ def test_worker_lost_twice_is_a_finding(env, job):
     assert run(env, "ingest", job, "--output", "three", "--ranks", "0,1,3").returncode == 0
     a, b = _data(run(env, "summary", "three", "--format", "json")), _data(got)
     assert {k: v for k, v in a.items() if k != "findings"} == {k: v for k, v in b.items() if k != "findings"}
+
+
+# ------------------------------------------------------------------ the pool itself
+
+
+def _dies_on_zero(x: int) -> int:
+    if x == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.05)  # the others are still queued when the pool breaks
+    return 10 * x
+
+
+def test_a_broken_pool_reports_every_task_and_the_retry_answers_the_innocent(monkeypatch):
+    from holotrace.exec import executor, pool
+    from holotrace.exec.retry import map_retrying, worker_lost
+
+    monkeypatch.setattr(pool, "cpu_count", lambda: 2)
+    monkeypatch.setattr(executor, "cpu_count", lambda: 2)
+    first = executor.LocalExecutor(2).map(_dies_on_zero, list(range(8)))
+    # every task has a result: its value, or that its worker was lost (never nothing: none is silently dropped)
+    assert all(worker_lost(r) or r == 10 * i for i, r in enumerate(first)) and worker_lost(first[0]), first
+    got = map_retrying(executor.LocalExecutor(2), _dies_on_zero, list(range(8)))
+    assert got[1:] == [10 * i for i in range(1, 8)]
+    assert worker_lost(got[0]) and "lost 2 times" in got[0].message
+
+
+# ------------------------------------------------------------------ a plain load on the local pool (API and CLI)
+
+
+@pytest.fixture
+def kill(monkeypatch, env):
+    """``kill(point)``: make the load's pool processes (not this one) die at ``point`` (holotrace.atomic's hook);
+    two cores whatever the machine has, so that the pool is used."""
+    from holotrace import atomic
+    from holotrace.exec import pool
+
+    monkeypatch.setattr(pool, "cpu_count", lambda: 2)
+    monkeypatch.setenv("HOLOTRACE_KILL_DRIVER", str(os.getpid()))
+    monkeypatch.setenv("HOLOTRACE_KILL_MARK", str(env.root / "killed-once"))
+
+    def at(point: str) -> None:
+        monkeypatch.setattr(atomic, "_KILL_AT", point)
+        monkeypatch.setattr(atomic, "_hits", {})
+
+    return at
+
+
+def _answer(job) -> tuple:
+    """What a command computes from a job: the summary's frames (names, not string ids) and its findings."""
+    from holotrace.analysis.job_summary import summarize_job
+
+    js = summarize_job(job)
+    frames = {
+        k: v.to_dict("records") if hasattr(v, "to_dict") else str(v) for k, v in js.data().items() if k != "findings"
+    }
+    return json.dumps(frames, sort_keys=True, default=str), [f.as_dict() for f in js.findings]  # NaN == NaN
+
+
+def test_load_worker_lost_once_is_retried(env, job, kill):
+    import holotrace
+
+    clean = holotrace.load(job, cache=False, workers=2)
+    kill("load-rank-0.json:1:worker_once")
+    got = holotrace.load(job, cache=False, workers=2)
+    assert (env.root / "killed-once").exists()  # the first file's pool process was killed
+    assert got.ranks == [0, 1, 2, 3]
+    assert _answer(got) == _answer(clean)
+
+
+def test_load_worker_lost_twice_is_a_finding_and_the_rest_is_whole(env, job, kill):
+    import holotrace
+
+    kill("load-rank-0.json:1:worker")
+    got = holotrace.load(job, cache=False, workers=2)
+    assert got.ranks == [1, 2, 3]
+    lost = [f for f in got.findings if f.code.value == "skipped_file"]
+    assert [(f.rank, os.path.basename(f.file)) for f in lost] == [(0, "rank-0.json")]
+    assert "worker was lost 2 times" in lost[0].message and "fewer --workers" in lost[0].message
+    kill("none")
+    three = holotrace.load([os.path.join(job, f"rank-{r}.json") for r in (1, 2, 3)], cache=False, workers=2)
+    frames, findings = _answer(got)
+    clean_frames, clean_findings = _answer(three)
+    assert frames == clean_frames
+    # the same findings but how rank 0 is missing: its file was seen (skipped_file) or never given (missing_ranks)
+    how = ("skipped_file", "missing_ranks")
+    assert [f for f in findings if f["code"] not in how] == [f for f in clean_findings if f["code"] not in how]
+
+
+def test_load_worker_lost_twice_is_a_typed_error_for_named_files_and_strict(env, job, kill):
+    import holotrace
+    from holotrace.errors import JobConsistencyError, WorkerLostError
+
+    kill("load-rank-0.json:1:worker")
+    files = [os.path.join(job, f"rank-{r}.json") for r in range(4)]
+    with pytest.raises(WorkerLostError) as e:
+        holotrace.load(files, cache=False, workers=2)
+    assert e.value.path == files[0] and "worker was lost 2 times" in e.value.problem and "fewer" in e.value.fix
+    with pytest.raises(JobConsistencyError, match="rank 0 is missing from every number: its worker was lost"):
+        holotrace.load(job, cache=False, workers=2, strict=True)
+
+
+@two_cores
+def test_cli_worker_lost_once_answers_as_a_clean_run(env, job):
+    clean = run(env, "summary", job, "--workers", "2", "--no-cache", "--format", "json")
+    r = run(
+        env,
+        "summary",
+        job,
+        "--workers",
+        "2",
+        "--no-cache",
+        "--format",
+        "json",
+        kill_at="load-rank-0.json:1:worker_once",
+    )
+    assert (env.root / "killed-once").exists()
+    assert clean.returncode == r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert _data(r) == _data(clean)
+
+
+@two_cores
+def test_cli_worker_lost_twice(env, job):
+    strict = run(env, "summary", job, "--workers", "2", "--no-cache", "--strict", kill_at="load-rank-0.json:1:worker")
+    one_line_error(strict, "rank-0.json", "its worker was lost 2 times", "fewer --workers")
+    r = run(
+        env, "summary", job, "--workers", "2", "--no-cache", "--format", "json", kill_at="load-rank-0.json:1:worker"
+    )
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    got = _data(r)
+    lost = [f for f in got.pop("findings") if f["code"] == "skipped_file"]
+    assert [f["rank"] for f in lost] == [0] and "its worker was lost 2 times" in lost[0]["message"]
+    clean = _data(run(env, "summary", job, "--workers", "2", "--no-cache", "--format", "json", "--ranks", "1-3"))
+    clean.pop("findings")
+    assert got == clean
+
+
+# ------------------------------------------------------------------ Ray
+
+
+@pytest.mark.ray
+def test_ray_worker_lost(env, job):
+    """On both ways a command sends files to Ray (``summary``: one task per rank; ``info``: the load's decoding):
+    Ray runs a lost task again, holotrace once more; lost every time, the rank is a finding, the other ranks'
+    answer equals a clean run's, and stdout holds only the output (Ray's own messages go to the log)."""
+    pytest.importorskip("ray", reason="Ray is not installed: pip install '.[ray]' runs these tests")
+    ray = ("--executor", "ray", "--workers", "2", "--no-cache")
+    clean = run(env, "summary", job, *ray, "--format", "json")
+    assert clean.returncode == 0, clean.stderr
+
+    once = run(env, "summary", job, *ray, "--format", "json", kill_at="load-rank-0.json:1:worker_once")
+    assert (env.root / "killed-once").exists()  # a Ray worker was killed
+    assert once.returncode == 0 and "Traceback" not in once.stderr, once.stderr
+    assert _data(once) == _data(clean)  # stdout is the JSON document alone
+
+    always = run(env, "summary", job, *ray, "--format", "json", kill_at="load-rank-0.json:1:worker")
+    assert always.returncode == 0 and "Traceback" not in always.stderr, always.stderr
+    got = _data(always)
+    lost = [f for f in got.pop("findings") if f["code"] == "skipped_file"]
+    assert [f["rank"] for f in lost] == [0] and "worker was lost 2 times" in lost[0]["message"], lost
+    rest = _data(run(env, "summary", job, *ray, "--format", "json", "--ranks", "1-3"))
+    rest.pop("findings")
+    assert got == rest
+
+    info = run(env, "info", job, *ray, "--json", kill_at="load-rank-0.json:1:worker")
+    assert info.returncode == 0 and "Traceback" not in info.stderr, info.stderr
+    facts = json.loads(info.stdout)
+    assert facts["ranks"] == [1, 2, 3]
+    assert [
+        (os.path.basename(s["file"]), "worker was lost 2 times" in s["reason"]) for s in facts["skipped_files"]
+    ] == [("rank-0.json", True)]

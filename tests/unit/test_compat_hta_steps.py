@@ -194,3 +194,104 @@ def test_counters_go_through_write_raw_trace(tmp_path, monkeypatch):
     src = path.read_bytes()
     assert out.read_bytes().startswith(src[: src.index(b'"ProfilerStep#2"')])  # input bytes up to the last event
     assert json.loads(out.read_text())["traceEvents"] == events
+
+
+def test_parser_config_arg_sets():
+    """HTA's tests/test_parser_config.py, on holotrace's ParserConfig; names measured with HTA 0.6.1."""
+    import pandas as pd
+
+    from holotrace import ParserConfig
+    from holotrace.compat.arg_specs import AttributeSpec, ValueType, YamlVersion
+    from holotrace.compat.configs import AVAILABLE_ARGS
+
+    # HTA: sorted(a.name for a in ParserConfig().get_args())
+    assert sorted(a.name for a in ParserConfig().get_args()) == sorted(
+        "bytes collective_name correlation external_id group_size in_msg_nelems in_split_size input_dims "
+        "input_strides input_type memory_bw_gbps msg_dtype out_msg_nelems out_split_size process_rank python_id "
+        "python_parent_id stream wait_on_cuda_event_record_corr_id wait_on_stream".split()
+    )
+    assert [a.name for a in ParserConfig(ParserConfig.get_minimum_args()).get_args()] == ["stream", "correlation"]
+    cfg = ParserConfig(ParserConfig.get_minimum_args())
+    cfg.add_args(ParserConfig.ARGS_INPUT_SHAPE)
+    assert {a.name for a in cfg.get_args()} == {"stream", "correlation", "input_dims", "input_type", "input_strides"}
+    hta_keys = (  # HTA: sorted(AVAILABLE_ARGS)
+        "correlation::cbid correlation::cpu_gpu cpu_op::concrete_inputs cpu_op::fwd_thread cpu_op::input_dims "
+        "cpu_op::input_strides cpu_op::input_type cpu_op::kernel_backend cpu_op::kernel_hash cpu_op::sequence_number "
+        "cuda::context cuda::device cuda::stream cuda_sync::event cuda_sync::stream data::bandwidth data::bytes "
+        "index::ev_idx index::external_id index::python_id index::python_parent_id inference::batch_id "
+        "inference::batch_size info::finished info::labels info::name info::op_count info::sort_index kernel::queued "
+        "kernel::shared_memory nccl::collective_name nccl::dtype nccl::group_size nccl::in_msg_nelems "
+        "nccl::in_msg_size nccl::in_split_size nccl::input_tensors_start nccl::out_msg_nelems nccl::out_msg_size "
+        "nccl::out_split_size nccl::output_tensors_start nccl::process_group_desc nccl::process_group_name "
+        "nccl::process_group_ranks nccl::rank nccl::seq sm::blocks sm::occupancy sm::warps threads::block "
+        "threads::grid threads::registers"
+    ).split()
+    assert set(AVAILABLE_ARGS) - set(hta_keys) == {"holotrace::cuda_sync_kind", "holotrace::stream_id"}
+    assert set(hta_keys) <= set(AVAILABLE_ARGS)
+    assert AVAILABLE_ARGS["kernel::queued"] == AttributeSpec("queued", "queued", ValueType.Int, -1)
+    assert AVAILABLE_ARGS["cuda::stream"].raw_name == "stream" and AVAILABLE_ARGS["nccl::rank"].name == "process_rank"
+    saved = ParserConfig.get_default_cfg()
+    try:
+        custom = ParserConfig()
+        custom.add_args([AVAILABLE_ARGS["kernel::queued"]])
+        ParserConfig.set_default_cfg(custom)
+        assert {a.name for a in ParserConfig.get_default_cfg().get_args()} == {a.name for a in custom.get_args()}
+        ParserConfig.set_global_parser_config_version(YamlVersion(1, 0, 0))
+        assert ParserConfig.get_default_cfg().version.get_version_str() == "1.0.0"
+    finally:
+        ParserConfig.set_default_cfg(saved)
+    for raw, want in (("Kernel Queued", "kernel_queued"), ("Cuda-Kernel/Queued", "cuda_kernel_queued")):
+        assert ParserConfig.transform_arg_name(raw) == want
+    assert ParserConfig.transform_arg_name("Kernel.a(.Queued)__b_%") == "kernel_a_b"
+    specs = ParserConfig.infer_attribute_specs(
+        pd.Series([{"a b": 1, "name": "x"}, None, {"c(d)": [1]}]), {"q": AVAILABLE_ARGS["kernel::queued"]}
+    )
+    # HTA: ParserConfig.infer_attribute_specs(<same series>, {"q": AVAILABLE_ARGS["kernel::queued"]})
+    assert specs == {
+        "a b": AttributeSpec("a_b", "a b", ValueType.Int, 0),
+        "name": AttributeSpec("arg_name", "name", ValueType.String, ""),
+        "c(d)": AttributeSpec("c", "c(d)", ValueType.Object, None),
+    }
+
+
+def test_call_stack_graph_on_hta_test_frames():
+    """Frames of HTA's tests/test_trace_call_stack.py (no ``name`` column; a correlation naming a CPU row of the
+    thread; the thread's rows given apart from ``full_df``); HTA 0.6.1 passes every assertion below."""
+    from holotrace import CallStackGraph, TraceSymbolTable
+    from holotrace.compat.call_graph import CallStackIdentity, CallStackNode
+
+    full = pd.DataFrame(
+        {
+            "index": list(range(13)),
+            "cat": [1, 1, 1, 1, 1, 1, 1, 2, 3, 0, 1, 2, 2],
+            "ts": [0, 1, 3, 3, 7, 8, 10, 12, 16, 0, 10, 15, 20],
+            "dur": [10, 5, 2, 1, 3, 1, 11, 6, 3, 25, 10, 5, 5],
+            "pid": [1] * 13,
+            "tid": [2] * 9 + [3] * 4,
+            "stream": [-1] * 13,
+            "index_correlation": [-1] * 13,
+        }
+    )
+    st = TraceSymbolTable()
+    st.add_symbols(["annotation", "cpu_op", "cuda_runtime", "kernel"])
+    corr = pd.DataFrame({"cpu_index": [7], "gpu_index": [8]})
+    thread = full[full["tid"] == 2]
+    csg = CallStackGraph(thread, CallStackIdentity(0, 1, 2), corr, full, st)
+    nodes = csg.get_nodes()
+    assert nodes[-2] == CallStackNode(parent=-1, depth=-1, height=5, children=[0, 6])
+    assert nodes[6] == CallStackNode(parent=-2, depth=0, height=3, children=[7])
+    assert nodes[8] == CallStackNode(parent=7, depth=2, height=1, children=[])  # CPU row named by the correlation
+    assert csg.get_leaf_nodes(0) == [3, 5] and csg.get_paths_to_leaves(0) == [[0, 1, 2, 3], [0, 4, 5]]
+    depth = csg.get_depth()
+    assert str(depth.dtype) == "Int16" and depth.tolist() == [0, 1, 2, 3, 1, 2, 0, 1, 2]
+    own = pd.DataFrame({"index": [1, 2, 3, 4], "ts": [0, 0, 5, 5], "dur": [10, 5, 1, 5], "stream": [-1] * 4})
+    own["index_correlation"] = -1
+    fresh = full.drop(columns=["parent", "depth", "height", "end"])  # the first graph wrote its stack columns
+    csg = CallStackGraph(own, CallStackIdentity(0, 1, 2), corr, fresh, st)  # rows from ``own``, not ``fresh``
+    assert {i: (n.parent, n.depth, n.height) for i, n in csg.get_nodes().items()} == {
+        -2: (-1, -1, 4),
+        1: (-2, 0, 3),
+        2: (1, 1, 1),
+        4: (1, 1, 2),
+        3: (4, 2, 1),
+    }

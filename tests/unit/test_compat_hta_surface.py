@@ -623,8 +623,8 @@ def test_call_graph_on_parsed_trace(tmp_path):
         (6, 4),
     ]
     # without the "## backward ##" annotation the backward thread hangs under ProfilerStep#552 (index 0)
-    for d in t.get_all_traces().values():
-        d.drop(d.index[d["s_name"].eq("## backward ##")], inplace=True)
+    for r, d in list(t.get_all_traces().items()):
+        t.traces[r] = d.drop(d.index[d["s_name"].eq("## backward ##")])
     csg = CallGraph(t).get_csg_of_node(2, 0)
     assert csg.get_parent(2) == 0 and 2 in csg.get_children(0)
     four = Trace(trace_files={i: f for i in range(4)}, trace_dir="")

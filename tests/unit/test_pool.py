@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import holotrace
-from holotrace import loader
 from holotrace.exec import pool
+from holotrace.exec.progress import DecodeBar
 from tracebuilder import TraceBuilder
 
 
@@ -63,7 +63,7 @@ def test_plan_spreads_cores_over_processes_then_threads(monkeypatch):
 
 
 def test_progress_bar_counts_file_bytes(capsys):
-    bar = loader._Bar([100, 50], 3, True)
+    bar = DecodeBar([100, 50], 3, True)
     assert bar.shown
     bar.file_done(False)  # a cache hit: no bytes to decode
     bar.bytes_read(70)
@@ -73,7 +73,7 @@ def test_progress_bar_counts_file_bytes(capsys):
     bar.file_done(True)  # decoded elsewhere: counted when done
     assert bar._bar.n == 150 and bar.files == 3
     bar.close()
-    assert not loader._Bar([100], 1, False).shown
+    assert not DecodeBar([100], 1, False).shown
 
 
 def test_quiet_flag(tmp_path):

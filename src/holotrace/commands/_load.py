@@ -92,10 +92,11 @@ def load_path(path, opts: LoadOptions | None = None, **options) -> Job:
     if opts.all_args:
         from holotrace.errors import AnalysisError
 
+        source = _ingested_from(path)
         raise AnalysisError(
             "an ingest folder does not keep every event's raw args, which this command reads",
             path=path,
-            fix="run it on the trace folder the folder was ingested from",
+            fix="run it on the trace folder the folder was ingested from" + (f", {source}" if source else ""),
         )
     job = load_ingested(path)
     if opts.strict:
@@ -109,6 +110,18 @@ def load_path(path, opts: LoadOptions | None = None, **options) -> Job:
                 fix="read without --strict to get the valid part and every finding",
             )
     return job
+
+
+def _ingested_from(folder) -> str | None:
+    """The trace folder an ingest folder was made from, as its manifests record it (None: unknown, or several)."""
+    from holotrace.errors import HolotraceError
+    from holotrace.scale.store import read_folder
+
+    try:
+        sources = {m.get("path") for m in read_folder(folder)[0]}
+    except HolotraceError:
+        return None
+    return sources.pop() if len(sources) == 1 and None not in sources else None
 
 
 def load_job(args: argparse.Namespace) -> Job:

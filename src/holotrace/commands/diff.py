@@ -14,7 +14,8 @@ import re
 
 import numpy as np
 
-from holotrace.analysis.diff import NORMALISATIONS, check_rules, diff_jobs, parse_rule
+from holotrace.analysis.diff import NORMALISATIONS, diff_jobs
+from holotrace.analysis.diff_gate import check_rules, parse_rule
 from holotrace.commands._dest import writes
 from holotrace.commands._load import add_rules_option
 from holotrace.commands._load import load_path as load

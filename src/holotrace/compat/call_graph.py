@@ -124,12 +124,13 @@ class CallStackGraph:
     def _build_from_frame(self) -> None:
         """Nest the thread's rows (and the kernels the correlation hangs under them) with the one builder."""
         corr = self.correlations
-        rows = self.df.index
-        if corr is not None and len(corr):
+        given = {"pid": self.identity.pid, "tid": self.identity.tid, "name": -1}  # HTA needs none of these here
+        part = self.df.assign(**{c: v for c, v in given.items() if c not in self.df.columns})
+        if corr is not None and len(corr):  # the thread's rows, as given (HTA nests ``df``), and their kernels
             launched = corr[corr["cpu_index"].isin(self.df["index"])]["gpu_index"]
-            kernels = self.full_df.index[self.full_df["index"].isin(launched)]
-            rows = rows.append(kernels)
-        part = self.full_df.loc[rows]
+            extra = (self.full_df["index"].isin(launched) & ~self.full_df["index"].isin(self.df["index"])).to_numpy()
+            if extra.any():
+                part = pd.concat([part, self.full_df[extra]])
         g, cols, a = frame_graph(part, self.symbol_table, correlation=corr, link_backward=False)
         index = a["index"]
         members = np.flatnonzero(g.in_graph)
@@ -158,9 +159,9 @@ class CallStackGraph:
         for r in roots:
             self._set_depth_height(r, -1 if r < 0 else self.nodes[r].depth)
         keep = [i for i in self.nodes if i >= 0 and i in self.full_df.index]
-        for col in ("parent", "depth", "height"):
+        for col, dtype in (("parent", "Int64"), ("depth", "Int16"), ("height", "Int16")):  # HTA's stack dtypes
             if col not in self.full_df.columns:
-                self.full_df[col] = -1
+                self.full_df[col] = pd.array([-1] * len(self.full_df), dtype=dtype)
             self.full_df.loc[keep, col] = [getattr(self.nodes[i], col) for i in keep]
 
     def _set_depth_height(self, root: int, depth: int) -> int:
@@ -244,11 +245,7 @@ class CallStackGraph:
         return out
 
     def get_leaf_nodes(self, idx: int, include_gpu_kernel: bool = False) -> list[int]:
-        return [
-            i
-            for i in self.get_descendants(idx, include_gpu_kernel)
-            if not [c for c in self.get_children(i) if include_gpu_kernel or self.nodes[c].device != "GPU"]
-        ]
+        return [p[-1] for p in self.get_paths_to_leaves(idx, include_gpu_kernel)]
 
     def get_paths_to_leaves(self, idx: int, include_cuda_kernel: bool = False) -> list[list[int]]:
         paths, todo = [], [[idx]]
@@ -265,7 +262,11 @@ class CallStackGraph:
         return self.df
 
     def get_depth(self) -> pd.Series:
-        return self.df["depth"]
+        """Depth of the thread's rows: from ``full_df`` when it has the column, else from the nodes."""
+        if "depth" in self.full_df.columns:
+            return self.full_df.loc[self.df["index"]]["depth"]
+        depth = {i: n.depth for i, n in self.nodes.items() if i >= 0}
+        return pd.Series(depth, name="depth", dtype=pd.Int16Dtype()).loc[self.df["index"]]
 
     def dfs_traverse(
         self, enter_func: Callable[[int, CallStackNode], None], exit_func: Callable[[int, CallStackNode], None]

@@ -6,7 +6,10 @@ as given; what holotrace honours: ``parse_all_args=True`` (or ``set_parse_all_ar
 arg, as ``holotrace.load(..., all_args=True)``. A parser backend may be chosen (any :class:`ParserBackend`
 member, or its value); every backend gives the same rows, as in HTA. ``HtaConfig`` reads HTA's JSON config
 files (``~/.hta/trace_analyzer.json``, ``./trace_analyzer.json``, then the file given) and answers
-``get_config("a.b.c")``; it does not reconfigure logging.
+``get_config("a.b.c")``; it does not reconfigure logging. HTA's arg specifications and arg sets
+(``ParserConfig.ARGS_DEFAULT``, ``get_default_args()``, ``make_attribute_spec``, ...) come from
+:mod:`holotrace.compat.arg_specs`; ``ParserConfig()`` holds HTA's default set, and ``set_default_cfg`` changes
+what ``get_default_cfg()`` returns, as in HTA.
 """
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig"]
+from holotrace.compat import arg_specs
+from holotrace.compat.arg_specs import ARG_SETS, DEFAULT_PARSE_VERSION, AttributeSpec, YamlVersion
+
+__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig", "AttributeSpec", "AVAILABLE_ARGS"]
+
+AVAILABLE_ARGS = arg_specs.AVAILABLE_ARGS
 
 
 class ParserBackend(str, Enum):
@@ -40,6 +48,16 @@ class ParserConfig:
     """HTA's parser configuration, accepted and kept; ``parse_all_args`` is honoured (see the module)."""
 
     DEFAULT_MIN_REQUIRED_COLS: list[str] = ["ts", "dur", "name", "cat", "pid", "tid"]
+    ARGS_INDEX = ARG_SETS["ARGS_INDEX"]
+    ARGS_INPUT_SHAPE = ARG_SETS["ARGS_INPUT_SHAPE"]
+    ARGS_BANDWIDTH = ARG_SETS["ARGS_BANDWIDTH"]
+    ARGS_SYNC = ARG_SETS["ARGS_SYNC"]
+    ARGS_MINIMUM = ARG_SETS["ARGS_MINIMUM"]
+    ARGS_COMPLETE = ARG_SETS["ARGS_COMPLETE"]
+    ARGS_INFO = ARG_SETS["ARGS_INFO"]
+    ARGS_COMMUNICATION = ARG_SETS["ARGS_COMMUNICATION"]
+    ARGS_TRITON_KERNELS = ARG_SETS["ARGS_TRITON_KERNELS"]
+    ARGS_DEFAULT = ARG_SETS["ARGS_DEFAULT"]
 
     def __init__(
         self,
@@ -51,15 +69,17 @@ class ParserConfig:
         skip_event_types: Optional[set[str]] = None,
         convert_ts_to_integer: bool = True,
     ) -> None:
-        self.args: list = list(args) if args else []
-        self.arg_map: dict[str, Any] = {getattr(a, "name", str(a)): a for a in self.args}
+        self.args: list = []
+        self.arg_map: dict[str, Any] = {}
+        self.add_args(list(args) if args else ParserConfig.get_default_args())
         self.parser_backend: Optional[ParserBackend] = None
         self.trace_memory = False
         self.user_provide_trace_type = user_provide_trace_type
         self.skip_event_types: set[str] = skip_event_types if skip_event_types is not None else {"python_function"}
         self.min_required_cols: list[str] = list(self.DEFAULT_MIN_REQUIRED_COLS)
         self.drop_gpu_user_annotation = True
-        self.version = version
+        self.version = version if version is not None else DEFAULT_PARSE_VERSION
+        self.max_event_duration_us: Optional[int] = None
         self.parse_all_args = bool(parse_all_args)
         self.selected_arg_keys = selected_arg_keys
         self.batch_size = 1000
@@ -70,7 +90,69 @@ class ParserConfig:
 
     @classmethod
     def get_default_cfg(cls) -> ParserConfig:
-        return cls()
+        """A copy of the process-wide default (:meth:`set_default_cfg` changes it)."""
+        return _DEFAULT[0].clone()
+
+    @classmethod
+    def get_versioned_cfg(cls, version: YamlVersion) -> ParserConfig:
+        return cls(version=version)
+
+    @classmethod
+    def set_default_cfg(cls, cfg: ParserConfig) -> None:
+        _DEFAULT[0] = cfg.clone()
+
+    @staticmethod
+    def set_global_parser_config_version(version: YamlVersion) -> None:
+        """A fresh default configuration of ``version`` (holotrace has one arg table, whatever the version)."""
+        _DEFAULT[0] = ParserConfig(version=version)
+
+    @classmethod
+    def get_minimum_args(cls, version: YamlVersion = DEFAULT_PARSE_VERSION) -> list[AttributeSpec]:
+        return list(cls.ARGS_MINIMUM)
+
+    @classmethod
+    def get_default_args(cls, version: YamlVersion = DEFAULT_PARSE_VERSION) -> list[AttributeSpec]:
+        return list(cls.ARGS_DEFAULT)
+
+    @classmethod
+    def get_info_args(cls, version: YamlVersion = DEFAULT_PARSE_VERSION) -> list[AttributeSpec]:
+        return list(cls.ARGS_INFO)
+
+    @classmethod
+    def get_all_available_args(cls) -> dict[str, AttributeSpec]:
+        return AVAILABLE_ARGS
+
+    @classmethod
+    def show_available_args(cls) -> None:
+        from pprint import pprint
+
+        pprint(AVAILABLE_ARGS)
+
+    @classmethod
+    def enable_communication_args(
+        cls, cfg: Optional[ParserConfig] = None, version: YamlVersion = DEFAULT_PARSE_VERSION
+    ) -> ParserConfig:
+        """Add the communication args to ``cfg`` (or to the process-wide default) and return it."""
+        cfg = cfg if cfg is not None else _DEFAULT[0]
+        cfg.add_args(cls.ARGS_COMMUNICATION)
+        return cfg
+
+    transform_arg_name = staticmethod(arg_specs.transform_arg_name)
+    make_attribute_spec = staticmethod(arg_specs.make_attribute_spec)
+
+    @classmethod
+    def infer_attribute_specs(cls, args, reference_specs: Optional[dict[str, AttributeSpec]] = None) -> dict:
+        """Specs of every arg key in a series of ``args`` dicts, keyed by raw name; a key found among
+        ``reference_specs`` (by raw name) keeps that spec, except ``name``."""
+        out = {s.raw_name: s for s in (reference_specs or {}).values()}
+        seen: set[str] = set()
+        for d in args.dropna():
+            if isinstance(d, dict):
+                for key, value in d.items():
+                    seen.add(key)
+                    if key not in out or key == "name":
+                        out[key] = arg_specs.make_attribute_spec(key, value)
+        return {k: v for k, v in out.items() if k in seen}
 
     def __repr__(self) -> str:
         return (
@@ -124,6 +206,9 @@ class ParserConfig:
     def set_skip_event_types(self, skip_event_types: Optional[set[str]]) -> ParserConfig:
         self.skip_event_types = set(skip_event_types) if skip_event_types is not None else set()
         return self
+
+
+_DEFAULT: list[ParserConfig] = [ParserConfig()]  # the process-wide default configuration (HTA's global)
 
 
 def wants_all_args(parser_config) -> bool:

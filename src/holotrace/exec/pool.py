@@ -139,17 +139,19 @@ def _with_pool(fn, items: Sequence, workers: int, on_done, keep, caller_works: b
     with ProcessPoolExecutor(max_workers=procs, mp_context=ctx) as ex:
 
         def feed() -> None:
-            with lock:  # taken and counted at once: the caller never sees an item that is neither done nor counted
-                i = next(order, None)
-                if i is None:
-                    return
-                in_pool[0] += 1
-            try:
-                f = ex.submit(fn, items[i])
-            except BaseException as e:  # a broken pool: reported to the caller, never lost
-                finished.put((i, e))
+            while True:
+                with lock:  # taken and counted at once: the caller never sees an item neither done nor counted
+                    i = next(order, None)
+                    if i is None:
+                        return
+                    in_pool[0] += 1
+                try:
+                    f = ex.submit(fn, items[i])
+                except BaseException as e:  # a broken pool: this item and every one left reported, never lost
+                    finished.put((i, e))
+                    continue
+                f.add_done_callback(lambda f, i=i: (finished.put((i, f)), feed()))
                 return
-            f.add_done_callback(lambda f, i=i: (finished.put((i, f)), feed()))
 
         def collect(block: bool) -> None:
             while True:

@@ -2,7 +2,8 @@
 
 Each item becomes one Ray task (one CPU). At most a few tasks per cluster CPU are in flight, so the
 driver never holds more than that many results it has not consumed; results come back as they finish.
-A task whose worker process dies is retried by Ray (``max_retries``); a task that still fails gives a
+A task whose worker process dies is retried by Ray (``max_retries``, once by default: holotrace's callers run a
+task lost beyond that once more, :mod:`holotrace.exec.retry`); a task that still fails gives a
 :class:`~holotrace.exec.executor.TaskFailed`. Ctrl-C cancels the tasks in flight and re-raises.
 
 Workers must be able to import holotrace: on a cluster, install the same holotrace version on every node
@@ -34,6 +35,28 @@ def _ray():
     return ray
 
 
+def _driver_messages_to_log() -> None:
+    """Ray's driver prints what its raylets report (a worker died, a task is retried) on stdout, where a command's
+    output goes (a JSON document, a CSV): those lines go to holotrace's log instead (shown with -v). What
+    holotrace itself makes of a lost worker (a retry, then a finding) is reported as usual."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:  # another Ray layout: its messages stay where Ray prints them
+        return
+    real = getattr(ray_worker, "print_to_stdstream", None)
+    if real is None or getattr(real, "holotrace_log", False):
+        return
+
+    def to_log(data, *args, **kwargs):
+        if data.get("is_err") or data.get("pid") != "raylet":
+            return real(data, *args, **kwargs)
+        for line in data.get("lines", []):
+            log.debug("ray: %s", line)
+
+    to_log.holotrace_log = True
+    ray_worker.print_to_stdstream = to_log
+
+
 class RayExecutor(Executor):
     """Ray tasks. ``address``: ``auto`` (the cluster this machine belongs to), ``HOST:PORT`` (a head node), or
     None: the Ray instance this process already joined, else a new one on this machine (``num_cpus`` CPUs)."""
@@ -41,7 +64,7 @@ class RayExecutor(Executor):
     name = "ray"
     local = False
 
-    def __init__(self, address: Optional[str] = None, *, num_cpus: Optional[int] = None, max_retries: int = 3):
+    def __init__(self, address: Optional[str] = None, *, num_cpus: Optional[int] = None, max_retries: int = 1):
         ray = _ray()
         self._started = False
         self.max_retries = int(max_retries)
@@ -61,6 +84,7 @@ class RayExecutor(Executor):
                     fix="start the cluster (ray start --head), pass --ray-address auto|HOST:PORT, or use --executor local",
                 ) from None
             self._started = True
+        _driver_messages_to_log()
         self.local = not address and self._started  # a Ray instance started here runs on this machine
 
     @property

@@ -13,7 +13,6 @@ decoder's tests); nothing else in holotrace depends on how decoding is done.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import deque
 from collections.abc import Callable
@@ -31,16 +30,16 @@ from holotrace.ingest import _scan
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.ingest.columns import PieceOut, Problem, piece_strings, piece_tables, to_file
+from holotrace.ingest.meta import decode_meta as _decode_meta
+from holotrace.ingest.meta import json_error as _json_error
+from holotrace.ingest.meta import tail_meta as _tail_meta
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.schema import event_columns
 
-CHUNK_BYTES = (
-    4 * 1024 * 1024
-)  # piece size: a scanning thread's unit of work (1-8 MB measured: 4 as fast as 8 with a peak 35-40 MB lower, 2 and less slower)
+# piece size: a scanning thread's unit of work (1-8 MB measured: 4 as fast as 8 with a peak 35-40 MB lower, 2 and
+# less slower)
+CHUNK_BYTES = 4 * 1024 * 1024
 ST_DONE, ST_END, ST_TRUNC, ST_ERR = 0, 1, 2, 3
-
-_DEC_TOP_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])
-
 
 # --------------------------------------------------------------------------- results
 
@@ -454,30 +453,6 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
     return "cut", b""
 
 
-def _tail_meta(tail: bytes, fmt: str) -> tuple[dict, bool]:
-    """Metadata written after the event list; (meta, the document closes properly)."""
-    t = bytes(tail).strip()
-    if fmt == "array":
-        return {}, t == b""
-    if t.startswith(b"}"):
-        return {}, t[1:].strip() == b""
-    if not t.startswith(b","):
-        return {}, False
-    try:
-        return _decode_meta(b"{" + t[1:]), True
-    except (msgspec.DecodeError, ValueError, RecursionError):
-        return {}, False
-
-
-def _json_error(path: str, e: Exception, where: str = "") -> TraceFormatError:
-    why = (
-        "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0] if str(e) else type(e).__name__
-    )
-    return TraceFormatError(
-        f"not valid JSON {where} ({why})".replace("  ", " "), path=path, fix="the file is damaged or not a JSON trace"
-    )
-
-
 def _merge_problems(problems: list[Problem]) -> list[Problem]:
     """Problems of the same code and message (from different pieces) become one, their counts summed;
     the count goes into the text here, once."""
@@ -491,22 +466,3 @@ def _merge_problems(problems: list[Problem]) -> list[Problem]:
     for p in merged.values():
         p.message, p.counted = p.text(), False
     return list(merged.values())
-
-
-def _decode_meta(text: bytes) -> dict:
-    try:
-        raw = _DEC_TOP_RAW.decode(text)
-    except msgspec.DecodeError:
-        obj = json.loads(text.decode("utf-8"))  # NaN/Infinity literals; ValueError when really broken
-        if not isinstance(obj, dict):
-            raise ValueError("not an object") from None
-        return {k: v for k, v in obj.items() if k != "traceEvents"}
-    meta = {}
-    for k, v in raw.items():
-        if k == "traceEvents":
-            continue
-        try:
-            meta[k] = msgspec.json.decode(v)
-        except msgspec.DecodeError:
-            meta[k] = json.loads(bytes(v))
-    return meta

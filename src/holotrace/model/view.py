@@ -37,7 +37,7 @@ A view never shares writable memory with the model; treat its arrays as read-onl
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -131,6 +131,7 @@ class JobView:
     include_last_step: bool = True
     table: Optional[RuleTable] = None  # the rule table the ``kernel_type``/``comm_kind``/``rule`` columns came from
     _per_string: dict = field(default_factory=dict, repr=False, compare=False)
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ranks(self) -> list[int]:
@@ -178,6 +179,15 @@ class JobView:
                 self._per_string[key] = out
         return out
 
+    def derived(self, key, make: Callable[[], object]):
+        """``make()``, computed once per view and kept under ``key``: for what several analyses of one command
+        derive from the same columns (the job graph of the replay). A relabelled view shares it (the same columns);
+        a view of some ranks starts empty."""
+        out = self._derived.get(key)
+        if out is None:
+            out = self._derived[key] = make()
+        return out
+
     def lookup(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Gather a :meth:`per_string` array at string ids (−1 reads the array's last entry)."""
         ids = np.asarray(ids)
@@ -213,7 +223,9 @@ def resolve(
     chosen = None if ranks is None else tuple(int(source.rank(r).rank) for r in ranks)
     full = cache.get((_shape(rules), last, None))
     if full is not None:
-        view = full if chosen is None else replace(full, views={r: full[r] for r in chosen}, _per_string={})
+        view = (
+            full if chosen is None else replace(full, views={r: full[r] for r in chosen}, _per_string={}, _derived={})
+        )
     else:
         key = (_shape(rules), last, chosen)
         view = cache.get(key)

@@ -4,7 +4,7 @@ One function per plot; none draws. The HTML report renders the descriptions as i
 (:mod:`holotrace.render.report_svg`), the facade's ``visualize=True`` as plotly figures
 (:mod:`holotrace.render.plotly_figures`); either renderer draws any description. The first group reads the
 HTA-shaped frames the facade returns, the second the frames of the analyses under holotrace's rules that the
-report shows (times in µs, shown in ms), the third a :class:`holotrace.analysis.diff.JobDiff`'s frames.
+report shows (times in µs, shown in ms); the comparison report's plots are in :mod:`holotrace.render.diff_plots`.
 Frames are never modified. Needs neither plotly nor a browser.
 """
 
@@ -60,11 +60,6 @@ __all__ = [
     "KERNEL_TYPES",
     "KERNEL_TYPE_COLOURS",
     "KERNEL_TYPE_LETTERS",
-    # the comparison report's plots
-    "diff_contributors",
-    "diff_metrics",
-    "diff_changed",
-    "diff_appeared",
 ]
 
 KERNEL_TYPES = ("COMMUNICATION", "MEMORY", "COMPUTATION", "OTHER")
@@ -479,64 +474,4 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
         names=fit_names([str(x) for x in uniq], LABEL_WIDTH),
         t0_ns=t0,
         **common,
-    )
-
-
-# ============================================================================ the comparison report's plots
-
-
-def diff_contributors(c: pd.DataFrame) -> Bars:
-    """Change of a step's time by item (``JobDiff.contributors``: µs), biggest first."""
-    return Bars(
-        name="contributors",
-        title="Biggest contributors to the change of a step",
-        labels=c["item"].astype(str).tolist(),
-        series=[Series("change", c["delta_us"].to_numpy() / 1e3)],
-        unit="ms per step",
-        digits=3,
-        diverging=True,
-        horizontal=True,
-    )
-
-
-def diff_metrics(m: pd.DataFrame) -> Bars:
-    """Change of each per-step figure in percent of base (``JobDiff.metrics``)."""
-    labels = [f"{a} ({'pp' if u == 'pct' else u})" for a, u in zip(m["metric"], m["unit"])]
-    return Bars(
-        name="metrics",
-        title="Per-step figures, change from base",
-        labels=labels,
-        series=[Series("change", m["delta_pct"].fillna(0.0))],
-        unit="% change from base",
-        digits=1,
-        diverging=True,
-        horizontal=True,
-    )
-
-
-def diff_changed(f: pd.DataFrame, family: str, title: str) -> Bars:
-    """Change of time per step of the names of one family (``JobDiff.ops`` rows, µs)."""
-    return Bars(
-        name=f"changed-{family}",
-        title=title,
-        labels=[str(k)[:70] for k in f["key"]],
-        series=[Series("change", f["delta_per_step_us"].to_numpy() / 1e3, hover=f["key"].astype(str).tolist())],
-        unit="ms per step",
-        digits=3,
-        diverging=True,
-        horizontal=True,
-    )
-
-
-def diff_appeared(ops: pd.DataFrame) -> Bars:
-    """Time per step of the names found in one run only (``short``, ``status`` and ``delta_ms`` columns)."""
-    return Bars(
-        name="appeared",
-        title="Names that appeared or disappeared",
-        labels=[f"{s} ({st})" for s, st in zip(ops["short"], ops["status"])],
-        series=[Series("change", ops["delta_ms"])],
-        unit="ms per step",
-        digits=3,
-        diverging=True,
-        horizontal=True,
     )

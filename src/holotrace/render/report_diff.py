@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from holotrace.render import plots
+from holotrace.render import diff_plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report import page, table
 from holotrace.text import html_escape as escape
@@ -54,7 +54,7 @@ def _contributors(d, top: int) -> str:
     if c.empty:
         return '<p class="note">nothing changed the step time</p>'
     return (
-        svg.render(plots.diff_contributors(c))
+        svg.render(diff_plots.diff_contributors(c))
         + table(
             "contributors",
             c.assign(base_ms=c["base_us"] / 1e3, new_ms=c["new_us"] / 1e3, delta_ms=c["delta_us"] / 1e3),
@@ -68,7 +68,7 @@ def _metrics(d) -> str:
     m = d.metrics
     if m.empty:
         return '<p class="note">no steps to compare</p>'
-    return svg.render(plots.diff_metrics(m)) + table(
+    return svg.render(diff_plots.diff_metrics(m)) + table(
         "metrics",
         m,
         [
@@ -93,7 +93,7 @@ def _changed(d, top: int) -> str:
         if f.empty:
             html += '<p class="note">none in both runs</p>'
             continue
-        chart = plots.diff_changed(f, fam, f"{title} that changed most")
+        chart = diff_plots.diff_changed(f, fam, f"{title} that changed most")
         html += svg.render(chart)
         html += table(
             f"changed_{fam}",
@@ -117,7 +117,7 @@ def _appeared(d, top: int) -> str:
     per = ops["per_step_us_new"].fillna(0.0) - ops["per_step_us_base"].fillna(0.0)
     ops = ops.assign(delta_ms=per / 1e3, short=[str(k)[:70] for k in ops["key"]])
     ops = ops.reindex(ops["delta_ms"].abs().sort_values(ascending=False, kind="stable").index).head(top)
-    return svg.render(plots.diff_appeared(ops)) + table(
+    return svg.render(diff_plots.diff_appeared(ops)) + table(
         "appeared",
         ops,
         [

@@ -20,7 +20,7 @@ from holotrace.analysis.critical_path.job_graph import (
     NodeType,
     build_job_graph,
 )
-from holotrace.analysis.critical_path.replay import Replay, base_delays
+from holotrace.analysis.critical_path.replay import Replay, shared_base
 from holotrace.errors import AnalysisError
 
 __all__ = ["LONGEST_VS_LAST", "Advice", "CostliestRank", "costliest_rank", "job_advice"]
@@ -113,7 +113,7 @@ def job_advice(
     the step, and by its saving among the rest."""
     opts = options or jw.WhatIfOptions()
     g = build_job_graph(source)
-    base = base_delays(g)
+    base = shared_base(g)
     info = jw.node_info(g)
     needed = set(only or jw.FIXES) | {x for c in combine for x in c}
     cands = jw.candidates(g, base, info, opts, only=sorted(needed))

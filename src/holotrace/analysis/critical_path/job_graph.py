@@ -236,9 +236,15 @@ def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: i
 
 
 def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
-    """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring)."""
+    """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
+    per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
+    the replay keeps on it."""
     view = job_view(source, NATIVE)
     chosen = view.select(ranks)
+    return view.derived(("job_graph", tuple(chosen)), lambda: _build(view, chosen))
+
+
+def _build(view, chosen: list[int]) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
     origin = min(common.values()) if common else 0

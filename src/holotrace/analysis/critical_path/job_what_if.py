@@ -36,10 +36,27 @@ from holotrace.analysis.critical_path.replay import (
     step_ends,
     step_table,
 )
+from holotrace.analysis.critical_path.straggler_fix import (
+    StragglerTables,
+    straggler_candidates,
+    straggler_edit,
+    waits_caused,
+)
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 
-__all__ = ["FIXES", "Candidate", "NodeInfo", "WhatIfOptions", "apply", "candidates", "evaluate", "node_info"]
+__all__ = [
+    "FIXES",
+    "Candidate",
+    "NodeInfo",
+    "WhatIfOptions",
+    "apply",
+    "candidates",
+    "evaluate",
+    "node_info",
+    "straggler_candidates",
+    "waits_caused",
+]
 
 FIXES = (
     "straggler",
@@ -98,11 +115,6 @@ class Candidate:
     target: str | None
     edit: Callable[[Delays], None] = field(repr=False)
     evidence: list = field(default_factory=list)
-
-
-def _positions(g: JobGraph, kinds, node_mask: np.ndarray) -> np.ndarray:
-    """Chain positions whose edge is of ``kinds`` and whose destination node satisfies ``node_mask``."""
-    return np.flatnonzero(np.isin(g.chain_kind, list(kinds)) & node_mask[g.chain_order // 2])
 
 
 def _gap_cover(g: JobGraph, info: NodeInfo, intervals: dict) -> np.ndarray:
@@ -191,9 +203,14 @@ def candidates(
     multi = len(set(rk[rk >= 0].tolist())) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
     if multi and len(kdf) and "straggler" in want:
-        tables = _StragglerTables.of(g, base, kdf)
-        for r in straggler_candidates(g, kdf):
-            out.append(_straggler(g, info, tables, r))
+        shared = base is g.memo.get("base")  # the same on every call: kept on the graph
+        strag = g.memo.get("straggler_candidates") if shared else None
+        if strag is None:
+            tables = StragglerTables.of(g, base, kdf)
+            strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
+            if shared:
+                g.memo["straggler_candidates"] = strag
+        out.extend(strag)
     # communication
     cpos = dur_pos[info.comm[dur_node]]
     xf = g.kind == EdgeKind.XFER
@@ -271,93 +288,9 @@ def candidates(
     return out
 
 
-def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int]:
-    """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
-    over the median rank's."""
-    waited = waits_caused(g)
-    ranks = [int(r) for r in waited.sort_values(ascending=False, kind="stable").index[:n] if waited[r] > 0]
-    per = kdf.groupby("rank")["t"].sum()
-    if len(per):
-        excess = (per / per.median()).sort_values(ascending=False, kind="stable")
-        if int(excess.index[0]) not in ranks:
-            ranks.append(int(excess.index[0]))
-    return ranks
-
-
-def waits_caused(g: JobGraph) -> pd.Series:
-    """Per rank: the time the other members of its collectives waited for it (it arrived last), in ns."""
-    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    if not len(m):
-        return pd.Series(dtype=np.float64)
-    inst, start = g.node_coll[m], g.point_time[2 * m]
-    df = pd.DataFrame({"inst": inst, "rank": g.node_rank[m], "start": start})
-    last = (
-        df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
-    )
-    arrive = df["inst"].map(last.set_index("inst")["start"])
-    df["wait"] = arrive - df["start"]
-    caused = df.groupby("inst")["wait"].sum()
-    return caused.groupby(last.set_index("inst")["rank"]).sum()
-
-
-@dataclass
-class _StragglerTables:
-    """What every straggler candidate compares with, computed once: GPU compute and host time per step and rank,
-    GPU compute per kernel name and rank, and the node of every chain position."""
-
-    kdf: pd.DataFrame
-    compute: pd.DataFrame  # step x rank: GPU compute (ns)
-    host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
-    by_name: pd.Series  # per kernel name: the median rank's GPU compute
-    nodes: np.ndarray  # per chain position: its node
-
-    @classmethod
-    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame) -> _StragglerTables:
-        nodes = g.chain_order // 2
-        host = np.flatnonzero(
-            ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
-            & (g.node_type[nodes] == NodeType.CALL)
-        )
-        hn = nodes[host]
-        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]})
-        return cls(
-            kdf,
-            kdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
-            hdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
-            kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1),
-            nodes,
-        )
-
-
-def _straggler(g: JobGraph, info: NodeInfo, tables: _StragglerTables, r: int) -> Candidate:
-    kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
-    factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
-    # host time: gaps and calls of the rank's threads, per step
-    hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
-    mine = g.node_rank[nodes] == r
-    kpos = np.flatnonzero(
-        mine & (g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~info.comm[nodes]
-    )
-    kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
-    hpos = np.flatnonzero(
-        mine
-        & ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
-        & (g.node_type[nodes] == NodeType.CALL)
-    )
-    hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
-
-    def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
-        d.chain[kpos] *= kf
-        d.chain[hpos] *= hf
-
-    per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
-    med_name = tables.by_name
-    excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
-    ratio = float(med[r].sum() / med.median(axis=1).sum()) if med.median(axis=1).sum() else 1.0
-    ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]
-    if len(excess) and excess.iloc[0] > 0:
-        ev.append(g.view.strings[int(excess.index[0])])
-    return Candidate("straggler", int(r), None, edit, ev)
+def _straggler(g: JobGraph, info: NodeInfo, tables: StragglerTables, r: int) -> Candidate:
+    edit, evidence = straggler_edit(g, info.comm, tables, r)
+    return Candidate("straggler", int(r), None, edit, evidence)
 
 
 def _top_names(view, g, info, pos, weight, n) -> list:
@@ -437,6 +370,7 @@ def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
 def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: Sequence[Sequence[str]] = ()):
     """One row per fix and step: ``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms, measured_ms,
     evidence``; combined fixes (lists of fix names) are added as ``a+b``."""
+    shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
     ref = replay(g, base)
     measured = ref.steps.set_index("step")["measured_ms"]
     replayed = ref.steps.set_index("step")["replayed_ms"]
@@ -451,7 +385,12 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
         if parts:
             tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
     for fix, rank, target, parts, ev in tried:
-        t = replay_times(g, apply(base, parts))
+        key = ("straggler", rank) if shared and fix == "straggler" else None  # its edit depends on the rank alone
+        t = g.memo.get(key) if key else None
+        if t is None:
+            t = replay_times(g, apply(base, parts))
+            if key:
+                g.memo[key] = t
         sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)
         for s in replayed.index:
             m = float(measured[s])

@@ -26,7 +26,17 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 
-__all__ = ["Delays", "Replay", "base_delays", "gpu_idle", "replay", "solve", "step_ends", "step_table"]
+__all__ = [
+    "Delays",
+    "Replay",
+    "base_delays",
+    "gpu_idle",
+    "replay",
+    "shared_base",
+    "solve",
+    "step_ends",
+    "step_table",
+]
 
 MAX_PASSES = 100_000
 WINDOW_POINTS = 8_192  # points per time window of the solver
@@ -92,6 +102,14 @@ def _plan(g: JobGraph, src: np.ndarray, dst: np.ndarray, window_points: int) -> 
     p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
     back = np.flatnonzero(win_of_pos[pos_of[src]] > win_of_dst)
     return _Plan(p_order, p_cut, e_order, e_cut, back, first & ~has_in[order])
+
+
+def shared_base(g: JobGraph) -> Delays:
+    """:func:`base_delays` of ``g``, computed once and kept on the graph: the what-ifs of one command start from
+    it and never change it (they edit copies), so their replays can be kept on the graph too."""
+    if "base" not in g.memo:
+        g.memo["base"] = base_delays(g)
+    return g.memo["base"]
 
 
 def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
@@ -283,8 +301,17 @@ def _rank_times(ends: pd.DataFrame) -> pd.Series:
 
 
 def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
-    """Replay ``g`` (unmodified when ``delays`` is None) and compare with the measured steps."""
-    d = delays if delays is not None else base_delays(g)
+    """Replay ``g`` (unmodified when ``delays`` is None or :func:`shared_base`) and compare with the measured
+    steps. The unmodified replay is computed once per graph and kept."""
+    d = delays if delays is not None else shared_base(g)
+    if d is g.memo.get("base"):
+        if "replay" not in g.memo:
+            g.memo["replay"] = _replay(g, d)
+        return g.memo["replay"]
+    return _replay(g, d)
+
+
+def _replay(g: JobGraph, d: Delays) -> Replay:
     t, passes = solve(g, d)
     m_ends, r_ends = step_ends(g, g.point_time), step_ends(g, t)
     m, r = step_table(m_ends), step_table(r_ends)

@@ -1,0 +1,107 @@
+"""The straggler fix of the job's what-ifs: which ranks to try, the tables every try compares with, and the delay
+edit that brings one rank's compute and host time to the median rank's (see
+:mod:`holotrace.analysis.critical_path.job_what_if`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
+from holotrace.analysis.critical_path.replay import Delays
+
+__all__ = ["StragglerTables", "straggler_candidates", "straggler_edit", "waits_caused"]
+
+
+def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int]:
+    """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
+    over the median rank's."""
+    waited = waits_caused(g)
+    ranks = [int(r) for r in waited.sort_values(ascending=False, kind="stable").index[:n] if waited[r] > 0]
+    per = kdf.groupby("rank")["t"].sum()
+    if len(per):
+        excess = (per / per.median()).sort_values(ascending=False, kind="stable")
+        if int(excess.index[0]) not in ranks:
+            ranks.append(int(excess.index[0]))
+    return ranks
+
+
+def waits_caused(g: JobGraph) -> pd.Series:
+    """Per rank: the time the other members of its collectives waited for it (it arrived last), in ns."""
+    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
+    if not len(m):
+        return pd.Series(dtype=np.float64)
+    inst, start = g.node_coll[m], g.point_time[2 * m]
+    df = pd.DataFrame({"inst": inst, "rank": g.node_rank[m], "start": start})
+    last = (
+        df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
+    )
+    arrive = df["inst"].map(last.set_index("inst")["start"])
+    df["wait"] = arrive - df["start"]
+    caused = df.groupby("inst")["wait"].sum()
+    return caused.groupby(last.set_index("inst")["rank"]).sum()
+
+
+@dataclass
+class StragglerTables:
+    """What every straggler candidate compares with, computed once: GPU compute and host time per step and rank,
+    GPU compute per kernel name and rank, and the node of every chain position."""
+
+    kdf: pd.DataFrame
+    compute: pd.DataFrame  # step x rank: GPU compute (ns)
+    host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
+    by_name: pd.Series  # per kernel name: the median rank's GPU compute
+    nodes: np.ndarray  # per chain position: its node
+
+    @classmethod
+    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame) -> StragglerTables:
+        nodes = g.chain_order // 2
+        host = np.flatnonzero(
+            ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
+            & (g.node_type[nodes] == NodeType.CALL)
+        )
+        hn = nodes[host]
+        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]})
+        return cls(
+            kdf,
+            kdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
+            hdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
+            kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1),
+            nodes,
+        )
+
+
+def straggler_edit(g: JobGraph, comm: np.ndarray, tables: StragglerTables, r: int) -> tuple[Callable, list]:
+    """Rank ``r``'s GPU compute and host time per step scaled to the median rank's: the delay edit and its
+    evidence (``comm``: per node, whether a communication kernel, which keeps its time)."""
+    kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
+    factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
+    # host time: gaps and calls of the rank's threads, per step
+    hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
+    mine = g.node_rank[nodes] == r
+    kpos = np.flatnonzero(
+        mine & (g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~comm[nodes]
+    )
+    kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
+    hpos = np.flatnonzero(
+        mine
+        & ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
+        & (g.node_type[nodes] == NodeType.CALL)
+    )
+    hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
+
+    def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
+        d.chain[kpos] *= kf
+        d.chain[hpos] *= hf
+
+    per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
+    med_name = tables.by_name
+    excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
+    ratio = float(med[r].sum() / med.median(axis=1).sum()) if med.median(axis=1).sum() else 1.0
+    ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]
+    if len(excess) and excess.iloc[0] > 0:
+        ev.append(g.view.strings[int(excess.index[0])])
+    return edit, ev

@@ -1,0 +1,62 @@
+"""One job graph and one replay per command: what the summary's costliest rank computes, the fix list reuses.
+
+The three-rank job of ``test_job_replay`` (rank 2's GEMM takes 300 us, the others' 100 us; by hand, rank 2 at the
+median saves 200 us of the 370 us step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_job_replay import _job
+
+import holotrace
+from holotrace.analysis.critical_path.advice import costliest_rank, job_advice
+from holotrace.analysis.critical_path.job_graph import build_job_graph
+from holotrace.analysis.critical_path.replay import base_delays, replay, shared_base, solve
+from holotrace.model.view import job_view
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    _job(tmp_path)
+    return tmp_path
+
+
+def test_one_graph_per_view(folder):
+    job = holotrace.load(str(folder), cache=False)
+    g = build_job_graph(job)
+    assert build_job_graph(job) is g and build_job_graph(job_view(job)) is g
+    assert replay(g) is replay(g)  # the unmodified replay is kept on the graph
+    part = build_job_graph(job, ranks=[0, 1])
+    assert part is not g and sorted(set(part.node_rank[part.node_rank >= 0].tolist())) == [0, 1]
+
+
+def test_costliest_then_advice_equals_advice_alone(folder):
+    shared = holotrace.load(str(folder), cache=False)
+    c = costliest_rank(shared)
+    assert c.rank == 2 and c.saving_ms == pytest.approx(0.2)
+    after = job_advice(shared)
+    alone = job_advice(holotrace.load(str(folder), cache=False))
+    assert after.graph is build_job_graph(shared) and alone.graph is not after.graph
+    cols = ["fix", "rank", "target", "step", "saving_ms"]
+    assert after.per_step[cols].equals(alone.per_step[cols])
+    assert after.costliest == alone.costliest == c
+    strag = after.per_step[after.per_step["fix"] == "straggler"]
+    assert strag["saving_ms"].max() == pytest.approx(0.2)
+
+
+def test_windows_do_not_change_the_replay(folder):
+    """The solver's time windows are a schedule, not a rule: any window size gives the same times."""
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    d = base_delays(g)
+    whole, _ = solve(g, d, window_points=10**9)
+    for w in (1, 2, 3, 7):
+        t, _ = solve(g, d, window_points=w)
+        assert np.array_equal(np.isfinite(t), np.isfinite(whole))
+        assert np.allclose(t[np.isfinite(t)], whole[np.isfinite(whole)], rtol=0, atol=0.5)
+    # edits work on copies: the shared base is never changed by a what-if
+    b = shared_base(g)
+    before = b.chain.copy()
+    job_advice(g.view)
+    assert np.array_equal(shared_base(g).chain, before)
