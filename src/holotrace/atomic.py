@@ -40,12 +40,13 @@ TMP_PREFIX = ".tmp-"  # temporary files (and folders) being written: never read,
 _FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
-def temp_name(stem: str = "") -> str:
-    """A temporary name no other process uses: ``.tmp-<host>-<pid>-<stem>-<random>`` (:func:`sweep` reads it)."""
+def temp_name(stem: str = "", prefix: str = TMP_PREFIX) -> str:
+    """A temporary name no other process uses: ``.tmp-<host>-<pid>-<stem>-<random>`` (:func:`sweep` reads it;
+    ``prefix`` replaces ``.tmp-``)."""
     import socket
 
     host = socket.gethostname().replace("-", "_") or "host"
-    return f"{TMP_PREFIX}{host}-{os.getpid()}-{stem}{'-' if stem else ''}{os.urandom(4).hex()}"
+    return f"{prefix}{host}-{os.getpid()}-{stem}{'-' if stem else ''}{os.urandom(4).hex()}"
 
 
 def _alive(pid: int) -> bool:
@@ -63,9 +64,10 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def sweep(folder) -> int:
+def sweep(folder, prefix: str = TMP_PREFIX) -> int:
     """Remove the temporary files and folders that processes of this machine left in ``folder`` when they were
-    killed (their process is gone); returns how many. Those of live processes or other machines stay."""
+    killed (their process is gone); returns how many. Those of live processes or other machines stay. ``prefix``:
+    the one their names were made with (:func:`temp_name`)."""
     import socket
 
     host = socket.gethostname().replace("-", "_") or "host"
@@ -75,8 +77,8 @@ def sweep(folder) -> int:
     except OSError:
         return 0
     for name in names:
-        parts = name[len(TMP_PREFIX) :].split("-")
-        if not name.startswith(TMP_PREFIX) or len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
+        parts = name[len(prefix) :].split("-")
+        if not name.startswith(prefix) or len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
             continue
         if _alive(int(parts[1])):
             continue

@@ -65,7 +65,8 @@ def job(tmp_path_factory) -> Path:
 
 
 def _env(root: Path, kill: str | None = None) -> dict:
-    e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(root / "cache"))
+    (root / "tmp").mkdir(exist_ok=True)  # the temporary folder: checked for what a killed run left
+    e = dict(os.environ, HOLOTRACE_CACHE_DIR=str(root / "cache"), TMPDIR=str(root / "tmp"))
     e.pop("HOLOTRACE_KILL_AT", None)
     if kill:
         e["HOLOTRACE_KILL_AT"] = kill
@@ -162,6 +163,8 @@ def test_kill_then_rerun(tmp_path, job, clean, op, kill, after):
         again = cli(root, *args)
         assert again.returncode == 0 and (root / "r.html").stat().st_size == clean["report_size"]
         assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+    # the killed run's private folders (spills of files being decoded) went with the re-run
+    assert not [p.name for p in (root / "tmp").iterdir() if p.name.startswith("holotrace-")]
     TALLY["ok"] += 1
 
 

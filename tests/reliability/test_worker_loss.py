@@ -197,6 +197,8 @@ def test_cli_worker_lost_twice(env, job):
         env, "summary", job, "--workers", "2", "--no-cache", "--format", "json", kill_at="load-rank-0.json:1:worker"
     )
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    warned = r.stderr.strip().splitlines()  # said on stderr too, where a terminal user sees it
+    assert len(warned) == 1 and "rank-0.json: rank 0 not loaded" in warned[0] and "fewer --workers" in warned[0]
     got = _data(r)
     lost = [f for f in got.pop("findings") if f["code"] == "skipped_file"]
     assert [f["rank"] for f in lost] == [0] and "its worker was lost 2 times" in lost[0]["message"]
@@ -239,3 +241,32 @@ def test_ray_worker_lost(env, job):
     assert [
         (os.path.basename(s["file"]), "worker was lost 2 times" in s["reason"]) for s in facts["skipped_files"]
     ] == [("rank-0.json", True)]
+
+
+# ------------------------------------------------------------------ what a killed load leaves in the temporary folder
+
+
+def test_private_folders_of_killed_processes_are_swept(env, job, monkeypatch):
+    """A load killed mid-file (or a lost worker) leaves its spill in the temporary folder; the next load of this
+    machine removes it, and leaves those of live processes alone."""
+    import socket
+
+    import holotrace
+    from holotrace.ingest import store
+
+    tmp = env.root / "tmp"
+    tmp.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = socket.gethostname().replace("-", "_") or "host"
+    left = tmp / f"holotrace-{host}-{int(dead.stdout)}-spill-0123abcd-xyz"  # a killed process's spill
+    live = tmp / f"holotrace-{host}-{os.getpid()}-spill-4567ef01-xyz"  # this process's: in use
+    other = tmp / "holotrace-notes"  # not a name holotrace makes
+    for d in (left, live, other):
+        d.mkdir()
+        (d / "events.ts_ns").write_bytes(b"\0" * 4096)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(store.tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.setattr(store, "_swept", {})
+    job_ = holotrace.load(job, cache=False, workers=1)
+    assert job_.ranks == [0, 1, 2, 3]
+    assert sorted(p.name for p in tmp.iterdir()) == sorted([live.name, other.name])

@@ -22,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from holotrace.atomic import sweep, temp_name
+
 MAGIC = b"HOLOTRACE-COLUMNS-1\n"
 HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
 ALIGN = 64  # every column starts at a multiple of this
@@ -31,12 +33,20 @@ class SpillError(OSError):
     """The folder of a spill or packed file could not be made or written (``filename``: the folder)."""
 
 
-def temp_folder(prefix: str = "holotrace-", where: Optional[str] = None) -> Path:
-    """A new private folder in ``where`` (default: the system's temporary folder); :class:`SpillError`
-    naming that folder when it cannot be made."""
+TEMP_PREFIX = "holotrace-"  # private folders: holotrace-<host>-<pid>-<stem>-<random>
+_swept: dict = {}  # the folders this process swept already
+
+
+def temp_folder(stem: str = "", where: Optional[str] = None) -> Path:
+    """A new private folder in ``where`` (default: the system's temporary folder), named after this process;
+    :class:`SpillError` naming that folder when it cannot be made. The first one a process makes in a folder
+    removes there what killed processes of this machine left (a load killed mid-file, a lost worker)."""
     where = where or tempfile.gettempdir()
+    if _swept.get(where) != os.getpid():
+        _swept[where] = os.getpid()
+        sweep(where, TEMP_PREFIX)
     try:
-        return Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+        return Path(tempfile.mkdtemp(prefix=temp_name(stem, TEMP_PREFIX) + "-", dir=where))
     except OSError as e:
         raise SpillError(e.errno, e.strerror or str(e), where) from None
 
@@ -98,7 +108,7 @@ class Spill:
     """
 
     def __init__(self, folder: Optional[Path] = None):
-        self.folder = temp_folder("holotrace-spill-", None if folder is None else str(folder))
+        self.folder = temp_folder("spill", None if folder is None else str(folder))
         self._cols: dict[str, dict[str, _Column]] = {}
         self._n = 0
 
