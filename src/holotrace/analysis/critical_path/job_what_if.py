@@ -349,9 +349,9 @@ def _sync_evidence(g, info, edges, n) -> list:
 def _parents(view, r: int) -> np.ndarray:
     """The parent row of every row of rank ``r`` on its own thread (the call graph without the backward link), built
     once per view: the host-sync evidence and the CPU operator fixes both read it."""
-    from holotrace.analysis.callstack import call_graph
+    from holotrace.analysis.callstack import cpu_parents
 
-    return view.derived(("call_parents", r), lambda: call_graph(view, r, link_backward=False).parent)
+    return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
 
 
 def _cpu_op_covers(g, info, opts, gap_pos, base):
