@@ -70,6 +70,8 @@ def command_line(command: str, trace_dir: str, cache: str, out_dir: str) -> list
     cmd = [sys.executable, "-m", "holotrace.cli", command, trace_dir, "--cache-dir", cache, "--quiet"]
     if command == "report":
         cmd += ["-o", os.path.join(out_dir, "report.html")]
+    if command == "critical-path":
+        cmd += ["--job"]  # the whole job's replay (one rank's path is the other benchmark's question)
     return cmd
 
 
