@@ -295,3 +295,19 @@ def test_call_stack_graph_on_hta_test_frames():
         4: (1, 1, 2),
         3: (4, 2, 1),
     }
+
+
+def test_annotation_breakdown_name_is_text_dtype(tmp_path):
+    """HTA 0.6.1's ``get_gpu_user_annotation_breakdown`` frame has ``name`` in pandas' text dtype (``str``)."""
+    from holotrace import TraceAnalysis
+
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#1", 0, 100)
+    tb.annotation("forward", 5, 40)
+    tb.launch_kernel("gemm", cpu_ts_us=10, cpu_dur_us=5, gpu_ts_us=20, gpu_dur_us=30)
+    tb.annotation("ProfilerStep#2", 100, 100)
+    path = tb.write(tmp_path / "job")
+    out = TraceAnalysis(trace_dir=str(path.parent), cache=False).get_gpu_user_annotation_breakdown(
+        use_gpu_annotation=False
+    )
+    assert str(out["name"].dtype) == "str" and "forward" in out["name"].tolist()
