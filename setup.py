@@ -1,4 +1,4 @@
-"""Build of the compiled event scanner; everything else is in pyproject.toml."""
+"""Build of the compiled event scanner and the job replay's sweep; everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -13,6 +13,11 @@ setup(
                 "src/holotrace/ingest/_scan_py.h",
             ],
             extra_compile_args=["-O2", "-std=gnu99"],
-        )
+        ),
+        Extension(
+            "holotrace.analysis.critical_path._replay",
+            sources=["src/holotrace/analysis/critical_path/_replay.c"],
+            extra_compile_args=["-O2", "-std=gnu99"],
+        ),
     ]
 )

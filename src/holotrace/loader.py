@@ -267,6 +267,9 @@ def load_with(path: Union[PathLike, Sequence[PathLike]], opts: LoadOptions) -> J
                 path=serious[0].file,
                 fix="load without strict to get the valid part and every finding",
             )
+    for f, d in zip(found.files, decoded):  # no fault of the file, and a fix the user can apply: said at once
+        if isinstance(d, _Failed) and d.kind == WorkerLostError.__name__:
+            log.warning("%s: rank %s not loaded: %s (%s)", f.path, f.rank, d.problem, d.fix)
     return job
 
 

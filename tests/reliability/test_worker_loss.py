@@ -197,6 +197,8 @@ def test_cli_worker_lost_twice(env, job):
         env, "summary", job, "--workers", "2", "--no-cache", "--format", "json", kill_at="load-rank-0.json:1:worker"
     )
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    warned = r.stderr.strip().splitlines()  # said on stderr too, where a terminal user sees it
+    assert len(warned) == 1 and "rank-0.json: rank 0 not loaded" in warned[0] and "fewer --workers" in warned[0]
     got = _data(r)
     lost = [f for f in got.pop("findings") if f["code"] == "skipped_file"]
     assert [f["rank"] for f in lost] == [0] and "its worker was lost 2 times" in lost[0]["message"]

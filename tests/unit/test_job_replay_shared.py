@@ -46,13 +46,14 @@ def test_costliest_then_advice_equals_advice_alone(folder):
     assert strag["saving_ms"].max() == pytest.approx(0.2)
 
 
-def test_windows_do_not_change_the_replay(folder):
-    """The solver's time windows are a schedule, not a rule: any window size gives the same times."""
+def test_sweep_and_passes_agree(folder):
+    """The compiled sweep and the passes (any window size: a schedule, not a rule) give the same times."""
     g = build_job_graph(holotrace.load(str(folder), cache=False))
     d = base_delays(g)
-    whole, _ = solve(g, d, window_points=10**9)
-    for w in (1, 2, 3, 7):
-        t, _ = solve(g, d, window_points=w)
+    whole, _ = solve(g, d)
+    assert whole[2 * np.flatnonzero(g.node_type == 4)[0]] == 320_000.0  # the arrival, as measured
+    for w in (1, 2, 3, 7, 10**9):
+        t, _ = solve(g, d, window_points=w, passes=True)
         assert np.array_equal(np.isfinite(t), np.isfinite(whole))
         assert np.allclose(t[np.isfinite(t)], whole[np.isfinite(whole)], rtol=0, atol=0.5)
     # edits work on copies: the shared base is never changed by a what-if
@@ -60,3 +61,15 @@ def test_windows_do_not_change_the_replay(folder):
     before = b.chain.copy()
     job_advice(g.view)
     assert np.array_equal(shared_base(g).chain, before)
+
+
+def test_without_the_compiled_sweep(folder, monkeypatch):
+    """A checkout without the built extension replays by passes, to the same step times."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    job = holotrace.load(str(folder), cache=False)
+    with_sweep = job_advice(job).per_step
+    monkeypatch.setattr(replay_mod, "_sweep", None)
+    without = job_advice(holotrace.load(str(folder), cache=False)).per_step
+    assert np.allclose(with_sweep["saving_ms"], without["saving_ms"], rtol=0, atol=1e-9)
+    assert with_sweep["fix"].tolist() == without["fix"].tolist()

@@ -7,9 +7,12 @@ replay therefore gives back the measured times wherever the measured edges agree
 is where they do not: clocks of two ranks that disagree, operations that overlap on one stream). A what-if changes
 delays (:mod:`holotrace.analysis.critical_path.job_what_if`) and replays.
 
-Solving: along a chain ``v[k] = max(x[k], v[k-1] + d[k])`` is a running maximum after subtracting the chain's
-cumulative delays, so each pass solves every chain at once for given cross-chain inputs ``x``; passes repeat until
-nothing moves (one pass per cross-chain hop of the longest dependency path).
+Solving: every point is the latest of its inputs, ``v[k] = max(x[k], v[k-1] + d[k])`` along its chain with ``x[k]``
+the latest cross edge into it. The compiled sweep (``_replay``) settles each point once, after its inputs
+(topological order). Without it, or on a graph with a cycle, passes solve it: along a chain the recurrence is a
+running maximum after subtracting the chain's cumulative delays, so each pass solves every chain at once for given
+cross-chain inputs ``x``; passes repeat until nothing moves (one pass per cross-chain hop of the longest dependency
+path). Both give the same times (to float rounding, well under a nanosecond).
 
 Steps: a rank's step ends when its ``ProfilerStep`` range ends or, if later, when the last GPU operation of the
 step ends; a step of the job ends when its slowest rank's step ends. A job step's time is the time from the end
@@ -25,6 +28,11 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
+
+try:
+    from holotrace.analysis.critical_path._replay import sweep as _sweep
+except ImportError:  # not built (a source checkout without build_ext): the passes solve it
+    _sweep = None
 
 __all__ = [
     "Delays",
@@ -112,17 +120,23 @@ def shared_base(g: JobGraph) -> Delays:
     return g.memo["base"]
 
 
-def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tuple[np.ndarray, int]:
-    """Replayed time of every point, and the number of passes it took.
+def solve(
+    g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS, passes: bool = False
+) -> tuple[np.ndarray, int]:
+    """Replayed time of every point, and the number of passes it took (1 for the sweep).
 
-    Dependencies run forward in measured time, so the points are solved window by window in time order (each
-    window's passes see the earlier windows settled, which keeps the passes per window few). An edge that runs
-    backwards across windows is checked afterwards: if one moves its destination, passes over the whole graph
-    settle everything again."""
+    The compiled sweep settles every point once (unless ``passes``). Passes: dependencies run forward in measured
+    time, so the points are solved window by window in time order (each window's passes see the earlier windows
+    settled, which keeps the passes per window few). An edge that runs backwards across windows is checked
+    afterwards: if one moves its destination, passes over the whole graph settle everything again."""
     n_pts = len(g.point_time)
     order, first = g.chain_order, g.chain_first
     every = bool(d.keep.all())
     src, dst, w = (g.src, g.dst, d.cross) if every else (g.src[d.keep], g.dst[d.keep], d.cross[d.keep])
+    if _sweep is not None and not passes:
+        v = _swept(g, d, src, dst, w, every)
+        if v is not None:
+            return v, 1
     key = ("plan", window_points)
     plan = g.memo.get(key) if every else None
     if plan is None:
@@ -144,6 +158,33 @@ def solve(g: JobGraph, d: Delays, *, window_points: int = WINDOW_POINTS) -> tupl
         v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
         passes += n
     return v, passes
+
+
+def _swept(g: JobGraph, d: Delays, src, dst, w, every: bool) -> np.ndarray | None:
+    """The compiled sweep's times, or None when the graph has a cycle."""
+    order, first = g.chain_order, g.chain_first
+    fixed = g.memo.get("fixed") if every else None
+    if fixed is None:
+        has_in = np.zeros(len(g.point_time), dtype=bool)
+        has_in[dst] = True
+        fixed = first & ~has_in[order]
+        if every:
+            g.memo["fixed"] = fixed
+    v = np.empty(len(g.point_time))
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    settled = _sweep(
+        i64(order),
+        np.ascontiguousarray(first, dtype=bool),
+        f64(np.where(first, 0.0, d.chain)),
+        np.ascontiguousarray(fixed, dtype=bool),
+        f64(g.point_time),
+        i64(src),
+        i64(dst),
+        f64(w),
+        v,
+    )
+    return v if settled == len(v) else None
 
 
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
