@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FORMAT_VERSION = 4  # bump whenever decoded columns change: invalidates caches
+FORMAT_VERSION = 5  # bump whenever decoded columns change: invalidates caches
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,8 @@ ARG_SPECS: tuple[ArgSpec, ...] = (
     ArgSpec("process_group_ranks", "Process Group Ranks", "raw"),
     ArgSpec("process_rank", "Rank", "int"),
     ArgSpec("seq_num", "Seq", "int"),
+    ArgSpec("p2p_src", "Src Rank", "int"),  # a recv's sender (global rank)
+    ArgSpec("p2p_dst", "Dst Rank", "int"),  # a send's receiver (global rank)
     ArgSpec("kernel_backend", "kernel_backend", "str"),
     ArgSpec("kernel_hash", "kernel_hash", "str"),
     ArgSpec("cbid", "cbid", "int"),

@@ -95,3 +95,20 @@ def test_advise_rank_narrows(tmp_path, capsys):
     other = _json(capsys, "advise", str(job), "--rank", "0")
     assert all(f["rank"] in (None, 0) for f in other["fixes"])
     assert other["costliest_rank"] == whole["costliest_rank"]  # the job's story does not change with the view
+
+
+def test_map_reduce_summary_tells_the_same_story(tmp_path, capsys, monkeypatch):
+    """``summary --executor`` and an ingest folder carry the same ``costliest_rank`` as the job loaded here; past
+    the driver's limit on ranks it says why it has none."""
+    import holotrace.commands.summary as summary_cmd
+
+    job = planted_job(tmp_path / "job", ranks=4, steps=2, layers=3, straggler=2)
+    here = _json(capsys, "summary", str(job))["costliest_rank"]
+    assert here["rank"] == 2
+    assert _json(capsys, "summary", str(job), "--executor", "local", "--workers", "2")["costliest_rank"] == here
+    assert main(["ingest", str(job), "--output", str(tmp_path / "ing"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert _json(capsys, "summary", str(tmp_path / "ing"))["costliest_rank"] == here
+    monkeypatch.setattr(summary_cmd, "JOB_GRAPH_MAX_RANKS", 3)
+    big = _json(capsys, "summary", str(job), "--executor", "local", "--workers", "2")["costliest_rank"]
+    assert big["rank"] is None and big["why"].startswith("not computed") and "4 ranks" in big["why"]

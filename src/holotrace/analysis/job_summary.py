@@ -60,7 +60,8 @@ class JobSummary:
             ``"ray"`` or ``"ingest"`` (read from an ingest folder).
         costliest_rank: the "one story" section (the rank that costs the job the most, and why), a
             :class:`~holotrace.analysis.critical_path.advice.CostliestRank` from ``costliest_rank(job)``; it replays
-            the job's graph, so only a summary of a job loaded in one process has it (None otherwise).
+            the job's graph, which needs every rank's events in one process (a summary mapped over the ranks loads
+            them in the driver for it, up to ``commands.summary.JOB_GRAPH_MAX_RANKS`` ranks).
     """
 
     path: str

@@ -57,6 +57,9 @@ FRAMES = (
 )
 #: columns of the ``collectives`` frame (the rank's view columns that the cross-rank matching reads)
 COLLECTIVE_COLUMNS = ("ts", "dur", "end", "kind", "kernel_type", "gpu", "iteration", "name")
+#: the args the matching reads too (group and kind as text, "" when absent; a transfer's peer ranks, -1 when absent)
+COLLECTIVE_TEXT_ARGS = ("process_group_name", "collective_name")
+COLLECTIVE_INT_ARGS = ("p2p_src", "p2p_dst")
 
 
 @dataclass
@@ -152,6 +155,11 @@ def rank_collectives(view, r: int) -> pd.DataFrame:
     rows = np.flatnonzero(comm)
     out = {c: v[c][rows] for c in COLLECTIVE_COLUMNS if c != "name"}
     out["name"] = pd.Series(view.names(v["name"][rows]), dtype=object)
+    for c in COLLECTIVE_TEXT_ARGS:
+        ids = v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)
+        out[c] = pd.Series(np.where(ids >= 0, view.names(np.maximum(ids, 0)), ""), dtype=object)
+    for c in COLLECTIVE_INT_ARGS:
+        out[c] = (v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)).astype(np.int64)
     return pd.DataFrame(out)
 
 

@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import kernels, stragglers
-from holotrace.analysis.rank_summary import COLLECTIVE_COLUMNS, RankSummary, sketch_quantiles
+from holotrace.analysis.rank_summary import (
+    COLLECTIVE_COLUMNS,
+    COLLECTIVE_INT_ARGS,
+    COLLECTIVE_TEXT_ARGS,
+    RankSummary,
+    sketch_quantiles,
+)
 from holotrace.model.classify import NATIVE
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView
@@ -176,12 +182,11 @@ class Reducer:
         if rank in self._coll:
             raise ValueError(f"rank {rank}'s collectives were already reduced")
         names, codes = self._text.codes(f["name"])
-        self._coll[rank] = (
-            {c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"},
-            names,
-            codes,
-            int(clock_offset_ns),
-        )
+        cols = {c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}
+        for c in COLLECTIVE_INT_ARGS:
+            cols[c] = f[c].to_numpy(np.int64).copy()
+        args = {c: self._text.codes(f[c]) for c in COLLECTIVE_TEXT_ARGS}  # "" when the kernel has none
+        self._coll[rank] = (cols, names, codes, int(clock_offset_ns), args)
         self._straggler_frames = None
 
     def stragglers(self) -> dict:
@@ -230,11 +235,15 @@ class Reducer:
         strings = StringTable()
         views = {}
         for r in sorted(self._coll):
-            cols, names, codes, offset = self._coll[r]
+            cols, names, codes, offset, args = self._coll[r]
             ids = np.array([strings.add(str(x)) for x in names], dtype=np.int64)  # distinct collective names: a few
             cols = dict(cols, name=ids[codes] if len(codes) else np.empty(0, dtype=np.int64))
             cols["row"] = np.arange(len(codes), dtype=np.int64)
-            views[r] = RankView(r, cols, {}, offset)
+            model = {c: cols.pop(c) for c in COLLECTIVE_INT_ARGS}
+            for c, (texts, at) in args.items():  # the matching reads group and kind as string ids, -1 when absent
+                tid = np.array([strings.add(str(x)) if x else -1 for x in texts], dtype=np.int64)
+                model[c] = tid[at] if len(at) else np.empty(0, dtype=np.int64)
+            views[r] = RankView(r, cols, model, offset)
         return JobView(views, strings, NATIVE, 1, True)
 
     def _launches(self, moved: dict) -> tuple[dict, pd.DataFrame]:

@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="R",
-        help="rank whose critical path is analysed (default: the slowest rank, else the first)",
+        help="rank whose critical path is shown (default: the costliest rank, else the first)",
     )
     p.add_argument("--no-critical-path", action="store_true", help="leave out the critical path and the ranked fixes")
     p.add_argument(

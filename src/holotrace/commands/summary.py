@@ -95,22 +95,46 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
         )
     ranks = parse_int_ranges(args.ranks, "rank") if getattr(args, "ranks", None) is not None else None
     if is_ingest_folder(args.path):
-        return summarize(args.path, ranks=ranks, top=top)
-    with get_executor(
-        getattr(args, "executor", None),
-        address=getattr(args, "ray_address", None),
-        workers=getattr(args, "workers", None),
-    ) as ex:
-        return summarize(
-            args.path,
-            executor=ex,
-            ranks=ranks,
-            cache=not getattr(args, "no_cache", False),
-            cache_dir=getattr(args, "cache_dir", None),
-            top=top,
-            progress_bar=False if getattr(args, "quiet", False) else None,
-            rules=getattr(args, "rules", None),
+        js = summarize(args.path, ranks=ranks, top=top)
+    else:
+        with get_executor(
+            getattr(args, "executor", None),
+            address=getattr(args, "ray_address", None),
+            workers=getattr(args, "workers", None),
+        ) as ex:
+            js = summarize(
+                args.path,
+                executor=ex,
+                ranks=ranks,
+                cache=not getattr(args, "no_cache", False),
+                cache_dir=getattr(args, "cache_dir", None),
+                top=top,
+                progress_bar=False if getattr(args, "quiet", False) else None,
+                rules=getattr(args, "rules", None),
+            )
+    js.costliest_rank = _costliest_in_driver(args, js)
+    return js
+
+
+JOB_GRAPH_MAX_RANKS = 64  # a map/reduce summary replays the job graph in the driver up to this many ranks
+
+
+def _costliest_in_driver(args: argparse.Namespace, js: JobSummary):
+    """The one story for a summary made by a map over ranks: the job graph's replay needs every rank's events in
+    one process, so the driver loads them (decoded on the executor, or read back from the ingest folder) when the
+    job has at most :data:`JOB_GRAPH_MAX_RANKS` ranks; a bigger job gets a rank of None and the reason."""
+    from holotrace.analysis.critical_path.advice import CostliestRank, costliest_rank
+
+    if not js.ranks:
+        return CostliestRank(None, "no rank was summarised")
+    if len(js.ranks) > JOB_GRAPH_MAX_RANKS:
+        return CostliestRank(
+            None,
+            f"not computed: the job replay needs every rank's events in one process, and this summary was mapped "
+            f"over {len(js.ranks)} ranks (at most {JOB_GRAPH_MAX_RANKS}); run 'holotrace advise' on a machine "
+            "that holds the job",
         )
+    return costliest_rank(load_job(args))
 
 
 def build_report(js: JobSummary, *, top: int = 10) -> Report:

@@ -56,6 +56,8 @@ _COLLECTIVE_ARGS = (
     "process_group_ranks",
     "process_rank",
     "seq_num",
+    "p2p_src",
+    "p2p_dst",
 )
 _CPU_OP_ARGS = (
     "external_id",

@@ -43,7 +43,7 @@ __all__ = [
     "summary_from_bytes",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: the collectives frame carries group, kind and peer
 _RANK_DIR = re.compile(r"^rank-(\d{6})$")
 _RANK_FAILED = re.compile(r"^rank-(\d{6})\.failed\.json$")
 _OPTS = ipc.IpcWriteOptions(compression="lz4")

@@ -5,6 +5,11 @@ unnamed group) and is of a kind (``Collective name`` on the kernel, else its ker
 k-th kernel of one (group, kind) on a rank is the k-th on every member rank (spec 27 §2; the autograd
 ``Sequence number`` is not a collective counter and is not used). Where the members of a group disagree on how
 many kernels of a kind a step has, that (step, group, kind) is not matched and is reported instead.
+
+Point-to-point transfers are paired by peer where the trace names it (``Dst Rank`` on a ``send``, ``Src Rank``
+on a ``recv``, global ranks): within a step, the k-th send from rank A to rank B is the k-th recv on B from A.
+A send or recv whose partner is missing (the peer's counts differ, or the peer rank is not in the job) is
+reported, not guessed. Transfers that do not name their peer are matched by order as above.
 """
 
 from __future__ import annotations
@@ -36,14 +41,26 @@ class CollectiveMatch:
         return int(self.kernels["instance"].max()) + 1 if len(self.kernels) else 0
 
 
+P2P_KINDS = {"send": 0, "recv": 1}  # a point-to-point kind (``Collective name``) and its role
+
+
+def _arg(v, column: str, n_sel: int, sel: np.ndarray) -> np.ndarray:
+    return v.arg(column)[sel].astype(np.int64) if column in v.model else np.full(n_sel, -1, dtype=np.int64)
+
+
 def _rank_kernels(view, r: int) -> pd.DataFrame:
     v = view[r]
     sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
-    group = (
-        v.arg("process_group_name")[sel].astype(np.int64) if "process_group_name" in v.model else np.full(len(sel), -1)
-    )
-    coll = v.arg("collective_name")[sel].astype(np.int64) if "collective_name" in v.model else np.full(len(sel), -1)
+    group = _arg(v, "process_group_name", len(sel), sel)
+    coll = _arg(v, "collective_name", len(sel), sel)
     kind = np.where(coll >= 0, coll, v["name"][sel])
+    # point to point: role (0 send, 1 recv, -1 neither) and the peer the trace names (-1 none)
+    ids, inv = np.unique(coll, return_inverse=True)  # a few distinct names
+    roles = np.array([P2P_KINDS.get(str(view.strings[int(i)]).strip().lower(), -1) if i >= 0 else -1 for i in ids])
+    role = roles[inv.reshape(-1)] if len(sel) else np.zeros(0, dtype=np.int64)
+    src, dst = _arg(v, "p2p_src", len(sel), sel), _arg(v, "p2p_dst", len(sel), sel)
+    peer = np.where(role == 0, dst, np.where(role == 1, src, -1))
+    role = np.where(peer >= 0, role, -1)
     d = pd.DataFrame(
         {
             "rank": np.int64(r),
@@ -52,18 +69,45 @@ def _rank_kernels(view, r: int) -> pd.DataFrame:
             "group": group,
             "kind": kind,
             "ts": v["ts"][sel],
+            "role": role,
+            "sender": np.where(role == 0, r, peer),  # -1 for collectives
+            "receiver": np.where(role == 0, peer, np.where(role == 1, r, -1)),
         }
     )
     d = d.sort_values(["step", "group", "kind", "ts"], kind="stable")
-    d["occurrence"] = d.groupby(["step", "group", "kind"], sort=False).cumcount().to_numpy()
+    d["occurrence"] = d.groupby(["step", "group", "kind", "sender", "receiver"], sort=False).cumcount().to_numpy()
     return d
+
+
+def _pair_p2p(d: pd.DataFrame, ranks: set) -> tuple[pd.DataFrame, list]:
+    """Sends and recvs that name their peer, paired (k-th send A→B with k-th recv on B from A, per step and
+    group); the rest reported."""
+    key = ["step", "group", "sender", "receiver"]
+    counts = d.groupby(key + ["role"], sort=True).size().unstack("role", fill_value=0)
+    counts = counts.reindex(columns=[0, 1], fill_value=0).reset_index()
+    bad = counts[counts[0] != counts[1]]
+    unmatched = []
+    absent = bad[~bad["sender"].isin(ranks) | ~bad["receiver"].isin(ranks)]
+    for (a, b), g in absent.groupby(["sender", "receiver"], sort=True):
+        n = int(g[0].sum() + g[1].sum())
+        who = a if a not in ranks else b
+        unmatched.append(f"{n} transfer(s) from rank {a} to rank {b} not paired: rank {who} is not in the job")
+    for t in bad[bad["sender"].isin(ranks) & bad["receiver"].isin(ranks)].itertuples(index=False):
+        unmatched.append(
+            f"step {t.step}: rank {t.sender} sends {t[4]} transfer(s) to rank {t.receiver}, which receives "
+            f"{t[5]} from it; not paired"
+        )
+    if len(bad):
+        drop = d.merge(bad[key], on=key, how="left", indicator=True)["_merge"].to_numpy() == "both"
+        d = d[~drop]
+    return d, unmatched
 
 
 def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None) -> CollectiveMatch:
     """Match every communication kernel of the job with its peers on the other ranks (see the module docstring).
 
     Instances held by one rank only are left out (nothing to match); a (step, group, kind) whose ranks hold
-    different counts is left out and named in ``unmatched``."""
+    different counts, and a send or recv without its partner, are left out and named in ``unmatched``."""
     view = job_view(source, rules or getattr(source, "rules", NATIVE))
     parts = [_rank_kernels(view, r) for r in view.select(ranks)]
     parts = [p for p in parts if len(p)]
@@ -71,11 +115,13 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
     if not parts:
         return CollectiveMatch(pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols}))
     d = pd.concat(parts, ignore_index=True)
+    p2p = d["role"].to_numpy() >= 0
+    pairs, unmatched = _pair_p2p(d[p2p], set(view.select(ranks))) if p2p.any() else (d[p2p], [])
+    d = d[~p2p]
     key = ["step", "group", "kind"]
     counts = d.groupby(key + ["rank"], sort=True).size().rename("n").reset_index()
     spread = counts.groupby(key, sort=True)["n"].agg(["min", "max", "size"]).reset_index()
     bad = spread[spread["min"] != spread["max"]]
-    unmatched = []
     for t in bad.itertuples(index=False):
         name = view.strings[int(t.kind)] if t.kind >= 0 else "?"
         grp = f" of group {view.strings[int(t.group)]}" if t.group >= 0 else ""
@@ -89,4 +135,10 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
     d = d[d.groupby(key2, sort=False)["rank"].transform("size").to_numpy() >= 2]
     d = d.sort_values(key2 + ["rank"], kind="stable", ignore_index=True)
     d["instance"] = d.groupby(key2, sort=False).ngroup().to_numpy().astype(np.int64)
+    if len(pairs):
+        pkey = ["step", "group", "sender", "receiver", "occurrence"]
+        pairs = pairs.sort_values(pkey + ["rank"], kind="stable", ignore_index=True)
+        first = int(d["instance"].max()) + 1 if len(d) else 0
+        pairs["instance"] = first + pairs.groupby(pkey, sort=False).ngroup().to_numpy().astype(np.int64)
+        d = pd.concat([d, pairs], ignore_index=True)
     return CollectiveMatch(d[cols].reset_index(drop=True), unmatched)

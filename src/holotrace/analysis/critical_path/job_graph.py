@@ -235,6 +235,19 @@ def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: i
     return np.concatenate([work, n_chains + np.arange(n_inst, dtype=np.int64)])
 
 
+def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray:
+    """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))``, one sort per chain): the
+    first ``n_work`` points lie on the threads' and streams' chains, the rest are arrival points, two per chain and
+    already in order."""
+    pc = p_chain[:n_work]
+    by_chain = np.argsort(pc, kind="stable")
+    c = pc[by_chain]
+    cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
+    parts = [by_chain[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist())]
+    parts = [seg[np.argsort(pt[seg], kind="stable")] for seg in parts]
+    return np.concatenate([*parts, np.arange(n_work, len(pt))]).astype(np.int64)
+
+
 def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
     """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
     per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
@@ -309,7 +322,7 @@ def _build(view, chosen: list[int]) -> JobGraph:
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
     ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
     p_chain = np.repeat(ck, 2)
-    order = np.lexsort((pt, p_chain))  # stable: ties keep point order
+    order = _chain_order(pt, p_chain, 2 * (n - n_inst))
     c = p_chain[order]
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
@@ -330,7 +343,9 @@ def _build(view, chosen: list[int]) -> JobGraph:
     at = pos[dst[sy]]
     cfloor[at] = np.clip(elag[sy], 0, lag[at])
     # collectives: a member's own duration could shrink only to its transfer
-    coll_end = np.flatnonzero(np.isin(order, 2 * coll_nodes + 1) & (ckind == EdgeKind.DURATION))
+    is_coll_end = np.zeros(2 * n, dtype=bool)
+    is_coll_end[2 * coll_nodes + 1] = True
+    coll_end = np.flatnonzero(is_coll_end[order] & (ckind == EdgeKind.DURATION))
     xf = kind == EdgeKind.XFER
     transfer = np.full(2 * n, np.nan)
     transfer[dst[xf]] = elag[xf]
@@ -375,6 +390,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
+    explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
         nodes = np.flatnonzero(node_rank == r)
@@ -397,8 +413,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
         add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
         # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
         # operation of another stream of the same rank ends
-        explained = np.full(2 * len(node_rank), -np.inf)
-        s_pt = 2 * gpu
+        s_pt = 2 * gpu  # (``explained`` is read at this rank's GPU starts only, each written first)
         prev_end = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
         explained[s_pt] = prev_end
         np.maximum.at(explained, l_dst, pt[l_src])

@@ -121,15 +121,30 @@ def _gap_cover(g: JobGraph, info: NodeInfo, intervals: dict) -> np.ndarray:
     """Per chain position of a CPU gap: how much of it lies inside ``intervals`` ({(rank, thread): (starts, ends)}
     on the job's clock, one rank-thread's intervals possibly nested)."""
     out = np.zeros(len(g.chain_order))
+    pos, lo, hi, groups = _gaps(g, info)
+    for key, (s, e) in intervals.items():
+        m = groups.get(key)
+        if m is not None and len(s):
+            out[pos[m]] = _covered(s, e, lo[m], hi[m])
+    return out
+
+
+def _gaps(g: JobGraph, info: NodeInfo) -> tuple:
+    """The CPU gaps (chain positions, start and end times) and, per (rank, thread), which of them are its (ascending);
+    kept on the graph."""
+    if "cpu_gaps" in g.memo:
+        return g.memo["cpu_gaps"]
     pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     node = g.chain_order[pos] // 2
     hi = g.point_time[g.chain_order[pos]]
     lo = g.point_time[g.chain_order[pos - 1]]
-    keys = pd.MultiIndex.from_arrays([g.node_rank[node], info.thread[node]])
-    for key, (s, e) in intervals.items():
-        m = np.flatnonzero(keys.isin([key]))
-        if len(m) and len(s):
-            out[pos[m]] = _covered(s, e, lo[m], hi[m])
+    rk, th = g.node_rank[node], info.thread[node]
+    srt = np.lexsort((th, rk))  # stable: ascending positions within a (rank, thread)
+    cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
+    groups = {
+        (int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
+    }
+    g.memo["cpu_gaps"] = out = (pos, lo, hi, groups)
     return out
 
 
@@ -306,8 +321,6 @@ def _sync_evidence(g, info, edges, n) -> list:
     """The operators around the blocking calls that waited longest: ``op > call`` (outermost CPU operator)."""
     if not len(edges):
         return []
-    from holotrace.analysis.callstack import call_graph
-
     call = g.dst[edges] // 2
     w = pd.Series(g.point_time[g.src[edges]] - g.point_time[2 * call]).clip(lower=0)
     top = w.groupby([g.node_rank[call], info.name[call]]).sum().sort_values(ascending=False, kind="stable")
@@ -315,7 +328,7 @@ def _sync_evidence(g, info, edges, n) -> list:
     for r, nm in list(top.index)[:n]:
         rv = g.view[int(r)]
         rows = g.node_row[call[(g.node_rank[call] == r) & (info.name[call] == nm)]]
-        parent = call_graph(g.view, int(r), link_backward=False).parent
+        parent = _parents(g.view, int(r))
         p, outer = rows[:1].copy(), rows[:1].copy()
         for _ in range(64):
             ok = p >= 0
@@ -333,10 +346,16 @@ def _sync_evidence(g, info, edges, n) -> list:
     return out
 
 
+def _parents(view, r: int) -> np.ndarray:
+    """The parent row of every row of rank ``r`` on its own thread (the call graph without the backward link), built
+    once per view: the host-sync evidence and the CPU operator fixes both read it."""
+    from holotrace.analysis.callstack import cpu_parents
+
+    return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
+
+
 def _cpu_op_covers(g, info, opts, gap_pos, base):
     """The ``opts.top`` CPU operators holding the most host time between calls, and each one's gap cover."""
-    from holotrace.analysis.callstack import call_graph
-
     view = g.view
     dst = g.chain_order[gap_pos] // 2
     ranks = sorted(set(g.node_rank[dst].tolist()))
@@ -344,7 +363,7 @@ def _cpu_op_covers(g, info, opts, gap_pos, base):
     parents = {}
     for r in ranks:
         rv = view[r]
-        parent = call_graph(view, r, link_backward=False).parent
+        parent = _parents(view, r)
         parents[r] = parent
         sel = g.node_rank[dst] == r
         rows = g.node_row[dst[sel]]
