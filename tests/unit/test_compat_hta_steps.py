@@ -226,7 +226,12 @@ def test_parser_config_arg_sets():
         "nccl::process_group_ranks nccl::rank nccl::seq sm::blocks sm::occupancy sm::warps threads::block "
         "threads::grid threads::registers"
     ).split()
-    assert set(AVAILABLE_ARGS) - set(hta_keys) == {"holotrace::cuda_sync_kind", "holotrace::stream_id"}
+    from holotrace.schema import ARG_SPECS
+
+    own = set(AVAILABLE_ARGS) - set(hta_keys)  # holotrace's own args, under its own prefix
+    assert {"holotrace::cuda_sync_kind", "holotrace::stream_id"} <= own
+    assert {k.split("::")[1] for k in own if k.startswith("holotrace::")} == {k.split("::")[1] for k in own}
+    assert {AVAILABLE_ARGS[k].name for k in own} <= {s.column for s in ARG_SPECS}
     assert set(hta_keys) <= set(AVAILABLE_ARGS)
     assert AVAILABLE_ARGS["kernel::queued"] == AttributeSpec("queued", "queued", ValueType.Int, -1)
     assert AVAILABLE_ARGS["cuda::stream"].raw_name == "stream" and AVAILABLE_ARGS["nccl::rank"].name == "process_rank"
