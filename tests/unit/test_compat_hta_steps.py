@@ -226,7 +226,12 @@ def test_parser_config_arg_sets():
         "nccl::process_group_ranks nccl::rank nccl::seq sm::blocks sm::occupancy sm::warps threads::block "
         "threads::grid threads::registers"
     ).split()
-    assert set(AVAILABLE_ARGS) - set(hta_keys) == {"holotrace::cuda_sync_kind", "holotrace::stream_id"}
+    from holotrace.schema import ARG_SPECS
+
+    own = set(AVAILABLE_ARGS) - set(hta_keys)  # holotrace's own args, under its own prefix
+    assert {"holotrace::cuda_sync_kind", "holotrace::stream_id"} <= own
+    assert {k.split("::")[1] for k in own if k.startswith("holotrace::")} == {k.split("::")[1] for k in own}
+    assert {AVAILABLE_ARGS[k].name for k in own} <= {s.column for s in ARG_SPECS}
     assert set(hta_keys) <= set(AVAILABLE_ARGS)
     assert AVAILABLE_ARGS["kernel::queued"] == AttributeSpec("queued", "queued", ValueType.Int, -1)
     assert AVAILABLE_ARGS["cuda::stream"].raw_name == "stream" and AVAILABLE_ARGS["nccl::rank"].name == "process_rank"
@@ -295,3 +300,19 @@ def test_call_stack_graph_on_hta_test_frames():
         4: (1, 1, 2),
         3: (4, 2, 1),
     }
+
+
+def test_annotation_breakdown_name_is_text_dtype(tmp_path):
+    """HTA 0.6.1's ``get_gpu_user_annotation_breakdown`` frame has ``name`` in pandas' text dtype (``str``)."""
+    from holotrace import TraceAnalysis
+
+    tb = TraceBuilder(rank=0)
+    tb.annotation("ProfilerStep#1", 0, 100)
+    tb.annotation("forward", 5, 40)
+    tb.launch_kernel("gemm", cpu_ts_us=10, cpu_dur_us=5, gpu_ts_us=20, gpu_dur_us=30)
+    tb.annotation("ProfilerStep#2", 100, 100)
+    path = tb.write(tmp_path / "job")
+    out = TraceAnalysis(trace_dir=str(path.parent), cache=False).get_gpu_user_annotation_breakdown(
+        use_gpu_annotation=False
+    )
+    assert str(out["name"].dtype) == "str" and "forward" in out["name"].tolist()

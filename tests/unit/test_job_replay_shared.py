@@ -73,3 +73,18 @@ def test_without_the_compiled_sweep(folder, monkeypatch):
     without = job_advice(holotrace.load(str(folder), cache=False)).per_step
     assert np.allclose(with_sweep["saving_ms"], without["saving_ms"], rtol=0, atol=1e-9)
     assert with_sweep["fix"].tolist() == without["fix"].tolist()
+
+
+def test_cpu_parents_are_the_call_graphs():
+    """The parents the what-ifs read (nesting only) are the call graph's, on every CPU row of a real trace."""
+    from corpus import DATA
+    from holotrace.analysis.callstack import call_graph, cpu_parents
+    from holotrace.model.classify import CPU_KINDS
+
+    view = job_view(holotrace.load(str(DATA / "traces" / "hta_trace_filter_2rank"), cache=False))
+    for r in view.ranks:
+        cpu = np.isin(view[r]["kind"], [int(k) for k in CPU_KINDS])
+        want = call_graph(view, r, link_backward=False).parent
+        got = cpu_parents(view, r)
+        assert cpu.sum() > 1000 and (want[cpu] >= 0).any()
+        assert np.array_equal(got[cpu], want[cpu])

@@ -51,6 +51,7 @@ __all__ = [
     "CallGraph",
     "build_call_graph",
     "call_graph",
+    "cpu_parents",
     "thread_device_is_gpu",
 ]
 
@@ -413,6 +414,24 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
     return build_call_graph(
         thread, rv["ts"], rv["dur"], rv["index"], is_node, launcher, backward_link=backward, hta_quirks=rules.hta_quirks
     )
+
+
+def cpu_parents(view, rank: int) -> np.ndarray:
+    """Per row of one rank: the row of the innermost CPU event around it on its thread (-1 at the top level and for
+    GPU rows). The parents :func:`call_graph` gives CPU rows with ``link_backward=False``, without building the
+    rest of the graph (kernels, depths, subtree sums)."""
+    view = resolve(view, None, ranks=[rank])
+    if view.rules.hta_table:
+        return call_graph(view, rank, link_backward=False).parent
+    rv = view[rank]
+    rows = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in CPU_KINDS]))
+    dur = rv["dur"][rows]
+    dur = np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
+    thread = _thread_codes(rv["pid"], rv["tid"])[rows]
+    _, parent_r = _nest(thread, rv["ts"][rows], dur, rv["index"][rows])
+    parent = np.full(rv.n, -1, dtype=np.int64)
+    parent[rows] = np.where(parent_r >= 0, rows[np.clip(parent_r, 0, None)], -1)
+    return parent
 
 
 def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:

@@ -98,7 +98,7 @@ class AnnotationMethods(FacadeBase):
         )
         out = pd.DataFrame(
             {
-                "name": t["name"],
+                "name": t["name"].astype("str"),  # pandas' text dtype, as HTA's frame
                 **{
                     k: t[c].to_numpy()
                     for k, c in (

@@ -1,6 +1,12 @@
 /* The job replay's solve in one topological sweep (see replay.py: solve).
  *
- * sweep(order, first, dd, fixed, measured, src, dst, w, out) -> int
+ * relax(topo, pos, order, first, dd, fixed, measured, in_head, in_edge, src, w, out) -> None
+ *
+ *   Every point in ``topo`` order (each after all its inputs) set to the latest of: its measured time if ``fixed``,
+ *   its chain predecessor + ``dd``, and each incoming cross edge's source + ``w`` (``in_edge[in_head[p]:
+ *   in_head[p + 1]]``: the edges into point p). A delay of -inf is an edge that does not hold.
+ *
+ * sweep(order, first, dd, fixed, measured, src, dst, w, out, topo) -> int
  *
  *   order     int64[n]   points sorted by chain, then time (JobGraph.chain_order)
  *   first     bool[n]    per position: the first point of its chain
@@ -9,6 +15,7 @@
  *   measured  float64[n] per point: its measured time
  *   src, dst  int64[e]   the cross edges that hold; w float64[e] their delays
  *   out       float64[n] per point, written: the replayed time, the latest of its incoming edges
+ *   topo      int64[n]   written: the points in the order they were settled (a topological order)
  *
  * Every point is settled once, after all its inputs (Kahn's order). Returns the number of points settled: n when
  * the graph has no cycle; fewer when it has one (the caller then solves by passes).
@@ -32,18 +39,19 @@ static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, int writable, con
 }
 
 static PyObject *sweep(PyObject *self, PyObject *args) {
-    PyObject *o[9];
-    const char *names[9] = {"order", "first", "dd", "fixed", "measured", "src", "dst", "w", "out"};
-    const Py_ssize_t sizes[9] = {8, 1, 8, 1, 8, 8, 8, 8, 8};
-    Py_buffer b[9];
+    PyObject *o[10];
+    const char *names[10] = {"order", "first", "dd", "fixed", "measured", "src", "dst", "w", "out", "topo"};
+    const Py_ssize_t sizes[10] = {8, 1, 8, 1, 8, 8, 8, 8, 8, 8};
+    Py_buffer b[10];
     int got = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9]))
         return NULL;
-    for (; got < 9; got++)
-        if (get(o[got], &b[got], sizes[got], got == 8, names[got]) < 0) goto fail;
+    for (; got < 10; got++)
+        if (get(o[got], &b[got], sizes[got], got >= 8, names[got]) < 0) goto fail;
     Py_ssize_t n = b[0].len / 8, e = b[5].len / 8;
     if (b[1].len != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[6].len / 8 != e ||
-        b[7].len / 8 != e || b[8].len / 8 != n) {
+        b[7].len / 8 != e || b[8].len / 8 != n || b[9].len / 8 != n) {
         PyErr_SetString(PyExc_ValueError, "sweep: array lengths disagree");
         goto fail;
     }
@@ -51,6 +59,7 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     const uint8_t *first = b[1].buf, *fixed = b[3].buf;
     const double *dd = b[2].buf, *measured = b[4].buf, *w = b[7].buf;
     double *v = b[8].buf;
+    int64_t *topo = b[9].buf;
     for (Py_ssize_t k = 0; k < e; k++)
         if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
             PyErr_SetString(PyExc_ValueError, "sweep: an edge names a point out of range");
@@ -66,9 +75,9 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     int32_t *indeg = calloc(n ? n : 1, sizeof(int32_t));
     int64_t *head = calloc(n + 1, sizeof(int64_t));
     int64_t *adj = malloc(sizeof(int64_t) * (e ? e : 1));
-    int64_t *queue = malloc(sizeof(int64_t) * (n ? n : 1));
-    if (!pos || !indeg || !head || !adj || !queue) {
-        free(pos), free(indeg), free(head), free(adj), free(queue);
+    int64_t *queue = topo; /* the queue, read front to back, is the order the points settle in */
+    if (!pos || !indeg || !head || !adj) {
+        free(pos), free(indeg), free(head), free(adj);
         PyErr_NoMemory();
         goto fail;
     }
@@ -116,7 +125,7 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS;
-    free(pos), free(indeg), free(head), free(adj), free(queue);
+    free(pos), free(indeg), free(head), free(adj);
     if (n < 0) {
         PyErr_NoMemory();
         goto fail;
@@ -128,7 +137,65 @@ fail:
     return NULL;
 }
 
+static PyObject *relax(PyObject *self, PyObject *args) {
+    PyObject *o[12];
+    const char *names[12] = {"topo", "pos", "order", "first", "dd", "fixed", "measured", "in_head", "in_edge",
+                             "src", "w", "out"};
+    const Py_ssize_t sizes[12] = {8, 8, 8, 1, 8, 1, 8, 8, 8, 8, 8, 8};
+    Py_buffer b[12];
+    int got = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11]))
+        return NULL;
+    for (; got < 12; got++)
+        if (get(o[got], &b[got], sizes[got], got == 11, names[got]) < 0) goto fail;
+    Py_ssize_t n = b[0].len / 8, e = b[9].len / 8;
+    if (b[1].len / 8 != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[5].len != n ||
+        b[6].len / 8 != n || b[7].len / 8 != n + 1 || b[8].len / 8 != e || b[10].len / 8 != e || b[11].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "relax: array lengths disagree");
+        goto fail;
+    }
+    const int64_t *topo = b[0].buf, *pos = b[1].buf, *order = b[2].buf, *in_head = b[7].buf, *in_edge = b[8].buf,
+                  *src = b[9].buf;
+    const uint8_t *first = b[3].buf, *fixed = b[5].buf;
+    const double *dd = b[4].buf, *measured = b[6].buf, *w = b[10].buf;
+    double *v = b[11].buf;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (topo[k] < 0 || topo[k] >= n || pos[k] < 0 || pos[k] >= n || order[k] < 0 || order[k] >= n ||
+            in_head[k] < 0 || in_head[k + 1] < in_head[k] || in_head[k + 1] > e) {
+            PyErr_SetString(PyExc_ValueError, "relax: an index is out of range");
+            goto fail;
+        }
+    for (Py_ssize_t a = 0; a < e; a++)
+        if (in_edge[a] < 0 || in_edge[a] >= e || src[in_edge[a]] < 0 || src[in_edge[a]] >= n) {
+            PyErr_SetString(PyExc_ValueError, "relax: an edge is out of range");
+            goto fail;
+        }
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t p = topo[k], i = pos[p];
+        double x = fixed[i] ? measured[p] : -INFINITY;
+        if (!first[i] && i > 0) {
+            double y = v[order[i - 1]] + dd[i];
+            if (y > x) x = y;
+        }
+        for (int64_t a = in_head[p]; a < in_head[p + 1]; a++) {
+            int64_t q = in_edge[a];
+            double y = v[src[q]] + w[q];
+            if (y > x) x = y;
+        }
+        v[p] = x;
+    }
+    Py_END_ALLOW_THREADS;
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"relax", relax, METH_VARARGS, "Every point, in a topological order, set to the latest of its inputs."},
     {"sweep", sweep, METH_VARARGS, "Replayed time of every point of the job graph in one topological sweep."},
     {NULL, NULL, 0, NULL},
 };

@@ -390,6 +390,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
+    explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
         nodes = np.flatnonzero(node_rank == r)
@@ -412,8 +413,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
         add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
         # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
         # operation of another stream of the same rank ends
-        explained = np.full(2 * len(node_rank), -np.inf)
-        s_pt = 2 * gpu
+        s_pt = 2 * gpu  # (``explained`` is read at this rank's GPU starts only, each written first)
         prev_end = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
         explained[s_pt] = prev_end
         np.maximum.at(explained, l_dst, pt[l_src])

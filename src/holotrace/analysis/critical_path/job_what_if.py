@@ -221,7 +221,7 @@ def candidates(
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
-            tables = StragglerTables.of(g, base, kdf)
+            tables = StragglerTables.of(g, base, kdf, info.comm)
             strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
             if shared:
                 g.memo["straggler_candidates"] = strag
@@ -304,7 +304,7 @@ def candidates(
 
 
 def _straggler(g: JobGraph, info: NodeInfo, tables: StragglerTables, r: int) -> Candidate:
-    edit, evidence = straggler_edit(g, info.comm, tables, r)
+    edit, evidence = straggler_edit(g, tables, r)
     return Candidate("straggler", int(r), None, edit, evidence)
 
 
@@ -349,9 +349,9 @@ def _sync_evidence(g, info, edges, n) -> list:
 def _parents(view, r: int) -> np.ndarray:
     """The parent row of every row of rank ``r`` on its own thread (the call graph without the backward link), built
     once per view: the host-sync evidence and the CPU operator fixes both read it."""
-    from holotrace.analysis.callstack import call_graph
+    from holotrace.analysis.callstack import cpu_parents
 
-    return view.derived(("call_parents", r), lambda: call_graph(view, r, link_backward=False).parent)
+    return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
 
 
 def _cpu_op_covers(g, info, opts, gap_pos, base):

@@ -30,9 +30,10 @@ import pandas as pd
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 
 try:
+    from holotrace.analysis.critical_path._replay import relax as _relax
     from holotrace.analysis.critical_path._replay import sweep as _sweep
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
-    _sweep = None
+    _sweep = _relax = None
 
 __all__ = [
     "Delays",
@@ -134,7 +135,7 @@ def solve(
     every = bool(d.keep.all())
     src, dst, w = (g.src, g.dst, d.cross) if every else (g.src[d.keep], g.dst[d.keep], d.cross[d.keep])
     if _sweep is not None and not passes:
-        v = _swept(g, d, src, dst, w, every)
+        v = _swept(g, d, dst, every)
         if v is not None:
             return v, 1
     key = ("plan", window_points)
@@ -160,31 +161,73 @@ def solve(
     return v, passes
 
 
-def _swept(g: JobGraph, d: Delays, src, dst, w, every: bool) -> np.ndarray | None:
-    """The compiled sweep's times, or None when the graph has a cycle."""
-    order, first = g.chain_order, g.chain_first
-    fixed = g.memo.get("fixed") if every else None
-    if fixed is None:
+def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray | None:
+    """The compiled sweep's times, or None when the graph has a cycle. The order the points settle in and the
+    edges into each point do not depend on the delays: they are kept on the graph, and each replay is one pass."""
+    top = _topology(g)
+    if top is None:
+        return None
+    fixed = top.fixed
+    if not every:  # a dropped edge holds no longer: a first point it alone fed keeps its measured time
         has_in = np.zeros(len(g.point_time), dtype=bool)
         has_in[dst] = True
-        fixed = first & ~has_in[order]
-        if every:
-            g.memo["fixed"] = fixed
+        fixed = top.first & ~has_in[top.order]
+    cross = d.cross if every else np.where(d.keep, d.cross, -np.inf)
     v = np.empty(len(g.point_time))
-    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    settled = _sweep(
-        i64(order),
-        np.ascontiguousarray(first, dtype=bool),
-        f64(np.where(first, 0.0, d.chain)),
-        np.ascontiguousarray(fixed, dtype=bool),
-        f64(g.point_time),
-        i64(src),
-        i64(dst),
-        f64(w),
+    _relax(
+        top.topo,
+        top.pos,
+        top.order,
+        top.first,
+        f64(d.chain),  # (read for chain positions after the first only)
+        fixed,
+        top.measured,
+        top.in_head,
+        top.in_edge,
+        top.src,
+        f64(cross),
         v,
     )
-    return v if settled == len(v) else None
+    return v
+
+
+@dataclass
+class _Topology:
+    """What the compiled sweep reads of a graph, whatever the delays (contiguous arrays)."""
+
+    topo: np.ndarray  # the points in an order that settles each after its inputs (every edge held; a subset too)
+    pos: np.ndarray  # chain position of every point
+    order: np.ndarray  # chain_order
+    first: np.ndarray  # chain_first
+    measured: np.ndarray  # point_time
+    src: np.ndarray  # the cross edges' sources
+    in_head: np.ndarray  # the cross edges into point p: in_edge[in_head[p]:in_head[p + 1]]
+    in_edge: np.ndarray
+    fixed: np.ndarray  # chain positions kept at their measured time (every edge held)
+
+
+def _topology(g: JobGraph) -> _Topology | None:
+    """The graph's :class:`_Topology`, None when it has a cycle; computed once per graph."""
+    if "topology" in g.memo:
+        return g.memo["topology"]
+    n = len(g.point_time)
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    order, src, dst = i64(g.chain_order), i64(g.src), i64(g.dst)
+    first = np.ascontiguousarray(g.chain_first, dtype=bool)
+    measured = np.ascontiguousarray(g.point_time, dtype=np.float64)
+    has_in = np.zeros(n, dtype=bool)
+    has_in[dst] = True
+    fixed = first & ~has_in[order]
+    topo = np.empty(n, dtype=np.int64)
+    settled = _sweep(order, first, np.zeros(n), fixed, measured, src, dst, np.zeros(len(src)), np.empty(n), topo)
+    out = None
+    if settled == n:
+        in_edge = i64(np.argsort(dst, kind="stable"))
+        in_head = i64(np.r_[0, np.cumsum(np.bincount(dst, minlength=n))])
+        out = _Topology(topo, i64(g.point_of_position()), order, first, measured, src, in_head, in_edge, fixed)
+    g.memo["topology"] = out
+    return out
 
 
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
