@@ -221,7 +221,7 @@ def candidates(
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
-            tables = StragglerTables.of(g, base, kdf)
+            tables = StragglerTables.of(g, base, kdf, info.comm)
             strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
             if shared:
                 g.memo["straggler_candidates"] = strag
@@ -304,7 +304,7 @@ def candidates(
 
 
 def _straggler(g: JobGraph, info: NodeInfo, tables: StragglerTables, r: int) -> Candidate:
-    edit, evidence = straggler_edit(g, info.comm, tables, r)
+    edit, evidence = straggler_edit(g, tables, r)
     return Candidate("straggler", int(r), None, edit, evidence)
 
 

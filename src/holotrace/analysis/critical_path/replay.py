@@ -180,7 +180,7 @@ def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray |
         top.pos,
         top.order,
         top.first,
-        f64(np.where(top.first, 0.0, d.chain)),
+        f64(d.chain),  # (read for chain positions after the first only)
         fixed,
         top.measured,
         top.in_head,

@@ -55,9 +55,11 @@ class StragglerTables:
     host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
     by_name: pd.Series  # per kernel name: the median rank's GPU compute
     nodes: np.ndarray  # per chain position: its node
+    kpos: np.ndarray  # chain positions of GPU compute (a kernel's own duration, not communication)
+    hpos: np.ndarray  # chain positions of host time (calls and the gaps between them)
 
     @classmethod
-    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame) -> StragglerTables:
+    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
         nodes = g.chain_order // 2
         host = np.flatnonzero(
             ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
@@ -65,32 +67,28 @@ class StragglerTables:
         )
         hn = nodes[host]
         hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]})
+        kpos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~comm[nodes])
         return cls(
             kdf,
             kdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
             hdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
             kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1),
             nodes,
+            kpos,
+            host,
         )
 
 
-def straggler_edit(g: JobGraph, comm: np.ndarray, tables: StragglerTables, r: int) -> tuple[Callable, list]:
-    """Rank ``r``'s GPU compute and host time per step scaled to the median rank's: the delay edit and its
-    evidence (``comm``: per node, whether a communication kernel, which keeps its time)."""
+def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callable, list]:
+    """Rank ``r``'s GPU compute and host time per step scaled to the median rank's (its communication kernels keep
+    their time): the delay edit and its evidence."""
     kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
     factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
     hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
-    mine = g.node_rank[nodes] == r
-    kpos = np.flatnonzero(
-        mine & (g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~comm[nodes]
-    )
+    kpos = tables.kpos[g.node_rank[nodes[tables.kpos]] == r]
     kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
-    hpos = np.flatnonzero(
-        mine
-        & ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
-        & (g.node_type[nodes] == NodeType.CALL)
-    )
+    hpos = tables.hpos[g.node_rank[nodes[tables.hpos]] == r]
     hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
 
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
