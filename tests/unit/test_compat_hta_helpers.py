@@ -96,3 +96,17 @@ def test_trace_df_helpers_and_constants():
         raise AssertionError("no error")
     except TypeError:
         pass
+
+
+def test_rank_map_warnings_on_hta_logger(tmp_path, caplog):
+    """HTA's tests/test_trace_file.py listens on ``hta.configs.config.logger`` for these two warnings."""
+    import logging
+
+    from holotrace import create_rank_to_trace_dict
+    from holotrace.compat.configs import logger
+
+    d = _job(tmp_path)
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        create_rank_to_trace_dict([str(d / "d.json"), str(d / "c.json")])
+    text = [r.getMessage() for r in caplog.records if r.name.startswith(logger.name)]
+    assert "trace file does not have the rank" in text[0] and "has the same rank" in text[-1]

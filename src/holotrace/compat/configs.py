@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 from enum import Enum
 from pathlib import Path
@@ -24,7 +25,9 @@ from typing import Any, Optional
 from holotrace.compat import arg_specs
 from holotrace.compat.arg_specs import ARG_SETS, DEFAULT_PARSE_VERSION, AttributeSpec, YamlVersion
 
-__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig", "AttributeSpec", "AVAILABLE_ARGS"]
+__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig", "AttributeSpec", "AVAILABLE_ARGS", "logger"]
+
+logger = logging.getLogger("holotrace")  # HTA's ``hta.configs.config.logger``: where holotrace logs
 
 AVAILABLE_ARGS = arg_specs.AVAILABLE_ARGS
 
