@@ -110,3 +110,11 @@ def test_rank_map_warnings_on_hta_logger(tmp_path, caplog):
         create_rank_to_trace_dict([str(d / "d.json"), str(d / "c.json")])
     text = [r.getMessage() for r in caplog.records if r.name.startswith(logger.name)]
     assert "trace file does not have the rank" in text[0] and "has the same rank" in text[-1]
+
+
+def test_hta_config_test_data_path(tmp_path, monkeypatch):
+    """HTA's tests find their data with ``HtaConfig.get_test_data_path``; here: under the current folder."""
+    from holotrace import HtaConfig
+
+    monkeypatch.chdir(tmp_path)
+    assert HtaConfig.get_test_data_path("execution_trace") == str(tmp_path / "tests" / "data" / "execution_trace")

@@ -254,3 +254,9 @@ class HtaConfig:
 
     def show(self) -> None:
         print(json.dumps(self.config, indent=4, sort_keys=True))
+
+    @staticmethod
+    def get_test_data_path(dataset: str) -> str:
+        """``tests/data/<dataset>`` under the current folder (HTA: under its own source checkout), so that HTA's
+        tests run from a checkout of HTA find their data."""
+        return str(Path.cwd() / "tests" / "data" / dataset)
