@@ -137,3 +137,20 @@ def test_single_rank_not_zero(job_dir, rank5_dir, capsys):
     assert doc["costliest_rank"] == {"rank": 5, "why": "rank 5 is the only rank"}
     code, out, err = _run(capsys, "advise", str(rank5_dir), "--rank", "5", "--format", "json")
     assert code == 0 and json.loads(out)["fixes"] == ref["fixes"], err
+
+
+def test_tiny_step_in_microseconds(tmp_path, capsys):
+    """A trace without ProfilerStep whose GPU work is a few us: the advice says so in us, not '0.000 ms'. One 6 us
+    kernel launched at 0 (call 2 us), starting at 4 us: the trace's step is 10 us; the kernel 2x faster saves 3 us."""
+    from tracebuilder import TraceBuilder
+
+    tb = TraceBuilder(rank=0)
+    tb.launch_kernel(GEMM, 0, 2, 4, 6)
+    tb.write(tmp_path)
+    code, out, err = _run(capsys, "advise", str(tmp_path), "--width", "400")
+    assert code == 0, err
+    assert (
+        f"making a kernel faster ({GEMM}) saves 3 us per trace (no ProfilerStep) (30.0% of the measured job step, predicted 7 us)"
+        in out
+    )
+    assert "replay of the whole trace (no ProfilerStep) reproduces its measured time within 0.00%" in out

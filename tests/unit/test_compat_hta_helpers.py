@@ -96,3 +96,25 @@ def test_trace_df_helpers_and_constants():
         raise AssertionError("no error")
     except TypeError:
         pass
+
+
+def test_rank_map_warnings_on_hta_logger(tmp_path, caplog):
+    """HTA's tests/test_trace_file.py listens on ``hta.configs.config.logger`` for these two warnings."""
+    import logging
+
+    from holotrace import create_rank_to_trace_dict
+    from holotrace.compat.configs import logger
+
+    d = _job(tmp_path)
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        create_rank_to_trace_dict([str(d / "d.json"), str(d / "c.json")])
+    text = [r.getMessage() for r in caplog.records if r.name.startswith(logger.name)]
+    assert "trace file does not have the rank" in text[0] and "has the same rank" in text[-1]
+
+
+def test_hta_config_test_data_path(tmp_path, monkeypatch):
+    """HTA's tests find their data with ``HtaConfig.get_test_data_path``; here: under the current folder."""
+    from holotrace import HtaConfig
+
+    monkeypatch.chdir(tmp_path)
+    assert HtaConfig.get_test_data_path("execution_trace") == str(tmp_path / "tests" / "data" / "execution_trace")

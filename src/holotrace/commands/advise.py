@@ -100,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
 NAME_WIDTH = 60  # a kernel or operator named in a line: shortened by the one formatter (--format json: in full)
 
 
+def _ms(x: float) -> str:
+    """A time of the advice in ms (3 decimals), or in us when under 10 us and not 0 (a step of a few us)."""
+    return f"{x:.3f} ms" if x == 0 or abs(x) >= 0.01 else f"{x * 1e3:.3g} us"
+
+
 def _line(r) -> str:
     what = _TEXT.get(r.fix, r.fix.replace("+", " and "))
     who = f" on rank {r.rank}" if r.rank is not None and r.rank == r.rank else ""
@@ -110,8 +115,8 @@ def _line(r) -> str:
         step = "trace (no ProfilerStep)" if int(r.step) == -1 else f"step {r.step}"
     ev = "; ".join(fit_names(list(r.evidence), NAME_WIDTH)) if r.evidence else ""  # never two alike
     return (
-        f"{what}{target}{who} saves {r.saving_ms:.3f} ms per {step} ({r.saving_pct:.1f}% of the measured job step, "
-        f"predicted {r.predicted_step_ms:.3f} ms)" + (f": {ev}" if ev and not target else "")
+        f"{what}{target}{who} saves {_ms(r.saving_ms)} per {step} ({r.saving_pct:.1f}% of the measured job step, "
+        f"predicted {_ms(r.predicted_step_ms)})" + (f": {ev}" if ev and not target else "")
     )
 
 

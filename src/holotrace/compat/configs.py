@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 from enum import Enum
 from pathlib import Path
@@ -24,7 +25,9 @@ from typing import Any, Optional
 from holotrace.compat import arg_specs
 from holotrace.compat.arg_specs import ARG_SETS, DEFAULT_PARSE_VERSION, AttributeSpec, YamlVersion
 
-__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig", "AttributeSpec", "AVAILABLE_ARGS"]
+__all__ = ["ParserBackend", "TraceType", "ParserConfig", "HtaConfig", "AttributeSpec", "AVAILABLE_ARGS", "logger"]
+
+logger = logging.getLogger("holotrace")  # HTA's ``hta.configs.config.logger``: where holotrace logs
 
 AVAILABLE_ARGS = arg_specs.AVAILABLE_ARGS
 
@@ -251,3 +254,9 @@ class HtaConfig:
 
     def show(self) -> None:
         print(json.dumps(self.config, indent=4, sort_keys=True))
+
+    @staticmethod
+    def get_test_data_path(dataset: str) -> str:
+        """``tests/data/<dataset>`` under the current folder (HTA: under its own source checkout), so that HTA's
+        tests run from a checkout of HTA find their data."""
+        return str(Path.cwd() / "tests" / "data" / dataset)

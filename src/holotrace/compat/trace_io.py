@@ -60,10 +60,10 @@ def create_rank_to_trace_dict(file_list: list[str]) -> tuple[bool, dict[int, str
     for path in file_list:
         rank = _hta_rank(path)
         if rank is None:
-            log.warning("%s has no distributedInfo.rank: taken as rank 0", path)
+            log.warning("the trace file does not have the rank specified in it (%s): rank 0 is used", path)
             rank = 0
         if rank in out:
-            log.warning("File %s and file %s have the same rank; %s is used for rank %d", out[rank], path, path, rank)
+            log.warning("File %s and file %s has the same rank; %s is used for rank %d", out[rank], path, path, rank)
         out[rank] = path
     return True, out
 
