@@ -172,7 +172,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     ).astype(np.int8)
     start = np.concatenate([ts[calls], ts[srows], ts[srows] + dur[srows], ts[gpu]]) - base
     length = np.concatenate([dur[calls], np.zeros(2 * len(srows), dtype=np.int64), dur[gpu]])
-    it = np.nan_to_num(rv["iteration"], nan=-1).astype(np.int64)
+    it = rv["iteration"]
+    it = it if it.dtype == np.int64 else np.nan_to_num(it, nan=-1).astype(np.int64)
     step = np.concatenate([it[calls], snum, snum, it[gpu]])
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
     thread = np.concatenate(
@@ -186,8 +187,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     return {
         "rows": rows,
         "type": ntype,
-        "start": start.astype(np.int64),
-        "dur": np.maximum(length, 0).astype(np.int64),
+        "start": start.astype(np.int64, copy=False),
+        "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
         "thread": thread,
     }
@@ -243,9 +244,12 @@ def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray
     by_chain = np.argsort(pc, kind="stable")
     c = pc[by_chain]
     cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
-    parts = [by_chain[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist())]
-    parts = [seg[np.argsort(pt[seg], kind="stable")] for seg in parts]
-    return np.concatenate([*parts, np.arange(n_work, len(pt))]).astype(np.int64)
+    out = np.empty(len(pt), dtype=np.int64)
+    for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist()):
+        seg = by_chain[a:b]
+        out[a:b] = seg[np.argsort(pt[seg], kind="stable")]
+    out[n_work:] = np.arange(n_work, len(pt))
+    return out
 
 
 def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
@@ -326,18 +330,22 @@ def _build(view, chosen: list[int]) -> JobGraph:
     c = p_chain[order]
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
-    lag = np.where(first, 0.0, pt[order] - pt[np.maximum(prev, 0)]) if len(order) else np.zeros(0)
+    pt_o = pt[order]  # the points' times in chain order: the previous point's is the entry before
+    lag = np.empty(len(order))
+    lag[1:] = pt_o[1:] - pt_o[:-1]
+    lag[first] = 0.0
+    del pt_o
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     ckind[first] = -1
     cfloor = np.zeros(len(order))
-    src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first
-    )
-    elag = pt[dst] - pt[src]
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
+    src, dst, kind, floor = _cross_edges(
+        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos
+    )
+    elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished
     sy = kind == EdgeKind.SYNC
     at = pos[dst[sy]]
@@ -376,8 +384,9 @@ def _build(view, chosen: list[int]) -> JobGraph:
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring)."""
+def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``pos``: the position in
+    ``order`` of every point."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -388,8 +397,6 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
 
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    pos = np.empty(len(order), dtype=np.int64)
-    pos[order] = np.arange(len(order))
     explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
