@@ -275,11 +275,7 @@ def _build(view, chosen: list[int]) -> JobGraph:
             "ranks' clocks: cross-rank waits are uncertain by about that much"
         )
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
-    parts = []
-    for r in chosen:
-        p = per[r]
-        shift = common[r] - origin + offsets.get(r, 0)
-        parts.append((r, p, shift))
+    parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
     node_rank = (
         np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
@@ -290,6 +286,9 @@ def _build(view, chosen: list[int]) -> JobGraph:
     node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
+    # the ranks' node arrays, concatenated now: freed before the bigger arrays below
+    per.clear()
+    parts.clear()
     node_coll = np.full(len(node_rank), -1, dtype=np.int64)
     # collective instances -> GPU nodes
     k = match.kernels
@@ -323,11 +322,14 @@ def _build(view, chosen: list[int]) -> JobGraph:
     n = len(node_rank)
     pt = np.empty(2 * n)
     pt[0::2], pt[1::2] = start, start + dur
+    del start, dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
     ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
+    del thread
     p_chain = np.repeat(ck, 2)
     order = _chain_order(pt, p_chain, 2 * (n - n_inst))
     c = p_chain[order]
+    del p_chain
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
     pt_o = pt[order]  # the points' times in chain order: the previous point's is the entry before
@@ -336,6 +338,7 @@ def _build(view, chosen: list[int]) -> JobGraph:
     lag[first] = 0.0
     del pt_o
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
+    del prev
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     ckind[first] = -1
