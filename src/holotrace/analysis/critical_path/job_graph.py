@@ -41,7 +41,7 @@ from holotrace.model import classify
 from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "JobGraph", "NodeType", "build_job_graph"]
+__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "GraphFrame", "JobGraph", "NodeType", "build_job_graph", "clock_offsets"]
 
 STREAM_WAIT_WINDOW_NS = 10_000  # a stream wait is inferred when the operation starts within this of the other's end
 STREAM_WAIT_SLACK_NS = 2_000  # ... and at least this later than its own stream and launch explain
@@ -196,17 +196,20 @@ def _rank_nodes(view, r: int, base: int) -> dict:
 def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
     """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread."""
     k = match.kernels
-    ranks = sorted(set(k["rank"].tolist()))
-    if len(ranks) < 2 or k.empty:
-        return {r: 0 for r in view.ranks}, 0.0
     end = np.empty(len(k), dtype=np.float64)
-    for r in ranks:
+    for r in sorted(set(k["rank"].tolist())):
         sel = (k["rank"] == r).to_numpy()
-        rows = k["row"].to_numpy()[sel]
-        v = view[r]
-        end[sel] = (v["end"][rows] - base[r]).astype(np.float64)
-    inst = k["instance"].to_numpy()
-    rk = k["rank"].to_numpy()
+        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] - base[r]).astype(np.float64)
+    return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
+
+
+def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) -> tuple[dict, float]:
+    """Per-rank offsets (ns, every rank of ``all_ranks``) that make the members of each collective instance end
+    together (median fit), and the residual spread; ``end``: each member's end (ns from its rank's first event),
+    ``inst`` its instance, ``rk`` its rank."""
+    ranks = sorted(set(rk.tolist()))
+    if len(ranks) < 2 or not len(end):
+        return {r: 0 for r in all_ranks}, 0.0
     off = {r: 0.0 for r in ranks}
     for _ in range(3):
         adj = end + np.array([off[r] for r in rk])
@@ -219,7 +222,7 @@ def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
     adj = end + np.array([off[r] for r in rk])
     by_inst = pd.Series(adj).groupby(inst)
     spread = by_inst.max() - by_inst.min()
-    out = {r: round(off.get(r, 0.0)) for r in view.ranks}
+    out = {r: round(off.get(r, 0.0)) for r in all_ranks}
     return out, float(spread.median()) if len(spread) else 0.0
 
 
@@ -248,22 +251,42 @@ def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray
     return np.concatenate([*parts, np.arange(n_work, len(pt))]).astype(np.int64)
 
 
-def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
+@dataclass
+class GraphFrame:
+    """What a graph of some ranks of a bigger job takes from the whole job instead of computing it (the scale-out
+    replay, :mod:`holotrace.analysis.critical_path.segments`): the collectives matched job-wide (these ranks'
+    kernels, instances numbered 0..n-1), the clock offsets and residual skew, the job's time origin, and each
+    instance's arrival time (ns from ``origin``, offsets applied). Arrival points then have no incoming edge: each
+    is a fixed input at its given time."""
+
+    match: object
+    offsets: dict
+    skew: float
+    origin: int
+    arrival: np.ndarray
+
+
+def build_job_graph(source, *, ranks: Sequence[int] | None = None, frame: GraphFrame | None = None) -> JobGraph:
     """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
     per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
     the replay keeps on it."""
     view = job_view(source, NATIVE)
     chosen = view.select(ranks)
+    if frame is not None:  # a part of a bigger job: not kept on the view
+        return _build(view, chosen, frame)
     return view.derived(("job_graph", tuple(chosen)), lambda: _build(view, chosen))
 
 
-def _build(view, chosen: list[int]) -> JobGraph:
+def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
-    origin = min(common.values()) if common else 0
-    match = match_collectives(view, ranks=chosen)
     per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
-    offsets, skew = _clock_offsets(view, match, per, base)
+    if frame is None:
+        origin = min(common.values()) if common else 0
+        match = match_collectives(view, ranks=chosen)
+        offsets, skew = _clock_offsets(view, match, per, base)
+    else:
+        origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
     issues = list(match.unmatched)
     if skew > 50_000:
         issues.append(
@@ -305,6 +328,8 @@ def _build(view, chosen: list[int]) -> JobGraph:
     coll_nodes = np.flatnonzero(node_coll >= 0)
     arr_time = np.full(n_inst, -np.inf)
     np.maximum.at(arr_time, node_coll[coll_nodes], start[coll_nodes])
+    if frame is not None:
+        arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
     arr_node = len(node_rank) + np.arange(n_inst)
     node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
     node_row = np.concatenate([node_row, np.full(n_inst, -1)])
@@ -333,7 +358,7 @@ def _build(view, chosen: list[int]) -> JobGraph:
     ckind[first] = -1
     cfloor = np.zeros(len(order))
     src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first
+        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
     pos = np.empty(len(order), dtype=np.int64)
@@ -376,8 +401,9 @@ def _build(view, chosen: list[int]) -> JobGraph:
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring)."""
+def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, arrive=True):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``arrive``: with the
+    ``ARRIVE`` edges (without them, each arrival point is a fixed input)."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -455,7 +481,8 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))
     if len(members):
         a = arr_node[node_coll[members]]
-        add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
+        if arrive:
+            add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
         xfer = pt[2 * members + 1] - pt[2 * a]
         add(2 * a, 2 * members + 1, EdgeKind.XFER, np.clip(xfer, 0, None))
     if not S:
