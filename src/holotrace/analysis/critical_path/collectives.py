@@ -23,7 +23,14 @@ import pandas as pd
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
 
-__all__ = ["CollectiveMatch", "match_collectives", "match_tables", "rank_kernels"]
+__all__ = [
+    "CollectiveMatch",
+    "clock_offsets",
+    "match_collectives",
+    "match_tables",
+    "rank_kernels",
+    "skew_issue",
+]
 
 
 @dataclass
@@ -151,3 +158,36 @@ def match_tables(parts: Sequence[pd.DataFrame], ranks: set, name) -> CollectiveM
         pairs["instance"] = first + pairs.groupby(pkey, sort=False).ngroup().to_numpy().astype(np.int64)
         d = pd.concat([d, pairs], ignore_index=True)
     return CollectiveMatch(d[cols].reset_index(drop=True), unmatched)
+
+
+def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) -> tuple[dict, float]:
+    """Per-rank offsets (ns, every rank of ``all_ranks``) that make the members of each collective instance end
+    together (median fit), and the residual spread; ``end``: each member's end (ns from its rank's first event),
+    ``inst`` its instance, ``rk`` its rank."""
+    ranks = sorted(set(rk.tolist()))
+    if len(ranks) < 2 or not len(end):
+        return {r: 0 for r in all_ranks}, 0.0
+    off = {r: 0.0 for r in ranks}
+    for _ in range(3):
+        adj = end + np.array([off[r] for r in rk])
+        mean = pd.Series(adj).groupby(inst).transform("mean").to_numpy()
+        resid = pd.Series(mean - adj).groupby(rk).median()
+        for r in ranks:
+            off[r] += float(resid[r])
+        shift = off[ranks[0]]
+        off = {r: o - shift for r, o in off.items()}
+    adj = end + np.array([off[r] for r in rk])
+    by_inst = pd.Series(adj).groupby(inst)
+    spread = by_inst.max() - by_inst.min()
+    out = {r: round(off.get(r, 0.0)) for r in all_ranks}
+    return out, float(spread.median()) if len(spread) else 0.0
+
+
+def skew_issue(skew: float) -> str | None:
+    """The line that reports a residual clock skew too large to trust cross-rank waits (None when it is not)."""
+    if skew <= 50_000:
+        return None
+    return (
+        f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
+        "ranks' clocks: cross-rank waits are uncertain by about that much"
+    )

@@ -35,13 +35,22 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path.collectives import match_collectives
+from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "GraphFrame", "JobGraph", "NodeType", "build_job_graph", "clock_offsets"]
+__all__ = [
+    "EDGE_KIND_NAMES",
+    "EdgeKind",
+    "GraphFrame",
+    "JobGraph",
+    "NodeType",
+    "build_job_graph",
+    "clock_offsets",
+    "skew_issue",
+]
 
 STREAM_WAIT_WINDOW_NS = 10_000  # a stream wait is inferred when the operation starts within this of the other's end
 STREAM_WAIT_SLACK_NS = 2_000  # ... and at least this later than its own stream and launch explain
@@ -203,29 +212,6 @@ def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
     return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
-def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) -> tuple[dict, float]:
-    """Per-rank offsets (ns, every rank of ``all_ranks``) that make the members of each collective instance end
-    together (median fit), and the residual spread; ``end``: each member's end (ns from its rank's first event),
-    ``inst`` its instance, ``rk`` its rank."""
-    ranks = sorted(set(rk.tolist()))
-    if len(ranks) < 2 or not len(end):
-        return {r: 0 for r in all_ranks}, 0.0
-    off = {r: 0.0 for r in ranks}
-    for _ in range(3):
-        adj = end + np.array([off[r] for r in rk])
-        mean = pd.Series(adj).groupby(inst).transform("mean").to_numpy()
-        resid = pd.Series(mean - adj).groupby(rk).median()
-        for r in ranks:
-            off[r] += float(resid[r])
-        shift = off[ranks[0]]
-        off = {r: o - shift for r, o in off.items()}
-    adj = end + np.array([off[r] for r in rk])
-    by_inst = pd.Series(adj).groupby(inst)
-    spread = by_inst.max() - by_inst.min()
-    out = {r: round(off.get(r, 0.0)) for r in all_ranks}
-    return out, float(spread.median()) if len(spread) else 0.0
-
-
 def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: int) -> np.ndarray:
     """Chain of every node, numbered in order of first appearance: one per (rank, thread) of the first ``n_work``
     nodes, then one per arrival point (the last ``n_inst`` nodes)."""
@@ -287,12 +273,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         offsets, skew = _clock_offsets(view, match, per, base)
     else:
         origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
-    issues = list(match.unmatched)
-    if skew > 50_000:
-        issues.append(
-            f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
-            "ranks' clocks: cross-rank waits are uncertain by about that much"
-        )
+    issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
     parts = []
     for r in chosen:
