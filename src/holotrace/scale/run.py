@@ -112,8 +112,7 @@ def summarize_file(task: RankTask):
 
 
 def load_rank(task: RankTask):
-    """``(the file as loaded, the one-rank job under the rank discovery gave it)``, or a :class:`_Failed` when the
-    file cannot be read (a task's first step, whatever it then computes)."""
+    """``(the file as loaded, its one-rank job under the rank discovery gave)``, or a :class:`_Failed`."""
     try:
         one = load(
             task.path,

@@ -199,11 +199,11 @@ def _evidence(lists: list, n: int, fix: str) -> list:
 def _ends(results, segs: dict, inst: np.ndarray, n_inst: int) -> pd.DataFrame:
     """Step ends per rank (``rank, step, start, end``) of one try, ``segs`` the rank's segments."""
     n = len(inst)
-    src, length = np.full(n, -1, np.int64), np.zeros(n)
+    src, length = np.full((2, n), -1, np.int64), np.zeros((2, n))
     own, xfer = np.zeros(n), np.full(n, -np.inf)
     for x in results:
         s = segs[x.rank]
-        src[x.member], length[x.member], own[x.member], xfer[x.member] = s.src, s.length, s.own, s.xfer
+        src[:, x.member], length[:, x.member], own[x.member], xfer[x.member] = s.src, s.length, s.own, s.xfer
     e = _run(inst, n_inst, src, length, own, xfer)
 
     def at(src_, len_):
@@ -220,7 +220,7 @@ def _ends(results, segs: dict, inst: np.ndarray, n_inst: int) -> pd.DataFrame:
                 {
                     "rank": np.int64(x.rank),
                     "step": x.steps,
-                    "start": at(s.start_src, s.start_len),
+                    "start": at(s.start_src, s.start_len).max(axis=0),
                     "end": end.reindex(np.arange(len(x.steps))).to_numpy(),
                 }
             )
@@ -231,7 +231,8 @@ def _ends(results, segs: dict, inst: np.ndarray, n_inst: int) -> pd.DataFrame:
 
 
 def _run(inst, n_inst, src, length, own, xfer) -> np.ndarray:
-    """Every member's end: instances level by level (an instance after those its members' segments hang off)."""
+    """Every member's end: instances level by level (an instance after those its members' segments hang off);
+    ``src``, ``length``: each member start's segments, one per row (the start is the latest)."""
     n = len(inst)
     e = np.full(n, np.nan)
     if not n:
@@ -243,7 +244,7 @@ def _run(inst, n_inst, src, length, own, xfer) -> np.ndarray:
     arrival = np.full(n_inst, -np.inf)
     for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):
         m = order[a:b]
-        sm = np.where(src[m] >= 0, e[np.maximum(src[m], 0)], 0.0) + length[m]
+        sm = (np.where(src[:, m] >= 0, e[np.maximum(src[:, m], 0)], 0.0) + length[:, m]).max(axis=0)
         np.maximum.at(arrival, inst[m], sm)
         e[m] = np.maximum(sm + own[m], arrival[inst[m]] + xfer[m])
     return e
@@ -253,12 +254,11 @@ def _levels(inst: np.ndarray, src: np.ndarray, n_inst: int) -> np.ndarray:
     """Per instance: 0 when no member's segment hangs off a member end, else one more than the highest level its
     members' segments hang off."""
     lvl = np.zeros(n_inst, dtype=np.int64)
-    has = src >= 0
     for _ in range(n_inst + 1):
-        ml = np.zeros(len(src), dtype=np.int64)
-        ml[has] = lvl[inst[src[has]]] + 1
         new = np.zeros(n_inst, dtype=np.int64)
-        np.maximum.at(new, inst, ml)
+        for row in src:
+            has = row >= 0
+            np.maximum.at(new, inst[has], lvl[inst[row[has]]] + 1)
         if np.array_equal(new, lvl):
             return lvl
         lvl = new

@@ -70,11 +70,11 @@ class Segments:
     """One replay of a rank as segments (see the module docstring); members in :attr:`RankSegments.member` order,
     steps in :attr:`RankSegments.steps` order."""
 
-    src: np.ndarray  # per member start: the member id whose end it hangs off (-1: none)
+    src: np.ndarray  # per member start, two segments (rows): the member id whose end it hangs off (-1: none)
     length: np.ndarray  # ... and the path's length (its time when ``src`` is -1)
     own: np.ndarray  # per member: its own duration
     xfer: np.ndarray  # per member: its transfer after the arrival (-inf: the arrival does not hold it)
-    start_src: np.ndarray  # per step: its start's segment
+    start_src: np.ndarray  # per step, two segments (rows): its start's
     start_len: np.ndarray
     end_step: np.ndarray  # the step end's segments: the step (index), the source, the longest path from it
     end_src: np.ndarray
@@ -167,10 +167,12 @@ def rank_segments(source, plan: SegmentPlan) -> RankSegments:
         tried.append(("+".join(combo), None, None, parts, [e for c in parts for e in c.evidence]))
     ctx = _Context.of(g, plan)
     out = RankSegments(r, ctx.member_id, ctx.steps, step_ends(g, g.point_time))
+    xf = np.flatnonzero(g.kind == EdgeKind.XFER)
     for fix, rank, target, parts, ev in tried:
         d = jw.apply(base, parts) if parts else base
-        t, _ = solve(g, d)
-        out.tries.append((fix, rank, target, list(ev), ctx.segments(g, d, t)))
+        early = d.copy()  # the members' ends held by nothing but their own start
+        early.keep[xf] = False
+        out.tries.append((fix, rank, target, list(ev), ctx.segments(g, d, solve(g, d)[0], early, solve(g, early)[0])))
     return out
 
 
@@ -221,16 +223,24 @@ class _Context:
             start_pt, start_step = 2 * work, np.zeros(len(work), dtype=np.int64)
         return cls(mn, mid, steps, start_pt, start_step, 2 * end_nodes + 1, end_step, xe[2 * mn + 1], stop, mop)
 
-    def segments(self, g: JobGraph, d: Delays, t: np.ndarray) -> Segments:
-        root = _roots(g, d, t, self.stop)
+    def segments(self, g: JobGraph, d: Delays, t: np.ndarray, early: Delays, t_early: np.ndarray) -> Segments:
+        """The segments of two replays under the same edit: with the arrivals fixed at their measured times
+        (``d``, ``t``), and with every member's end held by its own start alone (``early``, ``t_early``). Each
+        segment is a path of the rank's graph, so the driver's latest of the two never exceeds the time the whole
+        job's replay gives; with the measured arrivals it is that time."""
+        mn = self.member_node
+        pairs = []
+        for dd, tt in ((d, t), (early, t_early)):
+            root = _roots(g, dd, tt, self.stop)
+            pairs.append((root, tt))
 
-        def seg(pts):
+        def seg(pts, k):
+            root, tt = pairs[k]
             rp = root[pts]
             src = self.member_of_point[rp]
-            return src, np.where(src >= 0, t[pts] - t[rp], t[pts])
+            return src, np.where(src >= 0, tt[pts] - tt[rp], tt[pts])
 
-        mn = self.member_node
-        src, length = seg(2 * mn)
+        both = [seg(2 * mn, 0), seg(2 * mn, 1)]
         pos = g.point_of_position()
         pe = pos[2 * mn + 1]
         prev = g.chain_order[np.maximum(pe - 1, 0)]
@@ -239,20 +249,26 @@ class _Context:
         xfer = np.where((xe >= 0) & d.keep[np.maximum(xe, 0)], d.cross[np.maximum(xe, 0)], -np.inf)
         # a step starts at its mark (without marks: at its earliest work start), ends at the latest of its points
         if len(self.start_pt) and len(self.steps):
-            ss = pd.Series(t[self.start_pt]).groupby(self.start_step).idxmin().to_numpy()
-            s_src, s_len = seg(self.start_pt[ss])
+            at = self.start_pt[pd.Series(t[self.start_pt]).groupby(self.start_step).idxmin().to_numpy()]
         else:
-            s_src, s_len = np.zeros(0, dtype=np.int64), np.zeros(0)
-        e_src, e_len = seg(self.end_pt)
-        e = pd.DataFrame({"step": self.end_step, "src": e_src, "len": e_len}).groupby(["step", "src"], sort=True)
-        e = e["len"].max().reset_index()
+            at = np.zeros(0, dtype=np.int64)
+        starts = [seg(at, 0), seg(at, 1)]
+        e1, e2 = seg(self.end_pt, 0), seg(self.end_pt, 1)
+        e = pd.DataFrame(
+            {
+                "step": np.r_[self.end_step, self.end_step],
+                "src": np.r_[e1[0], e2[0]],
+                "len": np.r_[e1[1], e2[1]],
+            }
+        )
+        e = e.groupby(["step", "src"], sort=True)["len"].max().reset_index()
         return Segments(
-            src,
-            length,
+            np.stack([both[0][0], both[1][0]]),
+            np.stack([both[0][1], both[1][1]]),
             own,
             xfer,
-            s_src,
-            s_len,
+            np.stack([starts[0][0], starts[1][0]]),
+            np.stack([starts[0][1], starts[1][1]]),
             e["step"].to_numpy(np.int64),
             e["src"].to_numpy(np.int64),
             e["len"].to_numpy(np.float64),
