@@ -10,6 +10,8 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 DATA = TESTS / "data"
 SHARED = REPO.parent / "shared"  # the full corpus, present in CI, absent on a user's fresh clone
+#: the trace folders bundled with the tests (a fresh clone has them)
+BUNDLED = sorted(p for p in (DATA / "traces").iterdir() if p.is_dir())
 
 
 def golden_jobs(include_shared: bool = True, include_reordered: bool = True) -> list[tuple[str, Path, Path]]:

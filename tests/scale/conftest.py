@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import DATA, REPO
-
-BUNDLED = sorted(p for p in (DATA / "traces").iterdir() if p.is_dir())
+from corpus import REPO
 
 
 @pytest.fixture(scope="session")

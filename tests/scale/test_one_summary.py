@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUNDLED
-from corpus import SHARED
+from corpus import BUNDLED, SHARED
 from holotrace.cli import main
 from holotrace.ingest.discover import discover
 

@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import BUNDLED
+from corpus import BUNDLED
 from holotrace.exec.executor import LocalExecutor, TaskFailed
 from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import holotrace
-from conftest import BUNDLED
+from corpus import BUNDLED
 from holotrace.analysis import idle, kernels, overlap, steps, stragglers, temporal
 from holotrace.analysis.rank_summary import SKETCH_ACCURACY, delay_sketch, sketch_quantiles
 from holotrace.exec.executor import ExecutorError, LocalExecutor, TaskFailed, get_executor

@@ -25,6 +25,7 @@ import pandas as pd
 
 from holotrace.analysis import critical_path as _cp
 from holotrace.analysis.critical_path.graph import EDGE_TYPE_NAMES, Graph
+from holotrace.atomic import write_bytes
 from holotrace.compat.hta_table import hta_table
 from holotrace.errors import HolotraceError
 from holotrace.text import hta_short_names as shorten_names
@@ -121,7 +122,7 @@ def write(graph, out_dir: str, classes: dict) -> str:
     # order (they differ between processes); text columns it uses as they are
     table["name"], table["cat"] = table["s_name"], table["s_cat"]
     table["s_name"] = shorten_names(np.asarray(table["name"], dtype=object))
-    table.to_csv(os.path.expanduser(paths["trace_data.csv"]), index=True, index_label="_index_")
+    _save(paths["trace_data.csv"], table.to_csv(index=True, index_label="_index_").encode("utf-8"))
     w = cp.graph_weight if cp.graph_weight is not None else g.weight
     edges = [
         {"weight": x, "object": e, "source": e.begin, "target": e.end} for e, x in zip(graph._edge_objs, _as_py(w))
@@ -144,12 +145,14 @@ def write(graph, out_dir: str, classes: dict) -> str:
         graph.edge_to_event_map,
     )
     for key, obj in (("cp_graph.pkl", link), ("cp_data.pkl", data)):
-        with open(os.path.expanduser(paths[key]), "wb") as f:
-            _HtaPickler(f, _hta_names(classes)).dump(obj)
+        buf = io.BytesIO()
+        _HtaPickler(buf, _hta_names(classes)).dump(obj)
+        _save(paths[key], buf.getvalue())
     arrays = {k: getattr(g, k) for k in _ARRAYS}
     arrays.update(graph_weight=cp.graph_weight, path_nodes=cp.path_nodes, path_edges=cp.path_edges)
-    with open(os.path.expanduser(paths["graph.npz"]), "wb") as f:
-        np.savez_compressed(f, **arrays)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    _save(paths["graph.npz"], buf.getvalue())
     meta = {
         "rank": graph.rank,
         "window": list(g.window),
@@ -158,13 +161,19 @@ def write(graph, out_dir: str, classes: dict) -> str:
         "data_load_events": cp.data_load_events,
         "format": 2,
     }
-    with open(os.path.expanduser(paths["meta.json"]), "w") as f:
-        json.dump(meta, f)
+    _save(paths["meta.json"], json.dumps(meta).encode("utf-8"))
     zip_path = f"{out}.zip"
-    with zipfile.ZipFile(os.path.expanduser(zip_path), "w", zipfile.ZIP_DEFLATED) as z:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         for p in paths.values():  # HTA finds the folder from the first entry
             z.write(os.path.expanduser(p), arcname=p)
+    _save(zip_path, buf.getvalue())
     return zip_path
+
+
+def _save(path: str, data: bytes) -> None:
+    """Each file whole or not at all: written beside itself and renamed (a full disk is one OutputError)."""
+    write_bytes(os.path.expanduser(path), data)
 
 
 def _as_py(a) -> list:

@@ -13,6 +13,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from holotrace.model import classify
+
 __all__ = ["TraceSymbolTable"]
 
 
@@ -61,20 +63,7 @@ class TraceSymbolTable:
         """Rows whose category is ``cpu_op``, ``cuda_runtime`` or ``cuda_driver``."""
         return df["cat"].isin(self._ids(("cpu_op", "cuda_runtime", "cuda_driver")))
 
-    RUNTIME_LAUNCH_NAMES = (
-        "cudaLaunchKernel",
-        "cudaLaunchKernelExC",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cudaMemcpyAsync",
-        "cudaMemsetAsync",
-        "runFunction - job_prep_and_submit_for_execution",
-        "hipLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipMemsetAsync",
-        "hipMemcpyAsync",
-        "hipMemcpyWithStream",
-    )
+    RUNTIME_LAUNCH_NAMES = tuple(sorted(classify.HTA_LAUNCH_APIS))  # HTA's runtime launch names
 
     def get_runtime_launch_events_mask(self, df: pd.DataFrame) -> pd.Series:
         """Runtime kernel/copy/set launch calls (HTA's list of names) that have a GPU partner
