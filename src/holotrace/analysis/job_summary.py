@@ -59,9 +59,9 @@ class JobSummary:
         executor: what ran the per-rank work: ``"memory"`` (a job loaded in this process), ``"local"``,
             ``"ray"`` or ``"ingest"`` (read from an ingest folder).
         costliest_rank: the "one story" section (the rank that costs the job the most, and why), a
-            :class:`~holotrace.analysis.critical_path.advice.CostliestRank` from ``costliest_rank(job)``; it replays
-            the job's graph, which needs every rank's events in one process (a summary mapped over the ranks loads
-            them in the driver for it, up to ``commands.summary.JOB_GRAPH_MAX_RANKS`` ranks).
+            :class:`~holotrace.analysis.critical_path.advice.CostliestRank` from ``costliest_rank(job)``: the job
+            graph's replay up to ``scale.segment_run.JOB_GRAPH_MAX_RANKS`` ranks (a summary mapped over the ranks
+            loads them in the driver for it), the scale-out replay at collective granularity above.
     """
 
     path: str

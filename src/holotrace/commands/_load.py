@@ -168,3 +168,65 @@ def select_job(job: Job, args: argparse.Namespace) -> Job:
             fix=f"the job has ranks {job.ranks} and steps {profiler_steps(job)}",
         )
     return out
+
+
+def add_replay_option(p: argparse.ArgumentParser) -> None:
+    """``--replay auto|graph|segments``: which replay of the job answers (docs/analyses.md, the scale-out replay)."""
+    p.add_argument(
+        "--replay",
+        choices=("auto", "graph", "segments"),
+        default=None,
+        help="the job graph of every rank in one process, or the scale-out replay at collective granularity "
+        "mapped over the ranks (default: $HOLOTRACE_REPLAY, else auto: the graph up to 64 ranks)",
+    )
+
+
+def trace_ranks(args: argparse.Namespace) -> tuple[str | None, list[int]]:
+    """The trace files' folder (an ingest folder: the one it was made from; None when unknown) and the ranks
+    ``--ranks`` selects of it, read from the files' heads only."""
+    from holotrace.ingest.discover import discover
+    from holotrace.model.filter import parse_int_ranges
+    from holotrace.scale.store import is_ingest_folder
+
+    path = args.path
+    if not isinstance(path, (list, tuple)) and is_ingest_folder(path):
+        path = _ingested_from(path)
+        if path is None:
+            return None, []
+    ranks = sorted(f.rank for f in discover(path).files)
+    if getattr(args, "ranks", None) is not None:
+        want = set(parse_int_ranges(args.ranks, "rank"))
+        ranks = [r for r in ranks if r in want]
+    return path, ranks
+
+
+def replay_of(args: argparse.Namespace, n_ranks: int) -> str:
+    """``"graph"`` or ``"segments"``: the replay ``--replay`` (or the number of ranks) asks for."""
+    from holotrace.scale.segment_run import choose_replay
+
+    return choose_replay(n_ranks, getattr(args, "replay", None))
+
+
+def segment_advice_of(args: argparse.Namespace, path, files: list[int], **kw):
+    """The scale-out replay's advice (``kw``: as ``job_advice``) of the rank files ``files`` of ``path``, mapped on
+    the executor the options name."""
+    from holotrace.errors import AnalysisError
+    from holotrace.scale.segment_run import segment_advice
+
+    if getattr(args, "steps", None) is not None:
+        raise AnalysisError(
+            "--steps cannot be combined with the scale-out replay (it maps whole rank files)",
+            path=args.path,
+            fix="drop --steps (advise: use --step), or pass --replay graph",
+        )
+    opts = dict(
+        files_ranks=files,
+        cache=not args.no_cache,
+        cache_dir=args.cache_dir,
+        rules=getattr(args, "rules", None),
+    )
+    ex = executor_of(args)
+    if ex is None:
+        return segment_advice(path, **opts, **kw)
+    with ex:
+        return segment_advice(path, executor=ex, **opts, **kw)

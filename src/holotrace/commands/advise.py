@@ -11,7 +11,14 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.advice import job_advice, parse_combination
 from holotrace.analysis.critical_path.job_what_if import WhatIfOptions
-from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._load import (
+    add_load_options,
+    add_replay_option,
+    load_job,
+    replay_of,
+    segment_advice_of,
+    trace_ranks,
+)
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
@@ -64,14 +71,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also try these fixes together, e.g. 'straggler,comm-overlap'",
     )
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows shown (default 10)")
+    add_replay_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    job = load_job(args)
-    if args.rank is not None and args.rank not in job.ranks:
-        raise AnalysisError(
-            f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {list(job.ranks)}"
-        )
+    path, found = trace_ranks(args)
+    segments = path is not None and replay_of(args, len(found)) == "segments"
+    job = None if segments else load_job(args)
+    have = found if segments else list(job.ranks)
+    if args.rank is not None and args.rank not in have:
+        raise AnalysisError(f"no rank {args.rank} in this job", path=args.path, fix=f"use --rank with one of {have}")
     for name in ("speedup", "comm_speedup"):
         v = getattr(args, name)
         if v is not None and not v > 1.0:
@@ -87,9 +96,8 @@ def run(args: argparse.Namespace) -> int:
             launch_floor_us=args.launch_floor_us,
             kernel_match=args.kernel,
         )
-        advice = job_advice(
-            job, ranks=None if args.rank is None else [args.rank], steps=steps, options=opts, combine=combine
-        )
+        kw = dict(ranks=None if args.rank is None else [args.rank], steps=steps, options=opts, combine=combine)
+        advice = segment_advice_of(args, path, found, **kw) if segments else job_advice(job, **kw)
     except AnalysisError as exc:  # a --what-if name or --step the job does not have: name the job
         if exc.path is not None:
             raise

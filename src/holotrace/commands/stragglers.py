@@ -18,7 +18,7 @@ import pandas as pd
 
 from holotrace.analysis import stragglers as _strag
 from holotrace.analysis.critical_path.advice import costliest_rank
-from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._load import add_load_options, add_replay_option, load_job, replay_of
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.model.classify import NATIVE
@@ -37,11 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K",
         help="number of candidates from HTA's late-start method (default 2)",
     )
+    add_replay_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_job(args)
-    return emit(build_report(job, candidates=args.candidates), args)
+    return emit(build_report(job, candidates=args.candidates, replay=replay_of(args, len(job.ranks))), args)
 
 
 COMMAND = Command(
@@ -56,8 +57,9 @@ COMMAND = Command(
 )
 
 
-def build_report(job, *, candidates: int = 2) -> Report:
-    """Collective waits per step and rank, the stragglers, and HTA's candidates (pure)."""
+def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
+    """Collective waits per step and rank, the stragglers, and HTA's candidates (pure); ``replay``: which replay
+    finds the costliest rank (``"graph"`` or ``"segments"``)."""
     view = job_view(job, NATIVE)
     waits = _strag.collective_waits(view, rules=NATIVE)
     rep = _strag.straggler_report(view, rules=NATIVE, waits=waits)
@@ -114,7 +116,7 @@ def build_report(job, *, candidates: int = 2) -> Report:
         )
     cand = _strag.potential_stragglers(view, rules=NATIVE, num_candidates=candidates) if len(job.ranks) >= 2 else []
     header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
-    costliest = costliest_rank(view)
+    costliest = costliest_rank(view, replay=replay)
     header.append(f"costliest rank: {costliest.why}")
     meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
     data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}

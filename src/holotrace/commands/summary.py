@@ -19,7 +19,7 @@ from holotrace import findings as findings_mod
 from holotrace.analysis import idle
 from holotrace.analysis.critical_path.advice import LONGEST_VS_LAST
 from holotrace.analysis.job_summary import JobSummary, summarize_job
-from holotrace.commands._load import add_load_options, load_job
+from holotrace.commands._load import add_load_options, add_replay_option, load_job, replay_of
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_load_options(p)
     add_output_options(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="number of top kernels to show (default 10)")
+    add_replay_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +81,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
 
         job = load_job(args)
         js = summarize_job(job, top=top)
-        js.costliest_rank = costliest_rank(job)  # the one story (the job graph's replay needs the events)
+        js.costliest_rank = costliest_rank(job, replay=replay_of(args, len(job.ranks)))  # the one story
         return js
     from holotrace.exec.executor import get_executor
     from holotrace.model.filter import parse_int_ranges
@@ -116,25 +117,26 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
     return js
 
 
-JOB_GRAPH_MAX_RANKS = 64  # a map/reduce summary replays the job graph in the driver up to this many ranks
-
-
 def _costliest_in_driver(args: argparse.Namespace, js: JobSummary):
-    """The one story for a summary made by a map over ranks: the job graph's replay needs every rank's events in
-    one process, so the driver loads them (decoded on the executor, or read back from the ingest folder) when the
-    job has at most :data:`JOB_GRAPH_MAX_RANKS` ranks; a bigger job gets a rank of None and the reason."""
+    """The one story for a summary made by a map over ranks: up to ``JOB_GRAPH_MAX_RANKS`` ranks (or with
+    ``--replay graph``) the driver loads the ranks (decoded on the executor, or read back from the ingest folder)
+    and replays the job graph; above it, the scale-out replay maps its two phases over the rank files on the same
+    executor and replays the job at collective granularity."""
     from holotrace.analysis.critical_path.advice import CostliestRank, costliest_rank
+    from holotrace.commands._load import segment_advice_of, trace_ranks
 
     if not js.ranks:
         return CostliestRank(None, "no rank was summarised")
-    if len(js.ranks) > JOB_GRAPH_MAX_RANKS:
+    if replay_of(args, len(js.ranks)) == "graph":
+        return costliest_rank(load_job(args))
+    path, found = trace_ranks(args)
+    if path is None:
         return CostliestRank(
             None,
-            f"not computed: the job replay needs every rank's events in one process, and this summary was mapped "
-            f"over {len(js.ranks)} ranks (at most {JOB_GRAPH_MAX_RANKS}); run 'holotrace advise' on a machine "
-            "that holds the job",
+            "not computed: the scale-out replay reads the trace files, and this ingest folder does not name one "
+            "folder they came from; run 'holotrace summary' on the trace folder",
         )
-    return costliest_rank(load_job(args))
+    return segment_advice_of(args, path, [r for r in found if r in set(js.ranks)], only=("straggler",)).costliest
 
 
 def build_report(js: JobSummary, *, top: int = 10) -> Report:

@@ -82,25 +82,13 @@ def summarize_file(task: RankTask):
     source = fingerprint(path) if out is not None else None  # the file as it is read: its rank folder records it
     kill_point(f"task-{rank}")
     t0 = time.perf_counter()
-    try:
-        one = load(
-            path,
-            cache=task.cache,
-            cache_dir=task.cache_dir,
-            workers=1,
-            progress_bar=False,
-            rules=list(task.rules) or None,
-        )
-    except OutputError:
-        raise  # no room to write: not the file's fault, and the run stops (a TaskFailed of this kind)
-    except HolotraceError as e:
-        problem = e.problem + (f" ({e.fix})" if e.fix else "")
+    one = load_rank(task)
+    if isinstance(one, _Failed):
         if out is not None:
-            store.write_failure(Path(out), rank, path, problem)
-        return _Failed(rank, path, problem)
-    t = one.rank(one.ranks[0])
-    t.rank = rank  # the rank the job's discovery gave this file
-    job = Job(traces={rank: t}, strings=one.strings, findings=[], skipped=[], path=path, rule_table=one.rule_table)
+            store.write_failure(Path(out), rank, path, one.problem)
+        return one
+    one, job = one
+    t = job.rank(rank)
     checks = check_rank(job, t)
     decode = [f for f in one.findings if f.code not in _JOB_CODES and f not in checks]
     s = rank_summary(job, rank)
@@ -121,6 +109,29 @@ def summarize_file(task: RankTask):
     s.info["map_seconds"] = round(time.perf_counter() - t0, 4)
     s.info["worker_peak_rss"] = _peak_rss()
     return s
+
+
+def load_rank(task: RankTask):
+    """``(the file as loaded, its one-rank job under the rank discovery gave)``, or a :class:`_Failed`."""
+    try:
+        one = load(
+            task.path,
+            cache=task.cache,
+            cache_dir=task.cache_dir,
+            workers=1,
+            progress_bar=False,
+            rules=list(task.rules) or None,
+        )
+    except OutputError:
+        raise  # no room to write: not the file's fault, and the run stops (a TaskFailed of this kind)
+    except HolotraceError as e:
+        return _Failed(task.rank, task.path, e.problem + (f" ({e.fix})" if e.fix else ""))
+    t = one.rank(one.ranks[0])
+    t.rank = task.rank  # the rank the job's discovery gave this file
+    job = Job(
+        traces={task.rank: t}, strings=one.strings, findings=[], skipped=[], path=task.path, rule_table=one.rule_table
+    )
+    return one, job
 
 
 def _peak_rss() -> Optional[int]:

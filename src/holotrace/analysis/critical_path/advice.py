@@ -21,9 +21,19 @@ from holotrace.analysis.critical_path.job_graph import (
     build_job_graph,
 )
 from holotrace.analysis.critical_path.replay import Replay, shared_base
+from holotrace.analysis.critical_path.straggler_fix import waits_of
 from holotrace.errors import AnalysisError
 
-__all__ = ["LONGEST_VS_LAST", "Advice", "CostliestRank", "costliest_rank", "job_advice"]
+__all__ = [
+    "LONGEST_VS_LAST",
+    "REPLAYS",
+    "Advice",
+    "CostliestRank",
+    "JobFacts",
+    "costliest_rank",
+    "job_advice",
+    "segment_advice",
+]
 
 SPEEDUPS = ("kernel", "cpu_op")  # fixes that assume work can be made faster, not waste removed
 WASTE_FIRST_PCT = 5.0  # a waste fix saving at least this % of the step ranks before every speed-up
@@ -95,6 +105,9 @@ def parse_combination(text: str | None) -> list[list[str]]:
     return [[_fix_for(x) for x in part.split(",") if x.strip()] for part in text.split(";") if part.strip()]
 
 
+REPLAYS = ("graph", "segments")
+
+
 def job_advice(
     source,
     *,
@@ -103,15 +116,37 @@ def job_advice(
     options: jw.WhatIfOptions | None = None,
     combine: Sequence[Sequence[str]] = (),
     only: Sequence[str] | None = None,
+    replay: str = "graph",
 ) -> Advice:
     """Every fix (or ``only`` these) tried on the replay of the whole job, ranked by the mean job step time it
     saves (``ranks``: fixes job-wide or on those ranks; ``steps``: savings over those steps only).
+
+    ``replay``: ``"graph"`` replays the job graph of every rank; ``"segments"`` replays the job at collective
+    granularity from each rank's segments (:mod:`holotrace.analysis.critical_path.segment_replay`: what a map over
+    ranks does, here in this process).
 
     Ranking: fixes that remove measured waste (a straggler, exposed communication, launch overhead, host
     synchronisation, data loading, kernel gaps) by their saving; a speed-up that assumes a kernel or CPU operator
     can be made ``speedup`` times faster ranks after every waste fix that saves at least ``WASTE_FIRST_PCT`` % of
     the step, and by its saving among the rest."""
     opts = options or jw.WhatIfOptions()
+    if replay == "segments":
+        from holotrace.analysis.critical_path.segments import rank_collectives, rank_segments
+        from holotrace.model.classify import NATIVE
+        from holotrace.model.view import job_view
+
+        view = job_view(source, NATIVE)
+        return segment_advice(
+            [rank_collectives(view, r) for r in view.ranks],
+            lambda plans: [rank_segments(view, p) for p in plans],
+            ranks=ranks,
+            steps=steps,
+            options=opts,
+            combine=combine,
+            only=only,
+        )
+    if replay != "graph":
+        raise AnalysisError(f"unknown replay {replay!r}", fix=f"use one of {', '.join(REPLAYS)}")
     g = build_job_graph(source)
     base = shared_base(g)
     info = jw.node_info(g)
@@ -119,7 +154,71 @@ def job_advice(
     cands = jw.candidates(g, base, info, opts, only=sorted(needed))
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos)
-    rep = ref.steps
+    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
+    names = lambda: [g.view.strings[int(g.view[int(r)]["name"][row])] for r, row in zip(g.node_rank[m], g.node_row[m])]
+    facts = JobFacts(
+        sorted(set(g.node_rank[g.node_rank >= 0].tolist())),
+        g.node_coll[m],
+        g.node_rank[m],
+        g.point_time[2 * m],
+        names,
+    )
+    return _finish(facts, ref.steps, ref.rank_steps, per, ranks, steps, list(g.issues), g, ref)
+
+
+@dataclass
+class JobFacts:
+    """What the costliest-rank sentence reads of a job, whichever replay made it: the ranks, and per collective
+    member its instance, rank, measured start (on the job's common clock) and kernel name (``names()``, read only
+    when a sentence needs one)."""
+
+    ranks: list
+    inst: np.ndarray
+    rank: np.ndarray
+    start: np.ndarray
+    names: object
+
+
+def segment_advice(
+    facts,
+    phase2,
+    *,
+    ranks: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
+    options: jw.WhatIfOptions | None = None,
+    combine: Sequence[Sequence[str]] = (),
+    only: Sequence[str] | None = None,
+) -> Advice:
+    """:func:`job_advice` from the ranks' phase 1 (``facts``: a :class:`~.segments.RankCollectives` per rank) and
+    ``phase2`` (a function of the ranks' :class:`~.segments.SegmentPlan` returning their
+    :class:`~.segments.RankSegments`: run in this process, or mapped over the ranks on any executor)."""
+    from holotrace.analysis.critical_path.replay import replay_tables, step_table
+    from holotrace.analysis.critical_path.segment_replay import plan_job, replay_job
+
+    plan = plan_job(facts, options=options, only=only, combine=combine)
+    rep = replay_job(plan, phase2(plan.plans))
+    steps_df, rank_steps = replay_tables(rep.measured, rep.base)
+    measured = steps_df.set_index("step")["measured_ms"]
+    replayed = steps_df.set_index("step")["replayed_ms"]
+    rows = []
+    for (fix, rank, target), (ends, ev) in rep.tries.items():
+        tab = step_table(ends)
+        t = pd.Series(tab["time"].to_numpy() / 1e6, index=tab["step"].astype(np.int64))
+        rows += jw.saving_rows(fix, rank, target, ev, t, measured, replayed)
+    per = pd.DataFrame(rows, columns=jw.SAVING_COLUMNS)
+    mem = plan.members
+    jf = JobFacts(
+        list(plan.ranks),
+        mem["instance"].to_numpy(),
+        mem["rank"].to_numpy(),
+        mem["start"].to_numpy(),
+        lambda: mem["name"].tolist(),
+    )
+    return _finish(jf, steps_df, rank_steps, per, ranks, steps, list(plan.issues))
+
+
+def _finish(facts: JobFacts, rep, rank_steps, per, ranks, steps, issues, g=None, ref=None) -> Advice:
+    """The advice from the replay's step tables and every fix's savings per step, whichever replay made them."""
     if steps is not None:
         wanted = [int(s) for s in steps]
         missing = sorted(set(wanted) - set(rep["step"].tolist()))
@@ -131,11 +230,11 @@ def job_advice(
             )
         rep = rep[rep["step"].isin(wanted)].reset_index(drop=True)
         per = per[per["step"].isin(wanted)].reset_index(drop=True)
-    costliest = _costliest(g, ref, per, rep)
+    costliest = _costliest(facts, rank_steps, per, rep)
     shown = per if ranks is None else per[per["rank"].isna() | per["rank"].isin(list(ranks))]
     fixes = _rank_fixes(shown, len(rep))
     replay_rows = rep[["step", "measured_ms", "replayed_ms", "error_pct"]].reset_index(drop=True)
-    return Advice(fixes, per, replay_rows, costliest, list(g.issues), g, ref)
+    return Advice(fixes, per, replay_rows, costliest, issues, g, ref)
 
 
 def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
@@ -171,17 +270,17 @@ def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
     return agg[cols]
 
 
-def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -> CostliestRank:
-    ranks = sorted(set(g.node_rank[g.node_rank >= 0].tolist()))
+def _costliest(facts: JobFacts, rank_steps: pd.DataFrame, per: pd.DataFrame, rep: pd.DataFrame) -> CostliestRank:
+    ranks = facts.ranks
     if not ranks:
         return CostliestRank(None, "no rank has runtime calls or GPU work to compare")
-    rs = ref.rank_steps[ref.rank_steps["step"].isin(rep["step"])]
+    rs = rank_steps[rank_steps["step"].isin(rep["step"])]
     mean_step = rs.groupby("rank")["measured_ms"].mean()
     longest = int(mean_step.sort_values(ascending=False, kind="stable").index[0]) if len(mean_step) else ranks[0]
     if len(ranks) == 1:
         return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
     n = max(len(rep), 1)
-    caused = jw.waits_caused(g)
+    caused = waits_of(facts.inst, facts.rank, facts.start)
     last = (
         int(caused.sort_values(ascending=False, kind="stable").index[0]) if len(caused) and caused.max() > 0 else None
     )
@@ -192,7 +291,7 @@ def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -
     if len(strag) and strag.iloc[0] > 0.01 * step_ms:
         r = int(strag.index[0])
         ev = per[(per["fix"] == "straggler") & (per["rank"] == r)]["evidence"].iloc[0]
-        coll = _worst_collective(g, r)
+        coll = _worst_collective(facts, r)
         waited = float(caused.get(r, 0.0)) / 1e6 / n
         if r == last:
             why = (
@@ -220,10 +319,9 @@ def _costliest(g: JobGraph, ref: Replay, per: pd.DataFrame, rep: pd.DataFrame) -
     return CostliestRank(longest, why, 0.0, last, longest)
 
 
-def _worst_collective(g: JobGraph, r: int) -> str:
+def _worst_collective(facts: JobFacts, r: int) -> str:
     """The collective kernel (full name) at which the others waited longest for rank ``r``."""
-    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    df = pd.DataFrame({"inst": g.node_coll[m], "rank": g.node_rank[m], "start": g.point_time[2 * m], "node": m})
+    df = pd.DataFrame({"inst": facts.inst, "rank": facts.rank, "start": facts.start, "at": np.arange(len(facts.inst))})
     arrive = df.groupby("inst")["start"].transform("max")
     df["wait"] = arrive - df["start"]
     lastr = df.sort_values(["inst", "start"], ascending=[True, False], kind="stable").groupby("inst").head(1)
@@ -231,11 +329,10 @@ def _worst_collective(g: JobGraph, r: int) -> str:
     if mine.empty:
         return "none"
     w = df.groupby("inst")["wait"].sum().reindex(mine["inst"])
-    node = int(mine.set_index("inst").loc[w.idxmax(), "node"])
-    return g.view.strings[int(g.view[r]["name"][g.node_row[node]])]
+    return str(facts.names()[int(mine.set_index("inst").loc[w.idxmax(), "at"])])
 
 
-def costliest_rank(source) -> CostliestRank:
+def costliest_rank(source, *, replay: str = "graph") -> CostliestRank:
     """Which rank costs the job most, and why: the rank whose compute brought to the median saves the job most
     (:func:`job_advice` with the straggler fix alone), else the rank with the longest step."""
-    return job_advice(source, only=("straggler",)).costliest
+    return job_advice(source, only=("straggler",), replay=replay).costliest

@@ -23,7 +23,14 @@ import pandas as pd
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
 
-__all__ = ["CollectiveMatch", "match_collectives"]
+__all__ = [
+    "CollectiveMatch",
+    "clock_offsets",
+    "match_collectives",
+    "match_tables",
+    "rank_kernels",
+    "skew_issue",
+]
 
 
 @dataclass
@@ -48,7 +55,9 @@ def _arg(v, column: str, n_sel: int, sel: np.ndarray) -> np.ndarray:
     return v.arg(column)[sel].astype(np.int64) if column in v.model else np.full(n_sel, -1, dtype=np.int64)
 
 
-def _rank_kernels(view, r: int) -> pd.DataFrame:
+def rank_kernels(view, r: int) -> pd.DataFrame:
+    """One rank's communication kernels, the table the matcher reads: ``rank, row, step, group, kind, ts, role,
+    sender, receiver, occurrence`` (``group``/``kind``: string ids of the view)."""
     v = view[r]
     sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
     group = _arg(v, "process_group_name", len(sel), sel)
@@ -109,24 +118,31 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
     Instances held by one rank only are left out (nothing to match); a (step, group, kind) whose ranks hold
     different counts, and a send or recv without its partner, are left out and named in ``unmatched``."""
     view = job_view(source, rules or getattr(source, "rules", NATIVE))
-    parts = [_rank_kernels(view, r) for r in view.select(ranks)]
+    chosen = view.select(ranks)
+    return match_tables([rank_kernels(view, r) for r in chosen], set(chosen), lambda i: view.strings[int(i)])
+
+
+def match_tables(parts: Sequence[pd.DataFrame], ranks: set, name) -> CollectiveMatch:
+    """:func:`match_collectives` on the ranks' tables of :func:`rank_kernels` (``group`` and ``kind`` codes shared
+    by every table; ``name(code)`` gives the text the unmatched lines show): the one matcher, whether the tables
+    come from a job held here or from the ranks' maps."""
     parts = [p for p in parts if len(p)]
     cols = ["rank", "row", "step", "group", "kind", "occurrence", "instance"]
     if not parts:
         return CollectiveMatch(pd.DataFrame({c: pd.Series([], dtype=np.int64) for c in cols}))
     d = pd.concat(parts, ignore_index=True)
     p2p = d["role"].to_numpy() >= 0
-    pairs, unmatched = _pair_p2p(d[p2p], set(view.select(ranks))) if p2p.any() else (d[p2p], [])
+    pairs, unmatched = _pair_p2p(d[p2p], ranks) if p2p.any() else (d[p2p], [])
     d = d[~p2p]
     key = ["step", "group", "kind"]
     counts = d.groupby(key + ["rank"], sort=True).size().rename("n").reset_index()
     spread = counts.groupby(key, sort=True)["n"].agg(["min", "max", "size"]).reset_index()
     bad = spread[spread["min"] != spread["max"]]
     for t in bad.itertuples(index=False):
-        name = view.strings[int(t.kind)] if t.kind >= 0 else "?"
-        grp = f" of group {view.strings[int(t.group)]}" if t.group >= 0 else ""
+        what = name(t.kind) if t.kind >= 0 else "?"
+        grp = f" of group {name(t.group)}" if t.group >= 0 else ""
         unmatched.append(
-            f"step {t.step}: the ranks hold {t.min} to {t.max} '{name}' collectives{grp}; not matched across ranks"
+            f"step {t.step}: the ranks hold {t.min} to {t.max} '{what}' collectives{grp}; not matched across ranks"
         )
     if len(bad):
         drop = d.merge(bad[key], on=key, how="left", indicator=True)["_merge"].to_numpy() == "both"
@@ -142,3 +158,36 @@ def match_collectives(source, *, rules: RuleSet | None = None, ranks: Sequence[i
         pairs["instance"] = first + pairs.groupby(pkey, sort=False).ngroup().to_numpy().astype(np.int64)
         d = pd.concat([d, pairs], ignore_index=True)
     return CollectiveMatch(d[cols].reset_index(drop=True), unmatched)
+
+
+def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) -> tuple[dict, float]:
+    """Per-rank offsets (ns, every rank of ``all_ranks``) that make the members of each collective instance end
+    together (median fit), and the residual spread; ``end``: each member's end (ns from its rank's first event),
+    ``inst`` its instance, ``rk`` its rank."""
+    ranks = sorted(set(rk.tolist()))
+    if len(ranks) < 2 or not len(end):
+        return {r: 0 for r in all_ranks}, 0.0
+    off = {r: 0.0 for r in ranks}
+    for _ in range(3):
+        adj = end + np.array([off[r] for r in rk])
+        mean = pd.Series(adj).groupby(inst).transform("mean").to_numpy()
+        resid = pd.Series(mean - adj).groupby(rk).median()
+        for r in ranks:
+            off[r] += float(resid[r])
+        shift = off[ranks[0]]
+        off = {r: o - shift for r, o in off.items()}
+    adj = end + np.array([off[r] for r in rk])
+    by_inst = pd.Series(adj).groupby(inst)
+    spread = by_inst.max() - by_inst.min()
+    out = {r: round(off.get(r, 0.0)) for r in all_ranks}
+    return out, float(spread.median()) if len(spread) else 0.0
+
+
+def skew_issue(skew: float) -> str | None:
+    """The line that reports a residual clock skew too large to trust cross-rank waits (None when it is not)."""
+    if skew <= 50_000:
+        return None
+    return (
+        f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
+        "ranks' clocks: cross-rank waits are uncertain by about that much"
+    )

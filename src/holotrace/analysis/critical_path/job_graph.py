@@ -35,13 +35,22 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 
-from holotrace.analysis.critical_path.collectives import match_collectives
+from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, Kind
 from holotrace.model.view import job_view
 
-__all__ = ["EDGE_KIND_NAMES", "EdgeKind", "JobGraph", "NodeType", "build_job_graph"]
+__all__ = [
+    "EDGE_KIND_NAMES",
+    "EdgeKind",
+    "GraphFrame",
+    "JobGraph",
+    "NodeType",
+    "build_job_graph",
+    "clock_offsets",
+    "skew_issue",
+]
 
 STREAM_WAIT_WINDOW_NS = 10_000  # a stream wait is inferred when the operation starts within this of the other's end
 STREAM_WAIT_SLACK_NS = 2_000  # ... and at least this later than its own stream and launch explain
@@ -197,31 +206,11 @@ def _rank_nodes(view, r: int, base: int) -> dict:
 def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
     """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread."""
     k = match.kernels
-    ranks = sorted(set(k["rank"].tolist()))
-    if len(ranks) < 2 or k.empty:
-        return {r: 0 for r in view.ranks}, 0.0
     end = np.empty(len(k), dtype=np.float64)
-    for r in ranks:
+    for r in sorted(set(k["rank"].tolist())):
         sel = (k["rank"] == r).to_numpy()
-        rows = k["row"].to_numpy()[sel]
-        v = view[r]
-        end[sel] = (v["end"][rows] - base[r]).astype(np.float64)
-    inst = k["instance"].to_numpy()
-    rk = k["rank"].to_numpy()
-    off = {r: 0.0 for r in ranks}
-    for _ in range(3):
-        adj = end + np.array([off[r] for r in rk])
-        mean = pd.Series(adj).groupby(inst).transform("mean").to_numpy()
-        resid = pd.Series(mean - adj).groupby(rk).median()
-        for r in ranks:
-            off[r] += float(resid[r])
-        shift = off[ranks[0]]
-        off = {r: o - shift for r, o in off.items()}
-    adj = end + np.array([off[r] for r in rk])
-    by_inst = pd.Series(adj).groupby(inst)
-    spread = by_inst.max() - by_inst.min()
-    out = {r: round(off.get(r, 0.0)) for r in view.ranks}
-    return out, float(spread.median()) if len(spread) else 0.0
+        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] - base[r]).astype(np.float64)
+    return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
 def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: int) -> np.ndarray:
@@ -252,28 +241,43 @@ def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray
     return out
 
 
-def build_job_graph(source, *, ranks: Sequence[int] | None = None) -> JobGraph:
+@dataclass
+class GraphFrame:
+    """What a graph of some ranks of a bigger job takes from the whole job instead of computing it (the scale-out
+    replay, :mod:`holotrace.analysis.critical_path.segments`): the collectives matched job-wide (these ranks'
+    kernels, instances numbered 0..n-1), the clock offsets and residual skew, the job's time origin, and each
+    instance's arrival time (ns from ``origin``, offsets applied). Arrival points then have no incoming edge: each
+    is a fixed input at its given time."""
+
+    match: object
+    offsets: dict
+    skew: float
+    origin: int
+    arrival: np.ndarray
+
+
+def build_job_graph(source, *, ranks: Sequence[int] | None = None, frame: GraphFrame | None = None) -> JobGraph:
     """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
     per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
     the replay keeps on it."""
     view = job_view(source, NATIVE)
     chosen = view.select(ranks)
+    if frame is not None:  # a part of a bigger job: not kept on the view
+        return _build(view, chosen, frame)
     return view.derived(("job_graph", tuple(chosen)), lambda: _build(view, chosen))
 
 
-def _build(view, chosen: list[int]) -> JobGraph:
+def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
-    origin = min(common.values()) if common else 0
-    match = match_collectives(view, ranks=chosen)
     per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
-    offsets, skew = _clock_offsets(view, match, per, base)
-    issues = list(match.unmatched)
-    if skew > 50_000:
-        issues.append(
-            f"members of a collective still end {skew / 1e3:.0f} us apart (median) after aligning the "
-            "ranks' clocks: cross-rank waits are uncertain by about that much"
-        )
+    if frame is None:
+        origin = min(common.values()) if common else 0
+        match = match_collectives(view, ranks=chosen)
+        offsets, skew = _clock_offsets(view, match, per, base)
+    else:
+        origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
+    issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
     parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
@@ -308,6 +312,8 @@ def _build(view, chosen: list[int]) -> JobGraph:
     coll_nodes = np.flatnonzero(node_coll >= 0)
     arr_time = np.full(n_inst, -np.inf)
     np.maximum.at(arr_time, node_coll[coll_nodes], start[coll_nodes])
+    if frame is not None:
+        arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
     arr_node = len(node_rank) + np.arange(n_inst)
     node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
     node_row = np.concatenate([node_row, np.full(n_inst, -1)])
@@ -346,7 +352,7 @@ def _build(view, chosen: list[int]) -> JobGraph:
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos
+        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished
@@ -387,9 +393,10 @@ def _build(view, chosen: list[int]) -> JobGraph:
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos):
+def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
     """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``pos``: the position in
-    ``order`` of every point."""
+    ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without them, each arrival point is a fixed
+    input)."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -465,7 +472,8 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))
     if len(members):
         a = arr_node[node_coll[members]]
-        add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
+        if arrive:
+            add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
         xfer = pt[2 * members + 1] - pt[2 * a]
         add(2 * a, 2 * members + 1, EdgeKind.XFER, np.clip(xfer, 0, None))
     if not S:

@@ -52,8 +52,11 @@ __all__ = [
     "WhatIfOptions",
     "apply",
     "candidates",
+    "compute_table",
+    "cpu_op_totals",
     "evaluate",
     "node_info",
+    "saving_rows",
     "straggler_candidates",
     "waits_caused",
 ]
@@ -81,6 +84,8 @@ class WhatIfOptions:
     top: int = 3  # kernels / CPU operators tried
     data_load_patterns: tuple = ("DataLoader",)
     kernel_match: str | None = None  # a kernel class (substring) instead of the top kernel names
+    kernels: tuple | None = None  # these kernel names instead of the top ones (the job's, agreed by a scale-out run)
+    cpu_ops: tuple | None = None  # these CPU operator names instead of the top ones (likewise)
 
 
 @dataclass
@@ -211,10 +216,7 @@ def candidates(
     gpu = nt == NodeType.GPU
     dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
     dur_node = g.chain_order[dur_pos] // 2
-    # per (rank, step, name): GPU compute time
-    comp = dur_pos[gpu[dur_node] & ~info.comm[dur_node]]
-    cn = g.chain_order[comp] // 2
-    kdf = pd.DataFrame({"rank": rk[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
+    kdf = compute_table(g, base, info)
     multi = len(set(rk[rk >= 0].tolist())) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
     if multi and len(kdf) and "straggler" in want:
@@ -266,6 +268,8 @@ def candidates(
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
             targets = [(opts.kernel_match, np.isin(info.name, ids))]
+        elif opts.kernels is not None:
+            targets = [(k, np.isin(info.name, view.name_ids({k}))) for k in opts.kernels]
         else:
             top = kdf.groupby("name")["t"].sum().sort_values(ascending=False, kind="stable").head(opts.top)
             targets = [(view.strings[int(i)], info.name == i) for i in top.index]
@@ -301,6 +305,18 @@ def candidates(
             )
         )
     return out
+
+
+def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
+    """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
+    nt = g.node_type
+    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
+    dur_node = g.chain_order[dur_pos] // 2
+    comp = dur_pos[(nt == NodeType.GPU)[dur_node] & ~info.comm[dur_node]]
+    cn = g.chain_order[comp] // 2
+    return pd.DataFrame(
+        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}
+    )
 
 
 def _straggler(g: JobGraph, info: NodeInfo, tables: StragglerTables, r: int) -> Candidate:
@@ -354,17 +370,14 @@ def _parents(view, r: int) -> np.ndarray:
     return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
 
 
-def _cpu_op_covers(g, info, opts, gap_pos, base):
-    """The ``opts.top`` CPU operators holding the most host time between calls, and each one's gap cover."""
+def cpu_op_totals(g: JobGraph, info: NodeInfo, gap_pos: np.ndarray, base: Delays) -> dict:
+    """Per CPU operator (name id): the host time between calls inside it (ns, every rank of the graph)."""
     view = g.view
     dst = g.chain_order[gap_pos] // 2
-    ranks = sorted(set(g.node_rank[dst].tolist()))
     tot: dict = {}
-    parents = {}
-    for r in ranks:
+    for r in sorted(set(g.node_rank[dst].tolist())):
         rv = view[r]
         parent = _parents(view, r)
-        parents[r] = parent
         sel = g.node_rank[dst] == r
         rows = g.node_row[dst[sel]]
         up = parent[rows]
@@ -373,10 +386,22 @@ def _cpu_op_covers(g, info, opts, gap_pos, base):
         s = pd.Series(base.chain[gap_pos[sel]][ok]).groupby(rv["name"][up[ok]]).sum()
         for k, v in s.items():
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
-    top = sorted(tot.items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
-    for name_id, _ in top:
-        rows = {r: np.flatnonzero(view[r]["name"] == name_id) for r in ranks}
-        yield view.strings[name_id], _gap_cover(g, info, _intervals(g, rows))
+    return tot
+
+
+def _cpu_op_covers(g, info, opts, gap_pos, base):
+    """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
+    one's gap cover."""
+    view = g.view
+    ranks = sorted(set(g.node_rank[g.chain_order[gap_pos] // 2].tolist()))
+    if opts.cpu_ops is not None:
+        named = [(n, view.name_ids({n})) for n in opts.cpu_ops]
+    else:
+        top = sorted(cpu_op_totals(g, info, gap_pos, base).items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
+        named = [(view.strings[i], [i]) for i, _ in top]
+    for label, ids in named:
+        rows = {r: np.flatnonzero(np.isin(view[r]["name"], ids)) for r in ranks}
+        yield label, _gap_cover(g, info, _intervals(g, rows))
 
 
 def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
@@ -410,36 +435,44 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
             t = replay_times(g, apply(base, parts))
             if key:
                 g.memo[key] = t
-        sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)
-        for s in replayed.index:
-            m = float(measured[s])
-            rows.append(
-                {
-                    "fix": fix,
-                    "rank": rank,
-                    "target": target,
-                    "step": int(s),
-                    "saving_ms": float(sav[s]),
-                    "saving_pct": 100.0 * float(sav[s]) / m if m > 0 else 0.0,
-                    "predicted_step_ms": m - float(sav[s]),
-                    "measured_ms": m,
-                    "evidence": list(ev),
-                }
-            )
-    return ref, pd.DataFrame(
-        rows,
-        columns=[
-            "fix",
-            "rank",
-            "target",
-            "step",
-            "saving_ms",
-            "saving_pct",
-            "predicted_step_ms",
-            "measured_ms",
-            "evidence",
-        ],
-    )
+        rows += saving_rows(fix, rank, target, ev, t, measured, replayed)
+    return ref, pd.DataFrame(rows, columns=SAVING_COLUMNS)
+
+
+SAVING_COLUMNS = [
+    "fix",
+    "rank",
+    "target",
+    "step",
+    "saving_ms",
+    "saving_pct",
+    "predicted_step_ms",
+    "measured_ms",
+    "evidence",
+]
+
+
+def saving_rows(fix, rank, target, evidence, t: pd.Series, measured: pd.Series, replayed: pd.Series) -> list[dict]:
+    """One row per step of a fix whose replayed job step times (ms, by step) are ``t``: the saving against the
+    unmodified replay (``replayed``), in ms and in % of the ``measured`` job step."""
+    sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)
+    rows = []
+    for s in replayed.index:
+        m = float(measured[s])
+        rows.append(
+            {
+                "fix": fix,
+                "rank": rank,
+                "target": target,
+                "step": int(s),
+                "saving_ms": float(sav[s]),
+                "saving_pct": 100.0 * float(sav[s]) / m if m > 0 else 0.0,
+                "predicted_step_ms": m - float(sav[s]),
+                "measured_ms": m,
+                "evidence": list(evidence),
+            }
+        )
+    return rows
 
 
 def replay_times(g: JobGraph, d: Delays) -> pd.Series:

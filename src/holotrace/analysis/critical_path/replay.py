@@ -41,6 +41,7 @@ __all__ = [
     "base_delays",
     "gpu_idle",
     "replay",
+    "replay_tables",
     "shared_base",
     "solve",
     "step_ends",
@@ -397,7 +398,13 @@ def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
 
 def _replay(g: JobGraph, d: Delays) -> Replay:
     t, passes = solve(g, d)
-    m_ends, r_ends = step_ends(g, g.point_time), step_ends(g, t)
+    steps, rank_steps = replay_tables(step_ends(g, g.point_time), step_ends(g, t))
+    return Replay(g, d, t, passes, steps, rank_steps)
+
+
+def replay_tables(m_ends: pd.DataFrame, r_ends: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:class:`Replay`'s ``steps`` and ``rank_steps`` from the measured and replayed :func:`step_ends` (whichever
+    replay gave them: the job graph's, or the scale-out replay's at collective granularity)."""
     m, r = step_table(m_ends), step_table(r_ends)
     steps = pd.DataFrame(
         {"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6, "replayed_ms": r["time"].to_numpy() / 1e6}
@@ -415,7 +422,7 @@ def _replay(g: JobGraph, d: Delays) -> Replay:
             "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6,
         }
     )
-    return Replay(g, d, t, passes, steps, rank_steps)
+    return steps, rank_steps
 
 
 def gpu_idle(g: JobGraph) -> pd.DataFrame:

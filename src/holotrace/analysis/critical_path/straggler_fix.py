@@ -13,15 +13,26 @@ import pandas as pd
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays
 
-__all__ = ["StragglerTables", "straggler_candidates", "straggler_edit", "waits_caused"]
+__all__ = [
+    "StragglerTables",
+    "pick_stragglers",
+    "straggler_candidates",
+    "straggler_edit",
+    "waits_caused",
+    "waits_of",
+]
 
 
 def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int]:
     """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
     over the median rank's."""
-    waited = waits_caused(g)
+    return pick_stragglers(waits_caused(g), kdf.groupby("rank")["t"].sum(), n)
+
+
+def pick_stragglers(waited: pd.Series, per: pd.Series, n: int = 2) -> list[int]:
+    """:func:`straggler_candidates` from the time others waited for each rank (``waited``, ns) and each rank's GPU
+    compute (``per``, ns)."""
     ranks = [int(r) for r in waited.sort_values(ascending=False, kind="stable").index[:n] if waited[r] > 0]
-    per = kdf.groupby("rank")["t"].sum()
     if len(per):
         excess = (per / per.median()).sort_values(ascending=False, kind="stable")
         if int(excess.index[0]) not in ranks:
@@ -32,10 +43,14 @@ def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int
 def waits_caused(g: JobGraph) -> pd.Series:
     """Per rank: the time the other members of its collectives waited for it (it arrived last), in ns."""
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    if not len(m):
+    return waits_of(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
+
+
+def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series:
+    """:func:`waits_caused` from the collective members' instances, ranks and measured starts."""
+    if not len(inst):
         return pd.Series(dtype=np.float64)
-    inst, start = g.node_coll[m], g.point_time[2 * m]
-    df = pd.DataFrame({"inst": inst, "rank": g.node_rank[m], "start": start})
+    df = pd.DataFrame({"inst": inst, "rank": rank, "start": start})
     last = (
         df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
     )
@@ -57,6 +72,7 @@ class StragglerTables:
     nodes: np.ndarray  # per chain position: its node
     kpos: np.ndarray  # chain positions of GPU compute (a kernel's own duration, not communication)
     hpos: np.ndarray  # chain positions of host time (calls and the gaps between them)
+    medians: tuple | None = None  # (compute, host) of the median rank per step, when they come from the whole job
 
     @classmethod
     def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
@@ -83,9 +99,10 @@ def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callab
     """Rank ``r``'s GPU compute and host time per step scaled to the median rank's (its communication kernels keep
     their time): the delay edit and its evidence."""
     kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
-    factor = (med.median(axis=1) / med[r]).clip(upper=1.0).fillna(1.0)
+    med_c, med_h = tables.medians or (med.median(axis=1), hs.median(axis=1))
+    factor = (med_c / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
-    hfac = (hs.median(axis=1) / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
+    hfac = (med_h / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
     kpos = tables.kpos[g.node_rank[nodes[tables.kpos]] == r]
     kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
     hpos = tables.hpos[g.node_rank[nodes[tables.hpos]] == r]
@@ -98,7 +115,7 @@ def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callab
     per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
     med_name = tables.by_name
     excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
-    ratio = float(med[r].sum() / med.median(axis=1).sum()) if med.median(axis=1).sum() else 1.0
+    ratio = float(med[r].sum() / med_c.sum()) if med_c.sum() else 1.0
     ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]
     if len(excess) and excess.iloc[0] > 0:
         ev.append(g.view.strings[int(excess.index[0])])
