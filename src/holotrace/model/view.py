@@ -32,7 +32,8 @@ column              dtype    meaning
 
 Times are in the rules' unit: exact integer nanoseconds on the rank's own clock (holotrace), or HTA's
 rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobView.us`` converts.
-A view never shares writable memory with the model; treat its arrays as read-only.
+A view never shares writable memory with the model: a model column that is already int64 and read-only (mapped
+from the cache) is held as it is, the others are copied; treat every array of a view as read-only.
 """
 
 from __future__ import annotations
@@ -277,8 +278,8 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
     c = t.columns
     n = t.n_events
-    i64 = lambda a: np.asarray(a).astype(np.int64)  # noqa: E731  (a copy: views never share the model's memory)
-    kind = np.asarray(c["kind"]).astype(np.int8)
+    i64 = lambda a: _held(a, np.int64)  # noqa: E731
+    kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
     partner = i64(c["partner"])
     has_corr = np.asarray(c["correlation"]) >= 0
@@ -299,11 +300,20 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "kind": kind,
         "gpu": gpu,
         "partner": partner,
-        "index_correlation": icorr.astype(np.int64),
+        "index_correlation": icorr.astype(np.int64, copy=False),
         "iteration": i64(c["iteration"]),
     }
     cols.update(classify_rank(cols, job.strings, table, gpu=gpu, collective_name=c.get("collective_name")))
     return RankView(int(rank), {k: cols[k] for k in COLUMNS}, c, int(t.clock_offset_ns))
+
+
+def _held(a, dtype) -> np.ndarray:
+    """A model column as ``dtype``, for the view to hold: the model's own array when it already has that dtype
+    and is read-only (mapped from the cache: nothing can write through it), else a copy."""
+    a = np.asarray(a)
+    if a.dtype == dtype and not a.flags.writeable:
+        return a
+    return a.astype(dtype)
 
 
 def take_rows(v: RankView, rows: np.ndarray) -> RankView:

@@ -181,7 +181,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     ).astype(np.int8)
     start = np.concatenate([ts[calls], ts[srows], ts[srows] + dur[srows], ts[gpu]]) - base
     length = np.concatenate([dur[calls], np.zeros(2 * len(srows), dtype=np.int64), dur[gpu]])
-    it = np.nan_to_num(rv["iteration"], nan=-1).astype(np.int64)
+    it = rv["iteration"]
+    it = it if it.dtype == np.int64 else np.nan_to_num(it, nan=-1).astype(np.int64)
     step = np.concatenate([it[calls], snum, snum, it[gpu]])
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
     thread = np.concatenate(
@@ -195,8 +196,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     return {
         "rows": rows,
         "type": ntype,
-        "start": start.astype(np.int64),
-        "dur": np.maximum(length, 0).astype(np.int64),
+        "start": start.astype(np.int64, copy=False),
+        "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
         "thread": thread,
     }
@@ -232,9 +233,12 @@ def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray
     by_chain = np.argsort(pc, kind="stable")
     c = pc[by_chain]
     cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
-    parts = [by_chain[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist())]
-    parts = [seg[np.argsort(pt[seg], kind="stable")] for seg in parts]
-    return np.concatenate([*parts, np.arange(n_work, len(pt))]).astype(np.int64)
+    out = np.empty(len(pt), dtype=np.int64)
+    for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist()):
+        seg = by_chain[a:b]
+        out[a:b] = seg[np.argsort(pt[seg], kind="stable")]
+    out[n_work:] = np.arange(n_work, len(pt))
+    return out
 
 
 @dataclass
@@ -275,11 +279,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
     issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
-    parts = []
-    for r in chosen:
-        p = per[r]
-        shift = common[r] - origin + offsets.get(r, 0)
-        parts.append((r, p, shift))
+    parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
     node_rank = (
         np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
@@ -290,6 +290,9 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
+    # the ranks' node arrays, concatenated now: freed before the bigger arrays below
+    per.clear()
+    parts.clear()
     node_coll = np.full(len(node_rank), -1, dtype=np.int64)
     # collective instances -> GPU nodes
     k = match.kernels
@@ -325,25 +328,33 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     n = len(node_rank)
     pt = np.empty(2 * n)
     pt[0::2], pt[1::2] = start, start + dur
+    del start, dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
     ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
+    del thread
     p_chain = np.repeat(ck, 2)
     order = _chain_order(pt, p_chain, 2 * (n - n_inst))
     c = p_chain[order]
+    del p_chain
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
-    lag = np.where(first, 0.0, pt[order] - pt[np.maximum(prev, 0)]) if len(order) else np.zeros(0)
+    pt_o = pt[order]  # the points' times in chain order: the previous point's is the entry before
+    lag = np.empty(len(order))
+    lag[1:] = pt_o[1:] - pt_o[:-1]
+    lag[first] = 0.0
+    del pt_o
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
+    del prev
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     ckind[first] = -1
     cfloor = np.zeros(len(order))
-    src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, arrive=frame is None
-    )
-    elag = pt[dst] - pt[src]
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
+    src, dst, kind, floor = _cross_edges(
+        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
+    )
+    elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished
     sy = kind == EdgeKind.SYNC
     at = pos[dst[sy]]
@@ -382,9 +393,10 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, arrive=True):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``arrive``: with the
-    ``ARRIVE`` edges (without them, each arrival point is a fixed input)."""
+def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``pos``: the position in
+    ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without them, each arrival point is a fixed
+    input)."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -395,8 +407,6 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
 
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    pos = np.empty(len(order), dtype=np.int64)
-    pos[order] = np.arange(len(order))
     explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
