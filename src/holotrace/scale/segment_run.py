@@ -22,7 +22,14 @@ from typing import Optional
 from holotrace.analysis.critical_path.advice import Advice
 from holotrace.analysis.critical_path.advice import segment_advice as _advice
 from holotrace.analysis.critical_path.job_what_if import WhatIfOptions
-from holotrace.analysis.critical_path.segments import SegmentPlan, rank_collectives, rank_segments
+from holotrace.analysis.critical_path.segment_replay import intern
+from holotrace.analysis.critical_path.segments import (
+    RankCollectives,
+    RankSegments,
+    SegmentPlan,
+    rank_collectives,
+    rank_segments,
+)
 from holotrace.errors import AnalysisError, TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor
 from holotrace.exec.retry import map_retrying
@@ -105,13 +112,22 @@ def segment_advice(
     cdir = str(cache_dir) if cache_dir is not None else None
     tasks = {f.rank: RankTask(f.path, f.rank, cache, cdir, rules=_rules_files(rules)) for f in files}
     ex = executor or LocalExecutor()
+    pool: dict = {}
+
+    def keep(i, r):
+        if isinstance(r, RankCollectives):
+            return r.intern(pool)
+        return intern(r, pool) if isinstance(r, RankSegments) else r
+
+    def phase1():
+        return _check(map_retrying(ex, collectives_of_file, [SegmentTask(t) for t in tasks.values()], keep=keep))
+
+    def phase2(plans):
+        work = [SegmentTask(tasks[p.rank], p) for p in plans]
+        return _check(map_retrying(ex, segments_of_file, work, keep=keep))
+
     try:
-        facts = _check(map_retrying(ex, collectives_of_file, [SegmentTask(t) for t in tasks.values()]))
-
-        def phase2(plans):
-            return _check(map_retrying(ex, segments_of_file, [SegmentTask(tasks[p.rank], p) for p in plans]))
-
-        return _advice(facts, phase2, ranks=ranks, steps=steps, options=options, combine=combine, only=only)
+        return _advice(phase1, phase2, ranks=ranks, steps=steps, options=options, combine=combine, only=only)
     finally:
         if executor is None:
             ex.close()

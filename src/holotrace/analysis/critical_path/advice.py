@@ -137,7 +137,7 @@ def job_advice(
 
         view = job_view(source, NATIVE)
         return segment_advice(
-            [rank_collectives(view, r) for r in view.ranks],
+            lambda: [rank_collectives(view, r) for r in view.ranks],
             lambda plans: [rank_segments(view, p) for p in plans],
             ranks=ranks,
             steps=steps,
@@ -180,7 +180,7 @@ class JobFacts:
 
 
 def segment_advice(
-    facts,
+    phase1,
     phase2,
     *,
     ranks: Sequence[int] | None = None,
@@ -189,14 +189,16 @@ def segment_advice(
     combine: Sequence[Sequence[str]] = (),
     only: Sequence[str] | None = None,
 ) -> Advice:
-    """:func:`job_advice` from the ranks' phase 1 (``facts``: a :class:`~.segments.RankCollectives` per rank) and
-    ``phase2`` (a function of the ranks' :class:`~.segments.SegmentPlan` returning their
-    :class:`~.segments.RankSegments`: run in this process, or mapped over the ranks on any executor)."""
+    """:func:`job_advice` from the ranks' phase 1 (``phase1()``: a :class:`~.segments.RankCollectives` per rank,
+    let go once planned) and ``phase2`` (a function of the ranks' :class:`~.segments.SegmentPlan` returning their
+    :class:`~.segments.RankSegments`): each run in this process, or mapped over the ranks on any executor."""
     from holotrace.analysis.critical_path.replay import replay_tables, step_table
     from holotrace.analysis.critical_path.segment_replay import plan_job, replay_job
 
-    plan = plan_job(facts, options=options, only=only, combine=combine)
-    rep = replay_job(plan, phase2(plan.plans))
+    plan = plan_job(phase1(), options=options, only=only, combine=combine)
+    results = phase2(plan.plans)
+    plan.plans = []  # sent: what is left of them is in the results
+    rep = replay_job(plan, results)
     steps_df, rank_steps = replay_tables(rep.measured, rep.base)
     measured = steps_df.set_index("step")["measured_ms"]
     replayed = steps_df.set_index("step")["replayed_ms"]

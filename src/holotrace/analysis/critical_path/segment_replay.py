@@ -28,7 +28,7 @@ from holotrace.analysis.critical_path.segments import RankCollectives, RankSegme
 from holotrace.analysis.critical_path.straggler_fix import pick_stragglers, waits_of
 from holotrace.errors import AnalysisError
 
-__all__ = ["JobPlan", "SegmentReplay", "plan_job", "replay_job"]
+__all__ = ["JobPlan", "SegmentReplay", "intern", "plan_job", "replay_job"]
 
 _MATCH_COLUMNS = ["rank", "row", "step", "group", "kind", "occurrence", "instance"]
 
@@ -59,18 +59,17 @@ class SegmentReplay:
     tries: dict = field(default_factory=dict)  # key -> (ends, evidence)
 
 
-def _codes(facts: Sequence[RankCollectives]) -> tuple[list, list]:
-    """The ranks' matcher tables with ``group`` and ``kind`` as codes of one vocabulary, and the vocabulary."""
-    vocab: dict = {}
-    parts = []
-    for f in facts:
-        k = f.kernels
-        code = []
-        for col in ("group", "kind"):
-            vals = k[col].to_numpy(dtype=object)
-            code.append(np.array([-1 if v is None else vocab.setdefault(v, len(vocab)) for v in vals], np.int64))
-        parts.append(k.drop(columns=["start", "end", "name"]).assign(group=code[0], kind=code[1]))
-    return parts, list(vocab)
+def _codes(facts: Sequence[RankCollectives]) -> tuple[pd.DataFrame, list]:
+    """Every rank's matcher table in one, ``group`` and ``kind`` as codes of one vocabulary (-1: none), and the
+    vocabulary."""
+    cols = [c for c in (facts[0].kernels if facts else {}) if c not in ("start", "end", "name")]
+    d = {c: np.concatenate([f.kernels[c] for f in facts]) for c in cols}
+    if not d:
+        return pd.DataFrame(), []
+    n = len(d["group"])
+    codes, vocab = pd.factorize(np.concatenate([d["group"], d["kind"]]), use_na_sentinel=True)
+    d["group"], d["kind"] = codes[:n].astype(np.int64), codes[n:].astype(np.int64)
+    return pd.DataFrame(d), list(vocab)
 
 
 def plan_job(
@@ -85,10 +84,11 @@ def plan_job(
     facts = sorted(facts, key=lambda f: f.rank)
     ranks = [f.rank for f in facts]
     want = set(only or jw.FIXES) | {x for c in combine for x in c}
-    parts, vocab = _codes(facts)
-    match = match_tables(parts, set(ranks), lambda c: vocab[int(c)])
+    table, vocab = _codes(facts)
+    match = match_tables([table], set(ranks), lambda c: vocab[int(c)])
     k = match.kernels
-    times = pd.concat([f.kernels[["rank", "row", "start", "end", "name"]] for f in facts], ignore_index=True)
+    cat = lambda c: np.concatenate([f.kernels[c] for f in facts]) if facts else np.zeros(0)  # noqa: E731
+    times = pd.DataFrame({c: cat(c) for c in ("rank", "row", "start", "end", "name")})
     m = k.merge(times, on=["rank", "row"], how="left", sort=False)
     inst, rk = m["instance"].to_numpy(np.int64), m["rank"].to_numpy(np.int64)
     offsets, skew = clock_offsets(m["end"].to_numpy(np.float64), inst, rk, ranks)
@@ -104,13 +104,13 @@ def plan_job(
     issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
     # the straggler candidates, and what every rank's fixes agree on
     stragglers, med = [], None
-    compute = {f.rank: f.compute for f in facts if len(f.compute)}
+    compute = {f.rank: f.series("compute") for f in facts if len(f.totals["compute"][1])}
     if "straggler" in want and len(ranks) > 1 and compute:
         per = pd.Series({r: float(c.sum()) for r, c in compute.items()})
         stragglers = pick_stragglers(waits_of(inst, rk, start), per)
-        host = {f.rank: f.host for f in facts if len(f.host)}
+        host = {f.rank: f.series("host") for f in facts if len(f.totals["host"][1])}
         med_h = pd.DataFrame(host).median(axis=1) if host else pd.Series(dtype=np.float64)
-        by_name = pd.DataFrame({f.rank: f.kernel_time for f in facts if len(f.kernel_time)}).median(axis=1)
+        by_name = pd.DataFrame({f.rank: f.series("kernel_time") for f in facts}).median(axis=1)
         med = (pd.DataFrame(compute).median(axis=1), med_h, by_name)
     if opts.kernel_match is None and opts.kernels is None:
         opts = dataclasses.replace(opts, kernels=_top(facts, "kernel_time", opts.top))
@@ -124,7 +124,8 @@ def plan_job(
     for i, r in enumerate(ranks):
         sel = order[cut[i] : cut[i + 1]]
         uniq, local = np.unique(inst[sel], return_inverse=True)
-        kr = k.iloc[sel][_MATCH_COLUMNS].assign(instance=local.reshape(-1).astype(np.int64)).reset_index(drop=True)
+        kr = {c: k[c].to_numpy()[sel] for c in _MATCH_COLUMNS}
+        kr["instance"] = local.reshape(-1).astype(np.int64)
         plans.append(
             SegmentPlan(
                 r,
@@ -146,7 +147,7 @@ def plan_job(
 
 def _top(facts, attr: str, n: int) -> tuple:
     """The ``n`` names holding the most time over every rank (ties: by name)."""
-    parts = [getattr(f, attr) for f in facts if len(getattr(f, attr))]
+    parts = [f.series(attr) for f in facts if len(f.totals[attr][1])]
     if not parts:
         return ()
     tot = pd.concat(parts).groupby(level=0).sum()
@@ -160,17 +161,35 @@ def replay_job(plan: JobPlan, results: Sequence[RankSegments]) -> SegmentReplay:
     members = plan.members
     inst = members["instance"].to_numpy(np.int64)
     n_inst = len(plan.arrival)
-    measured = pd.concat([x.measured for x in results], ignore_index=True)
-    base = {x.rank: x.tries[0][4] for x in results}
+    measured = pd.concat(
+        [
+            pd.DataFrame(
+                {"rank": np.int64(x.rank), "step": x.steps, "start": x.measured[:, 0], "end": x.measured[:, 1]}
+            )
+            for x in results
+            if len(x.steps)
+        ]
+        or [pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})],
+        ignore_index=True,
+    )
+    base = {x.rank: x.segments(0) for x in results}
     keys: dict = {}
     for x in results:
-        for fix, rank, target, ev, _ in x.tries[1:]:
-            keys.setdefault((fix, rank, target), []).append(ev)
+        for key, ev in zip(x.keys[1:], x.evidence[1:]):
+            keys.setdefault(key, []).append(ev)
     out = SegmentReplay(measured, _ends(results, base, inst, n_inst))
     for key in sorted(keys, key=lambda kk: _key_order(plan, kk)):
-        segs = {x.rank: next((s for f, r, t, _, s in x.tries[1:] if (f, r, t) == key), base[x.rank]) for x in results}
+        segs = {x.rank: x.segments(x.keys.index(key)) if key in x.keys else base[x.rank] for x in results}
         out.tries[key] = (_ends(results, segs, inst, n_inst), _evidence(keys[key], plan.options.top, key[0]))
     return out
+
+
+def intern(x: RankSegments, pool: dict) -> RankSegments:
+    """``x`` with its keys and evidence shared with the other ranks' (``pool``): what the driver keeps of a rank's
+    phase 2 as it arrives."""
+    x.keys = [pool.setdefault(k, k) for k in x.keys]
+    x.evidence = [pool.setdefault(("evidence", e), e) for e in x.evidence]
+    return x
 
 
 def _key_order(plan: JobPlan, key) -> tuple:

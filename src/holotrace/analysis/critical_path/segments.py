@@ -18,7 +18,7 @@ O(collectives x what-ifs), whatever the number of events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -36,15 +36,26 @@ __all__ = ["RankCollectives", "RankSegments", "SegmentPlan", "Segments", "rank_c
 
 @dataclass
 class RankCollectives:
-    """Phase 1 of one rank (see the module docstring)."""
+    """Phase 1 of one rank (see the module docstring), in plain arrays (a driver holds one per rank)."""
 
     rank: int
     first_ns: int  # the rank's first event on the common clock; kernel times below count from its first event
-    kernels: pd.DataFrame  # the matcher's table (group, kind as text) with start, end (ns) and name (text)
-    compute: pd.Series  # per step: GPU compute (ns)
-    host: pd.Series  # per step: host time of calls and the gaps between them (ns)
-    kernel_time: pd.Series  # per kernel name: GPU compute (ns)
-    cpu_op_time: pd.Series  # per CPU operator name: host time between calls inside it (ns)
+    kernels: dict  # column -> array: the matcher's table (group, kind as text) with start, end (ns), name (text)
+    totals: dict  # name -> (index, values): ``compute``, ``host`` (per step, ns), ``kernel_time`` (per kernel
+    # name), ``cpu_op_time`` (per CPU operator name)
+
+    def series(self, name: str) -> pd.Series:
+        index, values = self.totals[name]
+        return pd.Series(values, index=index, dtype=np.float64)
+
+    def intern(self, pool: dict) -> RankCollectives:
+        """The texts shared with the other ranks' (``pool``): what the driver keeps of a rank as it arrives."""
+        for col in ("group", "kind", "name"):
+            self.kernels[col] = np.array([pool.setdefault(x, x) for x in self.kernels[col]], dtype=object)
+        for key in ("kernel_time", "cpu_op_time"):
+            index, values = self.totals[key]
+            self.totals[key] = (np.array([pool.setdefault(x, x) for x in index], dtype=object), values)
+        return self
 
 
 @dataclass
@@ -52,7 +63,7 @@ class SegmentPlan:
     """The driver's answers to phase 1 that one rank's phase 2 needs."""
 
     rank: int
-    kernels: pd.DataFrame  # the rank's matched members (``CollectiveMatch.kernels``, instances numbered 0..k-1)
+    kernels: dict  # the rank's matched members (``CollectiveMatch.kernels``' columns, instances numbered 0..k-1)
     member: np.ndarray  # per row of ``kernels``: the member's id in the job
     arrival: np.ndarray  # per instance of ``kernels``: its measured arrival (ns from ``origin``, offsets applied)
     offset: int
@@ -83,13 +94,60 @@ class Segments:
 
 @dataclass
 class RankSegments:
-    """Phase 2 of one rank: its measured step ends and one :class:`Segments` per try (the first: no fix)."""
+    """Phase 2 of one rank: its measured steps and, per try (the first: no fix), its key ``(fix, rank, target)``,
+    evidence and :class:`Segments`, packed in a few arrays (a driver holds one of these per rank)."""
 
     rank: int
-    member: np.ndarray
-    steps: np.ndarray
-    measured: pd.DataFrame  # rank, step, start, end (ns from the job's origin)
-    tries: list = field(default_factory=list)  # (fix, rank, target, evidence, Segments)
+    member: np.ndarray  # (M,) member ids
+    steps: np.ndarray  # (S,) step numbers
+    measured: np.ndarray  # (S, 2): each step's measured start and end (ns from the job's origin)
+    keys: list  # per try
+    evidence: list  # per try (a tuple of names)
+    src: np.ndarray  # (T, 2, M)
+    length: np.ndarray  # (T, 2, M)
+    own: np.ndarray  # (T, M)
+    xfer: np.ndarray  # (T, M)
+    start_src: np.ndarray  # (T, 2, S)
+    start_len: np.ndarray  # (T, 2, S)
+    end_cut: np.ndarray  # (T + 1,): try i's step-end segments are ``end_*[end_cut[i]:end_cut[i + 1]]``
+    end_step: np.ndarray
+    end_src: np.ndarray
+    end_len: np.ndarray
+
+    @classmethod
+    def pack(cls, rank, member, steps, measured, tries: list) -> RankSegments:
+        """From ``(key, evidence, Segments)`` per try."""
+        segs = [t[2] for t in tries]
+        cut = np.r_[0, np.cumsum([len(x.end_step) for x in segs])].astype(np.int64)
+        return cls(
+            rank,
+            member,
+            steps,
+            measured,
+            [t[0] for t in tries],
+            [tuple(t[1]) for t in tries],
+            *(
+                np.stack([getattr(x, f) for x in segs])
+                for f in ("src", "length", "own", "xfer", "start_src", "start_len")
+            ),
+            cut,
+            *(np.concatenate([getattr(x, f) for x in segs]) for f in ("end_step", "end_src", "end_len")),
+        )
+
+    def segments(self, i: int) -> Segments:
+        """Try ``i``'s segments."""
+        a, b = self.end_cut[i], self.end_cut[i + 1]
+        return Segments(
+            self.src[i],
+            self.length[i],
+            self.own[i],
+            self.xfer[i],
+            self.start_src[i],
+            self.start_len[i],
+            self.end_step[a:b],
+            self.end_src[a:b],
+            self.end_len[a:b],
+        )
 
 
 def _texts(view, ids: np.ndarray) -> list:
@@ -126,22 +184,21 @@ def rank_collectives(source, rank: int) -> RankCollectives:
         compute = t.compute[rank] if rank in t.compute else compute
         host = t.host[rank] if rank in t.host else host
     cpu = jw.cpu_op_totals(g, info, np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP), d)
-    return RankCollectives(
-        rank,
-        base + rv.clock_offset,
-        k.reset_index(drop=True),
-        compute,
-        host,
-        _named(view, kdf.groupby("name")["t"].sum()),
-        _named(view, pd.Series(cpu, dtype=np.float64)),
-    )
+    packed = lambda x: (x.index.to_numpy(), x.to_numpy(np.float64))  # noqa: E731
+    totals = {
+        "compute": packed(compute),
+        "host": packed(host),
+        "kernel_time": packed(_named(view, kdf.groupby("name")["t"].sum())),
+        "cpu_op_time": packed(_named(view, pd.Series(cpu, dtype=np.float64))),
+    }
+    return RankCollectives(rank, base + rv.clock_offset, {c: k[c].to_numpy() for c in k.columns}, totals)
 
 
 def rank_segments(source, plan: SegmentPlan) -> RankSegments:
     """Phase 2 of ``plan.rank`` (see the module docstring)."""
     view = job_view(source, NATIVE)
     r = plan.rank
-    match = CollectiveMatch(plan.kernels)
+    match = CollectiveMatch(pd.DataFrame(plan.kernels))
     frame = GraphFrame(match, {r: plan.offset}, plan.skew, plan.origin, plan.arrival)
     g = build_job_graph(view, ranks=[r], frame=frame)
     base = base_delays(g)
@@ -166,14 +223,16 @@ def rank_segments(source, plan: SegmentPlan) -> RankSegments:
                 parts.append(hit[0])
         tried.append(("+".join(combo), None, None, parts, [e for c in parts for e in c.evidence]))
     ctx = _Context.of(g, plan)
-    out = RankSegments(r, ctx.member_id, ctx.steps, step_ends(g, g.point_time))
     xf = np.flatnonzero(g.kind == EdgeKind.XFER)
+    tries = []
     for fix, rank, target, parts, ev in tried:
         d = jw.apply(base, parts) if parts else base
         early = d.copy()  # the members' ends held by nothing but their own start
         early.keep[xf] = False
-        out.tries.append((fix, rank, target, list(ev), ctx.segments(g, d, solve(g, d)[0], early, solve(g, early)[0])))
-    return out
+        tries.append(((fix, rank, target), ev, ctx.segments(g, d, solve(g, d)[0], early, solve(g, early)[0])))
+    m = step_ends(g, g.point_time).set_index("step").reindex(ctx.steps)
+    measured = np.stack([m["start"].to_numpy(np.float64), m["end"].to_numpy(np.float64)], axis=1)
+    return RankSegments.pack(r, ctx.member_id, ctx.steps, measured, tries)
 
 
 @dataclass
@@ -197,7 +256,7 @@ class _Context:
         gpu = np.flatnonzero(nt == NodeType.GPU)
         mn = gpu[g.node_coll[gpu] >= 0]
         # member ids: the plan's, by the member's row
-        by_row = dict(zip(plan.kernels["row"].tolist(), np.asarray(plan.member).tolist()))
+        by_row = dict(zip(np.asarray(plan.kernels["row"]).tolist(), np.asarray(plan.member).tolist()))
         mid = np.array([by_row[int(x)] for x in g.node_row[mn]], dtype=np.int64)
         n_pts = len(g.point_time)
         stop = np.zeros(n_pts, dtype=bool)
