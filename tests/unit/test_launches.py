@@ -10,6 +10,7 @@ import holotrace
 from holotrace import TraceAnalysis
 from holotrace.analysis import launches
 from holotrace.analysis.job_summary import summarize_job
+from holotrace.model.view import job_view
 from holotrace.render.summary_lines import launch_lines
 from tracebuilder import TraceBuilder
 
@@ -187,3 +188,29 @@ def test_worst_launches_and_delay_overview_by_hand():
         "outliers": 3,
     }
     assert delay_overview(all_launches({}))["launches"] == 0
+
+
+@pytest.mark.parametrize("top,cutoff", [(2, 100.0), (10, 100.0), (0, 100.0), (3, 1e9)])
+def test_rank_launches_is_launch_stats_and_worst_launches(loaded, top, cutoff):
+    """The summary's path (names decoded for the worst launches only) gives the frame of launch_stats without the
+    detail columns and exactly the rows worst_launches picks from the detailed frame, with its column types; the
+    cutoff of 1e9 flags nothing (an empty pick)."""
+    job, _ = loaded
+    view = job_view(job)
+    rows, worst = launches.rank_launches(view, 0, top=top, launch_delay_cutoff=cutoff)
+    plain = launches.launch_stats(view, launch_delay_cutoff=cutoff)[0]
+    detailed = launches.launch_stats(view, launch_delay_cutoff=cutoff, details=True)[0]
+    pd.testing.assert_frame_equal(rows, plain, check_exact=True)
+    expect = launches.worst_launches(detailed, "launch_delay", "launch_delay_outlier", top)
+    pd.testing.assert_frame_equal(worst, expect, check_exact=True)
+    if top and cutoff == 100.0:  # k_late (255), k_slow (290), memcpy (375): the largest delays first
+        assert worst["kernel"].tolist()[:2] == ["Memcpy HtoD (Pageable -> Device)", "k_slow"]
+
+
+def test_rank_launches_of_a_rank_without_launches(tmp_path):
+    tb = TraceBuilder(rank=0)
+    tb.cpu_op("aten::add", 0, 10)
+    job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
+    rows, worst = launches.rank_launches(job_view(job), 0, top=3)
+    assert worst is None and rows.empty
+    assert list(rows.columns) == list(launches.launch_stats(job, details=True)[0].columns)

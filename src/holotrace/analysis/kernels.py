@@ -247,11 +247,19 @@ def rank_distribution(
     order = order.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable")
     chosen = order.head(top).reset_index(drop=True)
     sel = allg if len(chosen) == len(order) else allg[allg["name_id"].isin(chosen["name_id"])]
-    stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(["count", "sum", "max", "min", "mean", "std"]).reset_index()
+    aggs = ["count", "sum", "max", "min", "mean", "std"]
+    if len(parts) == 1 and len(sel):  # one rank (a rank's summary): grouped by name alone, the same groups and sums
+        stats = sel.groupby("name_id")["dur_us"].agg(aggs).reset_index()
+        stats.insert(1, "rank", np.int64(sel["rank"].iat[0]))
+    else:
+        stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(aggs).reset_index()
     stats["std"] = stats["std"].fillna(0.0)
     ktype = sel.groupby("name_id")["ktype"].first()
     stats["kernel_type"] = _TYPE_NAMES[ktype.reindex(stats["name_id"]).to_numpy().astype(np.int64)]
-    stats = stats.merge(chosen[["name_id", "name"]].reset_index().rename(columns={"index": "pos"}), on="name_id")
+    # the chosen kernels' names and positions (an inner join on name_id, every stats row has its kernel chosen)
+    at = pd.Index(chosen["name_id"]).get_indexer(stats["name_id"])
+    stats["pos"] = at
+    stats["name"] = chosen["name"].iloc[at].set_axis(stats.index)  # (the chosen names' column type, as a join)
     med = stats.groupby("name_id")["sum"].transform("median")
     stats["sum_vs_median"] = np.where(med > 0, stats["sum"] / med.where(med > 0, 1.0), np.nan)
     stats = stats.sort_values(["pos", "rank"], ignore_index=True)

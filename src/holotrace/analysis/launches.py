@@ -35,6 +35,7 @@ __all__ = [
     "FLAG_COLUMNS",
     "DETAIL_COLUMNS",
     "launch_stats",
+    "rank_launches",
     "launch_summary",
     "all_launches",
     "worst_launches",
@@ -88,40 +89,87 @@ def launch_stats(
     view = resolve(source, rules)
     rules = view.rules
     chosen = view.select(ranks)
-    apis = set(rules.launch_apis) | (set(rules.memory_launch_apis) if include_memory_events else set())
-    is_api = np.zeros(len(view.strings) + 1, dtype=bool)  # one flag per string, and False for id -1
-    is_api[view.name_ids(apis)] = True
+    is_api = _api_flags(view, include_memory_events)
     origin = _origin(view) if details else 0
 
     def one(rank: int) -> pd.DataFrame:
         v = view[rank]
-        cpu, gpu = (_hta_pairs if rules.hta_quirks else _linked_pairs)(v, is_api[v["name"]])
-        ts, dur = v["ts"], v["dur"]
-        c_dur = dur.take(cpu)
-        cpu_dur, gpu_dur = view.us(c_dur), view.us(dur.take(gpu))
-        delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - c_dur, 0, None))
-        cols = {
-            "correlation": v["correlation"].take(cpu),
-            "cpu_duration": cpu_dur,
-            "gpu_duration": gpu_dur,
-            "launch_delay": delay,
-            "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
-            "runtime_outlier": cpu_dur > runtime_cutoff,
-            "launch_delay_outlier": delay > launch_delay_cutoff,
-        }
-        if details:
-            cols.update(
-                {
-                    "launch": view.names(v["name"].take(cpu)),
-                    "kernel": view.names(v["name"].take(gpu)),
-                    "stream": v["stream"].take(gpu),
-                    "iteration": v["iteration"].take(cpu),
-                    "ts": view.us(ts.take(cpu) + v.clock_offset - origin),
-                }
-            )
-        return pd.DataFrame(cols, copy=False)
+        cpu, gpu = _pairs(view, v, is_api)
+        return _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin if details else None)
 
     return thread_map(one, chosen)
+
+
+def rank_launches(
+    view: JobView,
+    rank: int,
+    *,
+    top: int,
+    runtime_cutoff: float = 50,
+    launch_delay_cutoff: float = 100,
+    include_memory_events: bool = True,
+) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+    """One rank's launches without the detail columns, and its ``top`` worst delayed launches with them: the frame
+    of :func:`launch_stats` and the rows :func:`worst_launches` picks from its ``details=True`` frame (by
+    ``launch_delay``, flagged ``launch_delay_outlier``), without decoding the names of every launch. A rank without
+    launches gives the empty ``details=True`` frame and None."""
+    v = view[rank]
+    cpu, gpu = _pairs(view, v, _api_flags(view, include_memory_events))
+    origin = _origin(view)
+    if not len(cpu):
+        return _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin), None
+    rows = _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, None)
+    ts = view.us(v["ts"].take(cpu) + v.clock_offset - origin)  # the detail column worst_launches breaks ties by
+    pos = np.flatnonzero(rows["launch_delay_outlier"].to_numpy(dtype=bool))
+    value = rows["launch_delay"].to_numpy(dtype=np.float64)[pos]
+    pick = pos[np.lexsort((ts[pos], -np.nan_to_num(value), np.isnan(value)))[: max(int(top), 0)]]
+    if not len(pick):  # none: the empty frame, with the column types of the detailed frame
+        return rows, _frame(view, v, cpu[:1], gpu[:1], runtime_cutoff, launch_delay_cutoff, origin).iloc[:0]
+    worst = _frame(view, v, cpu[pick], gpu[pick], runtime_cutoff, launch_delay_cutoff, origin)
+    return rows, worst.set_axis(pick, axis=0)
+
+
+def _api_flags(view: JobView, include_memory_events: bool) -> np.ndarray:
+    """One flag per string of the job (and False for id -1): a launch call under the view's rules."""
+    rules = view.rules
+    apis = set(rules.launch_apis) | (set(rules.memory_launch_apis) if include_memory_events else set())
+    is_api = np.zeros(len(view.strings) + 1, dtype=bool)
+    is_api[view.name_ids(apis)] = True
+    return is_api
+
+
+def _pairs(view: JobView, v, is_api: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of the rank's (launch call, GPU work) pairs under the view's rules."""
+    return (_hta_pairs if view.rules.hta_quirks else _linked_pairs)(v, is_api[v["name"]])
+
+
+def _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> pd.DataFrame:
+    """The frame of the pairs ``(cpu, gpu)`` of one rank (see :func:`launch_stats`); the detail columns unless
+    ``origin`` is None."""
+    ts, dur = v["ts"], v["dur"]
+    c_dur = dur.take(cpu)
+    cpu_dur, gpu_dur = view.us(c_dur), view.us(dur.take(gpu))
+    delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - c_dur, 0, None))
+    cols = {
+        "correlation": v["correlation"].take(cpu),
+        "cpu_duration": cpu_dur,
+        "gpu_duration": gpu_dur,
+        "launch_delay": delay,
+        "short_kernel": (cpu_dur <= runtime_cutoff) & (gpu_dur < cpu_dur),
+        "runtime_outlier": cpu_dur > runtime_cutoff,
+        "launch_delay_outlier": delay > launch_delay_cutoff,
+    }
+    if origin is not None:
+        cols.update(
+            {
+                "launch": view.names(v["name"].take(cpu)),
+                "kernel": view.names(v["name"].take(gpu)),
+                "stream": v["stream"].take(gpu),
+                "iteration": v["iteration"].take(cpu),
+                "ts": view.us(ts.take(cpu) + v.clock_offset - origin),
+            }
+        )
+    return pd.DataFrame(cols, copy=False)
 
 
 _GPU_WORK = np.zeros(256, dtype=bool)  # by Kind code (int8: negative codes index from the end, all False)

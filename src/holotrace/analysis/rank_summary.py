@@ -115,19 +115,19 @@ def rank_summary(
         "steps": steps.step_times(view, rules=NATIVE, ranks=sel),
         "collectives": rank_collectives(view, r) if collectives is None else collectives,
     }
-    if launch_stats is None:
-        stats = launches.launch_stats(
-            view, rules=NATIVE, ranks=sel, launch_delay_cutoff=launch_delay_cutoff, details=True
-        )
+    worst = None
+    if launch_stats is None:  # the names decoded for the worst launches only
+        rows, worst = launches.rank_launches(view, r, top=top_launches, launch_delay_cutoff=launch_delay_cutoff)
     else:
-        stats = {r: launch_stats}
-    rows = stats.get(r)
+        rows = launch_stats
+    stats = {r: rows}
     if rows is None or not len(rows):
         rows = launches.all_launches(stats)  # no launch: the empty frame, with its columns
         worst = rows.iloc[:0]
     else:  # the rank's frame as it is (no stacked copy): the worst launches get the rank column
-        worst = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches)
-        worst = worst.assign(rank=np.int64(r))[["rank", *rows.columns]]
+        if worst is None:
+            worst = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches)
+        worst = worst.assign(rank=np.int64(r))[["rank", *worst.columns]]
     delay = rows["launch_delay"].to_numpy(dtype=np.float64)
     frames["launch_sketch"] = delay_sketch(delay)
     frames["launch_worst"] = worst.reset_index(drop=True)
