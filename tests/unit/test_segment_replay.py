@@ -22,7 +22,7 @@ import holotrace
 from corpus import DATA
 from holotrace.analysis.critical_path.advice import costliest_rank, job_advice
 from holotrace.cli import main
-from holotrace.errors import AnalysisError
+from holotrace.errors import AnalysisError, TraceFormatError
 from holotrace.scale.segment_run import ENV_REPLAY, JOB_GRAPH_MAX_RANKS, choose_replay
 from plantedjob import planted_job
 
@@ -120,3 +120,19 @@ def test_commands_same_json_on_either_replay(tmp_path):
     # the summary mapped over the ranks (the segments' two phases on the local pool)
     mapped = _cli("summary", job, "--executor", "local", "--replay", "segments")
     assert mapped["costliest_rank"] == graph["costliest_rank"]
+
+
+def test_a_rank_that_cannot_be_read_is_left_out(tmp_path):
+    """Mapped over the files, a rank whose file is cut short is a note of the advice, and the other ranks answer."""
+    from holotrace.scale.segment_run import segment_advice
+
+    job = planted_job(tmp_path / "job", ranks=4, steps=2, layers=2, straggler=1)
+    bad = sorted(job.iterdir())[3]
+    bad.write_bytes(bad.read_bytes()[:200])
+    a = segment_advice(job)
+    assert any(x.startswith("rank 3 is left out of the replay") for x in a.issues)
+    assert a.costliest.rank == 1
+    for f in sorted(job.iterdir())[:3]:
+        f.write_bytes(f.read_bytes()[:200])
+    with pytest.raises(TraceFormatError, match="no rank of the job could be read"):
+        segment_advice(job)
