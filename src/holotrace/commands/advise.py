@@ -1,7 +1,9 @@
 """``holotrace advise PATH``: what to fix first in the whole job, ranked by the job step time each fix would save.
 
 The job graph of every rank is replayed (``holotrace.analysis.critical_path.advice``); each fix re-times it, and
-its saving is stated in ms and in % of the measured job step (a step ends when its slowest rank ends)."""
+its saving is stated in ms and in % of the measured job step (a step ends when its slowest rank ends). Above 64
+ranks (or with ``--replay segments``) the scale-out replay answers instead, mapped over the rank files on the
+executor (``holotrace.scale.segment_run``)."""
 
 from __future__ import annotations
 

@@ -77,17 +77,28 @@ def segments_of_file(t: SegmentTask):
     return one if isinstance(one, _Failed) else rank_segments(one[1], t.plan)
 
 
-def _check(results: list) -> list:
+def _check(results: list, notes: list | None = None) -> list:
+    """The tasks' answers; a rank that cannot be read is left out with a note in ``notes`` (phase 1), or stops the
+    replay with its error (``notes`` None: phase 2, where a rank read once fails the second time)."""
+    out = []
     for r in results:
-        if isinstance(r, _Failed):
-            raise TraceFormatError(
-                f"rank {r.rank} could not be read: {r.problem}",
-                path=r.file,
-                fix="check the file (holotrace doctor PATH)",
-            )
         if isinstance(r, TaskFailed):
             raise TraceFormatError(f"a rank's task failed: {r}", fix="run again, or with --executor local")
-    return results
+        if isinstance(r, _Failed):
+            if notes is None:
+                raise TraceFormatError(
+                    f"rank {r.rank} could not be read: {r.problem}",
+                    path=r.file,
+                    fix="check the file (holotrace doctor PATH)",
+                )
+            notes.append(f"rank {r.rank} is left out of the replay: its file could not be read ({r.problem})")
+            continue
+        out.append(r)
+    if notes is not None and not out and notes:
+        raise TraceFormatError(
+            "no rank of the job could be read: " + notes[0], fix="check the files (holotrace doctor PATH)"
+        )
+    return out
 
 
 def segment_advice(
@@ -119,15 +130,20 @@ def segment_advice(
             return r.intern(pool)
         return intern(r, pool) if isinstance(r, RankSegments) else r
 
+    notes: list = []
+
     def phase1():
-        return _check(map_retrying(ex, collectives_of_file, [SegmentTask(t) for t in tasks.values()], keep=keep))
+        work = [SegmentTask(t) for t in tasks.values()]
+        return _check(map_retrying(ex, collectives_of_file, work, keep=keep), notes)
 
     def phase2(plans):
         work = [SegmentTask(tasks[p.rank], p) for p in plans]
         return _check(map_retrying(ex, segments_of_file, work, keep=keep))
 
     try:
-        return _advice(phase1, phase2, ranks=ranks, steps=steps, options=options, combine=combine, only=only)
+        advice = _advice(phase1, phase2, ranks=ranks, steps=steps, options=options, combine=combine, only=only)
+        advice.issues[:0] = notes
+        return advice
     finally:
         if executor is None:
             ex.close()

@@ -24,7 +24,7 @@ import pandas as pd
 
 from holotrace.analysis.critical_path import job_what_if as jw
 from holotrace.analysis.critical_path.collectives import clock_offsets, match_tables, skew_issue
-from holotrace.analysis.critical_path.segments import RankCollectives, RankSegments, SegmentPlan
+from holotrace.analysis.critical_path.segments import COMBINED, RankCollectives, RankSegments, SegmentPlan
 from holotrace.analysis.critical_path.straggler_fix import pick_stragglers, waits_of
 from holotrace.errors import AnalysisError
 
@@ -178,9 +178,18 @@ def replay_job(plan: JobPlan, results: Sequence[RankSegments]) -> SegmentReplay:
         for key, ev in zip(x.keys[1:], x.evidence[1:]):
             keys.setdefault(key, []).append(ev)
     out = SegmentReplay(measured, _ends(results, base, inst, n_inst))
-    for key in sorted(keys, key=lambda kk: _key_order(plan, kk)):
+    order = sorted(keys, key=lambda kk: _key_order(plan, kk))
+    evidence = {k: _evidence(keys[k], plan.options.top, k[0]) for k in order if not k[0].startswith(COMBINED)}
+    for key in order:
+        name, ev = key[0], evidence.get(key)
+        if name.startswith(COMBINED):  # named by the fixes tried, each its first candidate's evidence (none: left out)
+            parts = [next((k for k in evidence if k[0] == f), None) for f in name[len(COMBINED) :].split("+")]
+            parts = [k for k in parts if k is not None]
+            if not parts:
+                continue
+            name, ev = "+".join(k[0] for k in parts), [e for k in parts for e in evidence[k]]
         segs = {x.rank: x.segments(x.keys.index(key)) if key in x.keys else base[x.rank] for x in results}
-        out.tries[key] = (_ends(results, segs, inst, n_inst), _evidence(keys[key], plan.options.top, key[0]))
+        out.tries[(name, key[1], key[2])] = (_ends(results, segs, inst, n_inst), ev)
     return out
 
 
@@ -194,8 +203,8 @@ def intern(x: RankSegments, pool: dict) -> RankSegments:
 
 def _key_order(plan: JobPlan, key) -> tuple:
     fix, rank, target = key
-    if "+" in fix:
-        joined = ["+".join(c) for c in plan.combine]
+    if fix.startswith(COMBINED):
+        joined = [COMBINED + "+".join(c) for c in plan.combine]
         return (len(jw.FIXES), joined.index(fix) if fix in joined else 0, 0)
     names = {"kernel": plan.options.kernels or (), "cpu_op": plan.options.cpu_ops or ()}.get(fix, ())
     sub = plan.stragglers.index(rank) if fix == "straggler" and rank in plan.stragglers else 0

@@ -31,7 +31,18 @@ from holotrace.analysis.critical_path.straggler_fix import StragglerTables
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 
-__all__ = ["RankCollectives", "RankSegments", "SegmentPlan", "Segments", "rank_collectives", "rank_segments"]
+__all__ = [
+    "COMBINED",
+    "RankCollectives",
+    "RankSegments",
+    "SegmentPlan",
+    "Segments",
+    "rank_collectives",
+    "rank_segments",
+]
+
+
+COMBINED = "+"  # the key of a combination of fixes starts with it: ``+straggler+communication``
 
 
 @dataclass
@@ -221,7 +232,7 @@ def rank_segments(source, plan: SegmentPlan) -> RankSegments:
             hit = [c for c in cands if c.fix == name]
             if hit and (name != "straggler" or plan.straggler_in_combos):
                 parts.append(hit[0])
-        tried.append(("+".join(combo), None, None, parts, [e for c in parts for e in c.evidence]))
+        tried.append((COMBINED + "+".join(combo), None, None, parts, []))  # named and evidenced by the driver
     ctx = _Context.of(g, plan)
     xf = np.flatnonzero(g.kind == EdgeKind.XFER)
     tries = []
