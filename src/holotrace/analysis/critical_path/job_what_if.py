@@ -280,7 +280,10 @@ def candidates(
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     if len(gap_pos) and "data_loading" in want:
         dl_ids = view.name_ids(lambda s: classify.is_data_loading(s, opts.data_load_patterns))
-        rows = {r: np.flatnonzero(np.isin(view[r]["name"], dl_ids)) for r in view.ranks if r in set(rk.tolist())}
+        is_dl = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
+        is_dl[dl_ids] = True
+        in_graph = set(np.unique(rk).tolist())
+        rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
         cover = _gap_cover(g, info, _intervals(g, rows))
         if cover.any():
             out.append(
