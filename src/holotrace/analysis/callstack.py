@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.endpoint_order import endpoint_order as _endpoint_order
 from holotrace.model import classify
 from holotrace.model.classify import CPU_KINDS, RuleSet
 from holotrace.model.link import isin_ids
@@ -147,42 +148,6 @@ def thread_device_is_gpu(
         return np.bincount(codes, weights=x.astype(np.float64), minlength=g) == size
 
     return all_true(stream > 0) | all_true(pid_is_zero) | all_true(tid_is_zero)
-
-
-def _endpoint_order(
-    thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sort the open/close endpoints of events (see module docstring).
-
-    Returns:
-        ``(node, is_open)`` per sorted endpoint: the event (position in the
-        input arrays) and whether it is its open endpoint.
-    """
-    m = len(ts)
-    end = ts + dur
-    zero = dur == 0
-    # does a positive-length event open at (thread, time)?
-    po_keys = pd.MultiIndex.from_arrays([thread[~zero], ts[~zero]])
-    z_keys_open = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
-    has_po = np.zeros(m, dtype=bool)
-    if zero.any() and (~zero).any():
-        has_po[np.flatnonzero(zero)] = z_keys_open.isin(po_keys)
-    node = np.concatenate([np.arange(m), np.arange(m)])
-    is_open = np.concatenate([np.ones(m, dtype=bool), np.zeros(m, dtype=bool)])
-    time = np.concatenate([ts, end])
-    z2 = np.concatenate([zero, zero])
-    hp2 = np.concatenate([has_po, has_po])
-    # class at one instant: 0 zero-length (no positive open here), 1 positive close,
-    # 2 positive open, 3 zero-length (a positive open here)
-    cls = np.where(z2, np.where(hp2, 3, 0), np.where(is_open, 2, 1))
-    sub = np.where(z2 & ~is_open, 1, 0)  # zero-length: opens before closes
-    d2 = np.concatenate([dur, dur]).astype(np.float64)
-    i2 = np.concatenate([index, index]).astype(np.float64)
-    k1 = np.where(z2, 0.0, np.where(is_open, -d2, d2))
-    k2 = np.where(is_open, i2, -i2)
-    th2 = np.concatenate([thread, thread])
-    order = np.lexsort((k2, k1, sub, cls, time, th2))
-    return node[order], is_open[order]
 
 
 def _nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -357,13 +357,21 @@ def step_table(ends: pd.DataFrame) -> pd.DataFrame:
     ended last)."""
     if ends.empty:
         return pd.DataFrame({"step": [], "start": [], "end": [], "time": [], "slowest": []})
-    e = ends.sort_values(["step", "end", "rank"], ascending=[True, False, True], kind="stable")
-    last = e.groupby("step", sort=True).head(1).set_index("step")
-    job = ends.groupby("step", sort=True).agg(start=("start", "min"), end=("end", "max"))
-    prev = job["end"].shift(1)
-    job["time"] = job["end"] - np.where(prev.notna() & (prev > job["start"]), prev, job["start"])
-    job["slowest"] = last["rank"].reindex(job.index).to_numpy()
-    return job.reset_index()
+    step, rank = ends["step"].to_numpy(), ends["rank"].to_numpy()
+    start, end = ends["start"].to_numpy(), ends["end"].to_numpy()
+    # the slowest rank of each step: the latest end (NaN last), the lowest rank among ties, then the row order
+    last = np.lexsort((rank, -end, step))
+    last = last[np.r_[True, step[last][1:] != step[last][:-1]]]
+    # each step's earliest start and latest end (NaN skipped), steps ascending
+    by_step = np.argsort(step, kind="stable")
+    cut = np.flatnonzero(np.r_[True, step[by_step][1:] != step[by_step][:-1]])
+    j_start, j_end = np.fmin.reduceat(start[by_step], cut), np.fmax.reduceat(end[by_step], cut)
+    prev = np.r_[np.nan, j_end[:-1]]
+    with np.errstate(invalid="ignore"):  # (inf - inf is NaN, as in a frame)
+        time = j_end - np.where(~np.isnan(prev) & (prev > j_start), prev, j_start)
+    return pd.DataFrame(
+        {"step": step[by_step[cut]], "start": j_start, "end": j_end, "time": time, "slowest": rank[last]}
+    )
 
 
 @dataclass
