@@ -144,3 +144,16 @@ def test_a_rank_that_cannot_be_read_is_left_out(tmp_path):
         f.write_bytes(f.read_bytes()[:200])
     with pytest.raises(TraceFormatError, match="no rank of the job could be read"):
         segment_advice(job)
+
+
+def test_one_story_on_the_segment_replay(tmp_path, monkeypatch):
+    """With ``HOLOTRACE_REPLAY=segments`` the summary, ``stragglers``, ``advise`` and the HTML report tell one story."""
+    from holotrace.commands.report import report_data
+
+    monkeypatch.setenv(ENV_REPLAY, "segments")
+    job = planted_job(tmp_path / "job", ranks=6, steps=2, layers=2, straggler=4)
+    stories = [_cli(cmd, job)["costliest_rank"] for cmd in ("summary", "stragglers", "advise")]
+    assert stories[0]["rank"] == 4 and stories[0] == stories[1] == stories[2]
+    data = report_data(holotrace.load(str(job), cache=False), timeline_step=None)
+    assert data["meta"]["costliest_rank"] == stories[0]
+    assert data["fixes"]["fix"].tolist() == [f["fix"] for f in _cli("advise", job)["fixes"]]

@@ -168,8 +168,11 @@ def report_data(
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
         from holotrace.analysis.critical_path.advice import job_advice
+        from holotrace.scale.segment_run import choose_replay
 
-        advice = job_advice(view)  # the one story: its fixes are the report's, its rank's critical path is shown
+        # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
+        # critical path is shown
+        advice = job_advice(view, replay=choose_replay(len(view.ranks)))
         costliest = advice.costliest
 
         def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
