@@ -41,14 +41,19 @@ def endpoint_order(
     # 2 positive open, 3 zero-length (a positive open here)
     cls = np.where(z2, np.where(hp2, 3, 0), np.where(is_open, 2, 1))
     sub = np.where(z2 & ~is_open, 1, 0)  # zero-length: opens before closes
-    d2 = np.concatenate([dur, dur]).astype(np.float64)
-    i2 = np.concatenate([index, index]).astype(np.float64)
-    k1 = np.where(z2, 0.0, np.where(is_open, -d2, d2))
-    k2 = np.where(is_open, i2, -i2)
     th2 = np.concatenate([thread, thread])
+
+    def ties(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The two last keys at endpoints ``at``: a positive-length event's duration (opens: longer first, closes:
+        shorter first), then its index (opens ascending, closes descending)."""
+        e, op = at % m, is_open[at]
+        d, i = dur[e].astype(np.float64), index[e].astype(np.float64)
+        return np.where(z2[at], 0.0, np.where(op, -d, d)), np.where(op, i, -i)
+
     if span is None:
+        k1, k2 = ties(np.arange(2 * m))
         order = np.lexsort((k2, k1, sub, cls, time, th2))
-    else:  # the same order: one sort of (thread, time, class) packed in an integer, then (k1, k2) within ties
+    else:  # the same order: one sort of (thread, time, class) packed in an integer, then the two keys within ties
         key = ((th2 * span + (time - _span_origin(ts, end))) * 4 + cls) * 2 + sub
         order = np.argsort(key, kind="stable")
         ks = key[order]
@@ -57,7 +62,8 @@ def endpoint_order(
             run = np.cumsum(start) - 1
             tied = np.flatnonzero(np.bincount(run)[run] > 1)
             o = order[tied]
-            order[tied] = o[np.lexsort((k2[o], k1[o], run[tied]))]
+            k1, k2 = ties(o)
+            order[tied] = o[np.lexsort((k2, k1, run[tied]))]
     return node[order], is_open[order]
 
 
