@@ -203,13 +203,15 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     }
 
 
-def _clock_offsets(view, match, nodes_by_rank, base) -> tuple[dict, float]:
-    """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread."""
+def _clock_offsets(view, match, placed) -> tuple[dict, float]:
+    """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread.
+    ``placed``: per rank, what takes its view's times onto the common clock before any offset (ns from the job's
+    origin), so the offsets are fitted where they are applied, whenever each rank's first event was recorded."""
     k = match.kernels
     end = np.empty(len(k), dtype=np.float64)
     for r in sorted(set(k["rank"].tolist())):
         sel = (k["rank"] == r).to_numpy()
-        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] - base[r]).astype(np.float64)
+        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] + placed[r]).astype(np.float64)
     return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
@@ -274,7 +276,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
-        offsets, skew = _clock_offsets(view, match, per, base)
+        offsets, skew = _clock_offsets(view, match, {r: common[r] - origin - base[r] for r in chosen})
     else:
         origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
     issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
