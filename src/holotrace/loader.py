@@ -39,7 +39,7 @@ from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
 from holotrace.model.rule_table import resolve_table
 from holotrace.model.strings import StringTable
-from holotrace.model.validate import findings_from_problems, validate_job
+from holotrace.model.validate import findings_from_problems, rank_checks, validate_job
 from holotrace.schema import ID_COLUMNS, event_columns
 
 log = logging.getLogger("holotrace")
@@ -188,6 +188,7 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
+    d.checks = rank_checks(open_packed(*d.packed)["events"], d.strings)  # read back while the pages are warm
     return Decoded(d, WorkFolder(str(work), cached, fp))
 
 
@@ -343,14 +344,16 @@ def _job_of(path, found, decoded: list) -> Job:
         )
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
+    checked = {}
     for f, d in zip(files, decoded):
         if isinstance(d, _Failed):
             continue
         traces[f.rank] = _rank_trace(f, d, strings)
+        checked[f.rank] = d.checks
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
     _check_some_events(path, traces, findings)
     job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path))
-    job.findings.extend(validate_job(job))
+    job.findings.extend(validate_job(job, checked))
     return job
 
 
