@@ -222,52 +222,70 @@ def rank_distribution(
     """
     view = resolve(source, rules)
     types = analysed_types(include_memory)
-    parts = []
+    ids, ktypes, durs, rank_of = [], [], [], []
     for rank in view.select(ranks):
         v = view[rank]
         rows = _analysed(v, types)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "name_id": v["name"][rows],
-                    "ktype": v["kernel_type"][rows],
-                    "dur_us": view.us(v["dur"][rows]),
-                    "rank": np.int64(rank),
-                }
-            )
-        )
+        ids.append(v["name"][rows])
+        ktypes.append(v["kernel_type"][rows])
+        durs.append(view.us(v["dur"][rows]))
+        rank_of.append(np.full(len(rows), rank, dtype=np.int64))
     cols = ["kernel_type", "name", "rank", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us", "sum_vs_median"]
-    allg = pd.concat(parts, ignore_index=True) if parts else None
-    if allg is None or allg.empty:
+    if not sum(len(x) for x in ids):
         return _empty(cols)
-    totals = allg.groupby("name_id")["dur_us"].sum()
-    order = pd.DataFrame(
-        {"name_id": totals.index, "name": view.names(totals.index.to_numpy()), "total": totals.to_numpy()}
-    )
-    order = order.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable")
-    chosen = order.head(top).reset_index(drop=True)
-    sel = allg if len(chosen) == len(order) else allg[allg["name_id"].isin(chosen["name_id"])]
-    aggs = ["count", "sum", "max", "min", "mean", "std"]
-    if len(parts) == 1 and len(sel):  # one rank (a rank's summary): grouped by name alone, the same groups and sums
-        stats = sel.groupby("name_id")["dur_us"].agg(aggs).reset_index()
-        stats.insert(1, "rank", np.int64(sel["rank"].iat[0]))
+    one_rank = len(ids) == 1
+    name_id, dur = np.concatenate(ids), pd.Series(np.concatenate(durs), copy=False)
+    by_name = dur.groupby(name_id)  # pandas' sums (compensated), as every release of this table
+    totals = by_name.sum()
+    uniq, total = totals.index.to_numpy(), totals.to_numpy()
+    names = view.names(uniq)
+    by_text = np.empty(len(uniq), dtype=np.int64)  # total descending, then name ascending, then id
+    by_text[np.argsort(names, kind="stable")] = np.arange(len(uniq))
+    chosen = np.lexsort((by_text, -total))[:top]  # positions in ``uniq`` of the chosen kernels, in order
+    _, first = np.unique(name_id, return_index=True)
+    ktype_of = np.concatenate(ktypes)[first]  # each kernel's type where it first appears (ranks ascending)
+    if one_rank:  # grouped by name alone: the same groups, and ``totals`` are their sums
+        g, at = by_name, chosen
+        stat_rank = np.repeat(rank_of[0][:1], len(chosen))
     else:
-        stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(aggs).reset_index()
-    stats["std"] = stats["std"].fillna(0.0)
-    ktype = sel.groupby("name_id")["ktype"].first()
-    stats["kernel_type"] = _TYPE_NAMES[ktype.reindex(stats["name_id"]).to_numpy().astype(np.int64)]
-    # the chosen kernels' names and positions (an inner join on name_id, every stats row has its kernel chosen)
-    at = pd.Index(chosen["name_id"]).get_indexer(stats["name_id"])
-    stats["pos"] = at
-    stats["name"] = chosen["name"].iloc[at].set_axis(stats.index)  # (the chosen names' column type, as a join)
-    med = stats.groupby("name_id")["sum"].transform("median")
-    stats["sum_vs_median"] = np.where(med > 0, stats["sum"] / med.where(med > 0, 1.0), np.nan)
-    stats = stats.sort_values(["pos", "rank"], ignore_index=True)
-    stats = stats.rename(
-        columns={"sum": "sum_us", "max": "max_us", "min": "min_us", "mean": "mean_us", "std": "std_us"}
+        keep = np.isin(name_id, uniq[chosen]) if len(chosen) < len(uniq) else slice(None)
+        g = dur[keep].groupby([name_id[keep], np.concatenate(rank_of)[keep]])
+    count, high, low = g.count(), g.max(), g.min()
+    sums, mean, std = g.sum(), g.mean(), g.std()
+    if one_rank:
+        pos = np.arange(len(chosen))
+        out_sum = sums.to_numpy()[at]
+        vals = [x.to_numpy()[at] for x in (count, high, low, mean, std)]
+        med = out_sum
+    else:
+        key_id = sums.index.get_level_values(0).to_numpy()
+        stat_rank = sums.index.get_level_values(1).to_numpy().astype(np.int64)
+        where = np.full(len(uniq), -1, dtype=np.int64)
+        where[chosen] = np.arange(len(chosen))
+        pos = where[np.searchsorted(uniq, key_id)]
+        order = np.lexsort((stat_rank, pos))
+        pos, stat_rank, key_id = pos[order], stat_rank[order], key_id[order]
+        out_sum = sums.to_numpy()[order]
+        vals = [x.to_numpy()[order] for x in (count, high, low, mean, std)]
+        med = pd.Series(out_sum, copy=False).groupby(pos).transform("median").to_numpy()
+        at = chosen[pos]
+    n_rows, vmax, vmin, vmean, vstd = vals
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(med > 0, out_sum / np.where(med > 0, med, 1.0), np.nan)
+    return pd.DataFrame(
+        {
+            "kernel_type": _TYPE_NAMES[ktype_of[at].astype(np.int64)],
+            "name": names[at],
+            "rank": np.asarray(stat_rank, dtype=np.int64),
+            "count": n_rows.astype(np.int64),
+            "sum_us": out_sum,
+            "max_us": vmax,
+            "min_us": vmin,
+            "mean_us": vmean,
+            "std_us": np.where(np.isnan(vstd), 0.0, vstd),
+            "sum_vs_median": ratio,
+        }
     )
-    stats["count"] = stats["count"].astype(np.int64)
-    return stats[cols]
 
 
 def top_kernels(
