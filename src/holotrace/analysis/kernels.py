@@ -122,19 +122,42 @@ def type_breakdown(
     view = resolve(source, rules)
     rules = view.rules
     types = analysed_types(include_memory)
-    rows = []
+    parts = []
     for rank in view.select(ranks):
         v = view[rank]
         sel = np.flatnonzero(v["gpu"])
         ts, end = v.bounds(sel)
         times = type_times(ts, end, v["kernel_type"][sel], types, truncate=rules.hta_table)
-        rows += [(rank, label, float(view.us(t))) for label, t in times.items()]
-    df = pd.DataFrame(rows, columns=["rank", "kernel_type", "time_us"]).astype(
-        {"rank": np.int64, "kernel_type": object, "time_us": np.float64}
+        if times:
+            parts.append((rank, np.array(list(times), dtype=object), view.us(np.array(list(times.values())))))
+    if by_rank:  # each rank's rows by time descending, label ascending among ties, and their percent of its total
+        cols = {"rank": [], "kernel_type": [], "time_us": [], "pctg": []}
+        for rank, labels, t in parts:
+            order = np.lexsort((labels.argsort(kind="stable").argsort(kind="stable"), -t))
+            t = t[order]
+            total = pd.Series(t, copy=False).sum()  # pandas' sum, as the job's table
+            cols["rank"].append(np.full(len(t), rank, dtype=np.int64))
+            cols["kernel_type"].append(labels[order])
+            cols["time_us"].append(t)
+            cols["pctg"].append(t / total * 100 if total > 0 else np.full(len(t), np.nan))
+        dtypes = {"rank": np.int64, "kernel_type": object, "time_us": np.float64, "pctg": np.float64}
+        return pd.DataFrame(
+            {
+                c: pd.Series(np.concatenate(a) if a else np.empty(0, dtype=t), dtype=t)
+                for (c, a), t in zip(cols.items(), dtypes.values())
+            }
+        )
+    df = pd.DataFrame(
+        {
+            "rank": np.concatenate([np.full(len(t), r, dtype=np.int64) for r, _, t in parts])
+            if parts
+            else np.empty(0, dtype=np.int64),
+            "kernel_type": pd.Series(
+                np.concatenate([a for _, a, _ in parts]) if parts else np.empty(0, dtype=object), dtype=object
+            ),
+            "time_us": np.concatenate([t for _, _, t in parts]) if parts else np.empty(0, dtype=np.float64),
+        }
     )
-    if by_rank:
-        parts = [_with_pctg(part) for _, part in df.groupby("rank", sort=False)]
-        return pd.concat(parts, ignore_index=True) if parts else df.assign(pctg=pd.Series(dtype=np.float64))
     return _with_pctg(df.groupby("kernel_type", sort=True)["time_us"].sum().reset_index())
 
 

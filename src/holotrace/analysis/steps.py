@@ -59,8 +59,7 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
     view = resolve(source, rules)
     rules = view.rules
     chosen = view.select(ranks)
-    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
-    origin = min(starts) if starts else 0
+    origin = view.first_ts()
     cols = {
         "rank": np.int64,
         "step": np.int64,

@@ -190,6 +190,16 @@ class JobView:
             self[r]
         return [int(r) for r in ranks]
 
+    def first_ts(self) -> int:
+        """The job's first event on the common clock (the view's unit; 0 when no rank has an event): what
+        ``start_us``-style columns are measured from. Computed once per view."""
+
+        def first() -> int:
+            starts = [int(v["ts"].min()) + v.clock_offset for v in (self[r] for r in self.ranks) if v.n]
+            return min(starts) if starts else 0
+
+        return self.derived(("first_ts",), first)
+
     def us(self, t):
         """Times of this view in µs (float64)."""
         return np.asarray(t, dtype=np.float64) / (1000.0 / self.unit_ns)
