@@ -43,7 +43,7 @@ _QUANTILES = (25.0, 50.0, 75.0, 90.0)
 
 def _operation_rows(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
     """Rows of the operations whose gaps are measured (see the module docstring)."""
-    rows = np.flatnonzero(v["gpu"])
+    rows = v.rows_where("gpu", True)
     if rules.hta_table:
         lut = np.zeros(len(view.strings) + 1, dtype=bool)  # per category id; id −1 reads the last entry
         lut[view.name_ids(HTA_KERNEL_CATEGORIES)] = True

@@ -125,7 +125,7 @@ def type_breakdown(
     parts = []
     for rank in view.select(ranks):
         v = view[rank]
-        sel = np.flatnonzero(v["gpu"])
+        sel = v.rows_where("gpu", True)
         ts, end = v.bounds(sel)
         times = type_times(ts, end, v["kernel_type"][sel], types, truncate=rules.hta_table)
         if times:
@@ -166,9 +166,15 @@ _STAT_COLUMNS = ["count", "num_names", "sum_us", "max_us", "min_us", "mean_us", 
 
 def _name_codes(view: JobView, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, names)`` of name ``ids`` (−1 reads as ``""``): one string decoded per distinct id."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    labels, again = np.unique(view.names(uniq), return_inverse=True)  # ids and text are 1:1 but for −1 vs ""
-    return again.reshape(-1)[inv.reshape(-1)], labels.astype(object)
+    n = len(view.strings)
+    safe = np.where(ids >= 0, ids, n)  # ids are dense: a lookup array over the job's strings, no sort
+    present = np.zeros(n + 1, dtype=bool)
+    present[safe] = True
+    uniq = np.flatnonzero(present)
+    labels, again = np.unique(view.names(np.where(uniq < n, uniq, -1)), return_inverse=True)  # −1 and "" meet
+    code = np.zeros(n + 1, dtype=np.intp)
+    code[uniq] = again.reshape(-1)
+    return code[safe], labels.astype(object)
 
 
 def kernel_stats(
@@ -324,7 +330,7 @@ def top_kernels(
     ids, types, durs = [], [], []
     for rank in view.select(ranks):
         v = view[rank]
-        rows = np.flatnonzero(v["gpu"])
+        rows = v.rows_where("gpu", True)
         ids.append(v["name"][rows])
         types.append(v["kernel_type"][rows])
         durs.append(view.us(v["dur"][rows]))

@@ -82,7 +82,7 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
         np.maximum.at(last, inv, v["end"][rows].astype(np.float64))
         it = v["iteration"]
         g = np.flatnonzero(v["gpu"] & (it >= 0))
-        g = g[np.argsort(it[g], kind="stable")]  # each step's GPU rows in their order
+        g = g[intervals.stable_order(it[g])]  # each step's GPU rows in their order
         lo, hi = np.searchsorted(it[g], steps, "left"), np.searchsorted(it[g], steps, "right")
         busy = np.zeros(len(steps))
         gspan = np.zeros(len(steps))

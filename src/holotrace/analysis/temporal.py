@@ -84,12 +84,12 @@ def breakdown(
     keys, counts, times = [], [], []
     for rank in view.select(ranks):
         v = view[rank]
-        g = np.flatnonzero(v["gpu"])
+        g = v.rows_where("gpu", True)
         if per_step:
             it = v["iteration"][g]
             ok = it >= 0  # NaN compares False
             g, it = g[ok], it[ok]
-            order = np.argsort(it, kind="stable")  # each step's rows in their order
+            order = intervals.stable_order(it)  # each step's rows in their order
             g, it = g[order], it[order]
             cut = np.flatnonzero(it[1:] != it[:-1]) + 1
             groups = zip(it[np.r_[0, cut]].tolist() if len(g) else [], np.split(g, cut) if len(g) else [])

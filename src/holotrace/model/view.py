@@ -144,7 +144,9 @@ class RankView(Mapping):
         key = (column, int(value))
         out = self._rows.get(key)
         if out is None:
-            out = self._rows[key] = np.flatnonzero(self.cols[column] == value)
+            out = np.flatnonzero(self.cols[column] == value)
+            out.flags.writeable = False  # shared by every analysis that asks
+            out = self._rows.setdefault(key, out)
         return out
 
     def bounds(self, sel=slice(None)) -> tuple[np.ndarray, np.ndarray]:
