@@ -91,8 +91,16 @@ def _with_pctg(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
-    """Rows of the rank's GPU work whose kernel type is analysed."""
-    return np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], [int(t) for t in types]))
+    """Rows of the rank's GPU work whose kernel type is analysed (found once per rank view)."""
+    codes = tuple(int(t) for t in types)
+    return v.derived(
+        ("analysed", codes), lambda: _read_only(np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], codes)))
+    )
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def type_breakdown(
@@ -271,7 +279,8 @@ def rank_distribution(
     by_text = np.empty(len(uniq), dtype=np.int64)  # total descending, then name ascending, then id
     by_text[np.argsort(names, kind="stable")] = np.arange(len(uniq))
     chosen = np.lexsort((by_text, -total))[:top]  # positions in ``uniq`` of the chosen kernels, in order
-    _, first = np.unique(name_id, return_index=True)
+    by_id = intervals.stable_order(name_id)
+    first = by_id[np.flatnonzero(np.r_[True, name_id[by_id[1:]] != name_id[by_id[:-1]]])]
     ktype_of = np.concatenate(ktypes)[first]  # each kernel's type where it first appears (ranks ascending)
     if one_rank:  # grouped by name alone: the same groups, and ``totals`` are their sums
         g, at = by_name, chosen

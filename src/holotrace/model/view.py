@@ -149,6 +149,16 @@ class RankView(Mapping):
             out = self._rows.setdefault(key, out)
         return out
 
+    def derived(self, key: tuple, make: Callable[[], object]):
+        """``make()``, computed once per rank view and kept under ``key`` (a tuple naming the analysis and every
+        argument and rule flag the result depends on): for what several analyses of one command derive from
+        this rank's columns. Treat the result as read-only."""
+        key = ("derived", *key)
+        out = self._rows.get(key)
+        if out is None:
+            out = self._rows.setdefault(key, make())
+        return out
+
     def bounds(self, sel=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """``(start, end)`` of the selected rows in one dtype (HTA's ends are float µs)."""
         end = self.cols["end"][sel]
