@@ -137,6 +137,26 @@ class JobGraph:
     def n_nodes(self) -> int:
         return len(self.node_rank)
 
+    def ranks(self) -> list[int]:
+        """The ranks that have nodes, ascending (kept on the graph)."""
+        if "ranks" not in self.memo:
+            self.memo["ranks"] = np.unique(self.node_rank[self.node_rank >= 0]).tolist()
+        return self.memo["ranks"]
+
+    def rank_nodes(self, r: int) -> np.ndarray:
+        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: kept on the
+        graph as ranges)."""
+        if "rank_nodes" not in self.memo:
+            rk = self.node_rank
+            cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
+            runs = rk[cut].tolist()
+            if len(set(runs)) == len(runs):  # one run per rank
+                ends = np.r_[cut[1:], len(rk)].tolist()
+                self.memo["rank_nodes"] = {v: np.arange(a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
+            else:
+                self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
+        return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
+
     def point_of_position(self) -> np.ndarray:
         """Position in ``chain_order`` of every point."""
         pos = np.empty(len(self.chain_order), dtype=np.int64)

@@ -102,8 +102,8 @@ def node_info(g: JobGraph) -> NodeInfo:
     name = np.full(n, -1, dtype=np.int64)
     comm = np.zeros(n, dtype=bool)
     thread = np.full(n, -1, dtype=np.int64)
-    for r in sorted(set(g.node_rank[g.node_rank >= 0].tolist())):
-        sel = np.flatnonzero(g.node_rank == r)
+    for r in g.ranks():
+        sel = g.rank_nodes(r)
         rv = g.view[r]
         rows = g.node_row[sel]
         name[sel] = rv["name"][rows]
@@ -144,11 +144,17 @@ def _gaps(g: JobGraph, info: NodeInfo) -> tuple:
     hi = g.point_time[g.chain_order[pos]]
     lo = g.point_time[g.chain_order[pos - 1]]
     rk, th = g.node_rank[node], info.thread[node]
-    srt = np.lexsort((th, rk))  # stable: ascending positions within a (rank, thread)
-    cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
-    groups = {
-        (int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
-    }
+    # a CPU chain is one (rank, thread), its positions consecutive: the gaps of a (rank, thread) are one run of
+    # chains, in ascending positions
+    ch = g.chain_id[pos]
+    cut = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]]) if len(pos) else np.zeros(0, dtype=np.int64)
+    bounds = zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist())
+    groups = {(int(rk[a]), int(th[a])): np.arange(a, b) for a, b in bounds}
+    if len(groups) != len(cut):  # (a (rank, thread) on more than one chain: grouped by key)
+        srt = np.lexsort((th, rk))  # stable: ascending positions within a (rank, thread)
+        cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
+        bounds = zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
+        groups = {(int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in bounds}
     g.memo["cpu_gaps"] = out = (pos, lo, hi, groups)
     return out
 
@@ -212,14 +218,13 @@ def candidates(
     want = set(only or FIXES)
     view = g.view
     out: list[Candidate] = []
-    nt, rk = g.node_type, g.node_rank
-    gpu = nt == NodeType.GPU
+    gpu = g.node_type == NodeType.GPU
     dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
     dur_node = g.chain_order[dur_pos] // 2
-    kdf = compute_table(g, base, info)
-    multi = len(set(rk[rk >= 0].tolist())) > 1
+    kdf = compute_table(g, base, info) if want & {"straggler", "kernel"} else None  # (each fix's data: if tried)
+    multi = len(g.ranks()) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
-    if multi and len(kdf) and "straggler" in want:
+    if "straggler" in want and multi and len(kdf):
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
@@ -229,20 +234,16 @@ def candidates(
                 g.memo["straggler_candidates"] = strag
         out.extend(strag)
     # communication
-    cpos = dur_pos[info.comm[dur_node]]
-    xf = g.kind == EdgeKind.XFER
-    if (len(cpos) or xf.any()) and "communication" in want:
+    cpos = dur_pos[info.comm[dur_node]] if "communication" in want else dur_pos[:0]
+    xf = g.kind == EdgeKind.XFER if "communication" in want else None
+    if "communication" in want and (len(cpos) or xf.any()):
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
         out.append(Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
     # launch overhead
-    launch_ids = view.name_ids(set(PURE_LAUNCH_APIS))
-    synced = np.zeros(g.n_nodes, dtype=bool)
-    synced[g.dst[g.kind == EdgeKind.SYNC] // 2] = True
-    lmask = (nt == NodeType.CALL) & np.isin(info.name, launch_ids) & ~synced
-    lpos = dur_pos[lmask[dur_node]]
-    le = np.flatnonzero(g.kind == EdgeKind.LAUNCH)
-    if len(lpos) and "launch_overhead" in want:
+    lpos = _launch_positions(g, info, dur_pos, dur_node) if "launch_overhead" in want else dur_pos[:0]
+    if len(lpos):
+        le = np.flatnonzero(g.kind == EdgeKind.LAUNCH)
         floor = opts.launch_floor_us * 1e3
 
         def launch(d, lpos=lpos, le=le, floor=floor):
@@ -259,12 +260,12 @@ def candidates(
             )
         )
     # host sync
-    se = np.flatnonzero(g.kind == EdgeKind.SYNC)
-    if len(se) and "host_sync" in want:
+    se = np.flatnonzero(g.kind == EdgeKind.SYNC) if "host_sync" in want else dur_pos[:0]
+    if len(se):
         waited = se[base.cross[se] >= 0]
         out.append(Candidate("host_sync", None, None, _drop(se), _sync_evidence(g, info, waited, opts.top)))
     # kernels
-    if len(kdf) and "kernel" in want:
+    if "kernel" in want and len(kdf):
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
             targets = [(opts.kernel_match, np.isin(info.name, ids))]
@@ -282,7 +283,7 @@ def candidates(
         dl_ids = view.name_ids(lambda s: classify.is_data_loading(s, opts.data_load_patterns))
         is_dl = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
         is_dl[dl_ids] = True
-        in_graph = set(np.unique(rk).tolist())
+        in_graph = set(g.ranks())
         rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
         cover = _gap_cover(g, info, _intervals(g, rows))
         if cover.any():
@@ -308,6 +309,15 @@ def candidates(
             )
         )
     return out
+
+
+def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node: np.ndarray) -> np.ndarray:
+    """Chain positions of the durations of launch calls that no host synchronisation waited on."""
+    launch_ids = g.view.name_ids(set(PURE_LAUNCH_APIS))
+    synced = np.zeros(g.n_nodes, dtype=bool)
+    synced[g.dst[g.kind == EdgeKind.SYNC] // 2] = True
+    lmask = (g.node_type == NodeType.CALL) & np.isin(info.name, launch_ids) & ~synced
+    return dur_pos[lmask[dur_node]]
 
 
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
@@ -378,7 +388,7 @@ def cpu_op_totals(g: JobGraph, info: NodeInfo, gap_pos: np.ndarray, base: Delays
     view = g.view
     dst = g.chain_order[gap_pos] // 2
     tot: dict = {}
-    for r in sorted(set(g.node_rank[dst].tolist())):
+    for r in np.unique(g.node_rank[dst]).tolist():
         rv = view[r]
         parent = _parents(view, r)
         sel = g.node_rank[dst] == r
@@ -396,7 +406,7 @@ def _cpu_op_covers(g, info, opts, gap_pos, base):
     """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
     one's gap cover."""
     view = g.view
-    ranks = sorted(set(g.node_rank[g.chain_order[gap_pos] // 2].tolist()))
+    ranks = np.unique(g.node_rank[g.chain_order[gap_pos] // 2]).tolist()
     if opts.cpu_ops is not None:
         named = [(n, view.name_ids({n})) for n in opts.cpu_ops]
     else:
