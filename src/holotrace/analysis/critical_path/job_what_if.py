@@ -327,8 +327,8 @@ def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
     dur_node = g.chain_order[dur_pos] // 2
     comp = dur_pos[(nt == NodeType.GPU)[dur_node] & ~info.comm[dur_node]]
     cn = g.chain_order[comp] // 2
-    return pd.DataFrame(
-        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}
+    return pd.DataFrame(  # (fresh arrays: taken as they are, not copied into one block)
+        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}, copy=False
     )
 
 
