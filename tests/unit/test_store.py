@@ -18,7 +18,8 @@ from holotrace.model.derive import DERIVED, derive_columns
 from tracebuilder import TraceBuilder
 
 
-def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path):
+@pytest.mark.parametrize("memory", [None, 0, 10])  # held in memory, in files from the start, moved to files midway
+def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path, memory):
     pieces = [
         np.array([1, -2, 3], dtype=np.int8),
         np.array([], dtype=np.int64),
@@ -27,9 +28,13 @@ def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_pa
         np.array([2**40], dtype=np.int64),
     ]
     want = np.concatenate([p for p in pieces if len(p)])
-    with Spill(tmp_path) as spill:
+    with Spill(tmp_path, memory=memory) as spill:
         for p in pieces:
-            spill.append("events", {"x": p, "flag": np.ones(len(p), dtype=bool)})
+            buffer = np.concatenate([p, p])  # the piece is a view of a larger buffer, reused once appended
+            spill.append("events", {"x": buffer[: len(p)], "flag": np.ones(len(p), dtype=bool)})
+            buffer[:] = 0
+        assert spill.in_memory == (memory is None)
+        assert spill.in_memory or len(list(spill.folder.iterdir())) == 2  # one file per column
         assert spill.rows("events") == len(want)
         assert spill.read("events", "x").dtype == np.int64
         np.testing.assert_array_equal(spill.read("events", "x"), want)

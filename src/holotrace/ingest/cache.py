@@ -41,11 +41,12 @@ from typing import Optional
 
 from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
+from holotrace.ingest import ids_used
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 4  # layout of an entry: bump when it changes
+CACHE_VERSION = 5  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
@@ -222,6 +223,7 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
         format=info["format"],
         bytes_read=info["bytes_read"],
         packed=(str(cols), info["layout"], bytes.fromhex(info["token"])),
+        ids_used=ids_used.decode(info["ids_used"], len(info["strings"])) if info.get("ids_used") is not None else None,
     )
 
 
@@ -309,6 +311,7 @@ def commit(
             "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
             "format": d.format,
             "bytes_read": d.bytes_read,
+            "ids_used": ids_used.encode(d.ids_used) if d.ids_used is not None else None,
             "source": str(Path(d.path).resolve()),
             "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
         }
