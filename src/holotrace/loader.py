@@ -33,7 +33,7 @@ from holotrace.ingest import _scan
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
 from holotrace.ingest.discover import discover
-from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, temp_folder
+from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, spill_memory, temp_folder
 from holotrace.model.classify import RULES_VERSION
 from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
@@ -167,7 +167,7 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
 
 def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
-    with Spill() as spill:
+    with Spill(memory=spill_memory(task.path)) as spill:
         d = decode_into(task.path, spill, all_args=task.session.all_args, workers=task.threads, on_bytes=on_bytes)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back

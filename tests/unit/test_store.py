@@ -11,6 +11,7 @@ import pytest
 import holotrace
 from corpus import golden_jobs
 from holotrace.errors import TraceReadError
+from holotrace.ingest import store
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.model import derive as derive_mod
 from holotrace.model import validate as validate_mod
@@ -53,6 +54,21 @@ def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_pa
         open_packed(tmp_path / "packed", layout, os.urandom(16))  # another entry's token
     with pytest.raises(ValueError):
         open_packed(tmp_path / "packed", {"events": {"x": [64, 10**9, "<i8"]}})  # beyond the file
+
+
+def test_a_spill_holds_the_columns_of_a_file_in_memory_only_when_they_fit(tmp_path):
+    def spill_memory(name: str, size: int, head: bytes = b"{") -> int:
+        p = tmp_path / name
+        p.write_bytes(head)
+        os.truncate(p, size)  # sparse: no disk taken
+        return store.spill_memory(str(p))
+
+    fits = int(store.SPILL_MEMORY / 0.35)  # the largest JSON whose columns fit
+    assert spill_memory("small.json", 1000) == spill_memory("limit.json", fits) == store.SPILL_MEMORY
+    assert spill_memory("big.json", fits + 1) == 0
+    assert spill_memory("small.json.gz", fits // 12, b"\x1f\x8b") == store.SPILL_MEMORY
+    assert spill_memory("big.json.gz", fits // 12 + 1, b"\x1f\x8b") == 0  # taken as 12 times its size
+    assert store.spill_memory(str(tmp_path / "gone.json")) == 0
 
 
 def test_spill_keeps_an_all_empty_column_of_its_first_type(tmp_path):

@@ -22,10 +22,12 @@ class IdsUsed:
 
     def mark(self, table: str, column: str, local: np.ndarray, rmx: np.ndarray) -> None:
         """Mark the file ids ``rmx[local]`` (piece-local ids; -1 reads ``rmx``'s last entry, -1, and marks nothing)."""
+        m = self._masks.get((table, column))
+        if m is not None and int(local.max(initial=-1)) < 0:  # no id in this piece (an arg most events lack)
+            return
         seen = np.zeros(len(rmx), dtype=bool)
         seen[local] = True
         ids = rmx[:-1][seen[:-1]]
-        m = self._masks.get((table, column))
         n = int(rmx[:-1].max(initial=-1)) + 1
         if m is None or len(m) < n:
             grown = np.zeros(max(n, 2 * len(m) if m is not None else n), dtype=bool)
