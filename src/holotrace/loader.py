@@ -33,7 +33,7 @@ from holotrace.ingest import _scan
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
 from holotrace.ingest.discover import discover
-from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, temp_folder
+from holotrace.ingest.store import PackedWriter, Spill, SpillError, open_packed, spill_memory, temp_folder
 from holotrace.model.classify import RULES_VERSION
 from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
@@ -167,7 +167,7 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
 
 def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
-    with Spill() as spill:
+    with Spill(memory=spill_memory(task.path)) as spill:
         d = decode_into(task.path, spill, all_args=task.session.all_args, workers=task.threads, on_bytes=on_bytes)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back
@@ -357,11 +357,11 @@ def _job_of(path, found, decoded: list) -> Job:
 def _rank_trace(f, d: DecodedFile, strings: StringTable) -> RankTrace:
     """One rank's trace, its string ids renumbered into the job's ``strings``."""
     remap = strings.merge(d.strings)
-    same = bool((remap == np.arange(len(remap))).all())  # the first file's ids (or a file like it) are the job's ids
+    moved = remap != np.arange(len(remap))  # the first file's ids (or a file like it) are the job's ids
     tables = {t: dict(getattr(d, t)) for t in ID_COLUMNS}
-    if not same:
+    if moved.any():
         try:
-            _renumber(tables, remap, len(strings))
+            _renumber(tables, remap, len(strings), _holding_moved(tables, moved, d.ids_used))
         except SpillError as e:
             raise _no_room(e, f.path) from None
     t = RankTrace(
@@ -402,24 +402,50 @@ def _check_some_events(path, traces: dict, findings: list) -> None:
     )
 
 
-def _renumber(tables: dict, remap: np.ndarray, n_job: int) -> None:
-    """Replace a file's string-id columns by the job's ids (-1 stays -1), in the smallest type: written in
-    chunks into a packed file of their own and mapped, like the decoded columns. Columns without any id stay."""
+def _holding_moved(tables: dict, moved: np.ndarray, used: Optional[dict]) -> dict[str, list[str]]:
+    """{table: id columns holding an id that ``moved``}: from the file's id masks (known since decoding, kept in
+    the cache: no column is read), else (an entry without them) every column holding any id."""
+    out: dict[str, list[str]] = {}
+    for t, ids in ID_COLUMNS.items():
+        for c in ids:
+            if c not in tables[t]:
+                continue
+            mask = None if used is None else used.get(t, {}).get(c)
+            if mask is not None and len(mask) == len(moved):
+                hit = bool(moved[mask].any())
+            else:
+                hit = int(tables[t][c].max(initial=-1)) >= 0
+            if hit:
+                out.setdefault(t, []).append(c)
+    return out
+
+
+_IN_MEMORY_ROWS = 1 << 16  # columns this short are renumbered on the heap; longer ones into a mapped file
+
+
+def _renumber(tables: dict, remap: np.ndarray, n_job: int, todo: dict[str, list[str]]) -> None:
+    """Replace a file's string-id columns named in ``todo`` by the job's ids (-1 stays -1), in the smallest type:
+    short columns on the heap, the others written in chunks into a packed file of their own and mapped, like the
+    decoded columns."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
-    todo = {
-        t: {c: (len(tables[t][c]), lut.dtype) for c in ids if c in tables[t] and int(tables[t][c].max(initial=-1)) >= 0}
-        for t, ids in ID_COLUMNS.items()
-    }
-    todo = {t: cols for t, cols in todo.items() if cols}
-    if not todo:
+    big = {}
+    for t, cols in todo.items():
+        for c in cols:
+            ids = tables[t][c]
+            if len(ids) <= _IN_MEMORY_ROWS:
+                tables[t][c] = lut[ids]
+                tables[t][c].flags.writeable = False
+            else:
+                big.setdefault(t, {})[c] = (len(ids), lut.dtype)
+    if not big:
         return
     step = 1 << 20
     folder = temp_folder()
     try:
         token = os.urandom(16)
-        w = PackedWriter(folder / "renumbered", todo, token)
+        w = PackedWriter(folder / "renumbered", big, token)
         try:
-            for t, cols in todo.items():
+            for t, cols in big.items():
                 for c in cols:
                     ids = tables[t][c]
                     for a in range(0, len(ids), step):

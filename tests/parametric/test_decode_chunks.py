@@ -223,6 +223,11 @@ def comparable(d) -> dict:
             value = {
                 c: ([d.strings[i] if i >= 0 else None for i in a.tolist()] if c in ids else a) for c, a in value.items()
             }
+        elif f.name == "ids_used" and value is not None:  # masks over file-local ids: the strings they mark
+            value = {
+                t: {c: sorted(d.strings[i] for i in np.flatnonzero(m)) for c, m in cols.items()}
+                for t, cols in value.items()
+            }
         out[f.name] = value
     return out
 

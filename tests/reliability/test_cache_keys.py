@@ -122,3 +122,29 @@ def test_doctor_verify_finds_an_entry_the_fingerprint_cannot(env):
     assert _durations(p, env.cache)[MID] == 7_000  # ... and the verified cache is right again
     r = env.cli("doctor", "job", "--verify")
     assert "whole content: 1 ok, 0 stale" in r.stdout, r.stdout
+
+
+def test_a_column_file_rewritten_with_its_old_times_is_a_miss_and_verify_finds_a_forged_one(env):
+    p = env.write("job/rank-0.json", _content(5))
+    assert _durations(p, env.cache)[MID] == 5_000
+    entry = env.cache / cache.key_for(p, False, CACHE_TAG)
+    cols = entry / cache.COLUMNS
+    layout = json.loads((entry / "info.json").read_text())["layout"]["events"]["dur_ns"]
+    st = cols.stat()
+    data = bytearray(cols.read_bytes())
+    at = layout[0] + MID * int(layout[2][-1])  # the middle event's duration (little-endian, low byte first)
+    data[at] ^= 0x01
+    cols.write_bytes(bytes(data))
+    os.utime(cols, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and modification time as before
+    assert cache.load(p, env.cache, False, CACHE_TAG) is None  # the change time (and the load's check) saw it
+    assert _durations(p, env.cache)[MID] == 5_000  # decoded again
+    data = bytearray(cols.read_bytes())  # the new entry's columns damaged, and its record forged: a change below
+    data[at] ^= 0x01
+    cols.write_bytes(bytes(data))
+    info = json.loads((entry / "info.json").read_text())  # the file system that no metadata shows
+    info["columns_stat"] = cache._stat(cols)
+    (entry / "info.json").write_text(json.dumps(info))
+    assert _durations(p, env.cache)[MID] == 5_001  # the quick check is fooled by the forgery ...
+    assert cache.verify(p, env.cache, False, CACHE_TAG) == "stale"  # ... not the whole content's
+    assert _durations(p, env.cache)[MID] == 5_000
+    assert cache.verify(p, env.cache, False, CACHE_TAG) == "ok"

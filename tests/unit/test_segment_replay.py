@@ -89,6 +89,30 @@ def test_combined_fixes_and_steps(tmp_path):
     _same_advice(job_advice(job, **kw), job_advice(job, replay="segments", **kw))
 
 
+def test_a_rank_recorded_earlier_keeps_its_collectives_aligned(tmp_path):
+    """Rank 3's profiler recorded one operator 20 ms before anything else on a clock shared with the other ranks:
+    its collectives still end with the others' (no offset, no skew), on either replay, and the advice is the job's
+    without that operator."""
+    folder = planted_job(tmp_path / "job", ranks=4, steps=2, layers=3, straggler=2)
+    plain = job_advice(holotrace.load(str(folder), cache=False))
+    path = sorted(folder.iterdir())[3]
+    doc = json.loads(path.read_text())
+    first = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
+    op = next(e for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
+    doc["traceEvents"].append(dict(op, name="early_setup", ts=first - 20_000, dur=5))
+    path.write_text(json.dumps(doc))
+    job = holotrace.load(str(folder), cache=False)
+    from holotrace.analysis.critical_path.job_graph import build_job_graph
+
+    g = build_job_graph(job)
+    assert g.offsets_ns == {0: 0, 1: 0, 2: 0, 3: 0}
+    assert g.skew_ns == 0.0
+    for a in (job_advice(job), job_advice(job, replay="segments")):
+        assert (a.costliest.rank, a.costliest.why) == (plain.costliest.rank, plain.costliest.why)
+        np.testing.assert_allclose(a.replay["replayed_ms"], plain.replay["replayed_ms"], rtol=1e-9)
+        np.testing.assert_allclose(a.fixes["saving_ms"], plain.fixes["saving_ms"], rtol=1e-9, atol=1e-9)
+
+
 def test_planted_straggler_64_ranks(tmp_path):
     job = holotrace.load(str(planted_job(tmp_path / "job", ranks=64, steps=2, layers=2, straggler=41)), cache=False)
     a = job_advice(job, replay="segments")

@@ -11,6 +11,7 @@ import pytest
 import holotrace
 from corpus import golden_jobs
 from holotrace.errors import TraceReadError
+from holotrace.ingest import store
 from holotrace.ingest.store import Spill, open_packed
 from holotrace.model import derive as derive_mod
 from holotrace.model import validate as validate_mod
@@ -18,7 +19,8 @@ from holotrace.model.derive import DERIVED, derive_columns
 from tracebuilder import TraceBuilder
 
 
-def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path):
+@pytest.mark.parametrize("memory", [None, 0, 10])  # held in memory, in files from the start, moved to files midway
+def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_path, memory):
     pieces = [
         np.array([1, -2, 3], dtype=np.int8),
         np.array([], dtype=np.int64),
@@ -27,9 +29,13 @@ def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_pa
         np.array([2**40], dtype=np.int64),
     ]
     want = np.concatenate([p for p in pieces if len(p)])
-    with Spill(tmp_path) as spill:
+    with Spill(tmp_path, memory=memory) as spill:
         for p in pieces:
-            spill.append("events", {"x": p, "flag": np.ones(len(p), dtype=bool)})
+            buffer = np.concatenate([p, p])  # the piece is a view of a larger buffer, reused once appended
+            spill.append("events", {"x": buffer[: len(p)], "flag": np.ones(len(p), dtype=bool)})
+            buffer[:] = 0
+        assert spill.in_memory == (memory is None)
+        assert spill.in_memory or len(list(spill.folder.iterdir())) == 2  # one file per column
         assert spill.rows("events") == len(want)
         assert spill.read("events", "x").dtype == np.int64
         np.testing.assert_array_equal(spill.read("events", "x"), want)
@@ -48,6 +54,21 @@ def test_spill_widens_to_what_concatenating_gives_and_reads_across_pieces(tmp_pa
         open_packed(tmp_path / "packed", layout, os.urandom(16))  # another entry's token
     with pytest.raises(ValueError):
         open_packed(tmp_path / "packed", {"events": {"x": [64, 10**9, "<i8"]}})  # beyond the file
+
+
+def test_a_spill_holds_the_columns_of_a_file_in_memory_only_when_they_fit(tmp_path):
+    def spill_memory(name: str, size: int, head: bytes = b"{") -> int:
+        p = tmp_path / name
+        p.write_bytes(head)
+        os.truncate(p, size)  # sparse: no disk taken
+        return store.spill_memory(str(p))
+
+    fits = int(store.SPILL_MEMORY / 0.35)  # the largest JSON whose columns fit
+    assert spill_memory("small.json", 1000) == spill_memory("limit.json", fits) == store.SPILL_MEMORY
+    assert spill_memory("big.json", fits + 1) == 0
+    assert spill_memory("small.json.gz", fits // 12, b"\x1f\x8b") == store.SPILL_MEMORY
+    assert spill_memory("big.json.gz", fits // 12 + 1, b"\x1f\x8b") == 0  # taken as 12 times its size
+    assert store.spill_memory(str(tmp_path / "gone.json")) == 0
 
 
 def test_spill_keeps_an_all_empty_column_of_its_first_type(tmp_path):

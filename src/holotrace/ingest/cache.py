@@ -18,11 +18,13 @@ The cache owns only what it made: each entry is a folder with a 24-hex-digit nam
 files an entry has, and an ``info.json`` marked with the entry layout's version. A cache folder holds
 nothing else: a folder with anything else in it is never written to, and ``clear`` refuses it.
 
-An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's
-fingerprint at decode time (device, inode, size, mtime_ns, ctime_ns and a hash of its first and last 64 KiB), and the
-column file's size, CRC-32 and a token written into its header, so a rewritten trace, a damaged or
-swapped column file or a half-deleted entry is a miss (decoded again and rewritten), never an error or
-a wrong answer. Concurrent writers and readers never see half an entry.
+An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's fingerprint
+at decode time (device, inode, size, mtime_ns, ctime_ns, a hash of its first and last 64 KiB), the column file's own
+(the same but the hash, taken once it was synced to disk) and a token written into its header, so a rewritten trace,
+a column file rewritten, truncated or swapped, or a half-deleted entry is a miss (decoded again and rewritten), never
+an error or a wrong answer; a load reads no column to decide. The CRC-32s of the column file and of the whole trace
+are kept for :func:`verify` (``holotrace doctor --verify``), for damage below the file system. Concurrent writers
+and readers never see half an entry.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ from typing import Optional
 
 from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
+from holotrace.ingest import ids_used
 from holotrace.ingest.decode import DecodedFile, Problem
+from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 4  # layout of an entry: bump when it changes
+CACHE_VERSION = 6  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
@@ -194,7 +198,7 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
     if fp is None or info.get("fingerprint") != fp:
         return None
     cols = entry / COLUMNS
-    if cols.stat().st_size != info["bytes"] or _crc(cols) != info["crc32"]:
+    if _stat(cols) != info["columns_stat"] or not _has_token(cols, bytes.fromhex(info["token"])):
         return None
     raw_args = None
     if all_args:
@@ -222,7 +226,36 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
         format=info["format"],
         bytes_read=info["bytes_read"],
         packed=(str(cols), info["layout"], bytes.fromhex(info["token"])),
+        ids_used=ids_used.decode(info["ids_used"], len(info["strings"])) if info.get("ids_used") is not None else None,
     )
+
+
+def _stat(path: Path) -> dict:
+    """What changes when a file is rewritten, truncated or replaced through the file system (see :func:`fingerprint`)."""
+    st = os.stat(path)
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+    }
+
+
+def _has_token(path: Path, token: bytes) -> bool:
+    """The packed file's header holds the entry's token (another entry's column file does not)."""
+    with open(path, "rb", buffering=0) as fh:
+        return fh.read(len(MAGIC) + len(token)) == MAGIC + token
+
+
+def _synced_stat(path: Path) -> dict:
+    """:func:`_stat` of a column file once its content is on disk (a crash cannot leave an entry without them)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return _stat(path)
 
 
 def _crc(path: Path) -> int:
@@ -301,6 +334,7 @@ def commit(
             "layout": layout,
             "bytes": cols.stat().st_size,
             "crc32": _crc(cols),
+            "columns_stat": _synced_stat(cols),
             "meta": d.meta,
             "strings": d.strings,
             "n_trace_events": d.n_trace_events,
@@ -309,6 +343,7 @@ def commit(
             "problems": [dict(p.__dict__, code=str(p.code)) for p in d.problems],
             "format": d.format,
             "bytes_read": d.bytes_read,
+            "ids_used": ids_used.encode(d.ids_used) if d.ids_used is not None else None,
             "source": str(Path(d.path).resolve()),
             "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
         }
@@ -347,13 +382,12 @@ def commit(
 
 
 def verify(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, tag: str = "") -> str:
-    """Check the entry of ``path`` against the file's whole content (a CRC-32 of every byte, taken when the
-    entry was written): ``"absent"`` (no entry, or one a load would not serve), ``"ok"``, or ``"stale"`` (the
-    content differs although the fingerprint matches: the entry is removed, so the next load decodes the file).
-
-    The fingerprint a load checks (device, inode, size, times, head and tail) sees every rewrite a user or
-    a tool makes through the file system; this reads the whole file, for a change made below it (a disk
-    image edited offline, a clock set back and the change time forged)."""
+    """Check the entry of ``path`` against the file's and the column file's whole content (CRC-32s of every byte,
+    taken when the entry was written): ``"absent"`` (no entry, or one a load would not serve), ``"ok"``, or
+    ``"stale"`` (a content differs although the fingerprints match: the entry is removed, so the next load decodes
+    the file). The fingerprints a load checks see every rewrite a user or a tool makes through the file system; this
+    reads every byte, for a change made below it (a disk image edited offline, a clock set back and the change time
+    forged, a damaged disk)."""
     if cache_dir is None:
         return "absent"
     entry = cache_dir / key_for(path, all_args, tag)
@@ -361,7 +395,7 @@ def verify(path: str | Path, cache_dir: Optional[Path], all_args: bool = False, 
         if _read(entry, path, all_args) is None:
             return "absent"
         info = json.loads((entry / "info.json").read_text(encoding="utf-8"))
-        if info.get("content_crc32") == _crc(Path(path)):
+        if info.get("content_crc32") == _crc(Path(path)) and info.get("crc32") == _crc(entry / COLUMNS):
             return "ok"
     except Exception:  # no entry, or a damaged one (a load would not serve it either)
         return "absent"

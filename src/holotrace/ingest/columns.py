@@ -15,6 +15,7 @@ import numpy as np
 
 from holotrace.findings import FindingCode, Severity
 from holotrace.ingest import _scan
+from holotrace.ingest.ids_used import IdsUsed
 from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, compact_ints  # noqa: F401  (part of this module's interface)
 
 _MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
@@ -464,12 +465,15 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) ->
         out.tables[table] = {k: (v if k in _WIDE_COLUMNS else compact_ints(v)) for k, v in cols.items()}
 
 
-def to_file(out: PieceOut, rmx: np.ndarray, base: int) -> None:
-    """Renumber a piece's tables in place: string ids into the file's (``rmx``, last entry -1), rows from ``base``."""
+def to_file(out: PieceOut, rmx: np.ndarray, base: int, used: Optional[IdsUsed] = None) -> None:
+    """Renumber a piece's tables in place: string ids into the file's (``rmx``, last entry -1), rows from ``base``;
+    ``used`` is told which file ids each id column holds."""
     for table, cols in out.tables.items():
         id_cols = ID_COLUMNS[table]
         for k, v in cols.items():
             if k in id_cols:
+                if used is not None:
+                    used.mark(table, k, v, rmx)
                 cols[k] = compact_ints(rmx[v])
             elif k == "index":
                 cols[k] = v + base

@@ -30,6 +30,7 @@ from holotrace.ingest import _scan
 from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.ingest.columns import PieceOut, Problem, piece_strings, piece_tables, to_file
+from holotrace.ingest.ids_used import IdsUsed
 from holotrace.ingest.meta import decode_meta as _decode_meta
 from holotrace.ingest.meta import json_error as _json_error
 from holotrace.ingest.meta import tail_meta as _tail_meta
@@ -64,6 +65,7 @@ class DecodedFile:
     format: str = "object"  # "object" | "array" (legacy 2021 bare array)
     bytes_read: int = 0
     packed: Optional[tuple] = None  # (packed column file, layout, token) the tables are mapped from
+    ids_used: Optional[dict] = None  # {table: {id column: mask over ``strings``}} (ingest.ids_used); None: unknown
 
 
 def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None, is_gzip: Optional[list] = None):
@@ -109,6 +111,7 @@ class _Tables:
         self.path = path
         self.interner = _scan.Interner()
         self.strings: list[str] = []
+        self.used = IdsUsed()
         self.spill = spill
         self.problems: list[Problem] = []
         self.phase_counts: dict[str, int] = {}
@@ -138,7 +141,7 @@ class _Tables:
             raise TraceReadError(
                 f"text is not valid UTF-8 ({e.reason})", path=self.path, fix="the file is damaged or not a JSON trace"
             ) from None
-        to_file(out, np.append(remap, np.int32(-1)), self.n)
+        to_file(out, np.append(remap, np.int32(-1)), self.n, self.used)
         for ph, cnt in out.phase_counts.items():
             self.phase_counts[ph] = self.phase_counts.get(ph, 0) + cnt
         for table, cols in out.tables.items():
@@ -365,6 +368,7 @@ def decode_into(
         raw_args=tables.raw_args,
         format=fmt,
         bytes_read=total[0],
+        ids_used=tables.used.masks(len(tables.strings)),
     )
 
 

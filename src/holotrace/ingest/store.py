@@ -1,7 +1,8 @@
 """Columns kept in files instead of the heap.
 
-While a trace file is decoded, each piece's columns are appended to a :class:`Spill` (one file per
-column in a private folder), so the decoder holds only the pieces in flight, whatever the file's size.
+While a trace file is decoded, each piece's columns are appended to a :class:`Spill`: held in memory up to
+``SPILL_MEMORY`` bytes (a file of a few hundred MB), beyond that moved to one file per column in a private
+folder, so the decoder holds only the pieces in flight, whatever the file's size.
 When every column is complete, :meth:`Spill.pack` writes them into one *packed file* (a header, then
 each column at an aligned offset, in its final dtype), and :func:`open_packed` maps that file read-only:
 a loaded rank's columns are views of the mapping, paged in by the operating system when an analysis
@@ -51,27 +52,58 @@ def temp_folder(stem: str = "", where: Optional[str] = None) -> Path:
         raise SpillError(e.errno, e.strerror or str(e), where) from None
 
 
+SPILL_MEMORY = 64 << 20  # bytes of columns a spill holds in memory; beyond that its columns go to files
+
+
+def spill_memory(path: str) -> int:
+    """A :class:`Spill`'s memory for decoding the file ``path``: all its columns held until packed when they fit
+    (about 0.35 bytes of columns per byte of JSON; a gzipped trace taken as 12 times its size), else none (columns
+    to files from the first piece: the peak stays that of the pieces in flight)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size * (12 if fh.read(2) == b"\x1f\x8b" else 1)
+    except OSError:
+        return 0
+    return SPILL_MEMORY if size * 0.35 <= SPILL_MEMORY else 0
+
+
 class _Column:
-    """One column's spill file: segments of (dtype, rows, byte offset) appended in order."""
+    """One column: segments of (dtype, rows, byte offset) appended in order, held in memory (``parts``, one array
+    per segment) until :meth:`to_file` moves them into a spill file of their own."""
 
-    __slots__ = ("fd", "segments", "rows", "nbytes")
+    __slots__ = ("fd", "segments", "rows", "nbytes", "parts")
 
-    def __init__(self, path: Path):
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    def __init__(self):
+        self.fd = -1
         self.segments: list[tuple[np.dtype, int, int]] = []
+        self.parts: Optional[list[np.ndarray]] = []  # None once in a file
         self.rows = 0
         self.nbytes = 0
 
     def append(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
-        if self.segments and self.segments[-1][0] == a.dtype:  # grow the last segment
-            dt, rows, off = self.segments[-1]
-            self.segments[-1] = (dt, rows + len(a), off)
-        else:
+        if self.parts is not None:
+            if a.base is not None:  # a view would keep its piece's whole buffer alive
+                a = a.copy()
+            self.parts.append(a)
             self.segments.append((a.dtype, len(a), self.nbytes))
-        _write_all(self.fd, memoryview(a).cast("B") if a.nbytes else b"", self.nbytes)
+        else:
+            if self.segments and self.segments[-1][0] == a.dtype:  # grow the last segment
+                dt, rows, off = self.segments[-1]
+                self.segments[-1] = (dt, rows + len(a), off)
+            else:
+                self.segments.append((a.dtype, len(a), self.nbytes))
+            _write_all(self.fd, memoryview(a).cast("B") if a.nbytes else b"", self.nbytes)
         self.nbytes += a.nbytes
         self.rows += len(a)
+
+    def to_file(self, path: Path) -> None:
+        """Move the parts held in memory into the file ``path`` (appends go there from now on)."""
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        parts, self.parts = self.parts or [], None
+        self.segments, self.rows, self.nbytes = [], 0, 0
+        for a in parts:
+            self.append(a)
 
     @property
     def dtype(self) -> np.dtype:
@@ -86,31 +118,46 @@ class _Column:
         out = np.empty(max(0, b - a), dtype=self.dtype)
         pos = 0
         start = 0
-        for dt, rows, off in self.segments:
+        for k, (dt, rows, off) in enumerate(self.segments):
             lo, hi = max(a, start), min(b, start + rows)
             if lo < hi:
-                raw = os.pread(self.fd, (hi - lo) * dt.itemsize, off + (lo - start) * dt.itemsize)
-                out[pos : pos + hi - lo] = np.frombuffer(raw, dtype=dt)
+                if self.parts is not None:
+                    out[pos : pos + hi - lo] = self.parts[k][lo - start : hi - start]
+                else:
+                    raw = os.pread(self.fd, (hi - lo) * dt.itemsize, off + (lo - start) * dt.itemsize)
+                    out[pos : pos + hi - lo] = np.frombuffer(raw, dtype=dt)
                 pos += hi - lo
             start += rows
         return out
 
     def close(self) -> None:
+        self.parts = None
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
 
 class Spill:
-    """Tables appended column by column into files of a private folder (removed by :meth:`close`).
+    """Tables appended column by column, in memory up to ``memory`` bytes, then into files of a private folder
+    (made when first needed, removed by :meth:`close`).
 
-    ``folder``: where the folder is made (default: the system's temporary folder).
+    ``folder``: where that folder is made (default: the system's temporary folder).
     """
 
-    def __init__(self, folder: Optional[Path] = None):
-        self.folder = temp_folder("spill", None if folder is None else str(folder))
+    def __init__(self, folder: Optional[Path] = None, memory: Optional[int] = None):
+        self._where = None if folder is None else str(folder)
+        self._folder: Optional[Path] = None
+        self._memory = SPILL_MEMORY if memory is None else memory
+        self._held = 0  # bytes held in memory; -1 once the columns are in files
         self._cols: dict[str, dict[str, _Column]] = {}
         self._n = 0
+
+    @property
+    def folder(self) -> Path:
+        """The spill's private folder (made now if it was not yet)."""
+        if self._folder is None:
+            self._folder = temp_folder("spill", self._where)
+        return self._folder
 
     def append(self, table: str, columns: dict[str, np.ndarray]) -> None:
         cols = self._cols.setdefault(table, {})
@@ -118,11 +165,28 @@ class Spill:
             for name, a in columns.items():
                 c = cols.get(name)
                 if c is None:
-                    self._n += 1
-                    c = cols[name] = _Column(self.folder / f"{self._n}")
+                    c = cols[name] = _Column()
+                    if self._held < 0:
+                        self._to_file(c)
                 c.append(a)
+                if self._held >= 0:
+                    self._held += a.nbytes
+            if self._held > self._memory:
+                for cs in self._cols.values():
+                    for c in cs.values():
+                        self._to_file(c)
+                self._held = -1
         except OSError as e:  # the temporary folder is full, gone or read-only
-            raise SpillError(e.errno, e.strerror or str(e), str(self.folder.parent)) from None
+            raise SpillError(e.errno, e.strerror or str(e), str(self._where or tempfile.gettempdir())) from None
+
+    def _to_file(self, c: _Column) -> None:
+        self._n += 1
+        c.to_file(self.folder / f"{self._n}")
+
+    @property
+    def in_memory(self) -> bool:
+        """Every column is still held in memory (none went to a file)."""
+        return self._held >= 0
 
     def rows(self, table: str) -> int:
         cols = self._cols.get(table)
@@ -169,7 +233,8 @@ class Spill:
             for c in cols.values():
                 c.close()
         self._cols = {}
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> Spill:
         return self
@@ -221,6 +286,24 @@ class PackedWriter:
 
 def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int) -> int:
     """Write column ``c`` in dtype ``dt`` at ``pos`` of ``fd``; the position after it."""
+    if c.parts is not None:  # held in memory: written in batches of up to 8 MB
+        batch: list[np.ndarray] = []
+        size = 0
+        for a in [*c.parts, None]:
+            if a is None or (batch and size + a.nbytes > 8 << 20):
+                if batch:
+                    joined = (
+                        np.concatenate(batch).astype(dt, copy=False)
+                        if len(batch) > 1
+                        else batch[0].astype(dt, copy=False)
+                    )
+                    _write_all(fd, memoryview(np.ascontiguousarray(joined)).cast("B") if joined.nbytes else b"", pos)
+                    pos += joined.nbytes
+                batch, size = [], 0
+            if a is not None and len(a):
+                batch.append(a)
+                size += a.nbytes
+        return pos
     for sdt, rows, off in c.segments:
         if not rows:
             continue

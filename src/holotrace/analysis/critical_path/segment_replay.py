@@ -91,9 +91,11 @@ def plan_job(
     times = pd.DataFrame({c: cat(c) for c in ("rank", "row", "start", "end", "name")})
     m = k.merge(times, on=["rank", "row"], how="left", sort=False)
     inst, rk = m["instance"].to_numpy(np.int64), m["rank"].to_numpy(np.int64)
-    offsets, skew = clock_offsets(m["end"].to_numpy(np.float64), inst, rk, ranks)
     first = {f.rank: f.first_ns for f in facts}
     origin = min(first.values()) if first else 0
+    placed = pd.Series({r: first[r] - origin for r in ranks}, dtype=np.int64)  # the fit where it is applied
+    end = m["end"].to_numpy(np.float64) + placed.reindex(rk).to_numpy(np.float64)
+    offsets, skew = clock_offsets(end, inst, rk, ranks)
     shift = pd.Series({r: first[r] - origin + offsets.get(r, 0) for r in ranks}, dtype=np.int64)
     start = (m["start"].to_numpy(np.int64) + shift.reindex(rk).to_numpy()).astype(np.float64)
     n_inst = match.n_instances

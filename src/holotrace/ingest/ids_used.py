@@ -1,0 +1,67 @@
+"""Which string ids each id column of a file holds, known once when the file is decoded.
+
+A job's string table is the union of its files' tables, so a file's ids become the job's ids through a map
+that moves only the strings an earlier file numbered otherwise (a rank's own process and thread names, mostly).
+Knowing which ids a column holds, the loader renumbers only the columns that hold a moved id; the masks are kept
+in the cache entry, so a cached load reads no column to decide.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+
+
+class IdsUsed:
+    """Which of the file's string ids each id column holds, gathered piece by piece: the loader renumbers a
+    column into the job's ids only when one of them moved."""
+
+    def __init__(self) -> None:
+        self._masks: dict[tuple[str, str], np.ndarray] = {}
+
+    def mark(self, table: str, column: str, local: np.ndarray, rmx: np.ndarray) -> None:
+        """Mark the file ids ``rmx[local]`` (piece-local ids; -1 reads ``rmx``'s last entry, -1, and marks nothing)."""
+        m = self._masks.get((table, column))
+        if m is not None and int(local.max(initial=-1)) < 0:  # no id in this piece (an arg most events lack)
+            return
+        seen = np.zeros(len(rmx), dtype=bool)
+        seen[local] = True
+        ids = rmx[:-1][seen[:-1]]
+        n = int(rmx[:-1].max(initial=-1)) + 1
+        if m is None or len(m) < n:
+            grown = np.zeros(max(n, 2 * len(m) if m is not None else n), dtype=bool)
+            if m is not None:
+                grown[: len(m)] = m
+            self._masks[(table, column)] = m = grown
+        m[ids] = True
+
+    def masks(self, n: int) -> dict[str, dict[str, np.ndarray]]:
+        """{table: {column: mask of length ``n``, True where the column holds that file id}}."""
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for (t, c), m in sorted(self._masks.items()):  # the same order whatever the pieces
+            full = np.zeros(n, dtype=bool)
+            k = min(n, len(m))
+            full[:k] = m[:k]
+            out.setdefault(t, {})[c] = full
+        return out
+
+
+def encode(masks: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str, str]]:
+    """The masks as text for a cache entry's ``info.json`` (bits, base64)."""
+    return {
+        t: {c: base64.b64encode(np.packbits(m).tobytes()).decode("ascii") for c, m in cols.items()}
+        for t, cols in masks.items()
+    }
+
+
+def decode(text: dict, n: int) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`encode`'s masks back, each of length ``n`` (``ValueError`` when one does not fit)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for t, cols in text.items():
+        for c, s in cols.items():
+            bits = np.frombuffer(base64.b64decode(s, validate=True), dtype=np.uint8)
+            if len(bits) != (n + 7) // 8:
+                raise ValueError(f"id mask of {t}.{c} has {len(bits)} bytes for {n} strings")
+            out.setdefault(t, {})[c] = np.unpackbits(bits, count=n).astype(bool)
+    return out
