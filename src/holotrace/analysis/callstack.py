@@ -164,14 +164,16 @@ def _nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray
     onode = node[opos]
     olevel = before[opos]
     level[onode] = olevel
+    # the parent of an open at level L: the last open at level L - 1 before it. The opens sorted by (level,
+    # position): a stable sort by level alone (positions ascend already; a radix sort when levels are small)
     big = np.int64(2 * m + 2)
-    keys = olevel * big + opos
-    srt = np.argsort(keys, kind="stable")
-    skeys = keys[srt]
-    has_parent = olevel > 0
-    q = (olevel[has_parent] - 1) * big + opos[has_parent]
-    j = np.searchsorted(skeys, q, side="left") - 1
-    parent[onode[has_parent]] = onode[srt[j]]
+    small = olevel.astype(np.int16) if len(olevel) and int(olevel.max()) < 2**15 else olevel
+    srt = np.argsort(small, kind="stable")
+    skeys = olevel[srt] * big + opos[srt]
+    # queried in that order (ascending keys: each a lookup near the previous one), the opens at level 0 first
+    k0 = int(np.searchsorted(olevel[srt], 1))
+    j = np.searchsorted(skeys, skeys[k0:] - big, side="left") - 1
+    parent[onode[srt[k0:]]] = onode[srt[j]]
     return level, parent
 
 

@@ -157,7 +157,7 @@ def job_advice(
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
     names = lambda: [g.view.strings[int(g.view[int(r)]["name"][row])] for r, row in zip(g.node_rank[m], g.node_row[m])]
     facts = JobFacts(
-        sorted(set(g.node_rank[g.node_rank >= 0].tolist())),
+        list(g.ranks()),
         g.node_coll[m],
         g.node_rank[m],
         g.point_time[2 * m],

@@ -35,10 +35,11 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.critical_path.calls import outer_calls
 from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
-from holotrace.model.classify import NATIVE, Kind
+from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 
 __all__ = [
@@ -137,6 +138,26 @@ class JobGraph:
     def n_nodes(self) -> int:
         return len(self.node_rank)
 
+    def ranks(self) -> list[int]:
+        """The ranks that have nodes, ascending (kept on the graph)."""
+        if "ranks" not in self.memo:
+            self.memo["ranks"] = np.unique(self.node_rank[self.node_rank >= 0]).tolist()
+        return self.memo["ranks"]
+
+    def rank_nodes(self, r: int) -> np.ndarray:
+        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: kept on the
+        graph as ranges)."""
+        if "rank_nodes" not in self.memo:
+            rk = self.node_rank
+            cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
+            runs = rk[cut].tolist()
+            if len(set(runs)) == len(runs):  # one run per rank
+                ends = np.r_[cut[1:], len(rk)].tolist()
+                self.memo["rank_nodes"] = {v: np.arange(a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
+            else:
+                self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
+        return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
+
     def point_of_position(self) -> np.ndarray:
         """Position in ``chain_order`` of every point."""
         pos = np.empty(len(self.chain_order), dtype=np.int64)
@@ -144,27 +165,10 @@ class JobGraph:
         return pos
 
 
-def _cpu_calls(rv) -> np.ndarray:
-    """Rows of runtime/driver calls on CPU threads, outermost only (a call inside another is part of it)."""
-    sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
-    if not len(sel):
-        return sel
-    thread = rv["pid"][sel] * 1_000_003 + rv["tid"][sel]
-    order = np.lexsort((-rv["dur"][sel], rv["ts"][sel], thread))
-    sel, thread = sel[order], thread[order]
-    end = rv["end"][sel]
-    keep = np.ones(len(sel), dtype=bool)
-    cut = np.flatnonzero(thread[1:] != thread[:-1]) + 1
-    for a, b in zip(np.r_[0, cut], np.r_[cut, len(sel)]):
-        prev = np.maximum.accumulate(end[a:b])
-        keep[a + 1 : b] = end[a + 1 : b] > prev[:-1]
-    return sel[keep]
-
-
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
-    calls = _cpu_calls(rv)
+    calls = outer_calls(rv)
     steps = step_rows(rv, view.strings, NATIVE)
     srows = np.array([row for _, row in steps], dtype=np.int64)
     snum = np.array([s for s, _ in steps], dtype=np.int64)

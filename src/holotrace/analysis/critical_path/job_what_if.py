@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.critical_path.host_time import cpu_op_covers, cpu_op_totals, gap_cover, intervals, sync_evidence
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import (
     Delays,
-    _covered,
     replay,
     step_ends,
     step_table,
@@ -76,6 +76,9 @@ PURE_LAUNCH_APIS = frozenset(n for n in classify.LAUNCH_APIS if "Memcpy" not in 
 )
 
 
+REPLAY_THREADS = 2  # what-if replays at once: each holds a copy of the delays and its point times (16 bytes a point)
+
+
 @dataclass
 class WhatIfOptions:
     speedup: float = 2.0  # kernel / cpu_op fixes
@@ -102,8 +105,8 @@ def node_info(g: JobGraph) -> NodeInfo:
     name = np.full(n, -1, dtype=np.int64)
     comm = np.zeros(n, dtype=bool)
     thread = np.full(n, -1, dtype=np.int64)
-    for r in sorted(set(g.node_rank[g.node_rank >= 0].tolist())):
-        sel = np.flatnonzero(g.node_rank == r)
+    for r in g.ranks():
+        sel = g.rank_nodes(r)
         rv = g.view[r]
         rows = g.node_row[sel]
         name[sel] = rv["name"][rows]
@@ -120,58 +123,6 @@ class Candidate:
     target: str | None
     edit: Callable[[Delays], None] = field(repr=False)
     evidence: list = field(default_factory=list)
-
-
-def _gap_cover(g: JobGraph, info: NodeInfo, intervals: dict) -> np.ndarray:
-    """Per chain position of a CPU gap: how much of it lies inside ``intervals`` ({(rank, thread): (starts, ends)}
-    on the job's clock, one rank-thread's intervals possibly nested)."""
-    out = np.zeros(len(g.chain_order))
-    pos, lo, hi, groups = _gaps(g, info)
-    for key, (s, e) in intervals.items():
-        m = groups.get(key)
-        if m is not None and len(s):
-            out[pos[m]] = _covered(s, e, lo[m], hi[m])
-    return out
-
-
-def _gaps(g: JobGraph, info: NodeInfo) -> tuple:
-    """The CPU gaps (chain positions, start and end times) and, per (rank, thread), which of them are its (ascending);
-    kept on the graph."""
-    if "cpu_gaps" in g.memo:
-        return g.memo["cpu_gaps"]
-    pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
-    node = g.chain_order[pos] // 2
-    hi = g.point_time[g.chain_order[pos]]
-    lo = g.point_time[g.chain_order[pos - 1]]
-    rk, th = g.node_rank[node], info.thread[node]
-    srt = np.lexsort((th, rk))  # stable: ascending positions within a (rank, thread)
-    cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
-    groups = {
-        (int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
-    }
-    g.memo["cpu_gaps"] = out = (pos, lo, hi, groups)
-    return out
-
-
-def _intervals(g: JobGraph, rows_of_rank: dict) -> dict:
-    """{(rank, thread): (starts, ends)} on the job's clock for the given rows of each rank."""
-    out = {}
-    for r, rows in rows_of_rank.items():
-        if not len(rows):
-            continue
-        rv = g.view[r]
-        shift = _shift(g, r)
-        th = rv["pid"][rows] * 1_000_003 + rv["tid"][rows]
-        for t in np.unique(th):
-            sel = rows[th == t]
-            out[(r, int(t))] = ((rv["ts"][sel] + shift).astype(np.float64), (rv["end"][sel] + shift).astype(np.float64))
-    return out
-
-
-def _shift(g: JobGraph, r: int) -> int:
-    """What turns a rank's own times into the graph's (ns from the job origin, offsets applied)."""
-    v = g.view[r]
-    return v.clock_offset - g.origin_ns + g.offsets_ns.get(r, 0)
 
 
 def _scale(pos: np.ndarray, factor, *, cross: np.ndarray | None = None) -> Callable[[Delays], None]:
@@ -212,14 +163,13 @@ def candidates(
     want = set(only or FIXES)
     view = g.view
     out: list[Candidate] = []
-    nt, rk = g.node_type, g.node_rank
-    gpu = nt == NodeType.GPU
+    gpu = g.node_type == NodeType.GPU
     dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
     dur_node = g.chain_order[dur_pos] // 2
-    kdf = compute_table(g, base, info)
-    multi = len(set(rk[rk >= 0].tolist())) > 1
+    kdf = compute_table(g, base, info) if want & {"straggler", "kernel"} else None  # (each fix's data: if tried)
+    multi = len(g.ranks()) > 1
     # straggler: the ranks others wait for most, and the one with the most compute over the median
-    if multi and len(kdf) and "straggler" in want:
+    if "straggler" in want and multi and len(kdf):
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
@@ -229,20 +179,16 @@ def candidates(
                 g.memo["straggler_candidates"] = strag
         out.extend(strag)
     # communication
-    cpos = dur_pos[info.comm[dur_node]]
-    xf = g.kind == EdgeKind.XFER
-    if (len(cpos) or xf.any()) and "communication" in want:
+    cpos = dur_pos[info.comm[dur_node]] if "communication" in want else dur_pos[:0]
+    xf = g.kind == EdgeKind.XFER if "communication" in want else None
+    if "communication" in want and (len(cpos) or xf.any()):
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
         out.append(Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
     # launch overhead
-    launch_ids = view.name_ids(set(PURE_LAUNCH_APIS))
-    synced = np.zeros(g.n_nodes, dtype=bool)
-    synced[g.dst[g.kind == EdgeKind.SYNC] // 2] = True
-    lmask = (nt == NodeType.CALL) & np.isin(info.name, launch_ids) & ~synced
-    lpos = dur_pos[lmask[dur_node]]
-    le = np.flatnonzero(g.kind == EdgeKind.LAUNCH)
-    if len(lpos) and "launch_overhead" in want:
+    lpos = _launch_positions(g, info, dur_pos, dur_node) if "launch_overhead" in want else dur_pos[:0]
+    if len(lpos):
+        le = np.flatnonzero(g.kind == EdgeKind.LAUNCH)
         floor = opts.launch_floor_us * 1e3
 
         def launch(d, lpos=lpos, le=le, floor=floor):
@@ -259,12 +205,12 @@ def candidates(
             )
         )
     # host sync
-    se = np.flatnonzero(g.kind == EdgeKind.SYNC)
-    if len(se) and "host_sync" in want:
+    se = np.flatnonzero(g.kind == EdgeKind.SYNC) if "host_sync" in want else dur_pos[:0]
+    if len(se):
         waited = se[base.cross[se] >= 0]
-        out.append(Candidate("host_sync", None, None, _drop(se), _sync_evidence(g, info, waited, opts.top)))
+        out.append(Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
     # kernels
-    if len(kdf) and "kernel" in want:
+    if "kernel" in want and len(kdf):
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
             targets = [(opts.kernel_match, np.isin(info.name, ids))]
@@ -282,9 +228,9 @@ def candidates(
         dl_ids = view.name_ids(lambda s: classify.is_data_loading(s, opts.data_load_patterns))
         is_dl = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
         is_dl[dl_ids] = True
-        in_graph = set(np.unique(rk).tolist())
+        in_graph = set(g.ranks())
         rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
-        cover = _gap_cover(g, info, _intervals(g, rows))
+        cover = gap_cover(g, info, intervals(g, rows))
         if cover.any():
             out.append(
                 Candidate(
@@ -296,7 +242,7 @@ def candidates(
                 )
             )
     if len(gap_pos) and "cpu_op" in want:
-        for label, cov in _cpu_op_covers(g, info, opts, gap_pos, base):
+        for label, cov in cpu_op_covers(g, info, opts, gap_pos, base):
             k = 1.0 - 1.0 / opts.speedup
             out.append(Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
     # kernel gaps
@@ -310,6 +256,15 @@ def candidates(
     return out
 
 
+def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node: np.ndarray) -> np.ndarray:
+    """Chain positions of the durations of launch calls that no host synchronisation waited on."""
+    launch_ids = g.view.name_ids(set(PURE_LAUNCH_APIS))
+    synced = np.zeros(g.n_nodes, dtype=bool)
+    synced[g.dst[g.kind == EdgeKind.SYNC] // 2] = True
+    lmask = (g.node_type == NodeType.CALL) & np.isin(info.name, launch_ids) & ~synced
+    return dur_pos[lmask[dur_node]]
+
+
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
     nt = g.node_type
@@ -317,8 +272,8 @@ def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
     dur_node = g.chain_order[dur_pos] // 2
     comp = dur_pos[(nt == NodeType.GPU)[dur_node] & ~info.comm[dur_node]]
     cn = g.chain_order[comp] // 2
-    return pd.DataFrame(
-        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}
+    return pd.DataFrame(  # (fresh arrays: taken as they are, not copied into one block)
+        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}, copy=False
     )
 
 
@@ -334,77 +289,6 @@ def _top_names(view, g, info, pos, weight, n) -> list:
     nm = info.name[g.chain_order[pos] // 2]
     s = pd.Series(weight).groupby(nm).sum().sort_values(ascending=False, kind="stable")
     return [view.strings[int(i)] for i in s.index[:n] if i >= 0 and s[i] > 0]
-
-
-def _sync_evidence(g, info, edges, n) -> list:
-    """The operators around the blocking calls that waited longest: ``op > call`` (outermost CPU operator)."""
-    if not len(edges):
-        return []
-    call = g.dst[edges] // 2
-    w = pd.Series(g.point_time[g.src[edges]] - g.point_time[2 * call]).clip(lower=0)
-    top = w.groupby([g.node_rank[call], info.name[call]]).sum().sort_values(ascending=False, kind="stable")
-    out = []
-    for r, nm in list(top.index)[:n]:
-        rv = g.view[int(r)]
-        rows = g.node_row[call[(g.node_rank[call] == r) & (info.name[call] == nm)]]
-        parent = _parents(g.view, int(r))
-        p, outer = rows[:1].copy(), rows[:1].copy()
-        for _ in range(64):
-            ok = p >= 0
-            if not ok.any():
-                break
-            up = parent[np.maximum(p, 0)]
-            is_op = (up >= 0) & (rv["kind"][np.maximum(up, 0)] == int(classify.Kind.CPU_OP))
-            outer = np.where(ok & is_op, up, outer)
-            p = np.where(ok, up, -1)
-        op = g.view.strings[int(rv["name"][outer[0]])]
-        call_name = g.view.strings[int(nm)]
-        text = f"{op} > {call_name}" if outer[0] != rows[0] else call_name
-        if text not in out:
-            out.append(text)
-    return out
-
-
-def _parents(view, r: int) -> np.ndarray:
-    """The parent row of every row of rank ``r`` on its own thread (the call graph without the backward link), built
-    once per view: the host-sync evidence and the CPU operator fixes both read it."""
-    from holotrace.analysis.callstack import cpu_parents
-
-    return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
-
-
-def cpu_op_totals(g: JobGraph, info: NodeInfo, gap_pos: np.ndarray, base: Delays) -> dict:
-    """Per CPU operator (name id): the host time between calls inside it (ns, every rank of the graph)."""
-    view = g.view
-    dst = g.chain_order[gap_pos] // 2
-    tot: dict = {}
-    for r in sorted(set(g.node_rank[dst].tolist())):
-        rv = view[r]
-        parent = _parents(view, r)
-        sel = g.node_rank[dst] == r
-        rows = g.node_row[dst[sel]]
-        up = parent[rows]
-        ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
-        ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
-        s = pd.Series(base.chain[gap_pos[sel]][ok]).groupby(rv["name"][up[ok]]).sum()
-        for k, v in s.items():
-            tot[int(k)] = tot.get(int(k), 0.0) + float(v)
-    return tot
-
-
-def _cpu_op_covers(g, info, opts, gap_pos, base):
-    """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
-    one's gap cover."""
-    view = g.view
-    ranks = sorted(set(g.node_rank[g.chain_order[gap_pos] // 2].tolist()))
-    if opts.cpu_ops is not None:
-        named = [(n, view.name_ids({n})) for n in opts.cpu_ops]
-    else:
-        top = sorted(cpu_op_totals(g, info, gap_pos, base).items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
-        named = [(view.strings[i], [i]) for i, _ in top]
-    for label, ids in named:
-        rows = {r: np.flatnonzero(np.isin(view[r]["name"], ids)) for r in ranks}
-        yield label, _gap_cover(g, info, _intervals(g, rows))
 
 
 def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
@@ -431,13 +315,23 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
                 parts.append(hit[0])
         if parts:
             tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
-    for fix, rank, target, parts, ev in tried:
-        key = ("straggler", rank) if shared and fix == "straggler" else None  # its edit depends on the rank alone
-        t = g.memo.get(key) if key else None
-        if t is None:
-            t = replay_times(g, apply(base, parts))
-            if key:
-                g.memo[key] = t
+    keys = [("straggler", rank) if shared and fix == "straggler" else None for fix, rank, *_ in tried]  # (its edit
+    # depends on the rank alone)
+    times = [g.memo.get(k) if k else None for k in keys]
+    todo = [i for i, t in enumerate(times) if t is None]
+    one = lambda i: replay_times(g, apply(base, tried[i][3]))  # noqa: E731
+    if len(todo) > 1 and REPLAY_THREADS > 1:  # the compiled sweep lets go of the interpreter: replays side by side
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(REPLAY_THREADS, len(todo))) as ex:
+            done = list(ex.map(one, todo))
+    else:
+        done = [one(i) for i in todo]
+    for i, t in zip(todo, done):
+        times[i] = t
+        if keys[i]:
+            g.memo[keys[i]] = t
+    for (fix, rank, target, _, ev), t in zip(tried, times):
         rows += saving_rows(fix, rank, target, ev, t, measured, replayed)
     return ref, pd.DataFrame(rows, columns=SAVING_COLUMNS)
 

@@ -446,8 +446,9 @@ def gpu_idle(g: JobGraph) -> pd.DataFrame:
     arr = np.flatnonzero(g.node_type == NodeType.ARRIVAL)
     arrival[g.node_coll[arr]] = g.point_time[2 * arr]
     rows = []
-    for r in sorted(set(g.node_rank[g.node_rank >= 0].tolist())):
-        gpu = np.flatnonzero((g.node_rank == r) & (g.node_type == NodeType.GPU))
+    for r in g.ranks():
+        nodes = g.rank_nodes(r)
+        gpu = nodes[g.node_type[nodes] == NodeType.GPU]
         start = g.point_time[2 * gpu]
         c = g.node_coll[gpu]
         start = np.where(c >= 0, np.maximum(start, arrival[np.maximum(c, 0)]), start)

@@ -50,7 +50,7 @@ def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series
     """:func:`waits_caused` from the collective members' instances, ranks and measured starts."""
     if not len(inst):
         return pd.Series(dtype=np.float64)
-    df = pd.DataFrame({"inst": inst, "rank": rank, "start": start})
+    df = pd.DataFrame({"inst": inst, "rank": rank, "start": start}, copy=False)  # (read only)
     last = (
         df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
     )
@@ -82,7 +82,7 @@ class StragglerTables:
             & (g.node_type[nodes] == NodeType.CALL)
         )
         hn = nodes[host]
-        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]})
+        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]}, copy=False)
         kpos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~comm[nodes])
         return cls(
             kdf,

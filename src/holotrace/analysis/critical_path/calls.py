@@ -1,0 +1,53 @@
+"""A rank's outermost runtime calls on its CPU threads: the calls the job graph has as nodes (a call inside another
+is part of it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from holotrace.model.classify import Kind
+
+__all__ = ["outer_calls"]
+
+
+def outer_calls(rv) -> np.ndarray:
+    """Rows of runtime/driver calls on CPU threads, outermost only (a call inside another is part of it)."""
+    sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
+    if not len(sel):
+        return sel
+    thread = rv["pid"][sel] * 1_000_003 + rv["tid"][sel]
+    order = _by_thread_time(thread, rv["ts"][sel], rv["dur"][sel])
+    sel, thread = sel[order], thread[order]
+    end = rv["end"][sel]
+    keep = np.ones(len(sel), dtype=bool)
+    cut = np.flatnonzero(thread[1:] != thread[:-1]) + 1
+    for a, b in zip(np.r_[0, cut], np.r_[cut, len(sel)]):
+        prev = np.maximum.accumulate(end[a:b])
+        keep[a + 1 : b] = end[a + 1 : b] > prev[:-1]
+    return sel[keep]
+
+
+def _by_thread_time(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``np.lexsort((-dur, ts, thread))``: by thread, then start, the longer first, then position. Integer times:
+    one sort of (thread, start) packed in an integer, then the durations within ties only."""
+    n = len(ts)
+    if not n or ts.dtype.kind not in "iu" or dur.dtype.kind not in "iu":
+        return np.lexsort((-dur, ts, thread))
+    codes, uniq = pd.factorize(thread)
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    rank_of[np.argsort(uniq, kind="stable")] = np.arange(len(uniq))  # codes in the threads' order
+    lo = int(ts.min())
+    span = int(ts.max()) - lo + 1
+    if len(uniq) * span >= 2**62:
+        return np.lexsort((-dur, ts, thread))
+    key = rank_of[codes] * span + (ts - lo)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    start = np.r_[True, ks[1:] != ks[:-1]]
+    if not start.all():
+        run = np.cumsum(start) - 1
+        tied = np.flatnonzero(np.bincount(run)[run] > 1)
+        o = order[tied]
+        order[tied] = o[np.lexsort((-dur[o], run[tied]))]
+    return order
