@@ -29,7 +29,7 @@ from holotrace.exec.progress import DecodeBar
 from holotrace.exec.retry import run_map_retrying
 from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
-from holotrace.ingest import _scan
+from holotrace.ingest import _scan, store
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
 from holotrace.ingest.discover import discover
@@ -188,7 +188,11 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
-    d.checks = rank_checks(open_packed(*d.packed)["events"], d.strings)  # read back while the pages are warm
+    try:  # the event checks, the columns read back while their pages are warm
+        d.checks = rank_checks(store.open_packed(*d.packed)["events"], d.strings)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
+        raise
     return Decoded(d, WorkFolder(str(work), cached, fp))
 
 
@@ -428,8 +432,7 @@ _IN_MEMORY_ROWS = 1 << 16  # columns this short are renumbered on the heap; long
 
 def _renumber(tables: dict, remap: np.ndarray, n_job: int, todo: dict[str, list[str]]) -> None:
     """Replace a file's string-id columns named in ``todo`` by the job's ids (-1 stays -1), in the smallest type:
-    short columns on the heap, the others written in chunks into a packed file of their own and mapped, like the
-    decoded columns."""
+    short columns on the heap, the others written in chunks into a packed file of their own and mapped."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
     big = {}
     for t, cols in todo.items():
