@@ -30,12 +30,12 @@ def step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, n
 
 
 def _step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, np.ndarray]:
-    num = view.lookup(v["name"], view.per_string(rules.step_number, prefix="ProfilerStep"))
-    ok = num >= 0
+    per = view.per_string(rules.step_number, prefix="ProfilerStep")  # id −1 reads the last entry: −1
+    names = v["name"]
+    rows = np.flatnonzero((per >= 0)[names])  # the few rows named ProfilerStep#N, then their kind
     if not rules.hta_table:
-        ok &= np.isin(v["kind"], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])
-    rows = np.flatnonzero(ok)
-    num = num[rows]
+        rows = rows[np.isin(v["kind"][rows], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])]
+    num = per[names[rows]]
     rows.flags.writeable = num.flags.writeable = False
     return rows, num
 
