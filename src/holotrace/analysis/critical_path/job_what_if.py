@@ -147,10 +147,11 @@ def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
 
 def _less_host(cover: np.ndarray, factor: float) -> Callable[[Delays], None]:
     """An edit: each host gap loses ``factor`` times the part of it covered (``cover``, per chain position)."""
-    m = cover > 0
+    m = np.flatnonzero(cover > 0)  # kept: the covered positions and their cover, not a value per position
+    less = cover[m] * factor
 
     def edit(d: Delays) -> None:
-        d.chain[m] = np.maximum(d.chain[m] - cover[m] * factor, 0.0)
+        d.chain[m] = np.maximum(d.chain[m] - less, 0.0)
 
     return edit
 
