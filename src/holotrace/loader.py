@@ -29,7 +29,7 @@ from holotrace.exec.progress import DecodeBar
 from holotrace.exec.retry import run_map_retrying
 from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
-from holotrace.ingest import _scan
+from holotrace.ingest import _scan, store
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
 from holotrace.ingest.discover import discover
@@ -39,7 +39,7 @@ from holotrace.model.derive import DERIVED, derive
 from holotrace.model.job import Job, RankTrace
 from holotrace.model.rule_table import resolve_table
 from holotrace.model.strings import StringTable
-from holotrace.model.validate import findings_from_problems, validate_job
+from holotrace.model.validate import findings_from_problems, rank_checks, validate_job
 from holotrace.schema import ID_COLUMNS, event_columns
 
 log = logging.getLogger("holotrace")
@@ -188,6 +188,11 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
     d.packed = (str(work / cache_mod.COLUMNS), layout, token)
+    try:  # the event checks, the columns read back while their pages are warm
+        d.checks = rank_checks(store.open_packed(*d.packed)["events"], d.strings)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
+        raise
     return Decoded(d, WorkFolder(str(work), cached, fp))
 
 
@@ -343,14 +348,16 @@ def _job_of(path, found, decoded: list) -> Job:
         )
     strings = StringTable()
     traces: dict[int, RankTrace] = {}
+    checked = {}
     for f, d in zip(files, decoded):
         if isinstance(d, _Failed):
             continue
         traces[f.rank] = _rank_trace(f, d, strings)
+        checked[f.rank] = d.checks
         findings.extend(findings_from_problems(d.problems, f.rank, f.path))
     _check_some_events(path, traces, findings)
     job = Job(traces=traces, strings=strings, findings=findings, skipped=skipped, path=str(path))
-    job.findings.extend(validate_job(job))
+    job.findings.extend(validate_job(job, checked))
     return job
 
 
@@ -425,8 +432,7 @@ _IN_MEMORY_ROWS = 1 << 16  # columns this short are renumbered on the heap; long
 
 def _renumber(tables: dict, remap: np.ndarray, n_job: int, todo: dict[str, list[str]]) -> None:
     """Replace a file's string-id columns named in ``todo`` by the job's ids (-1 stays -1), in the smallest type:
-    short columns on the heap, the others written in chunks into a packed file of their own and mapped, like the
-    decoded columns."""
+    short columns on the heap, the others written in chunks into a packed file of their own and mapped."""
     lut = np.append(remap, -1).astype(np.int16 if n_job < 2**15 else np.int32)  # id -1 reads the last slot
     big = {}
     for t, cols in todo.items():

@@ -265,3 +265,14 @@ def test_intersection_length(data):
         ca = {c for s, e in a for c in range(s, e)}
         cb = {c for s, e in b for c in range(s, e)}
         assert got == len(ca & cb)
+
+
+def test_stable_order_is_the_stable_argsort():
+    """Narrowed 16-bit keys (radix sort) give numpy's stable order of the keys as given, ties by position."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.int64, np.int32, np.uint64, np.int8, np.float64):
+        for lo, span, n in ((0, 5, 1000), (-40_000, 65_535, 5000), (10**12, 70_000, 5000), (-3, 2, 10), (0, 0, 100)):
+            if np.dtype(dtype).kind == "u" and lo < 0 or np.dtype(dtype).itemsize == 1 and (lo < -128 or span > 100):
+                continue
+            keys = (lo + rng.integers(0, span + 1, n)).astype(dtype)
+            assert np.array_equal(intervals.stable_order(keys), np.argsort(keys, kind="stable"))

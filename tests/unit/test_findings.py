@@ -25,6 +25,7 @@ PASS_THROUGH = {
     ("ingest/decode.py", "p.code"),  # merging Problems keeps their code
     ("findings.py", "code"),  # Finding.of builds the Finding it was given the code of
     ("scale/run.py", "d['code']"),  # a finding read back from a rank summary, checked by Finding's constructor
+    ("model/validate.py", "x['code']"),  # a rank's check, perhaps read back from a cache entry, checked likewise
 }
 
 

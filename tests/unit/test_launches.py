@@ -214,3 +214,19 @@ def test_rank_launches_of_a_rank_without_launches(tmp_path):
     rows, worst = launches.rank_launches(job_view(job), 0, top=3)
     assert worst is None and rows.empty
     assert list(rows.columns) == list(launches.launch_stats(job, details=True)[0].columns)
+
+
+def test_worst_launches_are_the_first_of_the_full_sort():
+    """Sorting the candidates only (values at least the k-th largest, ties included) picks the same rows, in the
+    same order, as sorting every outlier by value descending (NaN last), then time."""
+    from holotrace.analysis.launches import _worst
+
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        n, k = int(rng.integers(0, 40)), int(rng.integers(0, 10))
+        value = rng.integers(0, 5, n).astype(float)  # few distinct values: many ties
+        value[rng.random(n) < 0.2] = np.nan
+        ts = rng.integers(0, 4, n).astype(float)
+        pos = np.sort(rng.choice(500, n, replace=False))
+        full = pos[np.lexsort((ts, -np.nan_to_num(value), np.isnan(value)))[:k]]
+        assert np.array_equal(_worst(pos, value, ts, k), full)

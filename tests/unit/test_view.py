@@ -6,7 +6,7 @@ import numpy as np
 
 import holotrace
 from holotrace.model import classify
-from holotrace.model.view import job_view
+from holotrace.model.view import COLUMNS, job_view
 from tracebuilder import TraceBuilder
 
 
@@ -28,3 +28,23 @@ def test_named_rules_are_kept_and_lambdas_are_not(tmp_path):
     assert len(v._per_string) == 1  # the lambdas' arrays were not kept
     steps = v.lookup(v[0]["name"], v.per_string(classify.profiler_step_number, prefix="ProfilerStep"))
     assert sorted(set(steps.tolist()) - {-1}) == [4]
+
+
+def test_columns_made_on_first_use_hold_the_model_values(tmp_path):
+    v = _view(tmp_path)[0]
+    model = v.model
+    assert list(v) == list(COLUMNS)  # every column, in the documented order, before any is made
+    assert not v.cols.is_made("row") and not v.cols.is_made("cat")
+    # arg() reads the model's rows in order while ``row`` is not made, and the same values once it is
+    before = v.arg("correlation")
+    assert np.array_equal(before, np.asarray(model["correlation"])) and before.dtype == model["correlation"].dtype
+    assert np.array_equal(v["row"], np.arange(v.n)) and v.cols.is_made("row")
+    assert np.array_equal(v.arg("correlation"), before)
+    cat = v["cat"]
+    assert cat.dtype == np.int64 and np.array_equal(cat, np.asarray(model["cat"])) and v["cat"] is cat
+    # HTA's link column: -1 without correlation, else the partner's index (0 when the partner is absent)
+    ic = v["index_correlation"]
+    has = np.asarray(model["correlation"]) >= 0
+    assert np.array_equal(ic[~has], np.full((~has).sum(), -1))
+    linked = np.flatnonzero(v["partner"] >= 0)
+    assert len(linked) == 2 and np.array_equal(ic[linked], v["index"][v["partner"][linked]])

@@ -43,7 +43,7 @@ _QUANTILES = (25.0, 50.0, 75.0, 90.0)
 
 def _operation_rows(view: JobView, v: RankView, rules: RuleSet) -> np.ndarray:
     """Rows of the operations whose gaps are measured (see the module docstring)."""
-    rows = np.flatnonzero(v["gpu"])
+    rows = v.rows_where("gpu", True)
     if rules.hta_table:
         lut = np.zeros(len(view.strings) + 1, dtype=bool)  # per category id; id −1 reads the last entry
         lut[view.name_ids(HTA_KERNEL_CATEGORIES)] = True
@@ -75,7 +75,15 @@ def _stream_gaps(
     view: JobView, v: RankView, rules: RuleSet, streams: Optional[Sequence[int]], delay_us: float
 ) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """``(stream, gap, category)`` of each reported stream: the gap before each operation but the first
-    (which has none and counts as ``other``), operations by start, then event index; gaps in the view's unit."""
+    (which has none and counts as ``other``), operations by start, then event index; gaps in the view's unit.
+    Computed once per rank view for the breakdown and the interval statistics."""
+    key = ("stream_gaps", rules.hta_table, rules.hta_quirks, None if streams is None else tuple(streams), delay_us)
+    return v.derived(key, lambda: _gaps_of_streams(view, v, rules, streams, delay_us))
+
+
+def _gaps_of_streams(
+    view: JobView, v: RankView, rules: RuleSet, streams: Optional[Sequence[int]], delay_us: float
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
     rows = _operation_rows(view, v, rules)
     if not len(rows):
         return []
@@ -106,6 +114,7 @@ def _stream_gaps(
         cat = np.full(len(gap), OTHER, dtype=np.int8)
         cat[gap < delay] = KERNEL_WAIT
         cat[host] = HOST_WAIT
+        gap.flags.writeable = cat.flags.writeable = False  # kept on the rank view
         out.append((s, gap, cat))
     return out
 

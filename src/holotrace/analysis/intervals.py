@@ -32,6 +32,7 @@ __all__ = [
     "sweep",
     "coverage_by_mask",
     "group_sum",
+    "stable_order",
 ]
 
 
@@ -160,10 +161,21 @@ def group_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
     """Sum ``values`` per distinct key; returns ``(sorted unique keys, sums)`` keeping the dtype."""
     if keys.size == 0:
         return keys[:0].copy(), values[:0].copy()
-    order = np.argsort(keys, kind="stable")
+    order = stable_order(keys)
     k = keys[order]
     first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     return k[first], np.add.reduceat(values[order], first)
+
+
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``; integer keys within a 16-bit range are sorted as 16-bit integers
+    (numpy's radix sort: the same order, about ten times faster than sorting them as int64)."""
+    k = np.asarray(keys)
+    if k.dtype.kind in "iu" and k.size > 64 and k.dtype.itemsize > 2:
+        lo, hi = k.min(), k.max()
+        if int(hi) - int(lo) < 1 << 16:
+            k = (k - lo).astype(np.uint16)
+    return np.argsort(k, kind="stable")
 
 
 def intersection_length(a: Intervals, b: Intervals):

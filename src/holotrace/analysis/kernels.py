@@ -91,8 +91,16 @@ def _with_pctg(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
-    """Rows of the rank's GPU work whose kernel type is analysed."""
-    return np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], [int(t) for t in types]))
+    """Rows of the rank's GPU work whose kernel type is analysed (found once per rank view)."""
+    codes = tuple(int(t) for t in types)
+    return v.derived(
+        ("analysed", codes), lambda: _read_only(np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], codes)))
+    )
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def type_breakdown(
@@ -122,19 +130,42 @@ def type_breakdown(
     view = resolve(source, rules)
     rules = view.rules
     types = analysed_types(include_memory)
-    rows = []
+    parts = []
     for rank in view.select(ranks):
         v = view[rank]
-        sel = np.flatnonzero(v["gpu"])
+        sel = v.rows_where("gpu", True)
         ts, end = v.bounds(sel)
         times = type_times(ts, end, v["kernel_type"][sel], types, truncate=rules.hta_table)
-        rows += [(rank, label, float(view.us(t))) for label, t in times.items()]
-    df = pd.DataFrame(rows, columns=["rank", "kernel_type", "time_us"]).astype(
-        {"rank": np.int64, "kernel_type": object, "time_us": np.float64}
+        if times:
+            parts.append((rank, np.array(list(times), dtype=object), view.us(np.array(list(times.values())))))
+    if by_rank:  # each rank's rows by time descending, label ascending among ties, and their percent of its total
+        cols = {"rank": [], "kernel_type": [], "time_us": [], "pctg": []}
+        for rank, labels, t in parts:
+            order = np.lexsort((labels.argsort(kind="stable").argsort(kind="stable"), -t))
+            t = t[order]
+            total = pd.Series(t, copy=False).sum()  # pandas' sum, as the job's table
+            cols["rank"].append(np.full(len(t), rank, dtype=np.int64))
+            cols["kernel_type"].append(labels[order])
+            cols["time_us"].append(t)
+            cols["pctg"].append(t / total * 100 if total > 0 else np.full(len(t), np.nan))
+        dtypes = {"rank": np.int64, "kernel_type": object, "time_us": np.float64, "pctg": np.float64}
+        return pd.DataFrame(
+            {
+                c: pd.Series(np.concatenate(a) if a else np.empty(0, dtype=t), dtype=t)
+                for (c, a), t in zip(cols.items(), dtypes.values())
+            }
+        )
+    df = pd.DataFrame(
+        {
+            "rank": np.concatenate([np.full(len(t), r, dtype=np.int64) for r, _, t in parts])
+            if parts
+            else np.empty(0, dtype=np.int64),
+            "kernel_type": pd.Series(
+                np.concatenate([a for _, a, _ in parts]) if parts else np.empty(0, dtype=object), dtype=object
+            ),
+            "time_us": np.concatenate([t for _, _, t in parts]) if parts else np.empty(0, dtype=np.float64),
+        }
     )
-    if by_rank:
-        parts = [_with_pctg(part) for _, part in df.groupby("rank", sort=False)]
-        return pd.concat(parts, ignore_index=True) if parts else df.assign(pctg=pd.Series(dtype=np.float64))
     return _with_pctg(df.groupby("kernel_type", sort=True)["time_us"].sum().reset_index())
 
 
@@ -143,9 +174,15 @@ _STAT_COLUMNS = ["count", "num_names", "sum_us", "max_us", "min_us", "mean_us", 
 
 def _name_codes(view: JobView, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, names)`` of name ``ids`` (−1 reads as ``""``): one string decoded per distinct id."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    labels, again = np.unique(view.names(uniq), return_inverse=True)  # ids and text are 1:1 but for −1 vs ""
-    return again.reshape(-1)[inv.reshape(-1)], labels.astype(object)
+    n = len(view.strings)
+    safe = np.where(ids >= 0, ids, n)  # ids are dense: a lookup array over the job's strings, no sort
+    present = np.zeros(n + 1, dtype=bool)
+    present[safe] = True
+    uniq = np.flatnonzero(present)
+    labels, again = np.unique(view.names(np.where(uniq < n, uniq, -1)), return_inverse=True)  # −1 and "" meet
+    code = np.zeros(n + 1, dtype=np.intp)
+    code[uniq] = again.reshape(-1)
+    return code[safe], labels.astype(object)
 
 
 def kernel_stats(
@@ -222,52 +259,71 @@ def rank_distribution(
     """
     view = resolve(source, rules)
     types = analysed_types(include_memory)
-    parts = []
+    ids, ktypes, durs, rank_of = [], [], [], []
     for rank in view.select(ranks):
         v = view[rank]
         rows = _analysed(v, types)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "name_id": v["name"][rows],
-                    "ktype": v["kernel_type"][rows],
-                    "dur_us": view.us(v["dur"][rows]),
-                    "rank": np.int64(rank),
-                }
-            )
-        )
+        ids.append(v["name"][rows])
+        ktypes.append(v["kernel_type"][rows])
+        durs.append(view.us(v["dur"][rows]))
+        rank_of.append(np.full(len(rows), rank, dtype=np.int64))
     cols = ["kernel_type", "name", "rank", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us", "sum_vs_median"]
-    allg = pd.concat(parts, ignore_index=True) if parts else None
-    if allg is None or allg.empty:
+    if not sum(len(x) for x in ids):
         return _empty(cols)
-    totals = allg.groupby("name_id")["dur_us"].sum()
-    order = pd.DataFrame(
-        {"name_id": totals.index, "name": view.names(totals.index.to_numpy()), "total": totals.to_numpy()}
-    )
-    order = order.sort_values("name", kind="stable").sort_values("total", ascending=False, kind="stable")
-    chosen = order.head(top).reset_index(drop=True)
-    sel = allg if len(chosen) == len(order) else allg[allg["name_id"].isin(chosen["name_id"])]
-    aggs = ["count", "sum", "max", "min", "mean", "std"]
-    if len(parts) == 1 and len(sel):  # one rank (a rank's summary): grouped by name alone, the same groups and sums
-        stats = sel.groupby("name_id")["dur_us"].agg(aggs).reset_index()
-        stats.insert(1, "rank", np.int64(sel["rank"].iat[0]))
+    one_rank = len(ids) == 1
+    name_id, dur = np.concatenate(ids), pd.Series(np.concatenate(durs), copy=False)
+    by_name = dur.groupby(name_id)  # pandas' sums (compensated), as every release of this table
+    totals = by_name.sum()
+    uniq, total = totals.index.to_numpy(), totals.to_numpy()
+    names = view.names(uniq)
+    by_text = np.empty(len(uniq), dtype=np.int64)  # total descending, then name ascending, then id
+    by_text[np.argsort(names, kind="stable")] = np.arange(len(uniq))
+    chosen = np.lexsort((by_text, -total))[:top]  # positions in ``uniq`` of the chosen kernels, in order
+    by_id = intervals.stable_order(name_id)
+    first = by_id[np.flatnonzero(np.r_[True, name_id[by_id[1:]] != name_id[by_id[:-1]]])]
+    ktype_of = np.concatenate(ktypes)[first]  # each kernel's type where it first appears (ranks ascending)
+    if one_rank:  # grouped by name alone: the same groups, and ``totals`` are their sums
+        g, at = by_name, chosen
+        stat_rank = np.repeat(rank_of[0][:1], len(chosen))
     else:
-        stats = sel.groupby(["name_id", "rank"])["dur_us"].agg(aggs).reset_index()
-    stats["std"] = stats["std"].fillna(0.0)
-    ktype = sel.groupby("name_id")["ktype"].first()
-    stats["kernel_type"] = _TYPE_NAMES[ktype.reindex(stats["name_id"]).to_numpy().astype(np.int64)]
-    # the chosen kernels' names and positions (an inner join on name_id, every stats row has its kernel chosen)
-    at = pd.Index(chosen["name_id"]).get_indexer(stats["name_id"])
-    stats["pos"] = at
-    stats["name"] = chosen["name"].iloc[at].set_axis(stats.index)  # (the chosen names' column type, as a join)
-    med = stats.groupby("name_id")["sum"].transform("median")
-    stats["sum_vs_median"] = np.where(med > 0, stats["sum"] / med.where(med > 0, 1.0), np.nan)
-    stats = stats.sort_values(["pos", "rank"], ignore_index=True)
-    stats = stats.rename(
-        columns={"sum": "sum_us", "max": "max_us", "min": "min_us", "mean": "mean_us", "std": "std_us"}
+        keep = np.isin(name_id, uniq[chosen]) if len(chosen) < len(uniq) else slice(None)
+        g = dur[keep].groupby([name_id[keep], np.concatenate(rank_of)[keep]])
+    count, high, low = g.count(), g.max(), g.min()
+    sums, mean, std = g.sum(), g.mean(), g.std()
+    if one_rank:
+        pos = np.arange(len(chosen))
+        out_sum = sums.to_numpy()[at]
+        vals = [x.to_numpy()[at] for x in (count, high, low, mean, std)]
+        med = out_sum
+    else:
+        key_id = sums.index.get_level_values(0).to_numpy()
+        stat_rank = sums.index.get_level_values(1).to_numpy().astype(np.int64)
+        where = np.full(len(uniq), -1, dtype=np.int64)
+        where[chosen] = np.arange(len(chosen))
+        pos = where[np.searchsorted(uniq, key_id)]
+        order = np.lexsort((stat_rank, pos))
+        pos, stat_rank, key_id = pos[order], stat_rank[order], key_id[order]
+        out_sum = sums.to_numpy()[order]
+        vals = [x.to_numpy()[order] for x in (count, high, low, mean, std)]
+        med = pd.Series(out_sum, copy=False).groupby(pos).transform("median").to_numpy()
+        at = chosen[pos]
+    n_rows, vmax, vmin, vmean, vstd = vals
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(med > 0, out_sum / np.where(med > 0, med, 1.0), np.nan)
+    return pd.DataFrame(
+        {
+            "kernel_type": _TYPE_NAMES[ktype_of[at].astype(np.int64)],
+            "name": names[at],
+            "rank": np.asarray(stat_rank, dtype=np.int64),
+            "count": n_rows.astype(np.int64),
+            "sum_us": out_sum,
+            "max_us": vmax,
+            "min_us": vmin,
+            "mean_us": vmean,
+            "std_us": np.where(np.isnan(vstd), 0.0, vstd),
+            "sum_vs_median": ratio,
+        }
     )
-    stats["count"] = stats["count"].astype(np.int64)
-    return stats[cols]
 
 
 def top_kernels(
@@ -283,7 +339,7 @@ def top_kernels(
     ids, types, durs = [], [], []
     for rank in view.select(ranks):
         v = view[rank]
-        rows = np.flatnonzero(v["gpu"])
+        rows = v.rows_where("gpu", True)
         ids.append(v["name"][rows])
         types.append(v["kernel_type"][rows])
         durs.append(view.us(v["dur"][rows]))

@@ -122,11 +122,24 @@ def rank_launches(
     ts = view.us(v["ts"].take(cpu) + v.clock_offset - origin)  # the detail column worst_launches breaks ties by
     pos = np.flatnonzero(rows["launch_delay_outlier"].to_numpy(dtype=bool))
     value = rows["launch_delay"].to_numpy(dtype=np.float64)[pos]
-    pick = pos[np.lexsort((ts[pos], -np.nan_to_num(value), np.isnan(value)))[: max(int(top), 0)]]
+    pick = _worst(pos, value, ts[pos], max(int(top), 0))
     if not len(pick):  # none: the empty frame, with the column types of the detailed frame
         return rows, _frame(view, v, cpu[:1], gpu[:1], runtime_cutoff, launch_delay_cutoff, origin).iloc[:0]
     worst = _frame(view, v, cpu[pick], gpu[pick], runtime_cutoff, launch_delay_cutoff, origin)
     return rows, worst.set_axis(pick, axis=0)
+
+
+def _worst(pos: np.ndarray, value: np.ndarray, ts: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` of ``pos`` by ``value`` descending (NaN last), then ``ts``: only the candidates that can be
+    among them (every value at least the k-th largest, ties included) are sorted."""
+    if k < len(pos):
+        neg = -np.nan_to_num(value)
+        real = ~np.isnan(value)
+        if np.count_nonzero(real) >= k:
+            cut = np.partition(neg[real], k - 1)[k - 1] if k else -np.inf
+            keep = np.flatnonzero(real & (neg <= cut))
+            pos, value, ts = pos[keep], value[keep], ts[keep]
+    return pos[np.lexsort((ts, -np.nan_to_num(value), np.isnan(value)))[:k]]
 
 
 def _api_flags(view: JobView, include_memory_events: bool) -> np.ndarray:
@@ -178,8 +191,7 @@ _GPU_WORK[[int(k) for k in classify.GPU_ACTIVITY]] = True
 
 def _origin(view: JobView) -> int:
     """The job's first event on the common clock (the view's unit)."""
-    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
-    return min(starts) if starts else 0
+    return view.first_ts()
 
 
 def _linked_pairs(v, is_launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

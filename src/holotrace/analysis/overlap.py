@@ -56,18 +56,25 @@ def comm_comp_overlap(
         has ``comm_us = 0``, ``overlap_pctg = 0.0`` and ``has_communication = False`` (no NaN).
     """
     view = resolve(source, rules)
-    rows = []
-    for rank in view.select(ranks):
+    chosen = view.select(ranks)
+    times = []
+    for rank in chosen:
         v = view[rank]
         g = v["gpu"]
         t = overlap_times(*v.bounds(g), v["kernel_type"][g])
-        rows.append((int(rank), t.comm, t.comp, t.overlap))
-    out = pd.DataFrame(rows, columns=["rank", "comm_us", "comp_us", "overlap_us"]).astype({"rank": np.int64})
-    for c in ("comm_us", "comp_us", "overlap_us"):
-        out[c] = view.us(out[c].to_numpy(dtype=np.float64))
-    comm = out["comm_us"].to_numpy()
+        times.append((t.comm, t.comp, t.overlap))
+    t = view.us(np.array(times, dtype=np.float64).reshape(-1, 3))
+    comm, overlap = t[:, 0], t[:, 2]
     has = comm > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["overlap_pctg"] = np.where(has, 100.0 * (out["overlap_us"].to_numpy() / np.where(has, comm, 1.0)), 0.0)
-    out["has_communication"] = has
-    return out
+        pctg = np.where(has, 100.0 * (overlap / np.where(has, comm, 1.0)), 0.0)
+    return pd.DataFrame(
+        {
+            "rank": np.array(chosen, dtype=np.int64),
+            "comm_us": comm,
+            "comp_us": t[:, 1],
+            "overlap_us": overlap,
+            "overlap_pctg": pctg,
+            "has_communication": has,
+        }
+    )

@@ -98,8 +98,7 @@ def rank_summary(
     view = job_view(source, NATIVE)
     r = int(view.ranks[0] if rank is None else view.select([rank])[0])
     sel = [r]
-    starts = [int(view[x]["ts"].min()) + view[x].clock_offset for x in view.ranks if view[x].n]
-    origin = min(starts) if starts else 0
+    origin = view.first_ts()
     all_names = len(view.strings) + 1  # a "top" that keeps every kernel
     dist = kernels.rank_distribution(view, rules=NATIVE, ranks=sel, top=all_names).drop(columns=["sum_vs_median"])
     frames = {

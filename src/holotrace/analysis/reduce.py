@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import kernels, stragglers
+from holotrace.analysis.intervals import stable_order
 from holotrace.analysis.rank_summary import (
     COLLECTIVE_COLUMNS,
     COLLECTIVE_INT_ARGS,
@@ -128,7 +129,7 @@ class _Rows:
         if not self.chunks:
             return self.template
         ranks, cols = self._joined()
-        order = np.argsort(ranks, kind="stable")
+        order = stable_order(ranks)
         df = pd.DataFrame({c: v[order] for c, v in cols.items()})
         if shift:
             uniq, inv = np.unique(ranks[order], return_inverse=True)

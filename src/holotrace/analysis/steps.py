@@ -59,9 +59,17 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
     view = resolve(source, rules)
     rules = view.rules
     chosen = view.select(ranks)
-    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
-    origin = min(starts) if starts else 0
-    parts = []
+    origin = view.first_ts()
+    cols = {
+        "rank": np.int64,
+        "step": np.int64,
+        "start_us": np.float64,
+        "dur_us": np.float64,
+        "gpu_events": np.int64,
+        "gpu_busy_us": np.float64,
+        "gpu_span_us": np.float64,
+    }
+    parts = {c: [] for c in cols}
     for rank in chosen:
         v = view[rank]
         rows, num = step_rows(view, v, rules)
@@ -74,35 +82,23 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
         np.maximum.at(last, inv, v["end"][rows].astype(np.float64))
         it = v["iteration"]
         g = np.flatnonzero(v["gpu"] & (it >= 0))
+        g = g[intervals.stable_order(it[g])]  # each step's GPU rows in their order
+        lo, hi = np.searchsorted(it[g], steps, "left"), np.searchsorted(it[g], steps, "right")
         busy = np.zeros(len(steps))
         gspan = np.zeros(len(steps))
-        count = np.zeros(len(steps), dtype=np.int64)
-        for k, step in enumerate(steps.tolist()):
-            sel = g[it[g] == step]
-            u = intervals.merge(*v.bounds(sel))
-            busy[k], gspan[k], count[k] = intervals.total_length(u), intervals.span(u), len(sel)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "rank": np.full(len(steps), int(rank), dtype=np.int64),
-                    "step": steps.astype(np.int64),
-                    "start_us": view.us(first + v.clock_offset - origin),
-                    "dur_us": view.us(last - first),
-                    "gpu_events": count,
-                    "gpu_busy_us": view.us(busy),
-                    "gpu_span_us": view.us(gspan),
-                }
-            )
-        )
-    cols = {
-        "rank": np.int64,
-        "step": np.int64,
-        "start_us": np.float64,
-        "dur_us": np.float64,
-        "gpu_events": np.int64,
-        "gpu_busy_us": np.float64,
-        "gpu_span_us": np.float64,
-    }
-    if not parts:
+        for k in range(len(steps)):
+            u = intervals.merge(*v.bounds(g[lo[k] : hi[k]]))
+            busy[k], gspan[k] = intervals.total_length(u), intervals.span(u)
+        for c, a in (
+            ("rank", np.full(len(steps), int(rank), dtype=np.int64)),
+            ("step", steps.astype(np.int64)),
+            ("start_us", view.us(first + v.clock_offset - origin)),
+            ("dur_us", view.us(last - first)),
+            ("gpu_events", (hi - lo).astype(np.int64)),
+            ("gpu_busy_us", view.us(busy)),
+            ("gpu_span_us", view.us(gspan)),
+        ):
+            parts[c].append(a)
+    if not parts["rank"]:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
-    return pd.concat(parts, ignore_index=True).astype(cols)
+    return pd.DataFrame({c: np.concatenate(parts[c]).astype(t, copy=False) for c, t in cols.items()})

@@ -81,14 +81,18 @@ def breakdown(
         left negative cover no time.
     """
     view = resolve(source, rules)
-    rows = []
+    keys, counts, times = [], [], []
     for rank in view.select(ranks):
         v = view[rank]
-        g = np.flatnonzero(v["gpu"])
+        g = v.rows_where("gpu", True)
         if per_step:
             it = v["iteration"][g]
             ok = it >= 0  # NaN compares False
-            groups = [(int(k), g[ok][it[ok] == k]) for k in np.unique(it[ok])]
+            g, it = g[ok], it[ok]
+            order = intervals.stable_order(it)  # each step's rows in their order
+            g, it = g[order], it[order]
+            cut = np.flatnonzero(it[1:] != it[:-1]) + 1
+            groups = zip(it[np.r_[0, cut]].tolist() if len(g) else [], np.split(g, cut) if len(g) else [])
         else:
             groups = [(None, g)]
         for step, sel in groups:
@@ -98,24 +102,17 @@ def breakdown(
             if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
                 # only HTA's rounding leaves negative durations: such an event covers no time
                 t = temporal_times(ts, np.maximum(end, ts), is_comp)
-            row = {"rank": int(rank)}
-            if per_step:
-                row["step"] = step
-            row.update(
-                gpu_events=int(len(sel)),
-                span=t.span,
-                busy=t.busy,
-                idle=t.idle,
-                compute=t.compute,
-                non_compute=t.non_compute,
-            )
-            rows.append(row)
-    cols = ["rank", *(["step"] if per_step else []), "gpu_events"]
-    out = pd.DataFrame(rows, columns=cols + ["span", "busy", "idle", "compute", "non_compute"])
-    for c in ("rank", "gpu_events", *(["step"] if per_step else [])):
-        out[c] = out[c].astype(np.int64)
-    for c in ("span", "busy", "idle", "compute", "non_compute"):
-        out[f"{c}_us"] = view.us(out.pop(c).to_numpy(dtype=np.float64))
+            keys.append((int(rank), int(step) if per_step else 0))
+            counts.append(len(sel))
+            times.append(t)
+    key = np.array(keys, dtype=np.int64).reshape(-1, 2)
+    out = {"rank": key[:, 0]}
+    if per_step:
+        out["step"] = key[:, 1]
+    out["gpu_events"] = np.array(counts, dtype=np.int64)
+    t = np.array(times, dtype=np.float64).reshape(-1, 5)
+    for i, c in enumerate(TemporalTimes._fields):
+        out[f"{c}_us"] = view.us(t[:, i])
     for c in ("idle", "compute", "non_compute"):
         out[f"{c}_pctg"] = _pctg(out[f"{c}_us"], out["span_us"])
-    return out
+    return pd.DataFrame(out)

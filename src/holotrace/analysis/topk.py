@@ -25,6 +25,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.intervals import stable_order
 from holotrace.model.classify import NATIVE, RuleSet
 
 __all__ = ["OTHERS", "group_stats", "name_stats", "top_k", "top_k_arrays"]
@@ -45,7 +46,7 @@ def group_stats(codes, durations) -> tuple[np.ndarray, ...]:
     named = codes >= 0  # a missing name is no group (as pandas' groupby drops NaN keys)
     codes = codes[named]
     dur = np.asarray(durations, dtype=np.float64)[named]
-    order = np.argsort(codes, kind="stable")
+    order = stable_order(codes)
     c, d = codes[order], dur[order]
     if not len(c):
         e = np.empty(0)

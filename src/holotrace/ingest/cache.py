@@ -49,7 +49,7 @@ from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 6  # layout of an entry: bump when it changes
+CACHE_VERSION = 7  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
@@ -227,19 +227,14 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
         bytes_read=info["bytes_read"],
         packed=(str(cols), info["layout"], bytes.fromhex(info["token"])),
         ids_used=ids_used.decode(info["ids_used"], len(info["strings"])) if info.get("ids_used") is not None else None,
+        checks=info.get("checks"),
     )
 
 
 def _stat(path: Path) -> dict:
     """What changes when a file is rewritten, truncated or replaced through the file system (see :func:`fingerprint`)."""
     st = os.stat(path)
-    return {
-        "size": st.st_size,
-        "mtime_ns": st.st_mtime_ns,
-        "ctime_ns": st.st_ctime_ns,
-        "ino": st.st_ino,
-        "dev": st.st_dev,
-    }
+    return {k: getattr(st, f"st_{k}") for k in ("size", "mtime_ns", "ctime_ns", "ino", "dev")}
 
 
 def _has_token(path: Path, token: bytes) -> bool:
@@ -344,6 +339,7 @@ def commit(
             "format": d.format,
             "bytes_read": d.bytes_read,
             "ids_used": ids_used.encode(d.ids_used) if d.ids_used is not None else None,
+            "checks": d.checks,
             "source": str(Path(d.path).resolve()),
             "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
         }

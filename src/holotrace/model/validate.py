@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -18,10 +19,10 @@ from holotrace.model.job import Job, RankTrace
 SKEW_WARN_NS = 1_000_000_000  # first events of ranks more than 1 s apart
 
 
-def _example(t: RankTrace, job: Job, row: int) -> str:
-    c = t.columns
+def _example(c: dict, table: list[str], row: int) -> str:
+    name = int(c["name"][row])
     return (
-        f"event #{int(c['index'][row])} {job.strings[int(c['name'][row])]!r} ts={int(c['ts_ns'][row]) / 1000:.3f}us "
+        f"event #{int(c['index'][row])} {table[name] if name >= 0 else ''!r} ts={int(c['ts_ns'][row]) / 1000:.3f}us "
         f"dur={int(c['dur_ns'][row]) / 1000:.3f}us"
     )
 
@@ -31,21 +32,27 @@ CHUNK_ROWS = 1 << 18  # rows checked at a time: the working memory does not grow
 
 def check_rank(job: Job, t: RankTrace) -> list[Finding]:
     """Findings of one rank's events: unknown or missing categories, overlapping GPU activity on a stream,
-    GPU activity without a launch, launches without GPU activity.
+    GPU activity without a launch, launches without GPU activity (:func:`rank_checks` on its columns)."""
+    return [_finding(x, t) for x in rank_checks(t.columns, job.strings.table, t.release_pages)]
 
-    The events are read in chunks of rows, and the pages of a mapped rank are given back after each, so
-    the check's memory is its chunk and the GPU rows' times (for the overlap check), not the rank's size.
+
+def _finding(x: dict, t: RankTrace) -> Finding:
+    """A finding of :func:`rank_checks` (plain values, perhaps read back from a cache entry) on rank ``t``."""
+    return Finding(x["severity"], x["code"], x["message"], t.rank, t.file, x["count"], x["example"])
+
+
+def rank_checks(c: dict, table: list[str], release=None) -> list[dict]:
+    """:func:`check_rank`'s findings of the events' columns ``c`` (string ids into ``table``) as plain values
+    (severity, code, message, count, example): they depend on the file alone, so a cache entry keeps them.
+
+    The events are read in chunks of rows, and ``release()`` (a mapped rank's pages given back) runs after each,
+    so the check's memory is its chunk and the GPU rows' times (for the overlap check), not the rank's size.
     """
-    c = t.columns
     out: list[Finding] = []
-    f = t.file
-    n = t.n_events
+    n = len(c["ts_ns"])
     if n == 0:
-        out.append(
-            Finding.of(FindingCode.NO_EVENTS, "the trace has no events with a duration (metadata only?)", t.rank, f)
-        )
-        return out
-    table = job.strings.table
+        out.append(Finding.of(FindingCode.NO_EVENTS, "the trace has no events with a duration (metadata only?)"))
+        return _plain(out)
     counts = np.zeros(len(table), dtype=np.int64)
     nocat = n_gpu = n_orph = n_il = 0
     first_nocat = first_orph = first_il = -1
@@ -68,7 +75,8 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
         g = np.flatnonzero(gpu & (c["stream"][a:b] >= 0))
         if len(g):
             streams.add(g + a, c["pid"][a:b][g], c["stream"][a:b][g], c["ts_ns"][a:b][g], c["end_ns"][a:b][g])
-        t.release_pages()
+        if release is not None:
+            release()
     unknown = classify.unknown_category_counts(counts, table)
     if unknown:
         out.append(
@@ -76,8 +84,8 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
                 FindingCode.UNKNOWN_CATEGORY,
                 "events of categories no rule knows were kept as OTHER: "
                 + ", ".join(f"{k} ({v})" for k, v in sorted(unknown.items())),
-                t.rank,
-                f,
+                None,
+                None,
                 sum(unknown.values()),
             )
         )
@@ -86,10 +94,10 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
             Finding.of(
                 FindingCode.NO_CATEGORY,
                 f"{nocat} events have no 'cat' (HTA drops them)",
-                t.rank,
-                f,
+                None,
+                None,
                 nocat,
-                _example(t, job, first_nocat),
+                _example(c, table, first_nocat),
             )
         )
     n_ov, first_ov = streams.result(c, n)
@@ -98,10 +106,10 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
             Finding.of(
                 FindingCode.OVERLAPPING_KERNELS,
                 f"{n_ov} GPU activities start before the previous one on the same stream ends",
-                t.rank,
-                f,
+                None,
+                None,
                 n_ov,
-                _example(t, job, first_ov),
+                _example(c, table, first_ov),
             )
         )
     if n_orph:
@@ -109,10 +117,10 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
             Finding.of(
                 FindingCode.GPU_WITHOUT_LAUNCH,
                 f"{n_orph} of {n_gpu} GPU activities have no CPU launch in the trace",
-                t.rank,
-                f,
+                None,
+                None,
                 n_orph,
-                _example(t, job, first_orph),
+                _example(c, table, first_orph),
             )
         )
     if n_il:
@@ -120,14 +128,22 @@ def check_rank(job: Job, t: RankTrace) -> list[Finding]:
             Finding.of(
                 FindingCode.LAUNCH_WITHOUT_GPU,
                 f"{n_il} launch calls have no GPU activity in the trace",
-                t.rank,
-                f,
+                None,
+                None,
                 n_il,
-                _example(t, job, first_il),
+                _example(c, table, first_il),
             )
         )
-    t.release_pages()
-    return out
+    if release is not None:
+        release()
+    return _plain(out)
+
+
+def _plain(findings: list[Finding]) -> list[dict]:
+    return [
+        {"severity": x.severity, "code": x.code.value, "message": x.message, "count": x.count, "example": x.example}
+        for x in findings
+    ]
 
 
 def _first(mask: np.ndarray, a: int, first: int) -> int:
@@ -273,9 +289,12 @@ def findings_from_problems(problems, rank: int, file: str) -> list[Finding]:
     return [Finding(p.severity, p.code, p.message, rank, file, p.count, p.example) for p in problems]
 
 
-def validate_job(job: Job) -> list[Finding]:
+def validate_job(job: Job, checked: Optional[dict] = None) -> list[Finding]:
+    """Every check of the job; ``checked``: {rank: :func:`rank_checks` of its file} known already (a cache entry's),
+    used instead of reading those ranks' columns again."""
     out: list[Finding] = []
     for t in job.traces.values():
-        out.extend(check_rank(job, t))
+        known = None if checked is None else checked.get(t.rank)
+        out.extend(check_rank(job, t) if known is None else [_finding(x, t) for x in known])
     out.extend(check_job(job))
     return out

@@ -33,7 +33,9 @@ column              dtype    meaning
 Times are in the rules' unit: exact integer nanoseconds on the rank's own clock (holotrace), or HTA's
 rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobView.us`` converts.
 A view never shares writable memory with the model: a model column that is already int64 and read-only (mapped
-from the cache) is held as it is, the others are copied; treat every array of a view as read-only.
+from the cache) is held as it is, the others are copied; treat every array of a view as read-only. Under holotrace's
+rules the columns an analysis may not read (``row``, ``cat``, ``stream``, ``correlation``, ``iteration``,
+``index_correlation``) are made on first use (:class:`Columns`), once per view.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from holotrace.model.comm_evidence import classify_rank
 from holotrace.model.rule_table import RuleTable, hta_table, resolve_table
 from holotrace.model.strings import StringTable
 
-__all__ = ["RankView", "JobView", "resolve", "job_view", "build_view", "COLUMNS", "take_rows", "restrict"]
+__all__ = ["Columns", "RankView", "JobView", "resolve", "job_view", "build_view", "COLUMNS", "take_rows", "restrict"]
 
 COLUMNS = (
     "row",
@@ -76,6 +78,40 @@ COLUMNS = (
     "index_correlation",
     "iteration",
 )
+
+
+class Columns(Mapping):
+    """Column name → numpy array, some made on first use: ``made`` holds the arrays, ``makers`` the functions
+    that make the others (each called at most once; the array it returns is kept)."""
+
+    __slots__ = ("_made", "_makers", "_keys")
+
+    def __init__(self, made: dict, makers: dict, order: Sequence[str] = ()):
+        self._made = dict(made)
+        self._makers = dict(makers)
+        keys = self._made.keys() | self._makers.keys()
+        self._keys = [k for k in order if k in keys] + sorted(keys - set(order))
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        out = self._made.get(key)
+        if out is None:
+            make = self._makers.get(key)
+            if make is None:
+                raise KeyError(key)
+            out = self._made.setdefault(key, make())  # two threads may race: the first array kept wins
+        return out
+
+    def is_made(self, key: str) -> bool:
+        return key in self._made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._made or key in self._makers
 
 
 @dataclass(frozen=True)
@@ -108,7 +144,19 @@ class RankView(Mapping):
         key = (column, int(value))
         out = self._rows.get(key)
         if out is None:
-            out = self._rows[key] = np.flatnonzero(self.cols[column] == value)
+            out = np.flatnonzero(self.cols[column] == value)
+            out.flags.writeable = False  # shared by every analysis that asks
+            out = self._rows.setdefault(key, out)
+        return out
+
+    def derived(self, key: tuple, make: Callable[[], object]):
+        """``make()``, computed once per rank view and kept under ``key`` (a tuple naming the analysis and every
+        argument and rule flag the result depends on): for what several analyses of one command derive from
+        this rank's columns. Treat the result as read-only."""
+        key = ("derived", *key)
+        out = self._rows.get(key)
+        if out is None:
+            out = self._rows.setdefault(key, make())
         return out
 
     def bounds(self, sel=slice(None)) -> tuple[np.ndarray, np.ndarray]:
@@ -118,6 +166,8 @@ class RankView(Mapping):
 
     def arg(self, column: str) -> np.ndarray:
         """Any other model column (e.g. ``bytes``, ``external_id``, ``input_dims``) for this view's rows."""
+        if isinstance(self.cols, Columns) and not self.cols.is_made("row"):  # every model row, in order
+            return np.array(np.asarray(self.model[column]))
         return self.model[column][self.cols["row"]]
 
 
@@ -151,6 +201,16 @@ class JobView:
         for r in ranks:
             self[r]
         return [int(r) for r in ranks]
+
+    def first_ts(self) -> int:
+        """The job's first event on the common clock (the view's unit; 0 when no rank has an event): what
+        ``start_us``-style columns are measured from. Computed once per view."""
+
+        def first() -> int:
+            starts = [int(v["ts"].min()) + v.clock_offset for v in (self[r] for r in self.ranks) if v.n]
+            return min(starts) if starts else 0
+
+        return self.derived(("first_ts",), first)
 
     def us(self, t):
         """Times of this view in µs (float64)."""
@@ -282,29 +342,37 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
     partner = i64(c["partner"])
-    has_corr = np.asarray(c["correlation"]) >= 0
     index = i64(c["index"])
-    icorr = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.where(has_corr, 0, -1)) if n else index.copy()
     cols = {
-        "row": np.arange(n, dtype=np.int64),
         "index": index,
-        "cat": i64(c["cat"]),
         "name": i64(c["name"]),
         "pid": i64(c["pid"]),
         "tid": i64(c["tid"]),
         "ts": i64(c["ts_ns"]),
         "dur": i64(c["dur_ns"]),
         "end": i64(c["end_ns"]),
-        "stream": i64(c["stream"]),
-        "correlation": i64(c["correlation"]),
         "kind": kind,
         "gpu": gpu,
         "partner": partner,
-        "index_correlation": icorr.astype(np.int64, copy=False),
-        "iteration": i64(c["iteration"]),
     }
     cols.update(classify_rank(cols, job.strings, table, gpu=gpu, collective_name=c.get("collective_name")))
-    return RankView(int(rank), {k: cols[k] for k in COLUMNS}, c, int(t.clock_offset_ns))
+
+    def index_correlation() -> np.ndarray:
+        if not n:
+            return index.copy()
+        has_corr = np.asarray(c["correlation"]) >= 0
+        icorr = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.where(has_corr, 0, -1))
+        return icorr.astype(np.int64, copy=False)
+
+    makers = {
+        "row": lambda: np.arange(n, dtype=np.int64),
+        "cat": lambda: i64(c["cat"]),
+        "stream": lambda: i64(c["stream"]),
+        "correlation": lambda: i64(c["correlation"]),
+        "index_correlation": index_correlation,
+        "iteration": lambda: i64(c["iteration"]),
+    }
+    return RankView(int(rank), Columns(cols, makers, COLUMNS), c, int(t.clock_offset_ns))
 
 
 def _held(a, dtype) -> np.ndarray:
