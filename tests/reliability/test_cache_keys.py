@@ -148,3 +148,24 @@ def test_a_column_file_rewritten_with_its_old_times_is_a_miss_and_verify_finds_a
     assert cache.verify(p, env.cache, False, CACHE_TAG) == "stale"  # ... not the whole content's
     assert _durations(p, env.cache)[MID] == 5_000
     assert cache.verify(p, env.cache, False, CACHE_TAG) == "ok"
+
+
+def test_an_entry_written_before_a_reboot_has_its_columns_checked_whole(env, monkeypatch):
+    p = env.write("job/rank-0.json", _content(5))
+    assert _durations(p, env.cache)[MID] == 5_000
+    entry = env.cache / cache.key_for(p, False, CACHE_TAG)
+    cols = entry / cache.COLUMNS
+    at = (lambda lay: lay[0] + MID * int(lay[2][-1]))(
+        json.loads((entry / "info.json").read_text())["layout"]["events"]["dur_ns"]
+    )
+    data = bytearray(cols.read_bytes())
+    data[at] ^= 0x01  # the columns lost in a crash, as it were: the record still matches the file's metadata
+    cols.write_bytes(bytes(data))
+    info = json.loads((entry / "info.json").read_text())
+    info["columns_stat"] = cache._stat(cols)
+    (entry / "info.json").write_text(json.dumps(info))
+    assert cache.load(p, env.cache, False, CACHE_TAG) is not None  # this boot: served on its metadata
+    monkeypatch.setattr(cache, "_boot", lambda: "another boot")
+    assert cache.load(p, env.cache, False, CACHE_TAG) is None  # after a reboot: the CRC-32 finds the damage
+    assert _durations(p, env.cache)[MID] == 5_000  # decoded again, and the new entry is served in this boot
+    assert cache.load(p, env.cache, False, CACHE_TAG) is not None

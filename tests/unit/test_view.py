@@ -48,3 +48,12 @@ def test_columns_made_on_first_use_hold_the_model_values(tmp_path):
     assert np.array_equal(ic[~has], np.full((~has).sum(), -1))
     linked = np.flatnonzero(v["partner"] >= 0)
     assert len(linked) == 2 and np.array_equal(ic[linked], v["index"][v["partner"][linked]])
+
+
+def test_a_rank_view_pickles_with_every_column(tmp_path):
+    import pickle
+
+    v = _view(tmp_path)[0]
+    back = pickle.loads(pickle.dumps(v))
+    assert list(back) == list(COLUMNS)
+    assert all(np.array_equal(back[k], v[k]) for k in COLUMNS)

@@ -228,8 +228,15 @@ def idle_interval_stats(
                 for c in _STATS_COLUMNS
             }
         )
-    df = pd.DataFrame(out, columns=_STATS_COLUMNS)
-    return df.astype({"rank": np.int64, "stream": np.int64, "count": np.int64, "idle_category": object})
+    cols = dict(zip(_STATS_COLUMNS, zip(*out)))
+    return pd.DataFrame(
+        {
+            c: pd.Series(np.array(v, dtype=object), dtype=object)
+            if c == "idle_category"
+            else np.array(v, dtype=np.int64 if c in ("rank", "stream", "count") else np.float64)
+            for c, v in cols.items()
+        }
+    )
 
 
 def _describe(x: np.ndarray) -> tuple[float, ...]:

@@ -344,8 +344,11 @@ def top_kernels(
         types.append(v["kernel_type"][rows])
         durs.append(view.us(v["dur"][rows]))
     ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
-    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
+    order = intervals.stable_order(ids)  # np.unique(ids, return_index=True, return_inverse=True), by one stable sort
+    new = np.flatnonzero(np.r_[True, ids[order[1:]] != ids[order[:-1]]]) if len(ids) else np.empty(0, dtype=np.intp)
+    uniq, first = ids[order[new]], order[new]
+    inv = np.empty(len(ids), dtype=np.intp)
+    inv[order] = np.repeat(np.arange(len(new)), np.diff(np.r_[new, len(ids)]))
     total = np.bincount(inv, weights=np.concatenate(durs) if durs else None, minlength=len(uniq))
     count = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
     names = view.names(uniq)

@@ -23,14 +23,21 @@ __all__ = ["profiler_steps", "step_times", "step_rows"]
 def step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, step numbers)`` of the rank's ``ProfilerStep`` events under ``rules``.
 
-    HTA counts any row whose name gives a step number; holotrace only CPU ops and user annotations.
+    HTA counts any row whose name gives a step number; holotrace only CPU ops and user annotations. Found once
+    per rank view and rules (treat the arrays as read-only).
     """
-    num = view.lookup(v["name"], view.per_string(rules.step_number, prefix="ProfilerStep"))
-    ok = num >= 0
+    return v.derived(("step_rows", rules.step_number, bool(rules.hta_table)), lambda: _step_rows(view, v, rules))
+
+
+def _step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, np.ndarray]:
+    per = view.per_string(rules.step_number, prefix="ProfilerStep")  # id −1 reads the last entry: −1
+    names = v["name"]
+    rows = np.flatnonzero((per >= 0)[names])  # the few rows named ProfilerStep#N, then their kind
     if not rules.hta_table:
-        ok &= np.isin(v["kind"], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])
-    rows = np.flatnonzero(ok)
-    return rows, num[rows]
+        rows = rows[np.isin(v["kind"][rows], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])]
+    num = per[names[rows]]
+    rows.flags.writeable = num.flags.writeable = False
+    return rows, num
 
 
 def profiler_steps(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> list[int]:

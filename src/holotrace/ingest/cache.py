@@ -20,16 +20,17 @@ nothing else: a folder with anything else in it is never written to, and ``clear
 
 An entry is served only when it is intact and still describes the file: ``info.json`` holds the file's fingerprint
 at decode time (device, inode, size, mtime_ns, ctime_ns, a hash of its first and last 64 KiB), the column file's own
-(the same but the hash, taken once it was synced to disk) and a token written into its header, so a rewritten trace,
-a column file rewritten, truncated or swapped, or a half-deleted entry is a miss (decoded again and rewritten), never
-an error or a wrong answer; a load reads no column to decide. The CRC-32s of the column file and of the whole trace
-are kept for :func:`verify` (``holotrace doctor --verify``), for damage below the file system. Concurrent writers
-and readers never see half an entry.
+(the same but the hash) and a token written into its header, so a rewritten trace, a column file rewritten,
+truncated or swapped, or a half-deleted entry is a miss (decoded again and rewritten), never an error or a wrong
+answer. An entry written in this boot of the machine is served without reading its columns; one written before a
+crash or reboot (or on another machine) has its column file's CRC-32 checked too; ``doctor --verify`` (:func:`verify`)
+checks both files' CRC-32s, for damage below the file system. Writers and readers never see half an entry.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -49,7 +50,7 @@ from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
 
 TABLES = ("events", "instants", "counters", "flows", "names")
-CACHE_VERSION = 7  # layout of an entry: bump when it changes
+CACHE_VERSION = 8  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
 _ENTRY = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
@@ -200,6 +201,8 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
     cols = entry / COLUMNS
     if _stat(cols) != info["columns_stat"] or not _has_token(cols, bytes.fromhex(info["token"])):
         return None
+    if (info["boot"] is None or info["boot"] != _boot()) and _crc(cols) != info["crc32"]:
+        return None  # written before a crash or on another machine: its columns are checked whole
     raw_args = None
     if all_args:
         if not info.get("raw_args"):
@@ -243,14 +246,14 @@ def _has_token(path: Path, token: bytes) -> bool:
         return fh.read(len(MAGIC) + len(token)) == MAGIC + token
 
 
-def _synced_stat(path: Path) -> dict:
-    """:func:`_stat` of a column file once its content is on disk (a crash cannot leave an entry without them)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+@functools.lru_cache(maxsize=1)
+def _boot() -> Optional[str]:
+    """This boot of the machine (Linux), or None where it is unknown: data an entry wrote is on its disk or in this
+    boot's page cache; only a crash, which ends the boot, can lose what was not yet written out."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return _stat(path)
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip() or None
+    except OSError:
+        return None
 
 
 def _crc(path: Path) -> int:
@@ -329,7 +332,8 @@ def commit(
             "layout": layout,
             "bytes": cols.stat().st_size,
             "crc32": _crc(cols),
-            "columns_stat": _synced_stat(cols),
+            "columns_stat": _stat(cols),
+            "boot": _boot(),
             "meta": d.meta,
             "strings": d.strings,
             "n_trace_events": d.n_trace_events,

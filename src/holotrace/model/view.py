@@ -113,6 +113,9 @@ class Columns(Mapping):
     def __contains__(self, key) -> bool:
         return key in self._made or key in self._makers
 
+    def __reduce__(self):  # sent to another process: every column made, as a plain dict
+        return dict, ([(k, self[k]) for k in self._keys],)
+
 
 @dataclass(frozen=True)
 class RankView(Mapping):
