@@ -76,9 +76,6 @@ PURE_LAUNCH_APIS = frozenset(n for n in classify.LAUNCH_APIS if "Memcpy" not in 
 )
 
 
-REPLAY_THREADS = 2  # what-if replays at once: each holds a copy of the delays and its point times (16 bytes a point)
-
-
 @dataclass
 class WhatIfOptions:
     speedup: float = 2.0  # kernel / cpu_op fixes
@@ -147,10 +144,11 @@ def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
 
 def _less_host(cover: np.ndarray, factor: float) -> Callable[[Delays], None]:
     """An edit: each host gap loses ``factor`` times the part of it covered (``cover``, per chain position)."""
-    m = cover > 0
+    m = np.flatnonzero(cover > 0)  # kept: the covered positions and their cover, not a value per position
+    less = cover[m] * factor
 
     def edit(d: Delays) -> None:
-        d.chain[m] = np.maximum(d.chain[m] - cover[m] * factor, 0.0)
+        d.chain[m] = np.maximum(d.chain[m] - less, 0.0)
 
     return edit
 
@@ -315,23 +313,13 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
                 parts.append(hit[0])
         if parts:
             tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
-    keys = [("straggler", rank) if shared and fix == "straggler" else None for fix, rank, *_ in tried]  # (its edit
-    # depends on the rank alone)
-    times = [g.memo.get(k) if k else None for k in keys]
-    todo = [i for i, t in enumerate(times) if t is None]
-    one = lambda i: replay_times(g, apply(base, tried[i][3]))  # noqa: E731
-    if len(todo) > 1 and REPLAY_THREADS > 1:  # the compiled sweep lets go of the interpreter: replays side by side
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(REPLAY_THREADS, len(todo))) as ex:
-            done = list(ex.map(one, todo))
-    else:
-        done = [one(i) for i in todo]
-    for i, t in zip(todo, done):
-        times[i] = t
-        if keys[i]:
-            g.memo[keys[i]] = t
-    for (fix, rank, target, _, ev), t in zip(tried, times):
+    for fix, rank, target, parts, ev in tried:
+        key = ("straggler", rank) if shared and fix == "straggler" else None  # its edit depends on the rank alone
+        t = g.memo.get(key) if key else None
+        if t is None:
+            t = replay_times(g, apply(base, parts))
+            if key:
+                g.memo[key] = t
         rows += saving_rows(fix, rank, target, ev, t, measured, replayed)
     return ref, pd.DataFrame(rows, columns=SAVING_COLUMNS)
 
