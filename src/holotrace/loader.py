@@ -187,7 +187,7 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
             except OSError as e:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
-    d.packed = (str(work / cache_mod.COLUMNS), layout, token)
+    d.packed, d.boot = (str(work / cache_mod.COLUMNS), layout, token), cache_mod.boot()
     try:  # the event checks, the columns read back while their pages are warm
         d.checks = rank_checks(store.open_packed(*d.packed)["events"], d.strings)
     except BaseException:

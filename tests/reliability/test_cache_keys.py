@@ -162,10 +162,28 @@ def test_an_entry_written_before_a_reboot_has_its_columns_checked_whole(env, mon
     data[at] ^= 0x01  # the columns lost in a crash, as it were: the record still matches the file's metadata
     cols.write_bytes(bytes(data))
     info = json.loads((entry / "info.json").read_text())
+    assert info["boot"] == cache.boot() is not None  # written by this machine in this boot
     info["columns_stat"] = cache._stat(cols)
     (entry / "info.json").write_text(json.dumps(info))
     assert cache.load(p, env.cache, False, CACHE_TAG) is not None  # this boot: served on its metadata
-    monkeypatch.setattr(cache, "_boot", lambda: "another boot")
+    monkeypatch.setattr(cache, "boot", lambda: "another boot")
     assert cache.load(p, env.cache, False, CACHE_TAG) is None  # after a reboot: the CRC-32 finds the damage
     assert _durations(p, env.cache)[MID] == 5_000  # decoded again, and the new entry is served in this boot
     assert cache.load(p, env.cache, False, CACHE_TAG) is not None
+
+
+def test_columns_packed_on_another_machine_are_checked_whole(env, monkeypatch):
+    from pathlib import Path
+
+    from holotrace import loader
+
+    p = env.write("job/rank-0.json", _content(5))
+    r = loader._load_file_or_raise(loader.LoadTask(str(p), loader.CacheSession(env.cache), 1))
+    assert r.file.boot == cache.boot()  # the worker of this machine says so
+    r.file.boot = "a worker's machine"
+    entry = cache.commit(r.file, Path(r.work.path), env.cache, False, CACHE_TAG, r.work.fingerprint)
+    assert json.loads((entry / "info.json").read_text())["boot"] is None  # its columns: CRC-32 checked on load
+    crcs = []
+    real = cache._crc
+    monkeypatch.setattr(cache, "_crc", lambda path: crcs.append(path) or real(path))
+    assert cache.load(p, env.cache, False, CACHE_TAG) is not None and crcs == [entry / cache.COLUMNS]

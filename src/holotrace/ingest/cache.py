@@ -201,7 +201,7 @@ def _read(entry: Path, path, all_args: bool) -> Optional[DecodedFile]:
     cols = entry / COLUMNS
     if _stat(cols) != info["columns_stat"] or not _has_token(cols, bytes.fromhex(info["token"])):
         return None
-    if (info["boot"] is None or info["boot"] != _boot()) and _crc(cols) != info["crc32"]:
+    if (info["boot"] is None or info["boot"] != boot()) and _crc(cols) != info["crc32"]:
         return None  # written before a crash or on another machine: its columns are checked whole
     raw_args = None
     if all_args:
@@ -247,7 +247,7 @@ def _has_token(path: Path, token: bytes) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _boot() -> Optional[str]:
+def boot() -> Optional[str]:
     """This boot of the machine (Linux), or None where it is unknown: data an entry wrote is on its disk or in this
     boot's page cache; only a crash, which ends the boot, can lose what was not yet written out."""
     try:
@@ -333,7 +333,7 @@ def commit(
             "bytes": cols.stat().st_size,
             "crc32": _crc(cols),
             "columns_stat": _stat(cols),
-            "boot": _boot(),
+            "boot": d.boot if d.boot == boot() else None,  # the columns' writer: this machine, this boot
             "meta": d.meta,
             "strings": d.strings,
             "n_trace_events": d.n_trace_events,

@@ -67,6 +67,7 @@ class DecodedFile:
     packed: Optional[tuple] = None  # (packed column file, layout, token) the tables are mapped from
     ids_used: Optional[dict] = None  # {table: {id column: mask over ``strings``}} (ingest.ids_used); None: unknown
     checks: Optional[list] = None  # the events' findings (model.validate.rank_checks), once derived; None: unknown
+    boot: Optional[str] = None  # the boot of the machine that packed the columns (ingest.cache.boot)
 
 
 def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None, is_gzip: Optional[list] = None):
