@@ -55,16 +55,22 @@ def endpoint_order(
         order = np.lexsort((k2, k1, sub, cls, time, th2))
     else:  # the same order: one sort of (thread, time, class) packed in an integer, then the two keys within ties
         key = ((th2 * span + (time - _span_origin(ts, end))) * 4 + cls) * 2 + sub
-        order = np.argsort(key, kind="stable")
-        ks = key[order]
-        start = np.r_[True, ks[1:] != ks[:-1]]
-        if not start.all():
-            run = np.cumsum(start) - 1
-            tied = np.flatnonzero(np.bincount(run)[run] > 1)
-            o = order[tied]
-            k1, k2 = ties(o)
-            order[tied] = o[np.lexsort((k2, k1, run[tied]))]
+        order = packed_order(key, lambda o: ties(o)[::-1])
     return node[order], is_open[order]
+
+
+def packed_order(key: np.ndarray, tie_keys) -> np.ndarray:
+    """A stable argsort of the integer ``key``, then each run of equal keys ordered by ``tie_keys(positions)``
+    (the keys of those positions, least significant first, as for ``np.lexsort``), computed for the tied only."""
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    start = np.r_[True, ks[1:] != ks[:-1]]
+    if not start.all():
+        run = np.cumsum(start) - 1
+        tied = np.flatnonzero(np.bincount(run)[run] > 1)
+        o = order[tied]
+        order[tied] = o[np.lexsort((*tie_keys(o), run[tied]))]
+    return order
 
 
 def _span_origin(ts: np.ndarray, end: np.ndarray) -> int:

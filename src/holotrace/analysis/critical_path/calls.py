@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from holotrace.analysis.endpoint_order import packed_order
 from holotrace.model.classify import Kind
 
 __all__ = ["outer_calls"]
@@ -41,13 +42,4 @@ def _by_thread_time(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.n
     span = int(ts.max()) - lo + 1
     if len(uniq) * span >= 2**62:
         return np.lexsort((-dur, ts, thread))
-    key = rank_of[codes] * span + (ts - lo)
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    start = np.r_[True, ks[1:] != ks[:-1]]
-    if not start.all():
-        run = np.cumsum(start) - 1
-        tied = np.flatnonzero(np.bincount(run)[run] > 1)
-        o = order[tied]
-        order[tied] = o[np.lexsort((-dur[o], run[tied]))]
-    return order
+    return packed_order(rank_of[codes] * span + (ts - lo), lambda o: (-dur[o],))
