@@ -121,8 +121,8 @@ class JobGraph:
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
     chain_id: np.ndarray  # per position of chain_order: the chain
     chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
-    chain_lag: np.ndarray  # per position of chain_order: measured lag of that edge (0 for a first point)
-    chain_floor: np.ndarray  # per position of chain_order
+    floor_pos: np.ndarray  # the chain positions whose edge has a floor other than 0 (``chain_floor``), ascending
+    floor_val: np.ndarray  # ... and their floors
     src: np.ndarray  # cross edges: source point
     dst: np.ndarray  # cross edges: destination point
     kind: np.ndarray  # cross edges: EdgeKind
@@ -133,6 +133,23 @@ class JobGraph:
     origin_ns: int = 0
     issues: list = field(default_factory=list)
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # what the replay derives once per graph
+
+    @property
+    def chain_lag(self) -> np.ndarray:
+        """Per position of chain_order: the measured lag of the edge from the previous point (0 for a first point);
+        made when asked for, not kept."""
+        pt_o = self.point_time[self.chain_order]
+        lag = np.empty(len(pt_o))
+        lag[1:] = pt_o[1:] - pt_o[:-1]
+        lag[self.chain_first] = 0.0
+        return lag
+
+    @property
+    def chain_floor(self) -> np.ndarray:
+        """Per position of chain_order: the floor of the edge from the previous point (made when asked for)."""
+        out = np.zeros(len(self.chain_order))
+        out[self.floor_pos] = self.floor_val
+        return out
 
     @property
     def n_nodes(self) -> int:
@@ -344,35 +361,36 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     del p_chain
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
-    pt_o = pt[order]  # the points' times in chain order: the previous point's is the entry before
-    lag = np.empty(len(order))
-    lag[1:] = pt_o[1:] - pt_o[:-1]
-    lag[first] = 0.0
-    del pt_o
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
     del prev
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
+    del own, is_gpu_chain
     ckind[first] = -1
-    cfloor = np.zeros(len(order))
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     src, dst, kind, floor = _cross_edges(
         view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
-    # a blocking call that waited could shrink to the time it took after the GPU finished
+    # a blocking call that waited could shrink to the time it took after the GPU finished (its floor: kept for
+    # the few positions where it is not 0)
     sy = kind == EdgeKind.SYNC
     at = pos[dst[sy]]
-    cfloor[at] = np.clip(elag[sy], 0, lag[at])
+    own_lag = np.where(first[at], 0.0, pt[order[at]] - pt[order[np.maximum(at - 1, 0)]])
+    f_sync = np.clip(elag[sy], 0, own_lag)
     # collectives: a member's own duration could shrink only to its transfer
-    is_coll_end = np.zeros(2 * n, dtype=bool)
-    is_coll_end[2 * coll_nodes + 1] = True
-    coll_end = np.flatnonzero(is_coll_end[order] & (ckind == EdgeKind.DURATION))
     xf = kind == EdgeKind.XFER
-    transfer = np.full(2 * n, np.nan)
-    transfer[dst[xf]] = elag[xf]
-    cfloor[coll_end] = np.clip(np.nan_to_num(transfer[order[coll_end]]), 0, None)
+    x_at = pos[dst[xf]]  # (a transfer's destination is a member's end: its own duration ends there)
+    on_dur = ckind[x_at] == EdgeKind.DURATION
+    x_at, f_coll = x_at[on_dur], np.clip(np.nan_to_num(elag[xf][on_dur]), 0, None)
+    del pos
+    cfloor = np.zeros(len(order))
+    cfloor[at] = f_sync
+    cfloor[x_at] = f_coll
+    fpos = np.flatnonzero((cfloor != 0) | np.signbit(cfloor))
+    fval = cfloor[fpos]
+    del cfloor
     return JobGraph(
         view,
         node_rank,
@@ -385,8 +403,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         first,
         c,
         ckind,
-        lag,
-        cfloor,
+        fpos,
+        fval,
         src,
         dst,
         kind,
@@ -413,7 +431,6 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
 
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
         nodes = np.flatnonzero(node_rank == r)
@@ -436,11 +453,10 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
         add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
         # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
         # operation of another stream of the same rank ends
-        s_pt = 2 * gpu  # (``explained`` is read at this rank's GPU starts only, each written first)
-        prev_end = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
-        explained[s_pt] = prev_end
-        np.maximum.at(explained, l_dst, pt[l_src])
-        slack = pt[s_pt] - explained[s_pt]
+        s_pt = 2 * gpu  # per GPU operation: the latest its stream and its launch explain
+        explained = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
+        np.maximum.at(explained, np.flatnonzero(hit), pt[l_src])
+        slack = pt[s_pt] - explained
         stream = rv["stream"][node_row[gpu]]
         ends, end_nodes = pt[2 * gpu + 1], gpu
         eo = np.argsort(ends, kind="stable")
@@ -453,7 +469,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
             j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
             ok = j >= 0
             gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
-            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[s_pt[cand[ok]]])
+            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[cand[ok]])
             add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
         # host syncs: a blocking call ends right after the GPU operation it waited for
         name = rv["name"][node_row[call]]

@@ -67,11 +67,13 @@ class Delays:
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
     n_pts = len(g.point_time)
+    lag = g.chain_lag
     best = np.full(n_pts, np.inf)
-    best[g.chain_order] = np.where(g.chain_first, np.inf, g.chain_lag)
+    best[g.chain_order] = np.where(g.chain_first, np.inf, lag)
     np.minimum.at(best, g.dst, g.lag)
-    chain_bind = (~g.chain_first) & (g.chain_lag <= best[g.chain_order])
-    chain = np.where(chain_bind, g.chain_lag, np.minimum(g.chain_lag, g.chain_floor))
+    chain_bind = (~g.chain_first) & (lag <= best[g.chain_order])
+    chain = np.where(chain_bind, lag, np.minimum(lag, g.chain_floor))
+    del lag
     chain[g.chain_first] = 0.0
     chain_wins = np.zeros(n_pts, dtype=bool)
     chain_wins[g.chain_order] = chain_bind
