@@ -205,7 +205,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     it = rv["iteration"]
     it = it if it.dtype == np.int64 else np.nan_to_num(it, nan=-1).astype(np.int64)
     step = np.concatenate([it[calls], snum, snum, it[gpu]])
-    # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
+    # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
             rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
@@ -220,7 +220,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
-        "thread": thread,
+        "chain": pd.factorize(thread)[0].astype(np.int32),
     }
 
 
@@ -236,32 +236,37 @@ def _clock_offsets(view, match, placed) -> tuple[dict, float]:
     return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
-def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: int) -> np.ndarray:
-    """Chain of every node, numbered in order of first appearance: one per (rank, thread) of the first ``n_work``
-    nodes, then one per arrival point (the last ``n_inst`` nodes)."""
-    if n_work:
-        tcode, tuniq = pd.factorize(thread[:n_work])
-        work = pd.factorize(node_rank[:n_work] * len(tuniq) + tcode)[0].astype(np.int64)
-    else:
-        work = np.zeros(0, dtype=np.int64)
-    n_chains = int(work.max()) + 1 if len(work) else 0
-    return np.concatenate([work, n_chains + np.arange(n_inst, dtype=np.int64)])
+def _chain_ids(parts: list) -> np.ndarray:
+    """Chain of every node of the ranks' ``parts`` (laid out one rank after another), numbered in order of first
+    appearance: one per (rank, thread or stream)."""
+    out, first = [], 0
+    for p in parts:
+        out.append(p["chain"] + first)
+        first += int(p["chain"].max()) + 1 if len(p["chain"]) else 0
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
 
 
-def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray:
-    """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))``, one sort per chain): the
-    first ``n_work`` points lie on the threads' and streams' chains, the rest are arrival points, two per chain and
-    already in order."""
-    pc = p_chain[:n_work]
-    by_chain = np.argsort(pc, kind="stable")
-    c = pc[by_chain]
+def _chain_order(pt: np.ndarray, ck: np.ndarray, n_work: int) -> tuple[np.ndarray, np.ndarray]:
+    """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))`` with ``p_chain`` each
+    point's node's chain ``ck``; one sort per chain), and the chain of every position. The first ``n_work`` nodes
+    lie on the threads' and streams' chains; the others are arrival points, one chain each (numbered after them),
+    their two points already in order."""
+    by_node = np.argsort(ck[:n_work], kind="stable")  # a chain's points ascending: its nodes ascending, start first
+    c = ck[by_node]
     cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
+    bounds = np.r_[cut, n_work]
     out = np.empty(len(pt), dtype=np.int64)
-    for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist()):
-        seg = by_chain[a:b]
-        out[a:b] = seg[np.argsort(pt[seg], kind="stable")]
-    out[n_work:] = np.arange(n_work, len(pt))
-    return out
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        seg = np.empty(2 * (b - a), dtype=np.int64)
+        seg[0::2] = 2 * by_node[a:b]
+        seg[1::2] = seg[0::2] + 1
+        out[2 * a : 2 * b] = seg[np.argsort(pt[seg], kind="stable")]
+    out[2 * n_work :] = np.arange(2 * n_work, len(pt))
+    n_chains = int(c[-1]) + 1 if n_work else 0
+    chain = np.empty(len(pt), dtype=np.int32)
+    chain[: 2 * n_work] = np.repeat(c[cut], 2 * np.diff(bounds))
+    chain[2 * n_work :] = np.repeat(np.arange(n_chains, n_chains + (len(pt) // 2 - n_work), dtype=np.int32), 2)
+    return out, chain
 
 
 @dataclass
@@ -310,7 +315,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         else np.zeros(0, np.int64)
     )
     cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
-    node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
+    node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
+    ck = _chain_ids([p for _, p, _ in parts])
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
     # the ranks' node arrays, concatenated now: freed before the bigger arrays below
@@ -345,7 +351,6 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
     node_step = np.concatenate([node_step, inst_step])
     node_coll = np.concatenate([node_coll, np.arange(n_inst)])
-    thread = np.concatenate([thread, np.full(n_inst, 0)])
     start = np.concatenate([start, arr_time])
     dur = np.concatenate([dur, np.zeros(n_inst)])
     n = len(node_rank)
@@ -353,12 +358,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     pt[0::2], pt[1::2] = start, start + dur
     del start, dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
-    ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
-    del thread
-    p_chain = np.repeat(ck, 2)
-    order = _chain_order(pt, p_chain, 2 * (n - n_inst))
-    c = p_chain[order]
-    del p_chain
+    order, c = _chain_order(pt, ck, n - n_inst)
+    del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
