@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
+from holotrace.analysis.critical_path.chains import chain_ids, chain_order
 from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
@@ -236,39 +237,6 @@ def _clock_offsets(view, match, placed) -> tuple[dict, float]:
     return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
-def _chain_ids(parts: list) -> np.ndarray:
-    """Chain of every node of the ranks' ``parts`` (laid out one rank after another), numbered in order of first
-    appearance: one per (rank, thread or stream)."""
-    out, first = [], 0
-    for p in parts:
-        out.append(p["chain"] + first)
-        first += int(p["chain"].max()) + 1 if len(p["chain"]) else 0
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int32)
-
-
-def _chain_order(pt: np.ndarray, ck: np.ndarray, n_work: int) -> tuple[np.ndarray, np.ndarray]:
-    """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))`` with ``p_chain`` each
-    point's node's chain ``ck``; one sort per chain), and the chain of every position. The first ``n_work`` nodes
-    lie on the threads' and streams' chains; the others are arrival points, one chain each (numbered after them),
-    their two points already in order."""
-    by_node = np.argsort(ck[:n_work], kind="stable")  # a chain's points ascending: its nodes ascending, start first
-    c = ck[by_node]
-    cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
-    bounds = np.r_[cut, n_work]
-    out = np.empty(len(pt), dtype=np.int64)
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        seg = np.empty(2 * (b - a), dtype=np.int64)
-        seg[0::2] = 2 * by_node[a:b]
-        seg[1::2] = seg[0::2] + 1
-        out[2 * a : 2 * b] = seg[np.argsort(pt[seg], kind="stable")]
-    out[2 * n_work :] = np.arange(2 * n_work, len(pt))
-    n_chains = int(c[-1]) + 1 if n_work else 0
-    chain = np.empty(len(pt), dtype=np.int32)
-    chain[: 2 * n_work] = np.repeat(c[cut], 2 * np.diff(bounds))
-    chain[2 * n_work :] = np.repeat(np.arange(n_chains, n_chains + (len(pt) // 2 - n_work), dtype=np.int32), 2)
-    return out, chain
-
-
 @dataclass
 class GraphFrame:
     """What a graph of some ranks of a bigger job takes from the whole job instead of computing it (the scale-out
@@ -316,7 +284,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     )
     cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
     node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
-    ck = _chain_ids([p for _, p, _ in parts])
+    ck = chain_ids([p for _, p, _ in parts])
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
     # the ranks' node arrays, concatenated now: freed before the bigger arrays below
@@ -358,7 +326,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     pt[0::2], pt[1::2] = start, start + dur
     del start, dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
-    order, c = _chain_order(pt, ck, n - n_inst)
+    order, c = chain_order(pt, ck, n - n_inst)
     del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
