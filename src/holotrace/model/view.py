@@ -22,7 +22,7 @@ column              dtype    meaning
 ``comm_kind``       int8     :class:`~holotrace.model.rule_table.CommKind` of communication rows (GPU work, and CPU
                              ops that are collectives, e.g. ``gloo:all_reduce``), −1 else
 ``rule``            int32    id of the rule that decided (``JobView.table.rules[id]``), −1 none
-``comm_op``         int64    position (in this view) of the collective op a GPU row was launched under, −1 none
+``comm_op``         int32    position (in this view) of the collective op a GPU row was launched under, −1 none
                              (its args hold the process group and size); −1 under HTA's rules
 ``partner``         int*     position (in this view) of the correlated launch ↔ GPU row, −1 if none
 ``index_correlation`` int64  HTA's link column: −1 no correlation, 0 partner absent, else the partner's ``index``
@@ -38,8 +38,8 @@ Times are in the rules' unit: exact integer nanoseconds on the rank's own clock 
 rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobView.us`` converts.
 A view never shares writable memory with the model: a model column that is already int64 and read-only (mapped
 from the cache) is held as it is, the others are copied; treat every array of a view as read-only. Under holotrace's
-rules the columns an analysis may not read (``row``, ``cat``, ``stream``, ``correlation``, ``iteration``,
-``index_correlation``) are made on first use (:class:`Columns`), once per view.
+rules the columns an analysis may not read (``row``, ``cat``, ``pid``, ``tid``, ``stream``, ``correlation``,
+``iteration``, ``index_correlation``) are made on first use (:class:`Columns`), once per view.
 """
 
 from __future__ import annotations
@@ -364,8 +364,6 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     cols = {
         "index": index,
         "name": _held_narrow(c["name"]),
-        "pid": i64(c["pid"]),
-        "tid": i64(c["tid"]),
         "ts": i64(c["ts_ns"]),
         "dur": i64(c["dur_ns"]),
         "end": i64(c["end_ns"]),
@@ -373,7 +371,11 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "gpu": gpu,
         "partner": partner,
     }
-    cols.update(classify_rank(cols, job.strings, table, gpu=gpu, collective_name=c.get("collective_name")))
+    threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
+    cols.update(
+        classify_rank({**cols, **threads}, job.strings, table, gpu=gpu, collective_name=c.get("collective_name"))
+    )
+    cols["comm_op"] = cols["comm_op"].astype(np.int32)  # positions of a rank's events
 
     def index_correlation() -> np.ndarray:
         if not n:
@@ -385,6 +387,8 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     makers = {
         "row": lambda: np.arange(n, dtype=np.int64),
         "cat": lambda: i64(c["cat"]),
+        "pid": lambda: i64(c["pid"]),
+        "tid": lambda: i64(c["tid"]),
         "stream": lambda: _held_narrow(c["stream"]),
         "correlation": lambda: _held_narrow(c["correlation"]),
         "index_correlation": index_correlation,
