@@ -43,6 +43,11 @@ ANALYSES = {
     "get_gpu_kernels_with_user_annotations": lambda ta, ranks, tmp: ta.get_gpu_kernels_with_user_annotations(rank=0),
     "get_gpu_user_annotation_breakdown": lambda ta, ranks, tmp: ta.get_gpu_user_annotation_breakdown(visualize=False),
     "get_potential_stragglers": lambda ta, ranks, tmp: ta.get_potential_stragglers(visualize=False),
+    "get_queue_length_summary": lambda ta, ranks, tmp: ta.get_queue_length_summary(ranks=ranks),
+    "get_memory_bw_summary": lambda ta, ranks, tmp: ta.get_memory_bw_summary(ranks=ranks),
+    "critical_path_analysis": lambda ta, ranks, tmp: ta.critical_path_analysis(
+        rank=0, annotation="ProfilerStep", instance_id=0
+    ),
 }
 
 
@@ -192,6 +197,37 @@ def render(runs, skipped, json_mb, ranks):
     return "\n".join(lines)
 
 
+def _sig(x):
+    """Seconds to three significant digits (sub-10 ms analyses stay readable)."""
+    return "–" if x is None else f"{x:.3g}"
+
+
+def compare(before_path, after_path):
+    """A before/after table of holotrace's figures from two ``--results`` files of the same job: each analysis's
+    first call and best of repeated calls, the load, the process wall time and peak memory."""
+    import json
+
+    def runs(path):
+        with open(path) as f:
+            return json.load(f)["runs"]["holotrace"]
+
+    b, a = runs(before_path), runs(after_path)
+    rows = []
+    ba, aa = b["result"]["analyses"], a["result"]["analyses"]
+    for name in [n for n in ANALYSES if n in ba or n in aa]:
+        x, y = ba.get(name, {}), aa.get(name, {})
+        first = f"{_sig(x.get('seconds'))} -> {_sig(y.get('seconds'))}"
+        best = f"{_sig(x.get('best_s'))} -> {_sig(y.get('best_s'))}" if "best_s" in x or "best_s" in y else ""
+        rows.append([f"`{name}`", first, best])
+    load = lambda r: r["result"].get("load_s")  # noqa: E731
+    rows.append(["load, `TraceAnalysis(trace_dir=...)`", f"{_sig(load(b))} -> {_sig(load(a))}", ""])
+    rows.append(["process wall time", f"{_sig(b['process_wall_s'])} -> {_sig(a['process_wall_s'])}", ""])
+    rows.append(["peak RSS (MB)", f"{b['tree_peak_rss_mb']:,.0f} -> {a['tree_peak_rss_mb']:,.0f}", ""])
+    load_avg = lambda r: f"{r['loadavg_before']:.1f}/{r['loadavg_after']:.1f}"  # noqa: E731
+    rows.append(["load average before/after", f"{load_avg(b)} -> {load_avg(a)}", ""])
+    return h.markdown_table(["analysis", "first call, s (before -> after)", "best of repeated calls, s"], rows)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=8, help="ranks of the generated job")
@@ -221,6 +257,12 @@ def main(argv=None):
         help="call each sub-second analysis this many times and also report the fastest call",
     )
     # internal: the measured child process
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="print a before/after table of two --results files (holotrace's figures) and exit",
+    )
     p.add_argument("--child", choices=["holotrace", "hta"], help=argparse.SUPPRESS)
     p.add_argument("--child-ranks", dest="child_ranks", help=argparse.SUPPRESS)
     p.add_argument("--child-result", help=argparse.SUPPRESS)
@@ -228,6 +270,9 @@ def main(argv=None):
     if args.child:
         args.ranks = args.child_ranks
         return child(args)
+    if args.compare:
+        print(compare(*args.compare))
+        return 0
     if args.analyses:
         unknown = set(args.analyses.split(",")) - set(ANALYSES)
         if unknown:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
+from holotrace.analysis.critical_path.chains import chain_ids, chain_order
 from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
@@ -121,8 +122,8 @@ class JobGraph:
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
     chain_id: np.ndarray  # per position of chain_order: the chain
     chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
-    chain_lag: np.ndarray  # per position of chain_order: measured lag of that edge (0 for a first point)
-    chain_floor: np.ndarray  # per position of chain_order
+    floor_pos: np.ndarray  # the chain positions whose edge has a floor other than 0 (``chain_floor``), ascending
+    floor_val: np.ndarray  # ... and their floors
     src: np.ndarray  # cross edges: source point
     dst: np.ndarray  # cross edges: destination point
     kind: np.ndarray  # cross edges: EdgeKind
@@ -133,6 +134,23 @@ class JobGraph:
     origin_ns: int = 0
     issues: list = field(default_factory=list)
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # what the replay derives once per graph
+
+    @property
+    def chain_lag(self) -> np.ndarray:
+        """Per position of chain_order: the measured lag of the edge from the previous point (0 for a first point);
+        made when asked for, not kept."""
+        pt_o = self.point_time[self.chain_order]
+        lag = np.empty(len(pt_o))
+        lag[1:] = pt_o[1:] - pt_o[:-1]
+        lag[self.chain_first] = 0.0
+        return lag
+
+    @property
+    def chain_floor(self) -> np.ndarray:
+        """Per position of chain_order: the floor of the edge from the previous point (made when asked for)."""
+        out = np.zeros(len(self.chain_order))
+        out[self.floor_pos] = self.floor_val
+        return out
 
     @property
     def n_nodes(self) -> int:
@@ -188,7 +206,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     it = rv["iteration"]
     it = it if it.dtype == np.int64 else np.nan_to_num(it, nan=-1).astype(np.int64)
     step = np.concatenate([it[calls], snum, snum, it[gpu]])
-    # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream)
+    # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
             rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
@@ -203,7 +221,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
-        "thread": thread,
+        "chain": pd.factorize(thread)[0].astype(np.int32),
     }
 
 
@@ -217,34 +235,6 @@ def _clock_offsets(view, match, placed) -> tuple[dict, float]:
         sel = (k["rank"] == r).to_numpy()
         end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] + placed[r]).astype(np.float64)
     return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
-
-
-def _chain_ids(node_rank: np.ndarray, thread: np.ndarray, n_work: int, n_inst: int) -> np.ndarray:
-    """Chain of every node, numbered in order of first appearance: one per (rank, thread) of the first ``n_work``
-    nodes, then one per arrival point (the last ``n_inst`` nodes)."""
-    if n_work:
-        tcode, tuniq = pd.factorize(thread[:n_work])
-        work = pd.factorize(node_rank[:n_work] * len(tuniq) + tcode)[0].astype(np.int64)
-    else:
-        work = np.zeros(0, dtype=np.int64)
-    n_chains = int(work.max()) + 1 if len(work) else 0
-    return np.concatenate([work, n_chains + np.arange(n_inst, dtype=np.int64)])
-
-
-def _chain_order(pt: np.ndarray, p_chain: np.ndarray, n_work: int) -> np.ndarray:
-    """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))``, one sort per chain): the
-    first ``n_work`` points lie on the threads' and streams' chains, the rest are arrival points, two per chain and
-    already in order."""
-    pc = p_chain[:n_work]
-    by_chain = np.argsort(pc, kind="stable")
-    c = pc[by_chain]
-    cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
-    out = np.empty(len(pt), dtype=np.int64)
-    for a, b in zip(cut.tolist(), np.r_[cut[1:], n_work].tolist()):
-        seg = by_chain[a:b]
-        out[a:b] = seg[np.argsort(pt[seg], kind="stable")]
-    out[n_work:] = np.arange(n_work, len(pt))
-    return out
 
 
 @dataclass
@@ -293,7 +283,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         else np.zeros(0, np.int64)
     )
     cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
-    node_row, node_type, node_step, thread = cat("rows"), cat("type"), cat("step"), cat("thread")
+    node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
+    ck = chain_ids([p for _, p, _ in parts])
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
     # the ranks' node arrays, concatenated now: freed before the bigger arrays below
@@ -328,7 +319,6 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
     node_step = np.concatenate([node_step, inst_step])
     node_coll = np.concatenate([node_coll, np.arange(n_inst)])
-    thread = np.concatenate([thread, np.full(n_inst, 0)])
     start = np.concatenate([start, arr_time])
     dur = np.concatenate([dur, np.zeros(n_inst)])
     n = len(node_rank)
@@ -336,43 +326,40 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     pt[0::2], pt[1::2] = start, start + dur
     del start, dur
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
-    ck = _chain_ids(node_rank, thread, n - n_inst, n_inst)
-    del thread
-    p_chain = np.repeat(ck, 2)
-    order = _chain_order(pt, p_chain, 2 * (n - n_inst))
-    c = p_chain[order]
-    del p_chain
+    order, c = chain_order(pt, ck, n - n_inst)
+    del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
     prev = np.r_[-1, order[:-1]]
-    pt_o = pt[order]  # the points' times in chain order: the previous point's is the entry before
-    lag = np.empty(len(order))
-    lag[1:] = pt_o[1:] - pt_o[:-1]
-    lag[first] = 0.0
-    del pt_o
     own = (~first) & (order % 2 == 1) & (prev == order - 1)
     del prev
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
+    del own, is_gpu_chain
     ckind[first] = -1
-    cfloor = np.zeros(len(order))
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     src, dst, kind, floor = _cross_edges(
         view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
-    # a blocking call that waited could shrink to the time it took after the GPU finished
+    # a blocking call that waited could shrink to the time it took after the GPU finished (its floor: kept for
+    # the few positions where it is not 0)
     sy = kind == EdgeKind.SYNC
     at = pos[dst[sy]]
-    cfloor[at] = np.clip(elag[sy], 0, lag[at])
+    own_lag = np.where(first[at], 0.0, pt[order[at]] - pt[order[np.maximum(at - 1, 0)]])
+    f_sync = np.clip(elag[sy], 0, own_lag)
     # collectives: a member's own duration could shrink only to its transfer
-    is_coll_end = np.zeros(2 * n, dtype=bool)
-    is_coll_end[2 * coll_nodes + 1] = True
-    coll_end = np.flatnonzero(is_coll_end[order] & (ckind == EdgeKind.DURATION))
     xf = kind == EdgeKind.XFER
-    transfer = np.full(2 * n, np.nan)
-    transfer[dst[xf]] = elag[xf]
-    cfloor[coll_end] = np.clip(np.nan_to_num(transfer[order[coll_end]]), 0, None)
+    x_at = pos[dst[xf]]  # (a transfer's destination is a member's end: its own duration ends there)
+    on_dur = ckind[x_at] == EdgeKind.DURATION
+    x_at, f_coll = x_at[on_dur], np.clip(np.nan_to_num(elag[xf][on_dur]), 0, None)
+    del pos
+    cfloor = np.zeros(len(order))
+    cfloor[at] = f_sync
+    cfloor[x_at] = f_coll
+    fpos = np.flatnonzero((cfloor != 0) | np.signbit(cfloor))
+    fval = cfloor[fpos]
+    del cfloor
     return JobGraph(
         view,
         node_rank,
@@ -385,8 +372,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         first,
         c,
         ckind,
-        lag,
-        cfloor,
+        fpos,
+        fval,
         src,
         dst,
         kind,
@@ -413,7 +400,6 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
 
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    explained = np.empty(2 * len(node_rank))
     for r in chosen:
         rv = view[r]
         nodes = np.flatnonzero(node_rank == r)
@@ -436,11 +422,10 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
         add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
         # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
         # operation of another stream of the same rank ends
-        s_pt = 2 * gpu  # (``explained`` is read at this rank's GPU starts only, each written first)
-        prev_end = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
-        explained[s_pt] = prev_end
-        np.maximum.at(explained, l_dst, pt[l_src])
-        slack = pt[s_pt] - explained[s_pt]
+        s_pt = 2 * gpu  # per GPU operation: the latest its stream and its launch explain
+        explained = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
+        np.maximum.at(explained, np.flatnonzero(hit), pt[l_src])
+        slack = pt[s_pt] - explained
         stream = rv["stream"][node_row[gpu]]
         ends, end_nodes = pt[2 * gpu + 1], gpu
         eo = np.argsort(ends, kind="stable")
@@ -453,7 +438,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
             j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
             ok = j >= 0
             gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
-            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[s_pt[cand[ok]]])
+            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[cand[ok]])
             add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
         # host syncs: a blocking call ends right after the GPU operation it waited for
         name = rv["name"][node_row[call]]

@@ -67,11 +67,13 @@ class Delays:
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
     n_pts = len(g.point_time)
+    lag = g.chain_lag
     best = np.full(n_pts, np.inf)
-    best[g.chain_order] = np.where(g.chain_first, np.inf, g.chain_lag)
+    best[g.chain_order] = np.where(g.chain_first, np.inf, lag)
     np.minimum.at(best, g.dst, g.lag)
-    chain_bind = (~g.chain_first) & (g.chain_lag <= best[g.chain_order])
-    chain = np.where(chain_bind, g.chain_lag, np.minimum(g.chain_lag, g.chain_floor))
+    chain_bind = (~g.chain_first) & (lag <= best[g.chain_order])
+    chain = np.where(chain_bind, lag, np.minimum(lag, g.chain_floor))
+    del lag
     chain[g.chain_first] = 0.0
     chain_wins = np.zeros(n_pts, dtype=bool)
     chain_wins[g.chain_order] = chain_bind
@@ -165,6 +167,9 @@ def solve(
 def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray | None:
     """The compiled sweep's times, or None when the graph has a cycle. The order the points settle in and the
     edges into each point do not depend on the delays: they are kept on the graph, and each replay is one pass."""
+    if "topology" not in g.memo and every:  # the first replay: the sweep that orders the points also settles them
+        v = np.empty(len(g.point_time))
+        return v if _topology(g, d, v) is not None else None
     top = _topology(g)
     if top is None:
         return None
@@ -208,8 +213,9 @@ class _Topology:
     fixed: np.ndarray  # chain positions kept at their measured time (every edge held)
 
 
-def _topology(g: JobGraph) -> _Topology | None:
-    """The graph's :class:`_Topology`, None when it has a cycle; computed once per graph."""
+def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None) -> _Topology | None:
+    """The graph's :class:`_Topology`, None when it has a cycle; computed once per graph. With delays ``d`` under
+    which every edge holds, the sweep that finds the order also writes their replayed times into ``v``."""
     if "topology" in g.memo:
         return g.memo["topology"]
     n = len(g.point_time)
@@ -221,11 +227,15 @@ def _topology(g: JobGraph) -> _Topology | None:
     has_in[dst] = True
     fixed = first & ~has_in[order]
     topo = np.empty(n, dtype=np.int64)
-    settled = _sweep(order, first, np.zeros(n), fixed, measured, src, dst, np.zeros(len(src)), np.empty(n), topo)
+    f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
+    dd, w = (f64(d.chain), f64(d.cross)) if d is not None else (np.zeros(n), np.zeros(len(src)))
+    settled = _sweep(order, first, dd, fixed, measured, src, dst, w, v if v is not None else np.empty(n), topo)
+    del dd, w
     out = None
     if settled == n:
         in_edge = i64(np.argsort(dst, kind="stable"))
-        in_head = i64(np.r_[0, np.cumsum(np.bincount(dst, minlength=n))])
+        in_head = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
         out = _Topology(topo, i64(g.point_of_position()), order, first, measured, src, in_head, in_edge, fixed)
     g.memo["topology"] = out
     return out

@@ -15,6 +15,7 @@ from holotrace.analysis.critical_path.replay import Delays
 
 __all__ = [
     "StragglerTables",
+    "group_sums",
     "pick_stragglers",
     "straggler_candidates",
     "straggler_edit",
@@ -26,7 +27,22 @@ __all__ = [
 def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int]:
     """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
     over the median rank's."""
-    return pick_stragglers(waits_caused(g), kdf.groupby("rank")["t"].sum(), n)
+    rank, t = kdf["rank"].to_numpy(), kdf["t"].to_numpy()
+    ranks, at = _codes(rank)
+    per = pd.Series(group_sums(at, t, len(ranks)), index=pd.Index(ranks, name="rank"), name="t")
+    return pick_stragglers(waits_caused(g), per, n)
+
+
+def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Sum of ``values`` per group code ``0..n-1``, as pandas' group sums give it: the graph's times are whole
+    nanoseconds, whose sums are exact in any order (one ``bincount``); other values are summed by pandas
+    (compensated sums)."""
+    v = np.asarray(values, dtype=np.float64)
+    if not len(v):
+        return np.zeros(n)
+    if np.abs(v).sum() < 2.0**53 and np.array_equal(v, np.trunc(v)):
+        return np.bincount(codes, weights=v, minlength=n)
+    return pd.Series(v).groupby(codes).sum().reindex(np.arange(n), fill_value=0.0).to_numpy()
 
 
 def pick_stragglers(waited: pd.Series, per: pd.Series, n: int = 2) -> list[int]:
@@ -50,69 +66,121 @@ def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series
     """:func:`waits_caused` from the collective members' instances, ranks and measured starts."""
     if not len(inst):
         return pd.Series(dtype=np.float64)
-    df = pd.DataFrame({"inst": inst, "rank": rank, "start": start}, copy=False)  # (read only)
-    last = (
-        df.sort_values(["inst", "start", "rank"], ascending=[True, False, True], kind="stable").groupby("inst").head(1)
+    inst, rank = np.asarray(inst), np.asarray(rank)
+    start = np.asarray(start, dtype=np.float64)
+    # each instance's last arrival: the latest start, the lowest rank among ties, then the first member
+    o = np.lexsort((rank, -start, inst))
+    io = inst[o]
+    head = np.r_[True, io[1:] != io[:-1]]
+    last = o[head]  # per instance, ascending
+    k = np.empty(len(o), dtype=np.int64)  # each member's instance, numbered 0..
+    k[o] = np.cumsum(head) - 1
+    caused = group_sums(k, start[last][k] - start, len(last))
+    by, at = _codes(rank[last])
+    return pd.Series(group_sums(at, caused, len(by)), index=pd.Index(by, name="rank"), name="wait")
+
+
+def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(x, return_inverse=True)`` of integers: by a table over their range when it is small (ranks,
+    steps, string ids), else by sorting."""
+    if len(x) and x.dtype.kind in "iu":
+        lo, hi = int(x.min()), int(x.max())
+        if hi - lo <= max(4 * len(x), 1 << 16):
+            seen = np.zeros(hi - lo + 1, dtype=bool)
+            seen[x - lo] = True
+            code = np.cumsum(seen) - 1
+            return np.flatnonzero(seen) + lo, code[x - lo]
+    u, inv = np.unique(x, return_inverse=True)
+    return u, inv.reshape(-1)
+
+
+def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray, key_name: str) -> pd.DataFrame:
+    """``t`` summed per (``key``, rank): one row per key and one column per rank, ascending (NaN: no entry), as
+    ``groupby([rank, key]).sum().unstack(rank)`` gives it."""
+    (ranks, ri), (keys, ki) = _codes(rank), _codes(key)
+    flat = ki * len(ranks) + ri
+    n = len(keys) * len(ranks)
+    sums = group_sums(flat, t, n)
+    sums[np.bincount(flat, minlength=n) == 0] = np.nan
+    return pd.DataFrame(
+        sums.reshape(len(keys), len(ranks)), index=pd.Index(keys, name=key_name), columns=pd.Index(ranks, name="rank")
     )
-    arrive = df["inst"].map(last.set_index("inst")["start"])
-    df["wait"] = arrive - df["start"]
-    caused = df.groupby("inst")["wait"].sum()
-    return caused.groupby(last.set_index("inst")["rank"]).sum()
 
 
 @dataclass
 class StragglerTables:
     """What every straggler candidate compares with, computed once: GPU compute and host time per step and rank,
-    GPU compute per kernel name and rank, and the node of every chain position."""
+    GPU compute per kernel name and rank, and the chain positions a straggler fix scales (with their ranks and
+    steps)."""
 
     kdf: pd.DataFrame
     compute: pd.DataFrame  # step x rank: GPU compute (ns)
     host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
     by_name: pd.Series  # per kernel name: the median rank's GPU compute
-    nodes: np.ndarray  # per chain position: its node
+    names: pd.DataFrame  # kernel name x rank: GPU compute (ns)
     kpos: np.ndarray  # chain positions of GPU compute (a kernel's own duration, not communication)
     hpos: np.ndarray  # chain positions of host time (calls and the gaps between them)
+    krank: np.ndarray  # rank and step of each of ``kpos`` and ``hpos``
+    kstep: np.ndarray
+    hrank: np.ndarray
+    hstep: np.ndarray
     medians: tuple | None = None  # (compute, host) of the median rank per step, when they come from the whole job
 
     @classmethod
     def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
-        nodes = g.chain_order // 2
-        host = np.flatnonzero(
-            ((g.chain_kind == EdgeKind.CPU_GAP) | (g.chain_kind == EdgeKind.DURATION))
-            & (g.node_type[nodes] == NodeType.CALL)
-        )
-        hn = nodes[host]
-        hdf = pd.DataFrame({"rank": g.node_rank[hn], "step": g.node_step[hn], "t": base.chain[host]}, copy=False)
-        kpos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & (g.node_type[nodes] == NodeType.GPU) & ~comm[nodes])
+        ck = g.chain_kind
+        nt = g.node_type[g.chain_order >> 1]  # (int8 per position)
+        host = np.flatnonzero(((ck == EdgeKind.CPU_GAP) | (ck == EdgeKind.DURATION)) & (nt == NodeType.CALL))
+        kpos = np.flatnonzero((ck == EdgeKind.DURATION) & (nt == NodeType.GPU))
+        del nt
+        kpos = kpos[~comm[g.chain_order[kpos] >> 1]]
+        hn, kn = g.chain_order[host] >> 1, g.chain_order[kpos] >> 1
+        hrank, hstep = g.node_rank[hn], g.node_step[hn]
+        krank, kstep = g.node_rank[kn], g.node_step[kn]
+        kr, ks, kname, kt = (kdf[c].to_numpy() for c in ("rank", "step", "name", "t"))
+        names = _unstack(kr, kname, kt, "name")
         return cls(
             kdf,
-            kdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
-            hdf.groupby(["rank", "step"])["t"].sum().unstack("rank"),
-            kdf.groupby(["rank", "name"])["t"].sum().unstack("rank").median(axis=1),
-            nodes,
+            _unstack(kr, ks, kt, "step"),
+            _unstack(hrank, hstep, base.chain[host], "step"),
+            names.median(axis=1),
+            names,
             kpos,
             host,
+            krank,
+            kstep,
+            hrank,
+            hstep,
         )
+
+
+def _per_step(factor: pd.Series, steps: np.ndarray) -> np.ndarray:
+    """``factor`` (by step) at each of ``steps``; 1 for a step it does not name."""
+    have, f = factor.index.to_numpy(), factor.to_numpy(np.float64)
+    if not len(have):
+        return np.ones(len(steps))
+    at = np.minimum(np.searchsorted(have, steps), len(have) - 1)
+    return np.where(have[at] == steps, f[at], 1.0)
 
 
 def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callable, list]:
     """Rank ``r``'s GPU compute and host time per step scaled to the median rank's (its communication kernels keep
     their time): the delay edit and its evidence."""
-    kdf, med, hs, nodes = tables.kdf, tables.compute, tables.host, tables.nodes
+    med, hs = tables.compute, tables.host
     med_c, med_h = tables.medians or (med.median(axis=1), hs.median(axis=1))
     factor = (med_c / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
     hfac = (med_h / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
-    kpos = tables.kpos[g.node_rank[nodes[tables.kpos]] == r]
-    kf = factor.reindex(g.node_step[nodes[kpos]]).fillna(1.0).to_numpy()
-    hpos = tables.hpos[g.node_rank[nodes[tables.hpos]] == r]
-    hf = hfac.reindex(g.node_step[nodes[hpos]]).fillna(1.0).to_numpy() if len(hfac) else np.ones(len(hpos))
+    mine = tables.krank == r
+    kpos, kf = tables.kpos[mine], _per_step(factor, tables.kstep[mine])
+    mine = tables.hrank == r
+    hpos, hf = tables.hpos[mine], _per_step(hfac, tables.hstep[mine])
 
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
         d.chain[kpos] *= kf
         d.chain[hpos] *= hf
 
-    per_name = kdf[kdf["rank"] == r].groupby("name")["t"].sum()
+    per_name = tables.names[r].dropna() if r in tables.names else pd.Series(dtype=np.float64)
     med_name = tables.by_name
     excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
     ratio = float(med[r].sum() / med_c.sum()) if med_c.sum() else 1.0
