@@ -38,6 +38,7 @@ from holotrace.analysis.critical_path.replay import (
 )
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
+    compute_positions,
     straggler_candidates,
     straggler_edit,
     waits_caused,
@@ -162,7 +163,8 @@ def candidates(
     view = g.view
     out: list[Candidate] = []
     gpu = g.node_type == NodeType.GPU
-    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
+    durations = want & {"communication", "launch_overhead", "kernel"}  # (the fixes that read every duration)
+    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION) if durations else np.zeros(0, dtype=np.int64)
     dur_node = g.chain_order[dur_pos] // 2
     kdf = compute_table(g, base, info) if want & {"straggler", "kernel"} else None  # (each fix's data: if tried)
     multi = len(g.ranks()) > 1
@@ -265,11 +267,8 @@ def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node
 
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
-    nt = g.node_type
-    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
-    dur_node = g.chain_order[dur_pos] // 2
-    comp = dur_pos[(nt == NodeType.GPU)[dur_node] & ~info.comm[dur_node]]
-    cn = g.chain_order[comp] // 2
+    comp = compute_positions(g, info.comm)
+    cn = g.chain_order[comp] >> 1
     return pd.DataFrame(  # (fresh arrays: taken as they are, not copied into one block)
         {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}, copy=False
     )

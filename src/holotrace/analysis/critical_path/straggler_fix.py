@@ -15,6 +15,7 @@ from holotrace.analysis.critical_path.replay import Delays
 
 __all__ = [
     "StragglerTables",
+    "compute_positions",
     "group_sums",
     "pick_stragglers",
     "straggler_candidates",
@@ -31,6 +32,15 @@ def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int
     ranks, at = _codes(rank)
     per = pd.Series(group_sums(at, t, len(ranks)), index=pd.Index(ranks, name="rank"), name="t")
     return pick_stragglers(waits_caused(g), per, n)
+
+
+def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
+    """Chain positions of GPU compute, ascending: the own durations of GPU operations other than communication
+    (``comm``, per node)."""
+    gpu_pt = np.repeat(g.node_type == NodeType.GPU, 2)  # (per point: a bool, not a node index per position)
+    pos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & gpu_pt[g.chain_order])
+    del gpu_pt
+    return pos[~comm[g.chain_order[pos] >> 1]]
 
 
 def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -129,11 +139,10 @@ class StragglerTables:
     @classmethod
     def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
         ck = g.chain_kind
-        nt = g.node_type[g.chain_order >> 1]  # (int8 per position)
-        host = np.flatnonzero(((ck == EdgeKind.CPU_GAP) | (ck == EdgeKind.DURATION)) & (nt == NodeType.CALL))
-        kpos = np.flatnonzero((ck == EdgeKind.DURATION) & (nt == NodeType.GPU))
-        del nt
-        kpos = kpos[~comm[g.chain_order[kpos] >> 1]]
+        call = np.repeat(g.node_type == NodeType.CALL, 2)[g.chain_order]  # (a bool per position)
+        host = np.flatnonzero(((ck == EdgeKind.CPU_GAP) | (ck == EdgeKind.DURATION)) & call)
+        del call
+        kpos = compute_positions(g, comm)
         hn, kn = g.chain_order[host] >> 1, g.chain_order[kpos] >> 1
         hrank, hstep = g.node_rank[hn], g.node_step[hn]
         krank, kstep = g.node_rank[kn], g.node_step[kn]
