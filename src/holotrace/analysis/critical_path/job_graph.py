@@ -187,7 +187,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
     calls = outer_calls(rv)
-    steps = step_rows(rv, view.strings, NATIVE)
+    steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
     srows = np.array([row for _, row in steps], dtype=np.int64)
     snum = np.array([s for s, _ in steps], dtype=np.int64)
     gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
@@ -329,9 +329,9 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     order, c = chain_order(pt, ck, n - n_inst)
     del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
-    prev = np.r_[-1, order[:-1]]
-    own = (~first) & (order % 2 == 1) & (prev == order - 1)
-    del prev
+    own = np.zeros(len(order), dtype=bool)  # a node's end right after its own start
+    own[1:] = order[1:] - order[:-1] == 1
+    own &= (order & 1).astype(bool)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     del own, is_gpu_chain
