@@ -30,10 +30,14 @@ import pandas as pd
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 
 try:
+    from holotrace.analysis.critical_path import _replay as _compiled
     from holotrace.analysis.critical_path._replay import relax as _relax
     from holotrace.analysis.critical_path._replay import sweep as _sweep
+
+    _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
     _sweep = _relax = None
+    _NARROW = False
 
 __all__ = [
     "Delays",
@@ -226,17 +230,20 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     has_in = np.zeros(n, dtype=bool)
     has_in[dst] = True
     fixed = first & ~has_in[order]
-    topo = np.empty(n, dtype=np.int64)
+    it = np.int32 if _NARROW and max(n, len(src)) < 2**31 - 1 else np.int64  # (the kept indices: half the memory)
+    topo = np.empty(n, dtype=it)
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
     dd, w = (f64(d.chain), f64(d.cross)) if d is not None else (np.zeros(n), np.zeros(len(src)))
     settled = _sweep(order, first, dd, fixed, measured, src, dst, w, v if v is not None else np.empty(n), topo)
     del dd, w
     out = None
     if settled == n:
-        in_edge = i64(np.argsort(dst, kind="stable"))
-        in_head = np.zeros(n + 1, dtype=np.int64)
+        in_edge = np.argsort(dst, kind="stable").astype(it, copy=False)
+        in_head = np.zeros(n + 1, dtype=it)
         np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
-        out = _Topology(topo, i64(g.point_of_position()), order, first, measured, src, in_head, in_edge, fixed)
+        pos = np.empty(n, dtype=it)
+        pos[order] = np.arange(n, dtype=it)
+        out = _Topology(topo, pos, order, first, measured, src, in_head, in_edge, fixed)
     g.memo["topology"] = out
     return out
 
