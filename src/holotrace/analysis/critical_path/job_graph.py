@@ -176,6 +176,20 @@ class JobGraph:
                 self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
         return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
 
+    def rank_positions(self) -> dict:
+        """Per rank: the slice of ``chain_order`` positions on its chains (a rank's chains are numbered, so ordered,
+        one after another; arrival points come last); kept on the graph."""
+        if "rank_positions" not in self.memo:
+            starts = np.flatnonzero(self.chain_first)
+            rk = self.node_rank[self.chain_order[starts] >> 1]
+            cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
+            bounds = np.r_[starts[cut], len(self.chain_order)].tolist()
+            runs = rk[cut].tolist()
+            if len(set(runs)) != len(runs):
+                raise ValueError("the job graph's chains are not laid out rank by rank")
+            self.memo["rank_positions"] = {r: slice(a, b) for r, a, b in zip(runs, bounds, bounds[1:]) if r >= 0}
+        return self.memo["rank_positions"]
+
     def point_of_position(self) -> np.ndarray:
         """Position in ``chain_order`` of every point."""
         pos = np.empty(len(self.chain_order), dtype=np.int64)
