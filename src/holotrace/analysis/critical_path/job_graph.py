@@ -120,7 +120,6 @@ class JobGraph:
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
     chain_order: np.ndarray  # points sorted by chain, then time
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
-    chain_id: np.ndarray  # per position of chain_order: the chain
     chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
     floor_pos: np.ndarray  # the chain positions whose edge has a floor other than 0 (``chain_floor``), ascending
     floor_val: np.ndarray  # ... and their floors
@@ -134,6 +133,12 @@ class JobGraph:
     origin_ns: int = 0
     issues: list = field(default_factory=list)
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # what the replay derives once per graph
+
+    @property
+    def chain_id(self) -> np.ndarray:
+        """Per position of chain_order: its chain (chains are numbered 0, 1, ... in chain order); made when asked
+        for, not kept."""
+        return np.cumsum(self.chain_first, dtype=np.int64) - 1
 
     @property
     def chain_lag(self) -> np.ndarray:
@@ -343,6 +348,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     order, c = chain_order(pt, ck, n - n_inst)
     del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
+    del c
     own = np.zeros(len(order), dtype=bool)  # a node's end right after its own start
     own[1:] = order[1:] - order[:-1] == 1
     own &= (order & 1).astype(bool)
@@ -384,7 +390,6 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         pt,
         order,
         first,
-        c,
         ckind,
         fpos,
         fval,

@@ -91,27 +91,39 @@ class WhatIfOptions:
 
 @dataclass
 class NodeInfo:
-    """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks)."""
+    """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks; made when
+    first read: only the host-time fixes read it)."""
 
     name: np.ndarray
     comm: np.ndarray
-    thread: np.ndarray
+    graph: JobGraph | None = field(default=None, repr=False)
+    _thread: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def thread(self) -> np.ndarray:
+        if self._thread is None:
+            g = self.graph
+            thread = np.full(g.n_nodes, -1, dtype=np.int64)
+            for r in g.ranks():
+                sel = g.rank_nodes(r)
+                cpu = sel[g.node_type[sel] != NodeType.GPU]
+                rows, rv = g.node_row[cpu], g.view[r]
+                thread[cpu] = rv["pid"][rows] * 1_000_003 + rv["tid"][rows]
+            self._thread = thread
+        return self._thread
 
 
 def node_info(g: JobGraph) -> NodeInfo:
     n = g.n_nodes
     name = np.full(n, -1, dtype=np.int64)
     comm = np.zeros(n, dtype=bool)
-    thread = np.full(n, -1, dtype=np.int64)
     for r in g.ranks():
         sel = g.rank_nodes(r)
         rv = g.view[r]
         rows = g.node_row[sel]
         name[sel] = rv["name"][rows]
         comm[sel] = (rv["kernel_type"][rows] == int(KernelType.COMMUNICATION)) & (g.node_type[sel] == NodeType.GPU)
-        cpu = g.node_type[sel] != NodeType.GPU
-        thread[sel[cpu]] = rv["pid"][rows[cpu]] * 1_000_003 + rv["tid"][rows[cpu]]
-    return NodeInfo(name, comm, thread)
+    return NodeInfo(name, comm, g)
 
 
 @dataclass
