@@ -71,16 +71,22 @@ class Delays:
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
     n_pts = len(g.point_time)
+    order, first = g.chain_order, g.chain_first
     lag = g.chain_lag
-    best = np.full(n_pts, np.inf)
-    best[g.chain_order] = np.where(g.chain_first, np.inf, lag)
+    best = np.full(n_pts, np.inf)  # per point: the smallest lag into it
+    best[order] = lag
+    best[order[first]] = np.inf
     np.minimum.at(best, g.dst, g.lag)
-    chain_bind = (~g.chain_first) & (lag <= best[g.chain_order])
-    chain = np.where(chain_bind, lag, np.minimum(lag, g.chain_floor))
+    chain_bind = lag <= best[order]
+    chain_bind &= ~first
+    # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
+    chain = np.minimum(lag, 0.0)
+    chain[g.floor_pos] = np.minimum(lag[g.floor_pos], g.floor_val)
+    np.copyto(chain, lag, where=chain_bind)
     del lag
-    chain[g.chain_first] = 0.0
+    chain[first] = 0.0
     chain_wins = np.zeros(n_pts, dtype=bool)
-    chain_wins[g.chain_order] = chain_bind
+    chain_wins[order] = chain_bind
     cross_bind = (g.lag <= best[g.dst]) & ~chain_wins[g.dst]
     cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
