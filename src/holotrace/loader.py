@@ -167,8 +167,9 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
 
 def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
+    s = task.session  # with a cache, the file's CRC-32 is taken while decoding (for its entry)
     with Spill(memory=spill_memory(task.path)) as spill:
-        d = decode_into(task.path, spill, all_args=task.session.all_args, workers=task.threads, on_bytes=on_bytes)
+        d = decode_into(task.path, spill, all_args=s.all_args, workers=task.threads, on_bytes=on_bytes, checksum=s.on)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back
         token = os.urandom(16)
@@ -187,6 +188,7 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
             except OSError as e:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
+        d.columns_crc32 = spill.packed_crc32  # taken while packing: the cache entry need not read the file
     d.packed, d.boot = (str(work / cache_mod.COLUMNS), layout, token), cache_mod.boot()
     try:  # the event checks, the columns read back while their pages are warm
         d.checks = rank_checks(store.open_packed(*d.packed)["events"], d.strings)
@@ -310,10 +312,7 @@ def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
                 continue
             try:
                 decoded[i] = _map(d, session)
-            except (
-                OSError,
-                ValueError,
-            ):  # its cache entry or work folder went meanwhile (a concurrent clear): decode again
+            except (OSError, ValueError):  # its entry or work folder went meanwhile (a concurrent clear): again
                 again = _load_file(LoadTask(files[i].path, CacheSession(None, session.all_args)))
                 decoded[i] = _map(again, session) if isinstance(again, Decoded) else again
     except BaseException:

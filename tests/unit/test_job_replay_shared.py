@@ -75,6 +75,26 @@ def test_without_the_compiled_sweep(folder, monkeypatch):
     assert with_sweep["fix"].tolist() == without["fix"].tolist()
 
 
+def test_narrow_and_wide_indices_agree(folder, monkeypatch):
+    """The compiled replay with int32 topology indices gives the times int64 ones give (and the first replay, settled
+    by the sweep that orders the points, the times of a later one)."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._sweep is None:
+        pytest.skip("the compiled replay is not built")
+    times = {}
+    for narrow in (True, False):
+        monkeypatch.setattr(replay_mod, "_NARROW", narrow and replay_mod._NARROW)
+        g = build_job_graph(holotrace.load(str(folder), cache=False))
+        first, _ = solve(g, shared_base(g))  # the sweep's own times
+        again, _ = solve(g, shared_base(g).copy())  # the relax over the kept topology
+        top = replay_mod._topology(g)
+        assert top.topo.dtype == (np.int32 if narrow and replay_mod._NARROW else np.int64)
+        assert np.array_equal(first, again)
+        times[narrow] = again
+    assert np.array_equal(times[True], times[False])
+
+
 def test_cpu_parents_are_the_call_graphs():
     """The parents the what-ifs read (nesting only) are the call graph's, on every CPU row of a real trace."""
     from corpus import DATA

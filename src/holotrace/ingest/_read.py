@@ -21,6 +21,25 @@ except ImportError:  # pragma: no cover - depends on what is installed
 
 # the module whose ``decompressobj``/``error`` inflate gzip files: ISA-L's where installed, else zlib
 INFLATE = _isal_zlib if _isal_zlib is not None else zlib
+crc32 = INFLATE.crc32  # the same values from either module; ISA-L's is about five times faster
+
+
+class Crc32:
+    """The CRC-32 of a file's bytes taken as they pass, in order: ``value`` once :meth:`finish` found that
+    every byte of the file was added (None otherwise: the caller reads the file again)."""
+
+    __slots__ = ("crc", "at", "value")
+
+    def __init__(self):
+        self.crc, self.at, self.value = 0, 0, None
+
+    def add(self, b) -> None:
+        self.crc = crc32(b, self.crc)
+        self.at += len(b)
+
+    def finish(self, size: int) -> None:
+        self.value = self.crc if self.at == size else None
+
 
 _WS = b" \t\r\n"
 
@@ -82,7 +101,11 @@ def open_stream(path: Path):
 
 
 def raw_bytes(
-    path: Path, chunk: int, on_problem: Optional[Callable[[str, str], None]] = None, is_gzip: Optional[list] = None
+    path: Path,
+    chunk: int,
+    on_problem: Optional[Callable[[str, str], None]] = None,
+    is_gzip: Optional[list] = None,
+    crc: Optional[Crc32] = None,
 ) -> Iterator[bytes]:
     """Yield the (decompressed) bytes of a file in chunks of about ``chunk`` bytes, without a leading BOM.
 
@@ -90,7 +113,7 @@ def raw_bytes(
     ``on_problem("truncated" | "damaged", detail)``; bytes after the last gzip member that are not
     gzip data are ignored with ``on_problem("trailing", detail)``. Without ``on_problem``, the first two
     raise :class:`TraceReadError`. ``is_gzip``: a list whose items 0 and 1 are set to (is gzip, bytes
-    of BOM skipped).
+    of BOM skipped). ``crc``: takes the CRC-32 of a gzip file's (compressed) bytes as they are read.
     """
     fh, gz = open_stream(path)
     if is_gzip is not None:
@@ -131,7 +154,11 @@ def raw_bytes(
                     f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk"
                 ) from None
             if not b:
+                if crc is not None:
+                    crc.finish(os.fstat(fh.fileno()).st_size)
                 break
+            if crc is not None:
+                crc.add(b)
             while b:
                 try:
                     o = d.decompress(b, chunk)

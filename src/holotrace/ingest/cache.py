@@ -38,13 +38,13 @@ import re
 import shutil
 import stat
 import tempfile
-import zlib
 from pathlib import Path
 from typing import Optional
 
 from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
 from holotrace.ingest import ids_used
+from holotrace.ingest._read import crc32
 from holotrace.ingest.decode import DecodedFile, Problem
 from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
@@ -265,7 +265,7 @@ def _crc(path: Path) -> int:
             k = fh.readinto(buf)
             if not k:
                 return crc
-            crc = zlib.crc32(view[:k], crc)
+            crc = crc32(view[:k], crc)
 
 
 # --------------------------------------------------------------------------- writing
@@ -331,7 +331,7 @@ def commit(
             "fingerprint": now,
             "layout": layout,
             "bytes": cols.stat().st_size,
-            "crc32": _crc(cols),
+            "crc32": d.columns_crc32 if d.columns_crc32 is not None else _crc(cols),
             "columns_stat": _stat(cols),
             "boot": d.boot if d.boot == boot() else None,  # the columns' writer: this machine, this boot
             "meta": d.meta,
@@ -345,7 +345,7 @@ def commit(
             "ids_used": ids_used.encode(d.ids_used) if d.ids_used is not None else None,
             "checks": d.checks,
             "source": str(Path(d.path).resolve()),
-            "content_crc32": _crc(Path(d.path)),  # the whole file's: checked by verify() (holotrace doctor --verify)
+            "content_crc32": d.content_crc32 if d.content_crc32 is not None else _crc(Path(d.path)),  # for verify()
         }
         if fingerprint(d.path) != now:
             return None  # the file changed while it was hashed

@@ -27,7 +27,7 @@ import numpy as np
 from holotrace.errors import TraceFormatError, TraceReadError
 from holotrace.findings import FindingCode
 from holotrace.ingest import _scan
-from holotrace.ingest._read import pieces, range_cuts, raw_bytes, read_ahead
+from holotrace.ingest._read import Crc32, pieces, range_cuts, raw_bytes, read_ahead
 from holotrace.ingest._read import split_header as _split_header
 from holotrace.ingest.columns import PieceOut, Problem, piece_strings, piece_tables, to_file
 from holotrace.ingest.ids_used import IdsUsed
@@ -68,13 +68,21 @@ class DecodedFile:
     ids_used: Optional[dict] = None  # {table: {id column: mask over ``strings``}} (ingest.ids_used); None: unknown
     checks: Optional[list] = None  # the events' findings (model.validate.rank_checks), once derived; None: unknown
     boot: Optional[str] = None  # the boot of the machine that packed the columns (ingest.cache.boot)
+    content_crc32: Optional[int] = None  # the file's CRC-32, taken while it was read (None: not every byte passed)
+    columns_crc32: Optional[int] = None  # the packed column file's, taken while it was written (None: unknown)
 
 
-def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = None, is_gzip: Optional[list] = None):
+def iter_bytes(
+    path: Path,
+    chunk: int = CHUNK_BYTES,
+    problems: Optional[list] = None,
+    is_gzip: Optional[list] = None,
+    crc: Optional[Crc32] = None,
+):
     """Yield the (decompressed) bytes of a file in chunks.
 
     A gzip stream that ends early yields what could be decompressed and adds a
-    ``truncated_gzip`` problem instead of failing.
+    ``truncated_gzip`` problem instead of failing. ``crc``: see :func:`raw_bytes`.
     """
 
     def note(kind: str, detail: str) -> None:
@@ -100,7 +108,7 @@ def iter_bytes(path: Path, chunk: int = CHUNK_BYTES, problems: Optional[list] = 
                 )
             )
 
-    return raw_bytes(Path(path), chunk, note if problems is not None else None, is_gzip)
+    return raw_bytes(Path(path), chunk, note if problems is not None else None, is_gzip, crc)
 
 
 # --------------------------------------------------------------------------- the tables of a file
@@ -213,13 +221,16 @@ def decode_into(
     chunk_bytes: int = CHUNK_BYTES,
     workers: int = 1,
     on_bytes: Optional[Callable[[int], None]] = None,
+    checksum: bool = True,
 ) -> DecodedFile:
-    """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty)."""
+    """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty); ``checksum``:
+    take the file's CRC-32 (``content_crc32``) as its bytes pass."""
     p = Path(path)
     spath = str(p)
     problems: list[Problem] = []
     gz = [False, 0]  # is gzip, bytes of BOM skipped
-    stream = iter_bytes(p, chunk_bytes, problems, gz)
+    crc = Crc32() if checksum else None  # for the cache entry, taken as the bytes pass (gzip: as they are read)
+    stream = iter_bytes(p, chunk_bytes, problems, gz, crc)
     total = [0]
 
     def count(k: int) -> None:
@@ -286,6 +297,8 @@ def decode_into(
             size = os.fstat(fd).st_size
             seen = total[0]
             total[0] = size
+            if crc is not None:  # the header, then each piece and the comma cut before the next
+                crc.add(os.pread(fd, header_end + gz[1], 0))
             items = _range_items(fd, range_cuts(fd, header_end + gz[1], size, max(1, chunk_bytes)), seen, on_bytes)
         else:
             # the gzip stream is inflated on a thread of its own, ahead of the pieces being cut and scanned
@@ -294,7 +307,9 @@ def decode_into(
                 for pc, last in pieces(bytes(buf[header_end:]), read_ahead(stream), max(1, chunk_bytes), count)
             )
         del buf
-        state, tail = _scan_pieces(items, tables, max(1, workers), all_args)
+        state, tail = _scan_pieces(items, tables, max(1, workers), all_args, None if gz[0] else crc)
+        if fd >= 0 and crc is not None:
+            crc.finish(size)
     finally:
         if items is not None:
             items.close()  # stops the inflating thread (gzip) when the event list ended early
@@ -371,6 +386,7 @@ def decode_into(
         format=fmt,
         bytes_read=total[0],
         ids_used=tables.used.masks(len(tables.strings)),
+        content_crc32=crc.value if crc is not None else None,
     )
 
 
@@ -385,10 +401,11 @@ def _range_items(fd: int, cuts: list, seen: int, on_bytes):
         yield (lambda a=a, b=b: os.pread(fd, b - a, a)), i == len(cuts) - 1, new if on_bytes else 0
 
 
-def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[str, bytes]:
+def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool, crc: Optional[Crc32]) -> tuple[str, bytes]:
     """Read and scan pieces (on ``workers`` threads) and add them to the tables in file order.
 
-    ``items`` yields (function returning the piece's bytes, is last, progress bytes). Returns
+    ``items`` yields (function returning the piece's bytes, is last, progress bytes); ``crc`` (a plain file's
+    byte ranges): takes each piece and the comma cut after it. Returns
     ("end", bytes after the event list's ``]``) or ("cut", b"") when the list ends early or is
     damaged: the events before the damage are kept.
     """
@@ -410,20 +427,28 @@ def _scan_pieces(items, tables: _Tables, workers: int, all_args: bool) -> tuple[
         # an unfinished piece is joined to the next one: its tables would be thrown away
         return piece, r, (tables_of(piece, r) if r["status"] != ST_TRUNC else None)
 
+    def passed(raw, last: bool):
+        if crc is not None:
+            crc.add(raw)
+            if not last:
+                crc.add(b",")
+        return raw
+
     def handle(get, last: bool, fut, progress: int) -> None:
         nonlocal carry, state
         if state == "end":
-            tail.append(fut.result()[0] if fut is not None else get())
+            tail.append(passed(fut.result()[0] if fut is not None else get(), last))
             return
         if state is not None:
             return
         if carry is not None:  # the previous cut fell inside a string: scan both as one piece
-            piece = b"".join((carry, b",", fut.result()[0] if fut is not None else get()))
+            piece = b"".join((carry, b",", passed(fut.result()[0] if fut is not None else get(), last)))
             carry = None
             r = _scan.scan(piece, all_args)
             out = tables_of(piece, r)
         else:
             piece, r, out = fut.result() if fut is not None else work(get)
+            passed(piece, last)
         st = r["status"]
         if st == ST_TRUNC and not last:
             carry = piece

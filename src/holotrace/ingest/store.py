@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from holotrace.atomic import sweep, temp_name
+from holotrace.ingest._read import Crc32
 
 MAGIC = b"HOLOTRACE-COLUMNS-1\n"
 HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
@@ -151,6 +152,7 @@ class Spill:
         self._held = 0  # bytes held in memory; -1 once the columns are in files
         self._cols: dict[str, dict[str, _Column]] = {}
         self._n = 0
+        self.packed_crc32: Optional[int] = None  # the packed file's CRC-32, when :meth:`pack` wrote it from memory
 
     @property
     def folder(self) -> Path:
@@ -203,12 +205,15 @@ class Spill:
         """Write every column into the packed file ``path``; returns its layout (for :func:`open_packed`).
 
         ``order``: the column order per table (columns missing from the spill are left out; columns
-        not named come after, in the order they were first appended).
+        not named come after, in the order they were first appended). When every column is held in memory, the
+        file's CRC-32 is taken as it is written (``packed_crc32``).
         """
         layout: dict[str, dict[str, list]] = {}
+        crc = Crc32() if self.in_memory else None
+        self.packed_crc32 = None
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            _write_header(fd, token)
+            _write_header(fd, token, crc)
             pos = HEADER
             for table, cols in self._cols.items():
                 names = [k for k in order.get(table, ()) if k in cols] + [
@@ -219,13 +224,16 @@ class Spill:
                     c = cols[name]
                     dt = c.dtype
                     out[name] = [pos, c.rows, dt.str]
-                    pos = _copy_column(c, dt, fd, pos)
+                    pos = _copy_column(c, dt, fd, pos, crc)
                     pad = -pos % ALIGN
                     if pad:
-                        _write_all(fd, b"\0" * pad, pos)
+                        _write_all(fd, b"\0" * pad, pos, crc)
                         pos += pad
         finally:
             os.close(fd)
+        if crc is not None:
+            crc.finish(pos)
+            self.packed_crc32 = crc.value
         return layout
 
     def close(self) -> None:
@@ -284,8 +292,9 @@ class PackedWriter:
         return self.layout
 
 
-def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int) -> int:
-    """Write column ``c`` in dtype ``dt`` at ``pos`` of ``fd``; the position after it."""
+def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int, crc: Optional[Crc32] = None) -> int:
+    """Write column ``c`` in dtype ``dt`` at ``pos`` of ``fd``; the position after it (``crc``: takes the bytes
+    of a column held in memory)."""
     if c.parts is not None:  # held in memory: written in batches of up to 8 MB
         batch: list[np.ndarray] = []
         size = 0
@@ -297,7 +306,9 @@ def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int) -> int:
                         if len(batch) > 1
                         else batch[0].astype(dt, copy=False)
                     )
-                    _write_all(fd, memoryview(np.ascontiguousarray(joined)).cast("B") if joined.nbytes else b"", pos)
+                    _write_all(
+                        fd, memoryview(np.ascontiguousarray(joined)).cast("B") if joined.nbytes else b"", pos, crc
+                    )
                     pos += joined.nbytes
                 batch, size = [], 0
             if a is not None and len(a):
@@ -339,11 +350,13 @@ def _copy_range(src: int, dst: int, n: int, src_off: int, dst_off: int) -> int:
     return len(data)
 
 
-def _write_header(fd: int, token: bytes) -> None:
-    _write_all(fd, (MAGIC + token).ljust(HEADER, b"\0"), 0)
+def _write_header(fd: int, token: bytes, crc: Optional[Crc32] = None) -> None:
+    _write_all(fd, (MAGIC + token).ljust(HEADER, b"\0"), 0, crc)
 
 
-def _write_all(fd: int, data, at: int) -> None:
+def _write_all(fd: int, data, at: int, crc: Optional[Crc32] = None) -> None:
+    if crc is not None:
+        crc.add(data)
     view = memoryview(data)
     while len(view):
         k = os.pwrite(fd, view, at)

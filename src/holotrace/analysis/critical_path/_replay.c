@@ -15,10 +15,12 @@
  *   measured  float64[n] per point: its measured time
  *   src, dst  int64[e]   the cross edges that hold; w float64[e] their delays
  *   out       float64[n] per point, written: the replayed time, the latest of its incoming edges
- *   topo      int64[n]   written: the points in the order they were settled (a topological order)
+ *   topo      int64[n]   written: the points in the order they were settled (a topological order); int32 too
  *
  * Every point is settled once, after all its inputs (Kahn's order). Returns the number of points settled: n when
  * the graph has no cycle; fewer when it has one (the caller then solves by passes).
+ *
+ * In relax, topo, pos, in_head and in_edge are all int64 or all int32 (INDEX_BYTES: the sizes this build takes).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,9 +29,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* itemsize 0: 4 or 8 bytes (an index array) */
 static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, int writable, const char *what) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0) return -1;
+    if (itemsize == 0 && (b->itemsize == 4 || b->itemsize == 8)) return 0;
     if (b->itemsize != itemsize) {
         PyErr_Format(PyExc_TypeError, "sweep: %s has items of %zd bytes, expected %zd", what, b->itemsize, itemsize);
         PyBuffer_Release(b);
@@ -41,7 +45,7 @@ static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, int writable, con
 static PyObject *sweep(PyObject *self, PyObject *args) {
     PyObject *o[10];
     const char *names[10] = {"order", "first", "dd", "fixed", "measured", "src", "dst", "w", "out", "topo"};
-    const Py_ssize_t sizes[10] = {8, 1, 8, 1, 8, 8, 8, 8, 8, 8};
+    const Py_ssize_t sizes[10] = {8, 1, 8, 1, 8, 8, 8, 8, 8, 0};
     Py_buffer b[10];
     int got = 0;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
@@ -51,7 +55,7 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
         if (get(o[got], &b[got], sizes[got], got >= 8, names[got]) < 0) goto fail;
     Py_ssize_t n = b[0].len / 8, e = b[5].len / 8;
     if (b[1].len != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[6].len / 8 != e ||
-        b[7].len / 8 != e || b[8].len / 8 != n || b[9].len / 8 != n) {
+        b[7].len / 8 != e || b[8].len / 8 != n || b[9].len / b[9].itemsize != n) {
         PyErr_SetString(PyExc_ValueError, "sweep: array lengths disagree");
         goto fail;
     }
@@ -59,7 +63,13 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     const uint8_t *first = b[1].buf, *fixed = b[3].buf;
     const double *dd = b[2].buf, *measured = b[4].buf, *w = b[7].buf;
     double *v = b[8].buf;
-    int64_t *topo = b[9].buf;
+    const int narrow = b[9].itemsize == 4; /* topo int32 */
+    int32_t *topo4 = b[9].buf;
+    int64_t *topo8 = b[9].buf;
+    if (n >= INT32_MAX || e >= INT32_MAX) { /* the counts below are int32: settle nothing, the caller uses passes */
+        for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+        return PyLong_FromSsize_t(0);
+    }
     for (Py_ssize_t k = 0; k < e; k++)
         if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
             PyErr_SetString(PyExc_ValueError, "sweep: an edge names a point out of range");
@@ -71,11 +81,13 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
             goto fail;
         }
     Py_ssize_t done = 0;
-    int64_t *pos = malloc(sizeof(int64_t) * (n ? n : 1));
+    int32_t *pos = malloc(sizeof(int32_t) * (n ? n : 1));
     int32_t *indeg = calloc(n ? n : 1, sizeof(int32_t));
-    int64_t *head = calloc(n + 1, sizeof(int64_t));
-    int64_t *adj = malloc(sizeof(int64_t) * (e ? e : 1));
-    int64_t *queue = topo; /* the queue, read front to back, is the order the points settle in */
+    int32_t *head = calloc(n + 1, sizeof(int32_t));
+    int32_t *adj = malloc(sizeof(int32_t) * (e ? e : 1));
+    /* the queue (topo), read front to back, is the order the points settle in */
+#define QSET(k, p) (narrow ? (void)(topo4[k] = (int32_t)(p)) : (void)(topo8[k] = (p)))
+#define QGET(k) (narrow ? (int64_t)topo4[k] : topo8[k])
     if (!pos || !indeg || !head || !adj) {
         free(pos), free(indeg), free(head), free(adj);
         PyErr_NoMemory();
@@ -92,10 +104,10 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < e; k++) head[src[k] + 1]++, indeg[dst[k]]++;
     for (Py_ssize_t p = 0; p < n; p++) head[p + 1] += head[p];
     {
-        int64_t *fill = malloc(sizeof(int64_t) * (n ? n : 1));
+        int32_t *fill = malloc(sizeof(int32_t) * (n ? n : 1));
         if (fill) {
-            memcpy(fill, head, sizeof(int64_t) * n);
-            for (Py_ssize_t k = 0; k < e; k++) adj[fill[src[k]]++] = k;
+            memcpy(fill, head, sizeof(int32_t) * n);
+            for (Py_ssize_t k = 0; k < e; k++) adj[fill[src[k]]++] = (int32_t)k;
             free(fill);
         } else {
             n = -1; /* out of memory: reported below */
@@ -104,9 +116,10 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     if (n >= 0) {
         Py_ssize_t qh = 0, qt = 0;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (indeg[order[i]] == 0) queue[qt++] = order[i];
+            if (indeg[order[i]] == 0) QSET(qt, order[i]), qt++;
         while (qh < qt) {
-            int64_t p = queue[qh++];
+            int64_t p = QGET(qh);
+            qh++;
             double t = v[p];
             done++;
             Py_ssize_t i = pos[p];
@@ -114,17 +127,19 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
                 int64_t q = order[i + 1];
                 double x = t + dd[i + 1];
                 if (x > v[q]) v[q] = x;
-                if (--indeg[q] == 0) queue[qt++] = q;
+                if (--indeg[q] == 0) QSET(qt, q), qt++;
             }
-            for (int64_t a = head[p]; a < head[p + 1]; a++) {
+            for (int32_t a = head[p]; a < head[p + 1]; a++) {
                 int64_t k = adj[a], q = dst[k];
                 double x = t + w[k];
                 if (x > v[q]) v[q] = x;
-                if (--indeg[q] == 0) queue[qt++] = q;
+                if (--indeg[q] == 0) QSET(qt, q), qt++;
             }
         }
     }
     Py_END_ALLOW_THREADS;
+#undef QSET
+#undef QGET
     free(pos), free(indeg), free(head), free(adj);
     if (n < 0) {
         PyErr_NoMemory();
@@ -137,11 +152,43 @@ fail:
     return NULL;
 }
 
+/* relax's loop for index arrays (topo, pos, in_head, in_edge) of type IT */
+#define RELAX_LOOP(IT)                                                 \
+    do {                                                               \
+        const IT *topo = b[0].buf, *pos = b[1].buf, *in_head = b[7].buf, \
+                 *in_edge = b[8].buf;                                  \
+        for (Py_ssize_t k = 0; k < n; k++) {                           \
+            int64_t p = topo[k], i = pos[p];                           \
+            double x = fixed[i] ? measured[p] : -INFINITY;             \
+            if (!first[i] && i > 0) {                                  \
+                double y = v[order[i - 1]] + dd[i];                    \
+                if (y > x) x = y;                                      \
+            }                                                          \
+            for (int64_t a = in_head[p]; a < in_head[p + 1]; a++) {    \
+                int64_t q = in_edge[a];                                \
+                double y = v[src[q]] + w[q];                           \
+                if (y > x) x = y;                                      \
+            }                                                          \
+            v[p] = x;                                                  \
+        }                                                              \
+    } while (0)
+
+#define RELAX_CHECK(IT)                                                                                     \
+    do {                                                                                                    \
+        const IT *topo = b[0].buf, *pos = b[1].buf, *in_head = b[7].buf, *in_edge = b[8].buf;              \
+        for (Py_ssize_t k = 0; k < n && ok; k++)                                                            \
+            if (topo[k] < 0 || topo[k] >= n || pos[k] < 0 || pos[k] >= n || order[k] < 0 || order[k] >= n || \
+                in_head[k] < 0 || in_head[k + 1] < in_head[k] || in_head[k + 1] > e)                        \
+                ok = 0;                                                                                     \
+        for (Py_ssize_t a = 0; a < e && ok; a++)                                                            \
+            if (in_edge[a] < 0 || in_edge[a] >= e || src[in_edge[a]] < 0 || src[in_edge[a]] >= n) ok = 0;   \
+    } while (0)
+
 static PyObject *relax(PyObject *self, PyObject *args) {
     PyObject *o[12];
     const char *names[12] = {"topo", "pos", "order", "first", "dd", "fixed", "measured", "in_head", "in_edge",
                              "src", "w", "out"};
-    const Py_ssize_t sizes[12] = {8, 8, 8, 1, 8, 1, 8, 8, 8, 8, 8, 8};
+    const Py_ssize_t sizes[12] = {0, 0, 8, 1, 8, 1, 8, 0, 0, 8, 8, 8};
     Py_buffer b[12];
     int got = 0;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
@@ -149,43 +196,36 @@ static PyObject *relax(PyObject *self, PyObject *args) {
         return NULL;
     for (; got < 12; got++)
         if (get(o[got], &b[got], sizes[got], got == 11, names[got]) < 0) goto fail;
-    Py_ssize_t n = b[0].len / 8, e = b[9].len / 8;
-    if (b[1].len / 8 != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[5].len != n ||
-        b[6].len / 8 != n || b[7].len / 8 != n + 1 || b[8].len / 8 != e || b[10].len / 8 != e || b[11].len / 8 != n) {
+    const Py_ssize_t isz = b[0].itemsize;
+    if (b[1].itemsize != isz || b[7].itemsize != isz || b[8].itemsize != isz) {
+        PyErr_SetString(PyExc_TypeError, "relax: topo, pos, in_head and in_edge differ in item size");
+        goto fail;
+    }
+    Py_ssize_t n = b[0].len / isz, e = b[9].len / 8;
+    if (b[1].len / isz != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[5].len != n ||
+        b[6].len / 8 != n || b[7].len / isz != n + 1 || b[8].len / isz != e || b[10].len / 8 != e ||
+        b[11].len / 8 != n) {
         PyErr_SetString(PyExc_ValueError, "relax: array lengths disagree");
         goto fail;
     }
-    const int64_t *topo = b[0].buf, *pos = b[1].buf, *order = b[2].buf, *in_head = b[7].buf, *in_edge = b[8].buf,
-                  *src = b[9].buf;
+    const int64_t *order = b[2].buf, *src = b[9].buf;
     const uint8_t *first = b[3].buf, *fixed = b[5].buf;
     const double *dd = b[4].buf, *measured = b[6].buf, *w = b[10].buf;
     double *v = b[11].buf;
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (topo[k] < 0 || topo[k] >= n || pos[k] < 0 || pos[k] >= n || order[k] < 0 || order[k] >= n ||
-            in_head[k] < 0 || in_head[k + 1] < in_head[k] || in_head[k + 1] > e) {
-            PyErr_SetString(PyExc_ValueError, "relax: an index is out of range");
-            goto fail;
-        }
-    for (Py_ssize_t a = 0; a < e; a++)
-        if (in_edge[a] < 0 || in_edge[a] >= e || src[in_edge[a]] < 0 || src[in_edge[a]] >= n) {
-            PyErr_SetString(PyExc_ValueError, "relax: an edge is out of range");
-            goto fail;
-        }
-    Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        int64_t p = topo[k], i = pos[p];
-        double x = fixed[i] ? measured[p] : -INFINITY;
-        if (!first[i] && i > 0) {
-            double y = v[order[i - 1]] + dd[i];
-            if (y > x) x = y;
-        }
-        for (int64_t a = in_head[p]; a < in_head[p + 1]; a++) {
-            int64_t q = in_edge[a];
-            double y = v[src[q]] + w[q];
-            if (y > x) x = y;
-        }
-        v[p] = x;
+    int ok = 1;
+    if (isz == 4)
+        RELAX_CHECK(int32_t);
+    else
+        RELAX_CHECK(int64_t);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "relax: an index is out of range");
+        goto fail;
     }
+    Py_BEGIN_ALLOW_THREADS;
+    if (isz == 4)
+        RELAX_LOOP(int32_t);
+    else
+        RELAX_LOOP(int64_t);
     Py_END_ALLOW_THREADS;
     for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
     Py_RETURN_NONE;
@@ -202,4 +242,12 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_replay", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__replay(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__replay(void) {
+    PyObject *m = PyModule_Create(&module);
+    /* the item sizes the index arrays may have (a build before int32 indices took 8 only) */
+    if (m && PyModule_AddObject(m, "INDEX_BYTES", Py_BuildValue("(ii)", 4, 8)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

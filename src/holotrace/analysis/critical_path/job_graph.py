@@ -120,7 +120,6 @@ class JobGraph:
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
     chain_order: np.ndarray  # points sorted by chain, then time
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
-    chain_id: np.ndarray  # per position of chain_order: the chain
     chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
     floor_pos: np.ndarray  # the chain positions whose edge has a floor other than 0 (``chain_floor``), ascending
     floor_val: np.ndarray  # ... and their floors
@@ -134,6 +133,12 @@ class JobGraph:
     origin_ns: int = 0
     issues: list = field(default_factory=list)
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # what the replay derives once per graph
+
+    @property
+    def chain_id(self) -> np.ndarray:
+        """Per position of chain_order: its chain (chains are numbered 0, 1, ... in chain order); made when asked
+        for, not kept."""
+        return np.cumsum(self.chain_first, dtype=np.int64) - 1
 
     @property
     def chain_lag(self) -> np.ndarray:
@@ -176,6 +181,20 @@ class JobGraph:
                 self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
         return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
 
+    def rank_positions(self) -> dict:
+        """Per rank: the slice of ``chain_order`` positions on its chains (a rank's chains are numbered, so ordered,
+        one after another; arrival points come last); kept on the graph."""
+        if "rank_positions" not in self.memo:
+            starts = np.flatnonzero(self.chain_first)
+            rk = self.node_rank[self.chain_order[starts] >> 1]
+            cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
+            bounds = np.r_[starts[cut], len(self.chain_order)].tolist()
+            runs = rk[cut].tolist()
+            if len(set(runs)) != len(runs):
+                raise ValueError("the job graph's chains are not laid out rank by rank")
+            self.memo["rank_positions"] = {r: slice(a, b) for r, a, b in zip(runs, bounds, bounds[1:]) if r >= 0}
+        return self.memo["rank_positions"]
+
     def point_of_position(self) -> np.ndarray:
         """Position in ``chain_order`` of every point."""
         pos = np.empty(len(self.chain_order), dtype=np.int64)
@@ -187,7 +206,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
     calls = outer_calls(rv)
-    steps = step_rows(rv, view.strings, NATIVE)
+    steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
     srows = np.array([row for _, row in steps], dtype=np.int64)
     snum = np.array([s for s, _ in steps], dtype=np.int64)
     gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
@@ -329,9 +348,10 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     order, c = chain_order(pt, ck, n - n_inst)
     del ck
     first = np.r_[True, c[1:] != c[:-1]] if len(c) else np.zeros(0, dtype=bool)
-    prev = np.r_[-1, order[:-1]]
-    own = (~first) & (order % 2 == 1) & (prev == order - 1)
-    del prev
+    del c
+    own = np.zeros(len(order), dtype=bool)  # a node's end right after its own start
+    own[1:] = order[1:] - order[:-1] == 1
+    own &= (order & 1).astype(bool)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     del own, is_gpu_chain
@@ -370,7 +390,6 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         pt,
         order,
         first,
-        c,
         ckind,
         fpos,
         fval,

@@ -38,6 +38,7 @@ from holotrace.analysis.critical_path.replay import (
 )
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
+    compute_positions,
     straggler_candidates,
     straggler_edit,
     waits_caused,
@@ -90,27 +91,39 @@ class WhatIfOptions:
 
 @dataclass
 class NodeInfo:
-    """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks)."""
+    """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks; made when
+    first read: only the host-time fixes read it)."""
 
     name: np.ndarray
     comm: np.ndarray
-    thread: np.ndarray
+    graph: JobGraph | None = field(default=None, repr=False)
+    _thread: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def thread(self) -> np.ndarray:
+        if self._thread is None:
+            g = self.graph
+            thread = np.full(g.n_nodes, -1, dtype=np.int64)
+            for r in g.ranks():
+                sel = g.rank_nodes(r)
+                cpu = sel[g.node_type[sel] != NodeType.GPU]
+                rows, rv = g.node_row[cpu], g.view[r]
+                thread[cpu] = rv["pid"][rows] * 1_000_003 + rv["tid"][rows]
+            self._thread = thread
+        return self._thread
 
 
 def node_info(g: JobGraph) -> NodeInfo:
     n = g.n_nodes
     name = np.full(n, -1, dtype=np.int64)
     comm = np.zeros(n, dtype=bool)
-    thread = np.full(n, -1, dtype=np.int64)
     for r in g.ranks():
         sel = g.rank_nodes(r)
         rv = g.view[r]
         rows = g.node_row[sel]
         name[sel] = rv["name"][rows]
         comm[sel] = (rv["kernel_type"][rows] == int(KernelType.COMMUNICATION)) & (g.node_type[sel] == NodeType.GPU)
-        cpu = g.node_type[sel] != NodeType.GPU
-        thread[sel[cpu]] = rv["pid"][rows[cpu]] * 1_000_003 + rv["tid"][rows[cpu]]
-    return NodeInfo(name, comm, thread)
+    return NodeInfo(name, comm, g)
 
 
 @dataclass
@@ -162,7 +175,8 @@ def candidates(
     view = g.view
     out: list[Candidate] = []
     gpu = g.node_type == NodeType.GPU
-    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
+    durations = want & {"communication", "launch_overhead", "kernel"}  # (the fixes that read every duration)
+    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION) if durations else np.zeros(0, dtype=np.int64)
     dur_node = g.chain_order[dur_pos] // 2
     kdf = compute_table(g, base, info) if want & {"straggler", "kernel"} else None  # (each fix's data: if tried)
     multi = len(g.ranks()) > 1
@@ -265,11 +279,8 @@ def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node
 
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
-    nt = g.node_type
-    dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION)
-    dur_node = g.chain_order[dur_pos] // 2
-    comp = dur_pos[(nt == NodeType.GPU)[dur_node] & ~info.comm[dur_node]]
-    cn = g.chain_order[comp] // 2
+    comp = compute_positions(g, info.comm)
+    cn = g.chain_order[comp] >> 1
     return pd.DataFrame(  # (fresh arrays: taken as they are, not copied into one block)
         {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}, copy=False
     )

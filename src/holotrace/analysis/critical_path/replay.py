@@ -30,10 +30,14 @@ import pandas as pd
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 
 try:
+    from holotrace.analysis.critical_path import _replay as _compiled
     from holotrace.analysis.critical_path._replay import relax as _relax
     from holotrace.analysis.critical_path._replay import sweep as _sweep
+
+    _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
     _sweep = _relax = None
+    _NARROW = False
 
 __all__ = [
     "Delays",
@@ -67,16 +71,22 @@ class Delays:
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
     n_pts = len(g.point_time)
+    order, first = g.chain_order, g.chain_first
     lag = g.chain_lag
-    best = np.full(n_pts, np.inf)
-    best[g.chain_order] = np.where(g.chain_first, np.inf, lag)
+    best = np.full(n_pts, np.inf)  # per point: the smallest lag into it
+    best[order] = lag
+    best[order[first]] = np.inf
     np.minimum.at(best, g.dst, g.lag)
-    chain_bind = (~g.chain_first) & (lag <= best[g.chain_order])
-    chain = np.where(chain_bind, lag, np.minimum(lag, g.chain_floor))
+    chain_bind = lag <= best[order]
+    chain_bind &= ~first
+    # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
+    chain = np.minimum(lag, 0.0)
+    chain[g.floor_pos] = np.minimum(lag[g.floor_pos], g.floor_val)
+    np.copyto(chain, lag, where=chain_bind)
     del lag
-    chain[g.chain_first] = 0.0
+    chain[first] = 0.0
     chain_wins = np.zeros(n_pts, dtype=bool)
-    chain_wins[g.chain_order] = chain_bind
+    chain_wins[order] = chain_bind
     cross_bind = (g.lag <= best[g.dst]) & ~chain_wins[g.dst]
     cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
@@ -226,17 +236,20 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     has_in = np.zeros(n, dtype=bool)
     has_in[dst] = True
     fixed = first & ~has_in[order]
-    topo = np.empty(n, dtype=np.int64)
+    it = np.int32 if _NARROW and max(n, len(src)) < 2**31 - 1 else np.int64  # (the kept indices: half the memory)
+    topo = np.empty(n, dtype=it)
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
     dd, w = (f64(d.chain), f64(d.cross)) if d is not None else (np.zeros(n), np.zeros(len(src)))
     settled = _sweep(order, first, dd, fixed, measured, src, dst, w, v if v is not None else np.empty(n), topo)
     del dd, w
     out = None
     if settled == n:
-        in_edge = i64(np.argsort(dst, kind="stable"))
-        in_head = np.zeros(n + 1, dtype=np.int64)
+        in_edge = np.argsort(dst, kind="stable").astype(it, copy=False)
+        in_head = np.zeros(n + 1, dtype=it)
         np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
-        out = _Topology(topo, i64(g.point_of_position()), order, first, measured, src, in_head, in_edge, fixed)
+        pos = np.empty(n, dtype=it)
+        pos[order] = np.arange(n, dtype=it)
+        out = _Topology(topo, pos, order, first, measured, src, in_head, in_edge, fixed)
     g.memo["topology"] = out
     return out
 

@@ -22,18 +22,20 @@ from holotrace.model.view import resolve
 __all__ = ["per_step", "step_graphs", "step_paths", "step_rows", "step_windows"]
 
 
-def step_rows(rv, strings, rules) -> list[tuple[int, int]]:
+def step_rows(rv, strings, rules, nums: np.ndarray | None = None) -> list[tuple[int, int]]:
     """``(step number, row)`` of the rank's CPU ``ProfilerStep`` ranges, ordered by start: one row per step number
     (the first to start). GPU-timeline copies (``gpu_user_annotation``) are not steps, even when they carry no
-    stream."""
-    nums = np.array(
-        [
-            rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
-            for x in strings.table
-        ]
-        + [-1],
-        dtype=np.int64,
-    )
+    stream. ``nums``: each string's step number under ``rules`` (-1: not a step; the last entry for id -1), when
+    the caller keeps it for every rank."""
+    if nums is None:
+        nums = np.array(
+            [
+                rules.step_number(x) if hasattr(rules, "step_number") else classify.profiler_step_number(x)
+                for x in strings.table
+            ]
+            + [-1],
+            dtype=np.int64,
+        )
     name = rv["name"]
     sn = nums[np.where(name >= 0, name, len(nums) - 1)]
     rows = np.flatnonzero((sn >= 0) & cpu_rows(rv))

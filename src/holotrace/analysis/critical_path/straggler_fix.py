@@ -15,6 +15,7 @@ from holotrace.analysis.critical_path.replay import Delays
 
 __all__ = [
     "StragglerTables",
+    "compute_positions",
     "group_sums",
     "pick_stragglers",
     "straggler_candidates",
@@ -31,6 +32,15 @@ def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int
     ranks, at = _codes(rank)
     per = pd.Series(group_sums(at, t, len(ranks)), index=pd.Index(ranks, name="rank"), name="t")
     return pick_stragglers(waits_caused(g), per, n)
+
+
+def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
+    """Chain positions of GPU compute, ascending: the own durations of GPU operations other than communication
+    (``comm``, per node)."""
+    gpu_pt = np.repeat(g.node_type == NodeType.GPU, 2)  # (per point: a bool, not a node index per position)
+    pos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & gpu_pt[g.chain_order])
+    del gpu_pt
+    return pos[~comm[g.chain_order[pos] >> 1]]
 
 
 def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -107,49 +117,62 @@ def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray, key_name: str) ->
     )
 
 
+def _frame(parts: list, key_name: str) -> pd.DataFrame:
+    """:func:`_unstack` from each rank's sums: ``(rank, keys ascending, sums)`` per rank with an entry."""
+    parts = sorted(parts, key=lambda x: x[0])
+    keys = np.unique(np.concatenate([k for _, k, _ in parts])) if parts else np.zeros(0, dtype=np.int64)
+    out = np.full((len(keys), len(parts)), np.nan)
+    for j, (_, k, v) in enumerate(parts):
+        out[np.searchsorted(keys, k), j] = v
+    ranks = np.array([r for r, _, _ in parts], dtype=np.int64)
+    return pd.DataFrame(out, index=pd.Index(keys, name=key_name), columns=pd.Index(ranks, name="rank"))
+
+
 @dataclass
 class StragglerTables:
     """What every straggler candidate compares with, computed once: GPU compute and host time per step and rank,
-    GPU compute per kernel name and rank, and the chain positions a straggler fix scales (with their ranks and
-    steps)."""
+    GPU compute per kernel name and rank, and per rank the chain positions a straggler fix scales and their
+    steps."""
 
     kdf: pd.DataFrame
     compute: pd.DataFrame  # step x rank: GPU compute (ns)
     host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
     by_name: pd.Series  # per kernel name: the median rank's GPU compute
     names: pd.DataFrame  # kernel name x rank: GPU compute (ns)
-    kpos: np.ndarray  # chain positions of GPU compute (a kernel's own duration, not communication)
-    hpos: np.ndarray  # chain positions of host time (calls and the gaps between them)
-    krank: np.ndarray  # rank and step of each of ``kpos`` and ``hpos``
-    kstep: np.ndarray
-    hrank: np.ndarray
-    hstep: np.ndarray
+    kpos: dict  # per rank: chain positions of GPU compute (a kernel's own duration, not communication), ascending
+    kstep: dict  # ... and their steps
+    hpos: dict  # per rank: chain positions of host time (calls and the gaps between them), ascending
+    hstep: dict
     medians: tuple | None = None  # (compute, host) of the median rank per step, when they come from the whole job
 
     @classmethod
     def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
-        ck = g.chain_kind
-        nt = g.node_type[g.chain_order >> 1]  # (int8 per position)
-        host = np.flatnonzero(((ck == EdgeKind.CPU_GAP) | (ck == EdgeKind.DURATION)) & (nt == NodeType.CALL))
-        kpos = np.flatnonzero((ck == EdgeKind.DURATION) & (nt == NodeType.GPU))
-        del nt
-        kpos = kpos[~comm[g.chain_order[kpos] >> 1]]
-        hn, kn = g.chain_order[host] >> 1, g.chain_order[kpos] >> 1
-        hrank, hstep = g.node_rank[hn], g.node_step[hn]
-        krank, kstep = g.node_rank[kn], g.node_step[kn]
+        ck, order = g.chain_kind, g.chain_order
+        call = np.repeat(g.node_type == NodeType.CALL, 2)  # per point
+        compute = compute_positions(g, comm)
+        kpos, kstep, hpos, hstep, host = {}, {}, {}, {}, []
+        for r, span in g.rank_positions().items():  # (rank by rank: the temporaries are one rank's)
+            kk = ck[span]
+            h = np.flatnonzero(((kk == EdgeKind.CPU_GAP) | (kk == EdgeKind.DURATION)) & call[order[span]])
+            h += span.start
+            hpos[r], hstep[r] = h, g.node_step[order[h] >> 1]
+            if len(h):
+                keys, code = _codes(hstep[r])
+                host.append((r, keys, group_sums(code, base.chain[h], len(keys))))
+            a, b = np.searchsorted(compute, [span.start, span.stop])
+            kpos[r] = compute[a:b]
+            kstep[r] = g.node_step[order[kpos[r]] >> 1]
         kr, ks, kname, kt = (kdf[c].to_numpy() for c in ("rank", "step", "name", "t"))
         names = _unstack(kr, kname, kt, "name")
         return cls(
             kdf,
             _unstack(kr, ks, kt, "step"),
-            _unstack(hrank, hstep, base.chain[host], "step"),
+            _frame(host, "step"),
             names.median(axis=1),
             names,
             kpos,
-            host,
-            krank,
             kstep,
-            hrank,
+            hpos,
             hstep,
         )
 
@@ -171,10 +194,9 @@ def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callab
     factor = (med_c / med[r]).clip(upper=1.0).fillna(1.0)
     # host time: gaps and calls of the rank's threads, per step
     hfac = (med_h / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
-    mine = tables.krank == r
-    kpos, kf = tables.kpos[mine], _per_step(factor, tables.kstep[mine])
-    mine = tables.hrank == r
-    hpos, hf = tables.hpos[mine], _per_step(hfac, tables.hstep[mine])
+    none = np.zeros(0, dtype=np.int64)
+    kpos, kf = tables.kpos.get(r, none), _per_step(factor, tables.kstep.get(r, none))
+    hpos, hf = tables.hpos.get(r, none), _per_step(hfac, tables.hstep.get(r, none))
 
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
         d.chain[kpos] *= kf
