@@ -8,7 +8,8 @@ column              dtype    meaning
 =================== ======== =========================================================================
 ``row``             int64    position of the event in the rank's model columns (``RankTrace.columns``)
 ``index``           int64    position in the file's ``traceEvents`` (stable event id)
-``cat``, ``name``   int64, int* ids into ``job.strings`` (−1: absent)
+``cat``             int64    id into ``job.strings`` (−1: absent)
+``name``            int*     id into ``job.strings`` (−1: absent)
 ``pid``, ``tid``    int64    as written (GPU rows: device, stream)
 ``ts``, ``end``     int64    start; end = ts + dur (``float64`` end under HTA's rules)
 ``dur``             *        duration: int64 ns (holotrace) or float64 µs (HTA)
@@ -22,7 +23,7 @@ column              dtype    meaning
 ``comm_kind``       int8     :class:`~holotrace.model.rule_table.CommKind` of communication rows (GPU work, and CPU
                              ops that are collectives, e.g. ``gloo:all_reduce``), −1 else
 ``rule``            int32    id of the rule that decided (``JobView.table.rules[id]``), −1 none
-``comm_op``         int32    position (in this view) of the collective op a GPU row was launched under, −1 none
+``comm_op``         int*     position (in this view) of the collective op a GPU row was launched under, −1 none
                              (its args hold the process group and size); −1 under HTA's rules
 ``partner``         int*     position (in this view) of the correlated launch ↔ GPU row, −1 if none
 ``index_correlation`` int64  HTA's link column: −1 no correlation, 0 partner absent, else the partner's ``index``
@@ -375,7 +376,7 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     cols.update(
         classify_rank({**cols, **threads}, job.strings, table, gpu=gpu, collective_name=c.get("collective_name"))
     )
-    cols["comm_op"] = cols["comm_op"].astype(np.int32)  # positions of a rank's events
+    cols["comm_op"] = cols["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
 
     def index_correlation() -> np.ndarray:
         if not n:
