@@ -37,7 +37,12 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
 from holotrace.analysis.critical_path.chains import chain_ids, chain_order
-from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
+from holotrace.analysis.critical_path.collectives import (
+    clock_offsets,
+    match_collectives,
+    skew_issue,
+    view_clock_offsets,
+)
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
@@ -50,6 +55,7 @@ __all__ = [
     "JobGraph",
     "NodeType",
     "build_job_graph",
+    "release_job_graph",
     "clock_offsets",
     "skew_issue",
 ]
@@ -244,18 +250,6 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     }
 
 
-def _clock_offsets(view, match, placed) -> tuple[dict, float]:
-    """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread.
-    ``placed``: per rank, what takes its view's times onto the common clock before any offset (ns from the job's
-    origin), so the offsets are fitted where they are applied, whenever each rank's first event was recorded."""
-    k = match.kernels
-    end = np.empty(len(k), dtype=np.float64)
-    for r in sorted(set(k["rank"].tolist())):
-        sel = (k["rank"] == r).to_numpy()
-        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] + placed[r]).astype(np.float64)
-    return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
-
-
 @dataclass
 class GraphFrame:
     """What a graph of some ranks of a bigger job takes from the whole job instead of computing it (the scale-out
@@ -271,15 +265,29 @@ class GraphFrame:
     arrival: np.ndarray
 
 
+class _Kept:
+    graph: JobGraph | None = None  # the view's slot for one job graph: None until built, or once let go
+
+
 def build_job_graph(source, *, ranks: Sequence[int] | None = None, frame: GraphFrame | None = None) -> JobGraph:
     """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
     per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
-    the replay keeps on it."""
+    the replay keeps on it (until :func:`release_job_graph`)."""
     view = job_view(source, NATIVE)
     chosen = view.select(ranks)
     if frame is not None:  # a part of a bigger job: not kept on the view
         return _build(view, chosen, frame)
-    return view.derived(("job_graph", tuple(chosen)), lambda: _build(view, chosen))
+    kept = view.derived(("job_graph", tuple(chosen)), _Kept)
+    if kept.graph is None:
+        kept.graph = _build(view, chosen)
+    return kept.graph
+
+
+def release_job_graph(source, *, ranks: Sequence[int] | None = None) -> None:
+    """Let go of the job graph kept on the view and of what its replays keep on it (for a command that goes on to
+    other work); a later :func:`build_job_graph` builds it again."""
+    view = job_view(source, NATIVE)
+    view.derived(("job_graph", tuple(view.select(ranks))), _Kept).graph = None
 
 
 def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
@@ -289,7 +297,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
-        offsets, skew = _clock_offsets(view, match, {r: common[r] - origin - base[r] for r in chosen})
+        offsets, skew = view_clock_offsets(view, match, {r: common[r] - origin - base[r] for r in chosen})
     else:
         origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
     issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
