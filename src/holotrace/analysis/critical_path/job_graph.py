@@ -304,6 +304,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
     parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
+    span = dict(zip(chosen, zip(np.cumsum([0] + n_per[:-1]).tolist(), np.cumsum(n_per).tolist())))  # a rank's nodes
     node_rank = (
         np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
         if parts
@@ -321,14 +322,12 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     # collective instances -> GPU nodes
     k = match.kernels
     n_inst = match.n_instances
-    gpu_node_of = {}
     for r in chosen:
-        sel = np.flatnonzero((node_rank == r) & (node_type == NodeType.GPU))
-        gpu_node_of[r] = (node_row[sel], sel)
+        sel = span[r][0] + np.flatnonzero(node_type[slice(*span[r])] == NodeType.GPU)
         if len(k):
             kk = k[k["rank"] == r]
             if len(kk):
-                rows_r, nodes_r = gpu_node_of[r]
+                rows_r, nodes_r = node_row[sel], sel
                 srt = np.argsort(rows_r)
                 at = srt[np.searchsorted(rows_r[srt], kk["row"].to_numpy())]
                 node_coll[nodes_r[at]] = kk["instance"].to_numpy()
@@ -367,7 +366,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
+        view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished (its floor: kept for
@@ -413,10 +412,10 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``pos``: the position in
-    ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without them, each arrival point is a fixed
-    input)."""
+def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``span``: each rank's nodes
+    (a range); ``pos``: the position in ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without
+    them, each arrival point is a fixed input)."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -429,7 +428,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     for r in chosen:
         rv = view[r]
-        nodes = np.flatnonzero(node_rank == r)
+        nodes = np.arange(*span[r])
         call = nodes[node_type[nodes] == NodeType.CALL]
         gpu = nodes[node_type[nodes] == NodeType.GPU]
         if not len(gpu):
