@@ -167,8 +167,9 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
 
 def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
+    s = task.session  # with a cache, the file's CRC-32 is taken while decoding (for its entry)
     with Spill(memory=spill_memory(task.path)) as spill:
-        d = decode_into(task.path, spill, all_args=task.session.all_args, workers=task.threads, on_bytes=on_bytes)
+        d = decode_into(task.path, spill, all_args=s.all_args, workers=task.threads, on_bytes=on_bytes, checksum=s.on)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back
         token = os.urandom(16)

@@ -102,3 +102,14 @@ def test_cache_entry_records_the_files_crcs(tmp_path, gz):
     assert info["content_crc32"] == _crc_of(f)
     assert info["crc32"] == _crc_of(info_path.parent / cache_mod.COLUMNS)
     assert cache_mod.verify(f, cache, tag=holotrace.loader.CACHE_TAG) == "ok"
+
+
+def test_no_crc_without_a_cache(tmp_path):
+    """A load without a cache writes no entry: the decoder does not take the CRC (``checksum=False``)."""
+    from holotrace.ingest.decode import decode_into
+
+    f = _trace(tmp_path)
+    with Spill(tmp_path) as s:
+        assert decode_into(f, s, checksum=False).content_crc32 is None
+    with Spill(tmp_path) as s:
+        assert decode_into(f, s).content_crc32 == _crc_of(f)

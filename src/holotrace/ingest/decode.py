@@ -221,13 +221,15 @@ def decode_into(
     chunk_bytes: int = CHUNK_BYTES,
     workers: int = 1,
     on_bytes: Optional[Callable[[int], None]] = None,
+    checksum: bool = True,
 ) -> DecodedFile:
-    """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty)."""
+    """:func:`decode_file`, with the tables appended to ``spill`` (the result's tables are left empty); ``checksum``:
+    take the file's CRC-32 (``content_crc32``) as its bytes pass."""
     p = Path(path)
     spath = str(p)
     problems: list[Problem] = []
     gz = [False, 0]  # is gzip, bytes of BOM skipped
-    crc = Crc32()  # the file's CRC-32 for the cache entry, taken as its bytes pass (gzip: as they are read)
+    crc = Crc32() if checksum else None  # for the cache entry, taken as the bytes pass (gzip: as they are read)
     stream = iter_bytes(p, chunk_bytes, problems, gz, crc)
     total = [0]
 
@@ -295,7 +297,8 @@ def decode_into(
             size = os.fstat(fd).st_size
             seen = total[0]
             total[0] = size
-            crc.add(os.pread(fd, header_end + gz[1], 0))  # then each piece, and the comma cut before the next
+            if crc is not None:  # the header, then each piece and the comma cut before the next
+                crc.add(os.pread(fd, header_end + gz[1], 0))
             items = _range_items(fd, range_cuts(fd, header_end + gz[1], size, max(1, chunk_bytes)), seen, on_bytes)
         else:
             # the gzip stream is inflated on a thread of its own, ahead of the pieces being cut and scanned
@@ -305,7 +308,7 @@ def decode_into(
             )
         del buf
         state, tail = _scan_pieces(items, tables, max(1, workers), all_args, None if gz[0] else crc)
-        if fd >= 0:
+        if fd >= 0 and crc is not None:
             crc.finish(size)
     finally:
         if items is not None:
@@ -383,7 +386,7 @@ def decode_into(
         format=fmt,
         bytes_read=total[0],
         ids_used=tables.used.masks(len(tables.strings)),
-        content_crc32=crc.value,
+        content_crc32=crc.value if crc is not None else None,
     )
 
 
