@@ -99,8 +99,8 @@ def main(argv=None) -> int:
                 if not a.no_cold:
                     cold_cache = os.path.join(tmp, f"cold-{label}-{command}")
                     runs.append(("cold", timed(command_line(command, a.trace_dir, cold_cache, tmp), env)))
-                else:
-                    timed(command_line("summary", a.trace_dir, cache, tmp), env)  # fills the cache
+                if not os.path.isdir(cache):  # the cached runs' folder, filled once per tree
+                    timed(command_line("summary", a.trace_dir, cache, tmp), env)
                 for _ in range(a.repeat):
                     runs.append(("cached", timed(command_line(command, a.trace_dir, cache, tmp), env)))
                 for mode in ("cold", "cached"):

@@ -16,6 +16,7 @@ import pytest
 
 from corpus import golden_jobs
 from holotrace.render.tables import table_cells
+from holotrace.table import Table
 from screen import run_all
 
 JOBS = [(name, traces) for name, traces, _ in golden_jobs(include_reordered=False)]
@@ -139,7 +140,8 @@ def test_every_note_and_share_holds(runs):
                 if any("%" in str(c) for c in s.frame.columns) and key not in NOT_SHARES:
                     assert key in CLAIMS, f"{key}: a percentage column whose denominator no test checks"
                 if key in CLAIMS and not s.frame.empty:
-                    CLAIMS[key](s.frame, s.notes)
+                    frame = s.frame.to_pandas() if isinstance(s.frame, Table) else s.frame
+                    CLAIMS[key](frame, s.notes)
 
 
 def test_steps_are_named_by_id_and_counted(runs):

@@ -57,3 +57,26 @@ def test_a_rank_view_pickles_with_every_column(tmp_path):
     back = pickle.loads(pickle.dumps(v))
     assert list(back) == list(COLUMNS)
     assert all(np.array_equal(back[k], v[k]) for k in COLUMNS)
+
+
+def test_narrow_view_columns_keep_their_values_and_frames_keep_int64(tmp_path):
+    from holotrace.analysis import launches, timeline
+
+    tb = TraceBuilder(rank=0)
+    tb._corr = 70_000  # beyond int16: the model holds correlation as int32
+    tb.annotation("ProfilerStep#200", 0, 100)  # a step number beyond int8
+    tb.launch_kernel("gemm_kernel", 10, 5, 20, 30, stream=300)  # a stream id beyond int8
+    job = holotrace.load(tb.write(tmp_path / "t.json"), cache=False)
+    v = job_view(job)[0]
+    model = job.rank(0).columns
+    for c, m in (("name", "name"), ("partner", "partner"), ("stream", "stream"), ("correlation", "correlation")):
+        assert v[c].dtype in (np.int32, np.int64), c  # ids and positions: narrower than int64 where the model is
+        assert np.array_equal(v[c], np.asarray(model[m]).astype(np.int64)), c
+    assert v["pid"].dtype == np.int64 and v["tid"].dtype == np.int64  # thread keys are packed from them
+    assert sorted(set(v["iteration"].tolist()) - {-1}) == [200]
+    stats = launches.launch_stats(job, details=True)[0]
+    assert stats["correlation"].tolist() == [70_000] and stats["correlation"].dtype == np.int64
+    assert stats["stream"].tolist() == [300] and stats["stream"].dtype == np.int64
+    assert stats["iteration"].tolist() == [200] and stats["iteration"].dtype == np.int64
+    gpu = timeline.gpu_timeline(job)
+    assert gpu["stream"].dtype == np.int64 and gpu["iteration"].dtype == np.int64

@@ -34,7 +34,7 @@ import pandas as pd
 from holotrace.findings import Finding, FindingCode
 from holotrace.model import classify
 from holotrace.model.classify import KernelType, RuleSet
-from holotrace.model.view import JobView, resolve
+from holotrace.model.view import JobView, resolve, wide
 
 log = logging.getLogger("holotrace.analysis")
 
@@ -107,7 +107,7 @@ def _queue_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     rows_ts = np.concatenate([rv["ts"][l_rows], rv["ts"][gpu]])
     delta = np.concatenate([np.ones(n_up, dtype=np.int64), -np.ones(len(gpu), dtype=np.int64)])
     src = np.concatenate([matched, gpu])  # the GPU row giving stream/pid/tid
-    stream = rv["stream"][src]
+    stream = wide(rv["stream"][src])
     index = np.concatenate([rv["index"][l_rows], rv["index"][gpu]])
     order = _order(rows_ts, stream, -delta, view.rules)
     stream, delta = stream[order], delta[order]

@@ -14,13 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
-import pandas as pd
-
 from holotrace.analysis.rank_summary import rank_collectives, rank_summary
 from holotrace.analysis.reduce import Reducer
 from holotrace.exec.pool import thread_map
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.table import Table
 
 __all__ = ["JobSummary", "summarize_job", "findings_frame", "FINDING_COLUMNS", "DATA_KEYS"]
 
@@ -83,10 +82,10 @@ class JobSummary:
     def profiler_steps(self) -> list[int]:
         return list(self.frames.get("profiler_steps", []))
 
-    def findings_frame(self) -> pd.DataFrame:
+    def findings_frame(self) -> Table:
         return findings_frame(self.findings)
 
-    def data(self) -> dict[str, pd.DataFrame]:
+    def data(self) -> dict[str, object]:
         """The full tables ``holotrace summary`` writes, in order, findings last."""
         out = {k: self.frames[k] for k in DATA_KEYS}
         out["findings"] = self.findings_frame()
@@ -102,11 +101,9 @@ class JobSummary:
         }
 
 
-def findings_frame(findings) -> pd.DataFrame:
+def findings_frame(findings) -> Table:
     """Findings as a table of plain values (``code`` is the :class:`~holotrace.findings.FindingCode`'s value)."""
-    rows = [f.as_dict() for f in findings]
-    cols = list(FINDING_COLUMNS)
-    return pd.DataFrame(rows, columns=cols) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    return Table.from_records([f.as_dict() for f in findings], FINDING_COLUMNS)
 
 
 def summarize_job(
@@ -115,7 +112,7 @@ def summarize_job(
     view=None,
     top: int = 10,
     launch_delay_cutoff: float = 100.0,
-    on_stragglers: Optional[Callable[[pd.DataFrame], None]] = None,
+    on_stragglers: Optional[Callable[[object], None]] = None,
     launch_stats: Optional[Callable[[], dict]] = None,
 ) -> JobSummary:
     """The summary of a job held in this process: each rank's summary from one view (on threads), reduced.

@@ -28,7 +28,7 @@ from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import JobView, resolve
+from holotrace.model.view import JobView, resolve, wide
 
 __all__ = [
     "STATS_COLUMNS",
@@ -164,7 +164,7 @@ def _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> pd
     cpu_dur, gpu_dur = view.us(c_dur), view.us(dur.take(gpu))
     delay = view.us(np.clip((ts.take(gpu) - ts.take(cpu)) - c_dur, 0, None))
     cols = {
-        "correlation": v["correlation"].take(cpu),
+        "correlation": wide(v["correlation"].take(cpu)),
         "cpu_duration": cpu_dur,
         "gpu_duration": gpu_dur,
         "launch_delay": delay,
@@ -177,8 +177,8 @@ def _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> pd
             {
                 "launch": view.names(v["name"].take(cpu)),
                 "kernel": view.names(v["name"].take(gpu)),
-                "stream": v["stream"].take(gpu),
-                "iteration": v["iteration"].take(cpu),
+                "stream": wide(v["stream"].take(gpu)),
+                "iteration": wide(v["iteration"].take(cpu)),
                 "ts": view.us(ts.take(cpu) + v.clock_offset - origin),
             }
         )

@@ -31,7 +31,7 @@ from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.link import isin_ids
-from holotrace.model.view import resolve
+from holotrace.model.view import resolve, wide
 
 __all__ = [
     "SymbolTableView",
@@ -165,9 +165,9 @@ def straggler_scores(
         at += len(long)
         for c, x in (
             ("rank", np.full(len(rows), r, dtype=np.int64)),
-            ("stream", stream[rows]),
-            ("iteration", it[rows]),
-            ("name", name[rows]),
+            ("stream", wide(stream[rows])),
+            ("iteration", wide(it[rows])),
+            ("name", wide(name[rows])),
             ("ts", ts[rows]),
             ("dur", dur[rows]),
         ):

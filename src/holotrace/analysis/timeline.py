@@ -39,7 +39,7 @@ import pandas as pd
 from holotrace.analysis import intervals
 from holotrace.errors import HolotraceError
 from holotrace.model.classify import KernelType, RuleSet
-from holotrace.model.view import JobView, resolve
+from holotrace.model.view import JobView, resolve, wide
 
 __all__ = ["TIMELINE_COLUMNS", "gpu_timeline", "stream_spans", "view_origin", "TimelineWindowError"]
 
@@ -143,7 +143,7 @@ def gpu_timeline(
             pd.DataFrame(
                 {
                     "rank": np.full(len(rows), r, dtype=np.int64),
-                    "stream": stream[rows],
+                    "stream": wide(stream[rows]),
                     "start": start,
                     "end": stop,
                     "ts": ts,
@@ -151,7 +151,7 @@ def gpu_timeline(
                     "name": v["name"][rows],
                     "cat": v["cat"][rows],
                     "kernel_type": v["kernel_type"][rows].astype(np.int64),
-                    "iteration": v["iteration"][rows],
+                    "iteration": wide(v["iteration"][rows]),
                     "index": v["index"][rows],
                 }
             )

@@ -38,10 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
-import pandas as pd
-
 from holotrace.commands._dest import writes
 from holotrace.render.tables import FORMATS, format_markdown, format_table, to_records, write_frames
+from holotrace.table import Table
 from holotrace.text import sanitize
 
 __all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width"]
@@ -56,7 +55,8 @@ class Section:
     Attributes:
         key: machine name (file stem with ``--output``, JSON key).
         title: the heading people read.
-        frame: the table shown (already trimmed/renamed for display).
+        frame: the table shown (already trimmed/renamed for display): a :class:`~holotrace.table.Table` or a
+            pandas frame.
         notes: lines printed under the table (caveats that affect the numbers).
         lines: free text printed instead of / after the table (wrapped to the width).
         digits: decimals per column for display.
@@ -65,7 +65,7 @@ class Section:
 
     key: str
     title: str
-    frame: pd.DataFrame
+    frame: object = field(default_factory=Table)
     notes: list[str] = field(default_factory=list)
     digits: dict[str, int] = field(default_factory=dict)
     max_rows: Optional[int] = None
@@ -76,19 +76,19 @@ class Section:
 class Report:
     """What a command prints: a title, lines under it, sections, and the full data.
 
-    ``data`` holds the complete result frames written by ``--output`` and
-    printed by ``--format json|csv``; when empty, the section frames are used.
+    ``data`` holds the complete result tables (:class:`~holotrace.table.Table` or pandas frames) written by
+    ``--output`` and printed by ``--format json|csv``; when empty, the section frames are used.
     ``objects``: JSON-ready values added as top-level keys of ``--format json``.
     """
 
     title: str
     sections: list[Section]
     header: list[str] = field(default_factory=list)
-    data: dict[str, pd.DataFrame] = field(default_factory=dict)
+    data: dict[str, object] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
     objects: dict = field(default_factory=dict)
 
-    def frames(self) -> Mapping[str, pd.DataFrame]:
+    def frames(self) -> Mapping[str, object]:
         return self.data or {s.key: s.frame for s in self.sections}
 
 
@@ -142,8 +142,12 @@ def _output_formats(spec: str) -> list[str]:
     return fmts
 
 
-def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with every text cell sanitised: CSV printed on a terminal (the files keep the exact text)."""
+def _csv_safe(df):
+    """``df`` (a table or a frame) as a pandas frame with every text cell sanitised: CSV printed on a terminal
+    (the files keep the exact text). Pandas writes the CSV."""
+    import pandas as pd
+
+    df = df.to_pandas() if isinstance(df, Table) else df
     text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
     if not text:
         return df

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
+import numpy as np
 
 from holotrace.analysis.critical_path.advice import job_advice, parse_combination
 from holotrace.analysis.critical_path.job_what_if import WhatIfOptions
@@ -25,6 +25,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.model.filter import parse_int_ranges
+from holotrace.table import Table
 from holotrace.text import fit_name, fit_names
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
@@ -132,42 +133,43 @@ def _line(r) -> str:
 
 def build_report(advice, *, top: int = 10) -> Report:
     """The advice as lines, tables and the JSON contract (``fixes``, ``replay``, ``costliest_rank``)."""
-    f = advice.fixes
-    lines = [_line(r) for r in f.head(3).itertuples()]
-    rep = advice.replay
-    if len(rep):
-        worst = rep.loc[rep["error_pct"].abs().idxmax()]
+    lines = [_line(r) for r in advice.fixes.head(3).itertuples()]
+    f = Table.of(advice.fixes)
+    rep = Table.of(advice.replay)
+    err = np.abs(np.asarray(rep["error_pct"], dtype=np.float64)) if len(rep) else np.empty(0)
+    if (~np.isnan(err)).any():
+        worst = int(np.nanargmax(err))  # the first of equal maxima
         if len(rep) == 1:
-            one = int(rep["step"].iloc[0])
+            one = int(rep["step"][0])
             what = "the whole trace (no ProfilerStep)" if one == -1 else f"step {one}"
-            lines.append(f"replay of {what} reproduces its measured time within {abs(worst['error_pct']):.2f}%")
+            lines.append(f"replay of {what} reproduces its measured time within {err[worst]:.2f}%")
         else:
             lines.append(
                 f"replay of {len(rep)} steps reproduces the measured job step within "
-                f"{abs(worst['error_pct']):.2f}% (worst: step {int(worst['step'])})"
+                f"{err[worst]:.2f}% (worst: step {int(rep['step'][worst])})"
             )
     c = advice.costliest
     lines.append(f"costliest rank: {c.why}")
     lines += [f"note: {x}" for x in advice.issues[:5]]
-    rank_col = f["rank"].astype(object).where(f["rank"].notna(), None) if len(f) else f["rank"]
-    fixes = pd.DataFrame(
+    rank_col = _or_none(f["rank"])
+    fixes = Table(
         {
             "fix": f["fix"],
             "rank": rank_col,
-            "step": f["step"].astype(object).where(f["step"].notna(), None) if len(f) else f["step"],
+            "step": _or_none(f["step"]),
             "saving_ms": f["saving_ms"],
             "saving_pct": f["saving_pct"],
             "predicted_step_ms": f["predicted_step_ms"],
             "evidence": f["evidence"],
         }
     )
-    shown = pd.DataFrame(
+    shown = Table(
         {
             "fix": f["fix"],
             "rank": rank_col,
-            "target / evidence": [
-                t if isinstance(t, str) and t else ", ".join(e) for t, e in zip(f["target"], f["evidence"])
-            ],
+            "target / evidence": _objects(
+                [t if isinstance(t, str) and t else ", ".join(e) for t, e in zip(f["target"], f["evidence"])]
+            ),
             "saving ms": f["saving_ms"],
             "% of step": f["saving_pct"],
             "predicted ms": f["predicted_step_ms"],
@@ -191,6 +193,19 @@ def build_report(advice, *, top: int = 10) -> Report:
         data={"fixes": fixes, "replay": rep},
         objects={"costliest_rank": c.as_dict()},
     )
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _or_none(a: np.ndarray) -> np.ndarray:
+    """A column of values as Python objects, a missing value (None or NaN) as None (JSON ``null``)."""
+    if not len(a):
+        return a
+    return _objects([None if x is None or x != x else x for x in a.tolist()])
 
 
 COMMAND = Command(

@@ -95,7 +95,7 @@ def write_report(data: dict, output) -> int:
 
 
 def _findings(findings) -> pd.DataFrame:
-    f = findings_frame(findings)
+    f = findings_frame(findings).to_pandas()
     f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
     order = f["severity"].map({"error": 0, "warning": 1, "info": 2}).fillna(3)
     return f.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)

@@ -10,10 +10,10 @@ detail included).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 import numpy as np
-import pandas as pd
 
 from holotrace import findings as findings_mod
 from holotrace.analysis import idle
@@ -25,6 +25,7 @@ from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
 from holotrace.render.summary_lines import launch_lines, straggler_lines
+from holotrace.table import Table
 from holotrace.text import fmt_significant, fmt_steps
 
 __all__ = ["COMMAND", "add_arguments", "run", "build_report", "job_summary_of_args", "AFFECTING_CODES"]
@@ -142,17 +143,17 @@ def _costliest_in_driver(args: argparse.Namespace, js: JobSummary):
 def build_report(js: JobSummary, *, top: int = 10) -> Report:
     """Lay out a job's summary: display sections, the full tables and plain facts (pure)."""
     f = js.frames
-    tb = f["temporal"]
+    tb = Table.of(f["temporal"])
     findings = js.findings_frame()
     sections = [
         _temporal_section(tb),
         _idle_section(f["idle"]),
-        _overlap_section(f["overlap"]),
-        _types_section(f["kernel_types"]),
-        _top_kernels_section(f["top_kernels"], top, f["gpu_ops_sum_us"]),
-        _slowest_section(tb, f["steps"], f["kernel_rank_distribution"], js.costliest_rank),
-        Section("stragglers", "Stragglers", pd.DataFrame(), lines=straggler_lines(js)),
-        Section("launch_delays", "Kernel launches", pd.DataFrame(), lines=launch_lines(js)),
+        _overlap_section(Table.of(f["overlap"])),
+        _types_section(Table.of(f["kernel_types"])),
+        _top_kernels_section(Table.of(f["top_kernels"]), top, f["gpu_ops_sum_us"]),
+        _slowest_section(tb, Table.of(f["steps"]), Table.of(f["kernel_rank_distribution"]), js.costliest_rank),
+        Section("stragglers", "Stragglers", lines=straggler_lines(js)),
+        Section("launch_delays", "Kernel launches", lines=launch_lines(js)),
         _findings_section(findings),
     ]
     header = [
@@ -185,8 +186,16 @@ def _steps_text(step_list: list[int]) -> str:
     return fmt_steps(step_list)
 
 
-def _temporal_section(tb: pd.DataFrame) -> Section:
-    shown = pd.DataFrame(
+def _descending(x: np.ndarray) -> np.ndarray:
+    """Positions of ``x`` by value, largest first, ties in their order, NaN last (a stable descending sort)."""
+    x = np.asarray(x, dtype=np.float64)
+    nan = np.isnan(x)
+    kept = np.flatnonzero(~nan)
+    return np.concatenate([kept[np.argsort(-x[kept], kind="stable")], np.flatnonzero(nan)])
+
+
+def _temporal_section(tb: Table) -> Section:
+    shown = Table(
         {
             "rank": tb["rank"],
             "span ms": tb["span_us"] / 1000.0,
@@ -194,15 +203,16 @@ def _temporal_section(tb: pd.DataFrame) -> Section:
             "idle %": tb["idle_pctg"],
             "compute %": tb["compute_pctg"],
             "non-compute %": tb["non_compute_pctg"],
-        }
+        },
+        n=len(tb),
     )
     notes = []
-    empty = tb.loc[tb["gpu_events"] == 0, "rank"].tolist()
+    empty = tb["rank"][tb["gpu_events"] == 0].tolist() if len(tb) else []
     if empty:
         notes.append(f"rank(s) {_short_list(empty)} have no GPU activity (CPU-only): shown as 0 with no percentages")
     notes.append("span = first to last GPU activity; compute wins when it overlaps communication or memory work")
     if len(tb) > MAX_RANK_ROWS:
-        shown = shown.sort_values("idle %", ascending=False, kind="stable")
+        shown = shown.take(_descending(shown["idle %"]))
         notes.insert(0, f"showing the {MAX_RANK_ROWS} ranks with the most idle time of {len(tb)}")
     return Section(
         "temporal",
@@ -214,23 +224,23 @@ def _temporal_section(tb: pd.DataFrame) -> Section:
     )
 
 
-def _idle_section(idle_df: pd.DataFrame) -> Section:
+def _idle_section(idle_df) -> Section:
     if idle_df.empty:
         return Section(
             "idle_causes",
             "Idle time by cause (gaps between GPU operations on each stream)",
-            pd.DataFrame(),
-            ["no GPU operations, so no idle gaps"],
+            notes=["no GPU operations, so no idle gaps"],
         )
-    per = idle.idle_by_rank(idle_df)
-    shown = pd.DataFrame(
+    per = Table.of(idle.idle_by_rank(idle_df))
+    shown = Table(
         {
             "rank": per["rank"],
             "stream idle ms": per["idle_us"] / 1000.0,
             "host wait %": per["host_wait_pctg"],
             "kernel wait %": per["kernel_wait_pctg"],
             "other %": per["other_pctg"],
-        }
+        },
+        n=len(per),
     )
     notes = [
         "summed over streams (concurrent streams each count); host wait = the CPU launched late, "
@@ -246,20 +256,21 @@ def _idle_section(idle_df: pd.DataFrame) -> Section:
     )
 
 
-def _overlap_section(ov: pd.DataFrame) -> Section:
+def _overlap_section(ov: Table) -> Section:
     title = "Communication hidden behind compute"
     if ov.empty or not ov["has_communication"].any():
-        return Section("overlap", title, pd.DataFrame(), ["no communication kernels in any rank"])
-    shown = pd.DataFrame(
+        return Section("overlap", title, notes=["no communication kernels in any rank"])
+    shown = Table(
         {
             "rank": ov["rank"],
             "comm ms": ov["comm_us"] / 1000.0,
             "overlapped ms": ov["overlap_us"] / 1000.0,
             "hidden %": ov["overlap_pctg"],
-        }
+        },
+        n=len(ov),
     )
     notes = ["hidden % = communication time during which a compute kernel also ran"]
-    none = ov.loc[~ov["has_communication"], "rank"].tolist()
+    none = ov["rank"][~ov["has_communication"].astype(bool)].tolist()
     if none:
         notes.append(f"rank(s) {_short_list(none)} have no communication kernels (shown as 0)")
     return Section(
@@ -267,13 +278,17 @@ def _overlap_section(ov: pd.DataFrame) -> Section:
     )
 
 
-def _types_section(types: pd.DataFrame) -> Section:
-    shown = pd.DataFrame(
+def _types_section(types: Table) -> Section:
+    n = len(types)
+    shown = Table(
         {
-            "kernel type": types["kernel_type"].str.replace(" overlapping ", " + ", regex=False),
-            "time ms": types["time_us"] / 1000.0,
-            "%": types["pctg"],
-        }
+            "kernel type": [str(t).replace(" overlapping ", " + ") for t in types["kernel_type"].tolist()]
+            if n
+            else np.empty(0, dtype=object),
+            "time ms": types["time_us"] / 1000.0 if n else np.empty(0),
+            "%": types["pctg"] if n else np.empty(0),
+        },
+        n=n,
     )
     return Section(
         "kernel_types",
@@ -284,19 +299,20 @@ def _types_section(types: pd.DataFrame) -> Section:
     )
 
 
-def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section:
+def _top_kernels_section(top_k: Table, top: int, total: float) -> Section:
     """``total``: the summed duration of every GPU operation of every rank (the rows' universe)."""
     title = f"Top {top} kernels (all ranks)"
     if top_k.empty:
-        return Section("top_kernels", title, pd.DataFrame(), ["no GPU kernels"])
-    shown = pd.DataFrame(
+        return Section("top_kernels", title, notes=["no GPU kernels"])
+    sums = top_k["sum_us"].astype(np.float64)
+    shown = Table(
         {
-            "kernel": top_k["name"].astype(str).to_numpy(),
-            "type": [_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].to_numpy()],
-            "count": top_k["count"].to_numpy(np.int64),
-            "total ms": top_k["sum_us"].to_numpy() / 1e3,
-            "mean us": top_k["mean_us"].to_numpy(),
-            "% of all": 100.0 * top_k["sum_us"].to_numpy() / total if total > 0 else np.nan,
+            "kernel": np.array([str(x) for x in top_k["name"].tolist()], dtype=object),
+            "type": np.array([_TYPE_ABBREV.get(t, "other") for t in top_k["kernel_type"].tolist()], dtype=object),
+            "count": top_k["count"].astype(np.int64),
+            "total ms": sums / 1e3,
+            "mean us": top_k["mean_us"],
+            "% of all": 100.0 * sums / total if total > 0 else np.full(len(top_k), np.nan),
         }
     )
     return Section(
@@ -311,35 +327,50 @@ def _top_kernels_section(top_k: pd.DataFrame, top: int, total: float) -> Section
     )
 
 
-def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame, costliest=None) -> Section:
+def _mean_by_rank(st: Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks ascending, mean of ``column`` per rank: an exactly rounded sum over the count, NaN values skipped)."""
+    ranks = np.asarray(st["rank"])
+    values = np.asarray(st[column], dtype=np.float64)
+    uniq = np.unique(ranks)
+    means = np.empty(len(uniq))
+    for i, r in enumerate(uniq.tolist()):
+        x = values[ranks == r]
+        x = x[~np.isnan(x)]
+        means[i] = math.fsum(x.tolist()) / len(x) if len(x) else np.nan
+    return uniq, means
+
+
+def _slowest_section(tb: Table, st: Table, dist: Table, costliest=None) -> Section:
     """The worst rank per metric, and how it relates to the rank that costs the job most (the one story: the
     same rank and words as ``advise`` and ``stragglers``)."""
     title = "Slowest rank"
     if len(tb) < 2:
-        return Section("slowest_rank", title, pd.DataFrame(), ["one rank: nothing to compare"])
+        return Section("slowest_rank", title, notes=["one rank: nothing to compare"])
     rows = []
 
-    def add(what: str, series: pd.Series, unit_scale: float, unit: str) -> None:
-        s = series.dropna()
-        if s.empty:
+    def add(what: str, ranks: np.ndarray, values: np.ndarray, unit_scale: float, unit: str) -> None:
+        values = np.asarray(values, dtype=np.float64)
+        ok = ~np.isnan(values)
+        if not ok.any():
             return
-        r = s.idxmax()
-        rows.append((what + f" ({unit})", int(r), float(s.loc[r]) * unit_scale, float(s.median()) * unit_scale))
+        r, x = np.asarray(ranks)[ok], values[ok]
+        i = int(np.argmax(x))  # the first of equal maxima
+        rows.append((what + f" ({unit})", int(r[i]), float(x[i]) * unit_scale, float(np.median(x)) * unit_scale))
 
-    by_rank = tb.set_index("rank")
     if not st.empty:
-        add("mean step time", st.groupby("rank")["dur_us"].mean(), 1e-3, "ms")
-    add("GPU span", by_rank["span_us"], 1e-3, "ms")
-    add("GPU busy", by_rank["busy_us"], 1e-3, "ms")
-    add("GPU idle", by_rank["idle_us"], 1e-3, "ms")
-    shown = pd.DataFrame(rows, columns=["metric", "worst rank", "worst", "median"])
+        add("mean step time", *_mean_by_rank(st, "dur_us"), 1e-3, "ms")
+    add("GPU span", tb["rank"], tb["span_us"], 1e-3, "ms")
+    add("GPU busy", tb["rank"], tb["busy_us"], 1e-3, "ms")
+    add("GPU idle", tb["rank"], tb["idle_us"], 1e-3, "ms")
+    shown = Table.from_records(rows, ["metric", "worst rank", "worst", "median"])
     notes = []
-    if not dist.empty:
-        worst = dist.loc[dist["sum_vs_median"].idxmax()]
-        if worst["sum_vs_median"] > 1.1:
+    ratio = np.asarray(dist["sum_vs_median"], dtype=np.float64) if not dist.empty else np.empty(0)
+    if (~np.isnan(ratio)).any():
+        i = int(np.nanargmax(ratio))
+        if ratio[i] > 1.1:
             notes.append(
-                f"rank {int(worst['rank'])} spends {worst['sum_vs_median']:.2f}x the median rank's time in "
-                f"{worst['kernel_type'].lower()} kernel {worst['name'][:60]}"
+                f"rank {int(dist['rank'][i])} spends {ratio[i]:.2f}x the median rank's time in "
+                f"{dist['kernel_type'][i].lower()} kernel {dist['name'][i][:60]}"
             )
     lines = []
     if costliest is not None and costliest.rank is not None:
@@ -352,13 +383,24 @@ def _slowest_section(tb: pd.DataFrame, st: pd.DataFrame, dist: pd.DataFrame, cos
     return Section("slowest_rank", title, shown, notes, digits={"worst": 2, "median": 2}, lines=lines)
 
 
-def _findings_section(findings: pd.DataFrame) -> Section:
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def _findings_section(findings: Table) -> Section:
     title = "Findings that affect these numbers"
-    rel = findings[findings["code"].isin(AFFECTING_CODES) | (findings["severity"] == "error")]
-    order = {"error": 0, "warning": 1, "info": 2}
-    rel = rel.assign(_o=rel["severity"].map(order).fillna(3)).sort_values("_o", kind="stable")
+    rel = [
+        (sev, rank, msg)
+        for sev, code, rank, msg in zip(
+            findings["severity"].tolist(),
+            findings["code"].tolist(),
+            findings["rank"].tolist(),
+            findings["message"].tolist(),
+        )
+        if code in AFFECTING_CODES or sev == "error"
+    ]
+    rel.sort(key=lambda x: _SEVERITY_ORDER.get(x[0], 3))  # stable: the loader's order within a severity
     lines = []
-    for sev, rank, msg in zip(rel["severity"], rel["rank"], rel["message"]):
+    for sev, rank, msg in rel:
         where = "" if rank is None or (isinstance(rank, float) and np.isnan(rank)) else f" rank {int(rank)}:"
         lines.append(f"{str(sev).upper()}{where} {msg}")
     notes = []
@@ -366,7 +408,7 @@ def _findings_section(findings: pd.DataFrame) -> Section:
         notes.append(f"{len(lines) - MAX_FINDINGS} more; run 'holotrace doctor PATH' for all findings with evidence")
     if not lines:
         lines = ["none"]
-    return Section("findings", title, pd.DataFrame(), notes, lines=lines[:MAX_FINDINGS])
+    return Section("findings", title, notes=notes, lines=lines[:MAX_FINDINGS])
 
 
 def _short_list(values: list, n: int = 8) -> str:

@@ -8,12 +8,12 @@ column              dtype    meaning
 =================== ======== =========================================================================
 ``row``             int64    position of the event in the rank's model columns (``RankTrace.columns``)
 ``index``           int64    position in the file's ``traceEvents`` (stable event id)
-``cat``, ``name``   int64    ids into ``job.strings`` (−1: absent)
+``cat``, ``name``   int64, int* ids into ``job.strings`` (−1: absent)
 ``pid``, ``tid``    int64    as written (GPU rows: device, stream)
 ``ts``, ``end``     int64    start; end = ts + dur (``float64`` end under HTA's rules)
 ``dur``             *        duration: int64 ns (holotrace) or float64 µs (HTA)
-``stream``          int64    GPU stream, −1 for CPU events
-``correlation``     int64    launch ↔ GPU correlation id, −1 when absent
+``stream``          int*     GPU stream, −1 for CPU events
+``correlation``     int*     launch ↔ GPU correlation id, −1 when absent
 ``kind``            int8     :class:`holotrace.model.classify.Kind`
 ``gpu``             bool     GPU work the breakdowns analyse (holotrace: kernels, memcpy, memset; HTA: every
                              row that carries a stream)
@@ -22,20 +22,24 @@ column              dtype    meaning
 ``comm_kind``       int8     :class:`~holotrace.model.rule_table.CommKind` of communication rows (GPU work, and CPU
                              ops that are collectives, e.g. ``gloo:all_reduce``), −1 else
 ``rule``            int32    id of the rule that decided (``JobView.table.rules[id]``), −1 none
-``comm_op``         int64    position (in this view) of the collective op a GPU row was launched under, −1 none
+``comm_op``         int32    position (in this view) of the collective op a GPU row was launched under, −1 none
                              (its args hold the process group and size); −1 under HTA's rules
-``partner``         int64    position (in this view) of the correlated launch ↔ GPU row, −1 if none
+``partner``         int*     position (in this view) of the correlated launch ↔ GPU row, −1 if none
 ``index_correlation`` int64  HTA's link column: −1 no correlation, 0 partner absent, else the partner's ``index``
 ``iteration``       *        ``ProfilerStep`` number (CPU rows by containment, GPU rows through their launch), −1
                              none (float64 with NaN under HTA's rules where HTA leaves it undefined)
 =================== ======== =========================================================================
 
+``int*``: int64 under HTA's rules; under holotrace's, int32 or int64 as the model holds them (ids and positions, so
+half the memory of int64 for most traces; a key that multiplies them widens first, and a result frame holds them
+as int64, :func:`wide`). ``pid`` and ``tid`` are int64 (thread keys are packed from them).
+
 Times are in the rules' unit: exact integer nanoseconds on the rank's own clock (holotrace), or HTA's
 rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobView.us`` converts.
 A view never shares writable memory with the model: a model column that is already int64 and read-only (mapped
 from the cache) is held as it is, the others are copied; treat every array of a view as read-only. Under holotrace's
-rules the columns an analysis may not read (``row``, ``cat``, ``stream``, ``correlation``, ``iteration``,
-``index_correlation``) are made on first use (:class:`Columns`), once per view.
+rules the columns an analysis may not read (``row``, ``cat``, ``pid``, ``tid``, ``stream``, ``correlation``,
+``iteration``, ``index_correlation``) are made on first use (:class:`Columns`), once per view.
 """
 
 from __future__ import annotations
@@ -54,7 +58,18 @@ from holotrace.model.comm_evidence import classify_rank
 from holotrace.model.rule_table import RuleTable, hta_table, resolve_table
 from holotrace.model.strings import StringTable
 
-__all__ = ["Columns", "RankView", "JobView", "resolve", "job_view", "build_view", "COLUMNS", "take_rows", "restrict"]
+__all__ = [
+    "Columns",
+    "RankView",
+    "JobView",
+    "resolve",
+    "job_view",
+    "build_view",
+    "COLUMNS",
+    "take_rows",
+    "restrict",
+    "wide",
+]
 
 COLUMNS = (
     "row",
@@ -344,13 +359,11 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     i64 = lambda a: _held(a, np.int64)  # noqa: E731
     kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
-    partner = i64(c["partner"])
+    partner = _held_narrow(c["partner"])
     index = i64(c["index"])
     cols = {
         "index": index,
-        "name": i64(c["name"]),
-        "pid": i64(c["pid"]),
-        "tid": i64(c["tid"]),
+        "name": _held_narrow(c["name"]),
         "ts": i64(c["ts_ns"]),
         "dur": i64(c["dur_ns"]),
         "end": i64(c["end_ns"]),
@@ -358,7 +371,11 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "gpu": gpu,
         "partner": partner,
     }
-    cols.update(classify_rank(cols, job.strings, table, gpu=gpu, collective_name=c.get("collective_name")))
+    threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
+    cols.update(
+        classify_rank({**cols, **threads}, job.strings, table, gpu=gpu, collective_name=c.get("collective_name"))
+    )
+    cols["comm_op"] = cols["comm_op"].astype(np.int32)  # positions of a rank's events
 
     def index_correlation() -> np.ndarray:
         if not n:
@@ -370,10 +387,12 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     makers = {
         "row": lambda: np.arange(n, dtype=np.int64),
         "cat": lambda: i64(c["cat"]),
-        "stream": lambda: i64(c["stream"]),
-        "correlation": lambda: i64(c["correlation"]),
+        "pid": lambda: i64(c["pid"]),
+        "tid": lambda: i64(c["tid"]),
+        "stream": lambda: _held_narrow(c["stream"]),
+        "correlation": lambda: _held_narrow(c["correlation"]),
         "index_correlation": index_correlation,
-        "iteration": lambda: i64(c["iteration"]),
+        "iteration": lambda: _held_narrow(c["iteration"]),
     }
     return RankView(int(rank), Columns(cols, makers, COLUMNS), c, int(t.clock_offset_ns))
 
@@ -385,6 +404,23 @@ def _held(a, dtype) -> np.ndarray:
     if a.dtype == dtype and not a.flags.writeable:
         return a
     return a.astype(dtype)
+
+
+def wide(a: np.ndarray) -> np.ndarray:
+    """A view column's values as int64 when they are integers (the view holds some narrower), floats as they are
+    (HTA's iterations): for a result frame, whose columns keep one dtype whatever the view holds."""
+    return a.astype(np.int64, copy=False) if a.dtype.kind in "iu" else a
+
+
+def _held_narrow(a) -> np.ndarray:
+    """An id, position or small-number column as the model holds it when that is int32 or int64 (read-only:
+    mapped from the cache), else as int32: half the memory of int64 for every rank's ``name``, ``partner``,
+    ``stream``, ``correlation`` and ``iteration`` (ids and positions, never multiplied: a key packing them
+    widens first)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "i" and a.dtype.itemsize >= 4:
+        return _held(a, a.dtype)
+    return a.astype(np.int32)
 
 
 def take_rows(v: RankView, rows: np.ndarray) -> RankView:

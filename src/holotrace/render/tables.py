@@ -6,6 +6,9 @@
 * :func:`format_markdown` — a GitHub-flavoured markdown table;
 * :func:`to_records` — JSON-ready rows (NaN → ``null``, numpy scalars → Python);
 * :func:`write_frames` — one file per frame as CSV, Parquet or JSON.
+
+Each takes a :class:`holotrace.table.Table` or a pandas frame (read as a table); only the CSV and Parquet
+writers use pandas (imported then).
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.atomic import write_atomic, write_bytes
 from holotrace.errors import HolotraceError, OutputError
+from holotrace.table import Table
 from holotrace.text import cut, fit_names, sanitize, structural_forms
 
 __all__ = [
@@ -49,24 +52,28 @@ def kernel_label(name: str) -> str:
     return structural_forms(name)[1] or name
 
 
-def _is_num(s: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+def _is_num(a: np.ndarray) -> bool:
+    return a.dtype.kind in "iuf"
 
 
-def _text(s: pd.Series) -> list[str]:
-    return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in s.tolist()]
+def _is_bool(a: np.ndarray) -> bool:
+    return a.dtype.kind == "b"
 
 
-def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
-    if pd.api.types.is_bool_dtype(s):
-        return ["yes" if v else "no" for v in s.tolist()]
-    if not _is_num(s):
-        return [sanitize(v) for v in _text(s)]
-    values = s.to_numpy(dtype=np.float64)
+def _text(a: np.ndarray) -> list[str]:
+    return ["" if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in a.tolist()]
+
+
+def _format_column(a: np.ndarray, digits: Optional[int]) -> list[str]:
+    if _is_bool(a):
+        return ["yes" if v else "no" for v in a.tolist()]
+    if not _is_num(a):
+        return [sanitize(v) for v in _text(a)]
+    values = a.astype(np.float64)
     finite = values[np.isfinite(values)]
     if digits is None:
         integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        digits = 0 if integral or pd.api.types.is_integer_dtype(s) else 2
+        digits = 0 if integral or a.dtype.kind in "iu" else 2
     out = []
     for v in values.tolist():
         if math.isnan(v):
@@ -79,12 +86,13 @@ def _format_column(s: pd.Series, digits: Optional[int]) -> list[str]:
 
 
 def table_cells(
-    shown: pd.DataFrame, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
+    shown, *, width: Optional[int] = 80, digits: Optional[Mapping[str, int]] = None
 ) -> tuple[list[str], list[list[str]], list[int], list[bool]]:
     """What :func:`format_table` prints, before alignment: headers, each column's cells, column widths and
     which columns are numeric. Text columns too wide for ``width`` are shortened together by
     :func:`holotrace.text.fit_names` (two different values of a column never print alike)."""
     digits = dict(digits or {})
+    shown = Table.of(shown)
     cols = [sanitize(str(c)) for c in shown.columns]
     cells = [_format_column(shown[c], digits.get(str(c))) for c in shown.columns]
     numeric = [_is_num(shown[c]) for c in shown.columns]
@@ -103,14 +111,14 @@ def table_cells(
         widths[i] -= step
         total -= step
     for i, c in enumerate(shown.columns):
-        if widths[i] < natural[i] and not numeric[i] and not pd.api.types.is_bool_dtype(shown[c]):
+        if widths[i] < natural[i] and not numeric[i] and not _is_bool(shown[c]):
             cells[i] = fit_names(_text(shown[c]), widths[i])
             widths[i] = max([len(cols[i])] + [len(v) for v in cells[i]])
     return cols, cells, widths, numeric
 
 
 def format_table(
-    df: pd.DataFrame,
+    df,
     *,
     width: Optional[int] = 80,
     digits: Optional[Mapping[str, int]] = None,
@@ -120,7 +128,7 @@ def format_table(
     """Render a frame as an aligned text table no wider than ``width`` when possible.
 
     Args:
-        df: the table; column names are the headers.
+        df: the table (a :class:`~holotrace.table.Table` or a frame); column names are the headers.
         width: target width in characters; the widest text columns are shortened until the table fits,
             by :func:`holotrace.text.fit_names` (by structure; two different values of a column never
             print alike, even if the table gets wider). ``None``: nothing shortened (``--wide``).
@@ -132,6 +140,7 @@ def format_table(
         The table as text (no trailing newline). An empty frame renders as ``(none)``.
     """
     digits = dict(digits or {})
+    df = Table.of(df)
     lines = [sanitize(title)] if title else []
     if df.empty:
         lines.append("  (none)")
@@ -155,11 +164,10 @@ def format_table(
     return "\n".join(lines)
 
 
-def format_markdown(
-    df: pd.DataFrame, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None
-) -> str:
+def format_markdown(df, *, digits: Optional[Mapping[str, int]] = None, title: Optional[str] = None) -> str:
     """Render a frame as a markdown table (``|`` in cells escaped); ``title`` becomes a ``###`` heading."""
     digits = dict(digits or {})
+    df = Table.of(df)
     lines = [f"### {sanitize(title)}", ""] if title else []
     if df.empty:
         lines.append("(none)")
@@ -185,13 +193,19 @@ def _plain(v):
     return v
 
 
-def to_records(df: pd.DataFrame) -> list[dict]:
+def to_records(df) -> list[dict]:
     """Rows as JSON-ready dicts: NaN/inf → ``None``, numpy scalars → Python scalars."""
-    cols = [str(c) for c in df.columns]
-    return [{c: _plain(v) for c, v in zip(cols, row)} for row in df.itertuples(index=False, name=None)]
+    t = Table.of(df)
+    cols = [str(c) for c in t.columns]
+    return [{c: _plain(v) for c, v in zip(cols, row)} for row in t.records()]
 
 
-def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[str] = ("csv",)) -> list[Path]:
+def _frame(df):
+    """A pandas frame of ``df`` (a table or a frame), for the writers that pandas does."""
+    return df.to_pandas() if isinstance(df, Table) else df
+
+
+def write_frames(frames: Mapping[str, object], out_dir, formats: Iterable[str] = ("csv",)) -> list[Path]:
     """Write every frame as ``<out_dir>/<key>.<format>``.
 
     Args:
@@ -232,14 +246,14 @@ def write_frames(frames: Mapping[str, pd.DataFrame], out_dir, formats: Iterable[
     return written
 
 
-def _write_all(frames: Mapping[str, pd.DataFrame], out: Path, formats: Iterable[str], written: list) -> None:
+def _write_all(frames: Mapping[str, object], out: Path, formats: Iterable[str], written: list) -> None:
     for key, df in frames.items():
         for fmt in formats:
             p = out / f"{key}.{fmt}"
             if fmt == "csv":
-                write_bytes(p, df.to_csv(index=False).encode("utf-8"))
+                write_bytes(p, _frame(df).to_csv(index=False).encode("utf-8"))
             elif fmt == "parquet":
-                write_atomic(p, lambda fh, df=df: df.reset_index(drop=True).to_parquet(fh, index=False))
+                write_atomic(p, lambda fh, df=df: _frame(df).reset_index(drop=True).to_parquet(fh, index=False))
             else:
                 write_bytes(p, (json.dumps(to_records(df), indent=1) + "\n").encode("utf-8"))
             written.append(p)
