@@ -234,10 +234,10 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
-            rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
-            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-            -(rv["pid"][gpu] * 1_000_003 + rv["stream"][gpu]) - 1,
+            rv["pid"][calls] * np.int64(1_000_003) + rv["tid"][calls],
+            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
+            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
+            -(rv["pid"][gpu] * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
         ]
     )
     return {
