@@ -12,7 +12,7 @@ from test_job_replay import _job
 
 import holotrace
 from holotrace.analysis.critical_path.advice import costliest_rank, job_advice
-from holotrace.analysis.critical_path.job_graph import build_job_graph
+from holotrace.analysis.critical_path.job_graph import build_job_graph, release_job_graph
 from holotrace.analysis.critical_path.replay import base_delays, replay, shared_base, solve
 from holotrace.model.view import job_view
 
@@ -30,6 +30,10 @@ def test_one_graph_per_view(folder):
     assert replay(g) is replay(g)  # the unmodified replay is kept on the graph
     part = build_job_graph(job, ranks=[0, 1])
     assert part is not g and sorted(set(part.node_rank[part.node_rank >= 0].tolist())) == [0, 1]
+    release_job_graph(job)  # let go: the next one is built again, the same
+    again = build_job_graph(job)
+    assert again is not g and np.array_equal(again.point_time, g.point_time) and build_job_graph(job) is again
+    assert build_job_graph(job, ranks=[0, 1]) is part  # another ranks' graph is kept
 
 
 def test_costliest_then_advice_equals_advice_alone(folder):

@@ -168,12 +168,15 @@ def report_data(
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
         from holotrace.analysis.critical_path.advice import job_advice
+        from holotrace.analysis.critical_path.job_graph import release_job_graph
         from holotrace.scale.segment_run import choose_replay
 
         # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
         # critical path is shown
         advice = job_advice(view, replay=choose_replay(len(view.ranks)))
-        costliest = advice.costliest
+        costliest, fixes = advice.costliest, advice.fixes
+        del advice  # (and the job graph with what its replays kept: the rest of the report never reads it)
+        release_job_graph(view)
 
         def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
             cp_rank = (
@@ -250,6 +253,6 @@ def report_data(
         "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
         "timeline": res["timeline"],
         "timeline_step": step,
-        "fixes": advice.fixes if critical_path else None,
+        "fixes": fixes if critical_path else None,
         **cp,
     }

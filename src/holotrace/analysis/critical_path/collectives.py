@@ -30,6 +30,7 @@ __all__ = [
     "match_tables",
     "rank_kernels",
     "skew_issue",
+    "view_clock_offsets",
 ]
 
 
@@ -181,6 +182,18 @@ def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) 
     spread = by_inst.max() - by_inst.min()
     out = {r: round(off.get(r, 0.0)) for r in all_ranks}
     return out, float(spread.median()) if len(spread) else 0.0
+
+
+def view_clock_offsets(view, match, placed) -> tuple[dict, float]:
+    """:func:`clock_offsets` of a job view's matched collectives (``match``): per-rank offsets (ns) that make them
+    end together (median fit), and the residual spread. ``placed``: per rank, what takes its view's times onto the common clock before any offset (ns from the job's
+    origin), so the offsets are fitted where they are applied, whenever each rank's first event was recorded."""
+    k = match.kernels
+    end = np.empty(len(k), dtype=np.float64)
+    for r in sorted(set(k["rank"].tolist())):
+        sel = (k["rank"] == r).to_numpy()
+        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] + placed[r]).astype(np.float64)
+    return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
 def skew_issue(skew: float) -> str | None:

@@ -59,7 +59,7 @@ def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
             continue
         rv = g.view[r]
         shift = _shift(g, r)
-        th = rv["pid"][rows] * 1_000_003 + rv["tid"][rows]
+        th = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
         for t in np.unique(th):
             sel = rows[th == t]
             out[(r, int(t))] = ((rv["ts"][sel] + shift).astype(np.float64), (rv["end"][sel] + shift).astype(np.float64))

@@ -37,7 +37,12 @@ import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
 from holotrace.analysis.critical_path.chains import chain_ids, chain_order
-from holotrace.analysis.critical_path.collectives import clock_offsets, match_collectives, skew_issue
+from holotrace.analysis.critical_path.collectives import (
+    clock_offsets,
+    match_collectives,
+    skew_issue,
+    view_clock_offsets,
+)
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
@@ -50,6 +55,7 @@ __all__ = [
     "JobGraph",
     "NodeType",
     "build_job_graph",
+    "release_job_graph",
     "clock_offsets",
     "skew_issue",
 ]
@@ -228,10 +234,10 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
-            rv["pid"][calls] * 1_000_003 + rv["tid"][calls],
-            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-            rv["pid"][srows] * 1_000_003 + rv["tid"][srows],
-            -(rv["pid"][gpu] * 1_000_003 + rv["stream"][gpu]) - 1,
+            rv["pid"][calls] * np.int64(1_000_003) + rv["tid"][calls],
+            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
+            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
+            -(rv["pid"][gpu] * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
         ]
     )
     return {
@@ -242,18 +248,6 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "step": step,
         "chain": pd.factorize(thread)[0].astype(np.int32),
     }
-
-
-def _clock_offsets(view, match, placed) -> tuple[dict, float]:
-    """Per-rank offsets (ns) that make matched collectives end together (median fit), and the residual spread.
-    ``placed``: per rank, what takes its view's times onto the common clock before any offset (ns from the job's
-    origin), so the offsets are fitted where they are applied, whenever each rank's first event was recorded."""
-    k = match.kernels
-    end = np.empty(len(k), dtype=np.float64)
-    for r in sorted(set(k["rank"].tolist())):
-        sel = (k["rank"] == r).to_numpy()
-        end[sel] = (view[r]["end"][k["row"].to_numpy()[sel]] + placed[r]).astype(np.float64)
-    return clock_offsets(end, k["instance"].to_numpy(), k["rank"].to_numpy(), view.ranks)
 
 
 @dataclass
@@ -271,15 +265,29 @@ class GraphFrame:
     arrival: np.ndarray
 
 
+class _Kept:
+    graph: JobGraph | None = None  # the view's slot for one job graph: None until built, or once let go
+
+
 def build_job_graph(source, *, ranks: Sequence[int] | None = None, frame: GraphFrame | None = None) -> JobGraph:
     """The job graph of every rank (or ``ranks``), under holotrace's rules (see the module docstring). Built once
     per view: the analyses of one command (the summary's costliest rank, the report's fixes) share it and what
-    the replay keeps on it."""
+    the replay keeps on it (until :func:`release_job_graph`)."""
     view = job_view(source, NATIVE)
     chosen = view.select(ranks)
     if frame is not None:  # a part of a bigger job: not kept on the view
         return _build(view, chosen, frame)
-    return view.derived(("job_graph", tuple(chosen)), lambda: _build(view, chosen))
+    kept = view.derived(("job_graph", tuple(chosen)), _Kept)
+    if kept.graph is None:
+        kept.graph = _build(view, chosen)
+    return kept.graph
+
+
+def release_job_graph(source, *, ranks: Sequence[int] | None = None) -> None:
+    """Let go of the job graph kept on the view and of what its replays keep on it (for a command that goes on to
+    other work); a later :func:`build_job_graph` builds it again."""
+    view = job_view(source, NATIVE)
+    view.derived(("job_graph", tuple(view.select(ranks))), _Kept).graph = None
 
 
 def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
@@ -289,13 +297,14 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
-        offsets, skew = _clock_offsets(view, match, {r: common[r] - origin - base[r] for r in chosen})
+        offsets, skew = view_clock_offsets(view, match, {r: common[r] - origin - base[r] for r in chosen})
     else:
         origin, match, offsets, skew = frame.origin, frame.match, frame.offsets, frame.skew
     issues = list(match.unmatched) + [x for x in [skew_issue(skew)] if x]
     # concatenate the ranks; times on the common clock (int64 ns from origin, then float64)
     parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
+    span = dict(zip(chosen, zip(np.cumsum([0] + n_per[:-1]).tolist(), np.cumsum(n_per).tolist())))  # a rank's nodes
     node_rank = (
         np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
         if parts
@@ -313,14 +322,12 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     # collective instances -> GPU nodes
     k = match.kernels
     n_inst = match.n_instances
-    gpu_node_of = {}
     for r in chosen:
-        sel = np.flatnonzero((node_rank == r) & (node_type == NodeType.GPU))
-        gpu_node_of[r] = (node_row[sel], sel)
+        sel = span[r][0] + np.flatnonzero(node_type[slice(*span[r])] == NodeType.GPU)
         if len(k):
             kk = k[k["rank"] == r]
             if len(kk):
-                rows_r, nodes_r = gpu_node_of[r]
+                rows_r, nodes_r = node_row[sel], sel
                 srt = np.argsort(rows_r)
                 at = srt[np.searchsorted(rows_r[srt], kk["row"].to_numpy())]
                 node_coll[nodes_r[at]] = kk["instance"].to_numpy()
@@ -359,7 +366,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
     src, dst, kind, floor = _cross_edges(
-        view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
+        view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished (its floor: kept for
@@ -405,10 +412,10 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     )
 
 
-def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``pos``: the position in
-    ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without them, each arrival point is a fixed
-    input)."""
+def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
+    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``span``: each rank's nodes
+    (a range); ``pos``: the position in ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without
+    them, each arrival point is a fixed input)."""
     S, D, K, F = [], [], [], []
 
     def add(s, d, k, f):
@@ -421,7 +428,7 @@ def _cross_edges(view, chosen, node_rank, node_row, node_type, node_coll, arr_no
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     for r in chosen:
         rv = view[r]
-        nodes = np.flatnonzero(node_rank == r)
+        nodes = np.arange(*span[r])
         call = nodes[node_type[nodes] == NodeType.CALL]
         gpu = nodes[node_type[nodes] == NodeType.GPU]
         if not len(gpu):

@@ -108,7 +108,7 @@ class NodeInfo:
                 sel = g.rank_nodes(r)
                 cpu = sel[g.node_type[sel] != NodeType.GPU]
                 rows, rv = g.node_row[cpu], g.view[r]
-                thread[cpu] = rv["pid"][rows] * 1_000_003 + rv["tid"][rows]
+                thread[cpu] = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
             self._thread = thread
         return self._thread
 
