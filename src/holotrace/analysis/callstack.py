@@ -394,7 +394,7 @@ def cpu_parents(view, rank: int) -> np.ndarray:
     rows = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in CPU_KINDS]))
     dur = rv["dur"][rows]
     dur = np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
-    thread = _thread_codes(rv["pid"], rv["tid"])[rows]
+    thread = _thread_codes(rv["pid"][rows], rv["tid"][rows])  # (the CPU rows' threads: a parent is on its own)
     _, parent_r = _nest(thread, rv["ts"][rows], dur, rv["index"][rows])
     parent = np.full(rv.n, -1, dtype=np.int64)
     parent[rows] = np.where(parent_r >= 0, rows[np.clip(parent_r, 0, None)], -1)
