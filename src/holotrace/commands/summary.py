@@ -78,11 +78,18 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
     an executor, or from an ingest folder; the same object in every case."""
     top = getattr(args, "top", 10)
     if not _wants_map(args):
+        from concurrent.futures import ThreadPoolExecutor
+
         from holotrace.analysis.critical_path.advice import costliest_rank
+        from holotrace.model.classify import NATIVE
+        from holotrace.model.view import job_view
 
         job = load_job(args)
-        js = summarize_job(job, top=top)
-        js.costliest_rank = costliest_rank(job, replay=replay_of(args, len(job.ranks)))  # the one story
+        view = job_view(job, NATIVE)  # one view: the replay and the per-rank summaries read it at once
+        with ThreadPoolExecutor(1) as pool:
+            story = pool.submit(costliest_rank, view, replay=replay_of(args, len(job.ranks)))  # the one story
+            js = summarize_job(job, view=view, top=top)
+            js.costliest_rank = story.result()
         return js
     from holotrace.exec.executor import get_executor
     from holotrace.model.filter import parse_int_ranges
