@@ -248,3 +248,25 @@ def test_metadata_after_the_events_spanning_pieces(tmp_path, gz):
         assert (
             d.meta["deviceProperties"] == props and d.meta["baseTimeNanoseconds"] == 17 and d.meta["schemaVersion"] == 1
         )
+
+
+def test_the_scanner_refuses_to_scan_before_it_is_configured():
+    """The compiled scanner, loaded alone in a fresh process (nothing has configured its arg keys), raises
+    instead of scanning with an empty key table."""
+    import subprocess
+    import sys
+
+    from holotrace.ingest import _scan
+
+    code = (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('_scan', sys.argv[1])\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "try:\n"
+        '    m.scan(b\'{"traceEvents": [{"ph": "X", "args": {"a": 1}}]}\')\n'
+        "except RuntimeError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, _scan.__file__], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refused: scan() before configure()")

@@ -103,9 +103,15 @@ fail:
     return NULL;
 }
 
+static int scan_configured = 0; /* configure() has succeeded: the arg key table is set */
+
 static PyObject *py_scan(PyObject *self, PyObject *a) {
     Py_buffer view;
     int want_spans = 0;
+    if (!scan_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "scan() before configure(): call configure(keys, kinds, defaults) first");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(a, "y*|p", &view, &want_spans)) return NULL;
     Scan *S = (Scan *)calloc(1, sizeof(Scan));
     if (!S || strtab_init(&S->st)) {
@@ -139,6 +145,7 @@ static PyObject *py_configure(PyObject *self, PyObject *a) {
         PyErr_SetString(PyExc_ValueError, "bad arg specification");
         return NULL;
     }
+    scan_configured = 0;
     for (int j = 0; j < NSLOT; j++) spec_slot[j] = -1;
     for (int j = 0; j < n_spec; j++) free(spec_key[j]);
     n_spec = 0;
@@ -166,6 +173,7 @@ static PyObject *py_configure(PyObject *self, PyObject *a) {
         Py_XDECREF(d);
         if (!ok || PyErr_Occurred()) return NULL;
     }
+    scan_configured = 1;
     Py_RETURN_NONE;
 }
 
