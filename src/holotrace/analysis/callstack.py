@@ -158,8 +158,9 @@ def _nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray
     if m == 0:
         return level, parent
     node, is_open = _endpoint_order(thread, ts, dur, index)
-    delta = np.where(is_open, 1, -1)
-    before = np.cumsum(delta) - delta  # stack size before each endpoint (threads are balanced)
+    delta = is_open.view(np.int8) * np.int8(2) - np.int8(1)  # (small types: fewer pages to touch)
+    before = np.cumsum(delta, dtype=np.int32 if m < 2**30 else np.int64)
+    before -= delta  # stack size before each endpoint (threads are balanced)
     opos = np.flatnonzero(is_open)
     onode = node[opos]
     olevel = before[opos]
@@ -397,7 +398,8 @@ def cpu_parents(view, rank: int) -> np.ndarray:
     thread = _thread_codes(rv["pid"][rows], rv["tid"][rows])  # (the CPU rows' threads: a parent is on its own)
     _, parent_r = _nest(thread, rv["ts"][rows], dur, rv["index"][rows])
     parent = np.full(rv.n, -1, dtype=np.int64)
-    parent[rows] = np.where(parent_r >= 0, rows[np.clip(parent_r, 0, None)], -1)
+    has = np.flatnonzero(parent_r >= 0)
+    parent[rows[has]] = rows[parent_r[has]]
     return parent
 
 
@@ -405,6 +407,12 @@ def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """A code per ``(pid, tid)`` thread, numbered in order of first appearance."""
     if not len(pid):
         return np.zeros(0, dtype=np.int64)
+    if pid.dtype.kind == "i" and tid.dtype.kind == "i":  # one factorize of (pid, tid) packed in an integer
+        p0, t0 = int(pid.min()), int(tid.min())
+        tspan = int(tid.max()) - t0 + 1
+        if (int(pid.max()) - p0 + 1) * tspan < 2**62:
+            key = (pid.astype(np.int64) - p0) * tspan + (tid.astype(np.int64) - t0)
+            return pd.factorize(key)[0].astype(np.int64)
     pc = pd.factorize(pid)[0].astype(np.int64)
     tc, tu = pd.factorize(tid)
     return pd.factorize(pc * len(tu) + tc)[0].astype(np.int64)

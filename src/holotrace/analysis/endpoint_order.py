@@ -22,6 +22,8 @@ def endpoint_order(
     end = ts + dur
     zero = dur == 0
     span = _packed_span(thread, ts, end)
+    if span is not None and not zero.any():
+        return _positive_order(thread, ts, end, dur, index, span)
     # does a positive-length event open at (thread, time)?
     has_po = np.zeros(m, dtype=bool)
     if zero.any() and (~zero).any():
@@ -57,6 +59,25 @@ def endpoint_order(
         key = ((th2 * span + (time - _span_origin(ts, end))) * 4 + cls) * 2 + sub
         order = packed_order(key, lambda o: ties(o)[::-1])
     return node[order], is_open[order]
+
+
+def _positive_order(thread, ts, end, dur, index, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`endpoint_order` when every event has a positive length and the packed key fits: the same keys (class
+    1 for a close, 2 for an open, no sub-key), built without the zero-length cases."""
+    m = len(ts)
+    base = thread * span - _span_origin(ts, end)
+    key = np.concatenate([(base + ts) * 8 + 4, (base + end) * 8 + 2])
+
+    def ties(o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        op = o < m
+        e = np.where(op, o, o - m)
+        d, i = dur[e].astype(np.float64), index[e].astype(np.float64)
+        return np.where(op, i, -i), np.where(op, -d, d)
+
+    order = packed_order(key, ties)
+    is_open = order < m
+    np.subtract(order, m, out=order, where=~is_open)  # (in place: the event of each endpoint)
+    return order, is_open
 
 
 def packed_order(key: np.ndarray, tie_keys) -> np.ndarray:
