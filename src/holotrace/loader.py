@@ -178,9 +178,13 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
         if work is not None:
             try:
                 layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
-            except OSError:  # the work folder went (a concurrent clear) or the cache's disk is full
+                d.checks = _read_back_checks(work, layout, token, d)
+            except (OSError, ValueError):  # the work folder went (a concurrent clear) or the cache's disk is full
                 shutil.rmtree(work, ignore_errors=True)
                 work, cached = None, False
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
+                raise
         if work is None:
             work = temp_folder()
             try:
@@ -188,14 +192,19 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
             except OSError as e:
                 shutil.rmtree(work, ignore_errors=True)
                 raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
+            try:
+                d.checks = _read_back_checks(work, layout, token, d)
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
+                raise
         d.columns_crc32 = spill.packed_crc32  # taken while packing: the cache entry need not read the file
     d.packed, d.boot = (str(work / cache_mod.COLUMNS), layout, token), cache_mod.boot()
-    try:  # the event checks, the columns read back while their pages are warm
-        d.checks = rank_checks(store.open_packed(*d.packed)["events"], d.strings)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
-        raise
     return Decoded(d, WorkFolder(str(work), cached, fp))
+
+
+def _read_back_checks(work: Path, layout, token: bytes, d: DecodedFile):
+    """The event checks, on the packed columns read back while their pages are warm."""
+    return rank_checks(store.open_packed(str(work / cache_mod.COLUMNS), layout, token)["events"], d.strings)
 
 
 def _map(r, session: CacheSession) -> DecodedFile:
