@@ -10,7 +10,7 @@ import pytest
 
 import holotrace
 from holotrace import loader
-from holotrace.ingest import cache, ids_used
+from holotrace.ingest import cache, ids_used, renumber
 from holotrace.ingest.decode import decode_file
 from holotrace.schema import ID_COLUMNS
 from tracebuilder import TraceBuilder
@@ -77,9 +77,9 @@ def test_only_columns_holding_a_moved_id_are_renumbered(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("in_memory_rows", [loader._IN_MEMORY_ROWS, 0])
+@pytest.mark.parametrize("in_memory_rows", [renumber._IN_MEMORY_ROWS, 0])
 def test_the_same_strings_uncached_cold_cached_and_without_masks(tmp_path, monkeypatch, in_memory_rows):
-    monkeypatch.setattr(loader, "_IN_MEMORY_ROWS", in_memory_rows)  # 0: every renumbered column goes to a file
+    monkeypatch.setattr(renumber, "_IN_MEMORY_ROWS", in_memory_rows)  # 0: every renumbered column goes to a file
     folder = _job(tmp_path)
     want = _as_text(holotrace.load(folder, cache=False))
     names = [s for s in want[(1, "events", "name")] if s.startswith(("own", "gemm"))]
