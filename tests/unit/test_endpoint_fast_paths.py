@@ -1,6 +1,6 @@
-"""The fast paths of the call-stack sweep give what the general paths give: the endpoint order of positive-length
-integer events equals the order the lexsort path gives the same events as floats, and thread codes number
-(pid, tid) pairs in order of first appearance whether the pair packs in one integer or not."""
+"""The call-stack sweep's integer keys give what the general keys give: the endpoint order of positive-length
+integer events (one packed sort key) equals the order the lexsort gives the same events as floats, and thread codes
+number (pid, tid) pairs in order of first appearance whether the pair packs in one integer or not."""
 
 import numpy as np
 import pytest

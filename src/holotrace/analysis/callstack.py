@@ -407,15 +407,19 @@ def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """A code per ``(pid, tid)`` thread, numbered in order of first appearance."""
     if not len(pid):
         return np.zeros(0, dtype=np.int64)
-    if pid.dtype.kind == "i" and tid.dtype.kind == "i":  # one factorize of (pid, tid) packed in an integer
+    return pd.factorize(_pair_key(pid, tid))[0].astype(np.int64)
+
+
+def _pair_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One integer per ``(pid, tid)`` pair, equal exactly for equal pairs: the pair packed from its offsets when
+    they fit in int64, else from each column's factorize codes."""
+    if pid.dtype.kind == "i" and tid.dtype.kind == "i":
         p0, t0 = int(pid.min()), int(tid.min())
         tspan = int(tid.max()) - t0 + 1
         if (int(pid.max()) - p0 + 1) * tspan < 2**62:
-            key = (pid.astype(np.int64) - p0) * tspan + (tid.astype(np.int64) - t0)
-            return pd.factorize(key)[0].astype(np.int64)
-    pc = pd.factorize(pid)[0].astype(np.int64)
+            return (pid.astype(np.int64) - p0) * tspan + (tid.astype(np.int64) - t0)
     tc, tu = pd.factorize(tid)
-    return pd.factorize(pc * len(tu) + tc)[0].astype(np.int64)
+    return pd.factorize(pid)[0].astype(np.int64) * len(tu) + tc
 
 
 def _has_name(view, names: np.ndarray, rule) -> np.ndarray:

@@ -22,59 +22,44 @@ def endpoint_order(
     end = ts + dur
     zero = dur == 0
     span = _packed_span(thread, ts, end)
-    if span is not None and not zero.any():
-        return _positive_order(thread, ts, end, dur, index, span)
-    # does a positive-length event open at (thread, time)?
-    has_po = np.zeros(m, dtype=bool)
-    if zero.any() and (~zero).any():
-        if span is not None:  # (thread, time) as one integer
-            at = thread * span + (ts - _span_origin(ts, end))
-            has_po[np.flatnonzero(zero)] = np.isin(at[zero], at[~zero])
-        else:
-            po_keys = pd.MultiIndex.from_arrays([thread[~zero], ts[~zero]])
-            z_keys_open = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
-            has_po[np.flatnonzero(zero)] = z_keys_open.isin(po_keys)
-    node = np.concatenate([np.arange(m), np.arange(m)])
-    is_open = np.concatenate([np.ones(m, dtype=bool), np.zeros(m, dtype=bool)])
-    time = np.concatenate([ts, end])
-    z2 = np.concatenate([zero, zero])
-    hp2 = np.concatenate([has_po, has_po])
-    # class at one instant: 0 zero-length (no positive open here), 1 positive close,
-    # 2 positive open, 3 zero-length (a positive open here)
-    cls = np.where(z2, np.where(hp2, 3, 0), np.where(is_open, 2, 1))
-    sub = np.where(z2 & ~is_open, 1, 0)  # zero-length: opens before closes
-    th2 = np.concatenate([thread, thread])
+    is_open = np.zeros(2 * m, dtype=bool)
+    is_open[:m] = True
+    # at one instant: class 0 zero-length (no positive open here), 1 positive close, 2 positive open, 3 zero-length
+    # (a positive open here); then a zero-length event opens before it closes: ``low`` = class * 2 + (a zero-length
+    # close)
+    low = np.where(is_open, np.int8(4), np.int8(2))
+    z2 = None  # (no zero-length event: nothing of the above to mark)
+    if zero.any():
+        has_po = np.zeros(m, dtype=bool)  # does a positive-length event open at (thread, time)?
+        if (~zero).any():
+            if span is not None:  # (thread, time) as one integer
+                at = thread * span + (ts - _span_origin(ts, end))
+                has_po[np.flatnonzero(zero)] = np.isin(at[zero], at[~zero])
+            else:
+                po_keys = pd.MultiIndex.from_arrays([thread[~zero], ts[~zero]])
+                z_keys_open = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
+                has_po[np.flatnonzero(zero)] = z_keys_open.isin(po_keys)
+        z2 = np.concatenate([zero, zero])
+        low[z2] = (np.where(np.concatenate([has_po, has_po]), 6, 0) + ~is_open)[z2]
 
     def ties(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The two last keys at endpoints ``at``: a positive-length event's duration (opens: longer first, closes:
         shorter first), then its index (opens ascending, closes descending)."""
-        e, op = at % m, is_open[at]
+        op = at < m
+        e = np.where(op, at, at - m)
         d, i = dur[e].astype(np.float64), index[e].astype(np.float64)
-        return np.where(z2[at], 0.0, np.where(op, -d, d)), np.where(op, i, -i)
+        k1 = np.where(op, -d, d)
+        if z2 is not None:
+            k1[z2[at]] = 0.0
+        return k1, np.where(op, i, -i)
 
     if span is None:
         k1, k2 = ties(np.arange(2 * m))
-        order = np.lexsort((k2, k1, sub, cls, time, th2))
-    else:  # the same order: one sort of (thread, time, class) packed in an integer, then the two keys within ties
-        key = ((th2 * span + (time - _span_origin(ts, end))) * 4 + cls) * 2 + sub
+        order = np.lexsort((k2, k1, low, np.concatenate([ts, end]), np.concatenate([thread, thread])))
+    else:  # the same order: one sort of (thread, time, low) packed in an integer, then the two keys within ties
+        at = thread * span - _span_origin(ts, end)
+        key = np.concatenate([at + ts, at + end]) * 8 + low
         order = packed_order(key, lambda o: ties(o)[::-1])
-    return node[order], is_open[order]
-
-
-def _positive_order(thread, ts, end, dur, index, span: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`endpoint_order` when every event has a positive length and the packed key fits: the same keys (class
-    1 for a close, 2 for an open, no sub-key), built without the zero-length cases."""
-    m = len(ts)
-    base = thread * span - _span_origin(ts, end)
-    key = np.concatenate([(base + ts) * 8 + 4, (base + end) * 8 + 2])
-
-    def ties(o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        op = o < m
-        e = np.where(op, o, o - m)
-        d, i = dur[e].astype(np.float64), index[e].astype(np.float64)
-        return np.where(op, i, -i), np.where(op, -d, d)
-
-    order = packed_order(key, ties)
     is_open = order < m
     np.subtract(order, m, out=order, where=~is_open)  # (in place: the event of each endpoint)
     return order, is_open
