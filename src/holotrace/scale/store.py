@@ -27,6 +27,7 @@ from typing import Optional
 from holotrace.analysis.rank_summary import RankSummary
 from holotrace.atomic import fsync_dir, kill_point, temp_name, write_bytes, write_error
 from holotrace.errors import TraceFormatError, TraceNotFoundError
+from holotrace.table import Table
 
 __all__ = [
     "write_rank",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 FORMAT = 2  # 2: the collectives frame carries group, kind and peer
+#: text columns a stored summary frame holds as pandas' ``str`` (when it has rows, or the rank launched kernels for
+#: ``launch_worst``); other text columns are ``object``
+_STR_COLUMNS = {"kernel_rank_stats": ("kernel_type", "name"), "launch_worst": ("launch", "kernel")}
 _RANK_DIR = re.compile(r"^rank-(\d{6})$")
 _RANK_FAILED = re.compile(r"^rank-(\d{6})\.failed\.json$")
 
@@ -79,6 +83,16 @@ def _frame_bytes(df) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def _stored_frame(name: str, t: Table, info: dict):
+    """A summary's table as the pandas frame the stored format holds (its columns' pandas types)."""
+    import pandas as pd
+
+    launched = name == "launch_worst" and info.get("launches", 0) > 0
+    text = _STR_COLUMNS.get(name, ()) if len(t) or launched else ()
+    cols = {c: pd.Series(a, dtype="str" if c in text else object) if a.dtype == object else a for c, a in t.items()}
+    return pd.DataFrame(cols, index=pd.RangeIndex(len(t)))
+
+
 def _frame_of(data: bytes, dtypes: dict):
     import pyarrow as pa
     import pyarrow.ipc as ipc
@@ -93,11 +107,12 @@ def summary_to_bytes(s: RankSummary) -> bytes:
     import pyarrow.ipc as ipc
 
     names = list(s.frames)
+    frames = [_stored_frame(k, Table.of(s.frames[k]), s.info) for k in names]
     table = pa.table(
         {
             "frame": names,
-            "data": pa.array([_frame_bytes(s.frames[k]) for k in names], type=pa.binary()),
-            "dtypes": [json.dumps({c: str(t) for c, t in s.frames[k].dtypes.items()}) for k in names],
+            "data": pa.array([_frame_bytes(f) for f in frames], type=pa.binary()),
+            "dtypes": [json.dumps({c: str(t) for c, t in f.dtypes.items()}) for f in frames],
         }
     )
     table = table.replace_schema_metadata({"info": json.dumps(s.info), "rank": str(s.rank), "format": str(FORMAT)})
@@ -117,7 +132,9 @@ def summary_from_bytes(data: bytes, where: str = "") -> RankSummary:
         if int(meta.get("format", -1)) != FORMAT:
             raise ValueError(f"summary format {meta.get('format')} (this holotrace reads {FORMAT})")
         cols = table.to_pydict()
-        frames = {n: _frame_of(d, json.loads(t)) for n, d, t in zip(cols["frame"], cols["data"], cols["dtypes"])}
+        frames = {
+            n: Table.of(_frame_of(d, json.loads(t))) for n, d, t in zip(cols["frame"], cols["data"], cols["dtypes"])
+        }
         return RankSummary(int(meta["rank"]), frames, json.loads(meta["info"]))
     except (pa.ArrowException, ValueError, KeyError, json.JSONDecodeError) as e:
         raise TraceFormatError(
