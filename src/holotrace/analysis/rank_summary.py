@@ -107,18 +107,18 @@ def rank_summary(
     sel = [r]
     origin = view.first_ts()
     all_names = len(view.strings) + 1  # a "top" that keeps every kernel
-    dist = Table.of(kernels.rank_distribution(view, rules=NATIVE, ranks=sel, top=all_names))
+    dist = kernels.rank_distribution_table(view, rules=NATIVE, ranks=sel, top=all_names)
     frames = {
-        "temporal": Table.of(temporal.breakdown(view, rules=NATIVE, ranks=sel)),
-        "temporal_by_step": Table.of(temporal.breakdown(view, rules=NATIVE, ranks=sel, per_step=True)),
-        "kernel_types_by_rank": Table.of(kernels.type_breakdown(view, rules=NATIVE, ranks=sel, by_rank=True)),
-        "kernel_stats": Table.of(kernels.kernel_stats(view, rules=NATIVE, ranks=sel)),
+        "temporal": temporal.breakdown_table(view, rules=NATIVE, ranks=sel),
+        "temporal_by_step": temporal.breakdown_table(view, rules=NATIVE, ranks=sel, per_step=True),
+        "kernel_types_by_rank": kernels.type_breakdown_table(view, rules=NATIVE, ranks=sel, by_rank=True),
+        "kernel_stats": kernels.kernel_stats_table(view, rules=NATIVE, ranks=sel),
         "kernel_rank_stats": Table({c: dist[c] for c in dist.columns if c != "sum_vs_median"}, n=len(dist)),
-        "gpu_ops": Table.of(kernels.top_kernels(view, rules=NATIVE, ranks=sel, top=all_names)),
-        "idle": Table.of(idle.idle_breakdown(view, rules=NATIVE, ranks=sel)),
-        "idle_interval_stats": Table.of(idle.idle_interval_stats(view, rules=NATIVE, ranks=sel)),
-        "overlap": Table.of(overlap.comm_comp_overlap(view, rules=NATIVE, ranks=sel)),
-        "steps": Table.of(steps.step_times(view, rules=NATIVE, ranks=sel)),
+        "gpu_ops": kernels.top_kernels_table(view, rules=NATIVE, ranks=sel, top=all_names),
+        "idle": idle.idle_breakdown_table(view, rules=NATIVE, ranks=sel),
+        "idle_interval_stats": idle.idle_interval_stats_table(view, rules=NATIVE, ranks=sel),
+        "overlap": overlap.comm_comp_overlap_table(view, rules=NATIVE, ranks=sel),
+        "steps": steps.step_times_table(view, rules=NATIVE, ranks=sel),
         "collectives": rank_collectives(view, r) if collectives is None else Table.of(collectives),
     }
     worst = None

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from holotrace.analysis import stragglers
+from holotrace.analysis.grouped import group_first_row, group_max, group_median, group_min, group_sum
 from holotrace.analysis.intervals import stable_order
 from holotrace.analysis.rank_summary import (
     COLLECTIVE_COLUMNS,
@@ -32,7 +33,6 @@ from holotrace.analysis.rank_summary import (
     RankSummary,
     sketch_quantiles,
 )
-from holotrace.analysis.waits import group_sum
 from holotrace.model.classify import NATIVE
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView
@@ -275,13 +275,6 @@ def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, codes.reshape(-1)
 
 
-def _first_rows(codes: np.ndarray, n: int) -> np.ndarray:
-    """The first row of each group 0..n-1 (every group has one)."""
-    first = np.full(n, len(codes), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(codes)))
-    return first
-
-
 def _int_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n, dtype=np.int64)
     np.add.at(out, codes, np.asarray(values, dtype=np.int64))
@@ -317,7 +310,7 @@ def _top_kernels(ops: Table, top: int) -> Table:
     names, codes = _groups(ops["name"])
     total = group_sum(codes, np.asarray(ops["sum_us"], dtype=np.float64), len(names))
     count = _int_sums(codes, ops["count"], len(names))
-    ktype = np.asarray(ops["kernel_type"])[_first_rows(codes, len(names))]
+    ktype = np.asarray(ops["kernel_type"])[group_first_row(codes, len(names))]
     pick = np.lexsort((names.astype(str), -total))[:top]
     t, c = total[pick], count[pick]
     return Table(
@@ -329,12 +322,6 @@ def _top_kernels(ops: Table, top: int) -> Table:
             "mean_us": t / np.maximum(c, 1),
         }
     )
-
-
-def _median(x: np.ndarray) -> float:
-    """A group's median as pandas computes it (NaN skipped; NaN when none is left)."""
-    x = x[~np.isnan(x)]
-    return float(np.median(x)) if len(x) else float("nan")
 
 
 def _rank_distribution(stats: Table, top: int) -> Table:
@@ -351,11 +338,8 @@ def _rank_distribution(stats: Table, top: int) -> Table:
     pos[chosen] = np.arange(len(chosen))
     rows = np.flatnonzero(pos[codes] >= 0)
     g = codes[rows]
-    ktype = np.asarray(stats["kernel_type"])[_first_rows(codes, len(names))]  # stats are by rank: the lowest rank's
-    med = np.full(len(names), np.nan)
-    for k in chosen.tolist():  # the chosen kernels: a few
-        med[k] = _median(sums[rows[g == k]])
-    m = med[g]
+    ktype = np.asarray(stats["kernel_type"])[group_first_row(codes, len(names))]  # stats are by rank: the lowest rank's
+    m = group_median(g, sums[rows], len(names))[g]
     ratio = np.where(m > 0, sums[rows] / np.where(m > 0, m, 1.0), np.nan)
     order = np.lexsort((np.asarray(stats["rank"])[rows], pos[g]))
     rows, g = rows[order], g[order]
@@ -391,18 +375,16 @@ def merge_moments(stats) -> Table:
     # M2 of the union = Σ M2_i + Σ n_i (mean_i − mean)²
     between = n * np.square(mean - job_mean)
     m2_tot = group_sum(codes, m2, k) + group_sum(codes, between, k)
-    by = np.argsort(codes, kind="stable")
-    starts = np.r_[0, np.flatnonzero(np.diff(codes[by])) + 1]
     count = tot_n.astype(np.int64)
     cnt = count.astype(np.float64)
     out = {
-        "kernel_type": _text_column(np.asarray(stats["kernel_type"])[_first_rows(codes, k)]),
+        "kernel_type": _text_column(np.asarray(stats["kernel_type"])[group_first_row(codes, k)]),
         "name": _text_column(names),
         "ranks": np.bincount(codes, minlength=k).astype(np.int64),
         "count": count,
         "sum_us": group_sum(codes, np.asarray(stats["sum_us"], dtype=np.float64), k),
-        "min_us": np.fmin.reduceat(np.asarray(stats["min_us"], dtype=np.float64)[by], starts),
-        "max_us": np.fmax.reduceat(np.asarray(stats["max_us"], dtype=np.float64)[by], starts),
+        "min_us": group_min(codes, np.asarray(stats["min_us"], dtype=np.float64), k),
+        "max_us": group_max(codes, np.asarray(stats["max_us"], dtype=np.float64), k),
         "mean_us": tot_nm / tot_n,
         "std_us": np.where(cnt > 1, np.sqrt(np.maximum(m2_tot, 0) / np.maximum(cnt - 1, 1)), 0.0),
     }

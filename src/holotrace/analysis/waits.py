@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from holotrace.analysis.grouped import group_max, group_min, group_sum
 from holotrace.model.classify import RuleSet
 from holotrace.model.view import resolve
 from holotrace.table import Table
@@ -56,18 +57,6 @@ _REPORT_COLUMNS = [
 _SUMMARY_COLUMNS = ["rank", "steps_as_straggler", "waited_for_us", "wait_us"]
 
 
-def group_sum(codes: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group 0..n_groups-1, the sum of ``values`` as a pandas group sum gives it (compensated, in row order)."""
-    try:
-        from holotrace.analysis.grouped import group_sum as _sum
-    except ImportError:
-        import pandas as pd
-
-        sums = pd.Series(np.asarray(values, dtype=np.float64)).groupby(np.asarray(codes)).sum()
-        return sums.reindex(np.arange(n_groups), fill_value=0.0).to_numpy(np.float64)
-    return _sum(codes, values, n_groups)
-
-
 def _group_codes(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(each row's group, first row of each group): groups of equal ``keys`` numbered in key order (a sorted
     groupby's order)."""
@@ -106,8 +95,7 @@ def collective_waits_table(source, *, rules: RuleSet | None = None, ranks: Seque
     step, occurrence = np.asarray(m["step"])[by], np.asarray(m["occurrence"])[by]
     instance, rank = np.asarray(m["instance"])[by], m_rank.astype(np.int64)
     inst, first = _group_codes(instance)
-    shortest = np.full(len(first), np.inf)
-    np.fmin.at(shortest, inst, dur)
+    shortest = group_min(inst, dur, len(first))
     wait = dur - shortest[inst]
     # last arrival: shortest duration; ties -> latest start, then lowest rank
     order = np.lexsort((rank, -start, dur, inst))
@@ -186,8 +174,7 @@ def straggler_report_table(waits) -> Table:
     worst_wait[at[heads]] = caused[heads]
     p_step = step[per_first]
     steps_of, s_code = np.unique(p_step, return_inverse=True)
-    top = np.full(len(steps_of), -np.inf)
-    np.fmax.at(top, s_code.reshape(-1), waited_for)
+    top = group_max(s_code.reshape(-1), waited_for, len(steps_of))
     return Table(
         {
             "step": p_step,
