@@ -123,16 +123,16 @@ def rank_summary(
     }
     worst = None
     if launch_stats is None:  # the names decoded for the worst launches only
-        rows, worst = launches.rank_launches(view, r, top=top_launches, launch_delay_cutoff=launch_delay_cutoff)
+        got = launches.rank_launches_table(view, r, top=top_launches, launch_delay_cutoff=launch_delay_cutoff)
+        rows, worst = got.rows, got.worst
     else:
-        rows = launch_stats
-    if rows is None or not len(rows):
-        worst = Table.of(launches.all_launches({r: rows})).head(0)  # no launch: the empty table, with its columns
+        rows = Table.of(launch_stats)
+    if not len(rows):
+        worst = launches.all_launches_table({r: rows}).head(0)  # no launch: the empty table, with its columns
         delay, outliers = np.empty(0, dtype=np.float64), 0
     else:  # the rank's rows as they are (no stacked copy): the worst launches get the rank column
         if worst is None:
-            worst = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches)
-        worst = Table.of(worst)
+            worst = launches.worst_launches_table(rows, "launch_delay", "launch_delay_outlier", top_launches)
         worst = Table({"rank": np.full(len(worst), r, dtype=np.int64), **dict(worst.items())}, n=len(worst))
         delay = np.asarray(rows["launch_delay"], dtype=np.float64)
         outliers = int(np.count_nonzero(np.asarray(rows["launch_delay_outlier"], dtype=bool)))

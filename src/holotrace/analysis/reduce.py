@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from holotrace.analysis import stragglers
+from holotrace.analysis import kernels, stragglers
 from holotrace.analysis.grouped import group_first_row, group_max, group_median, group_min, group_sum
 from holotrace.analysis.intervals import stable_order
 from holotrace.analysis.rank_summary import (
@@ -293,13 +293,7 @@ def _job_kernel_types(types: Table) -> Table:
     if not len(types):
         kinds = {c: types[c] if c in types else np.empty(0, dtype=object) for c in ("kernel_type", "time_us")}
         return Table({**kinds, "pctg": np.empty(0, dtype=np.float64)}, n=0)
-    names, codes = _groups(types["kernel_type"])
-    time = group_sum(codes, np.asarray(types["time_us"], dtype=np.float64), len(names))
-    order = np.argsort(-time, kind="stable")  # names are sorted: ties keep type order
-    time = time[order]
-    total = np.sum(time)
-    pctg = time / total * 100 if total > 0 else np.full(len(time), np.nan)
-    return Table({"kernel_type": _text_column(names[order]), "time_us": time, "pctg": pctg})
+    return kernels.type_totals_table(types["kernel_type"], types["time_us"])
 
 
 def _top_kernels(ops: Table, top: int) -> Table:
