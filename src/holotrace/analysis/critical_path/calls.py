@@ -4,7 +4,6 @@ is part of it)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.endpoint_order import packed_order
 from holotrace.model.classify import Kind
@@ -32,6 +31,8 @@ def outer_calls(rv) -> np.ndarray:
 def _by_thread_time(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """``np.lexsort((-dur, ts, thread))``: by thread, then start, the longer first, then position. Integer times:
     one sort of (thread, start) packed in an integer, then the durations within ties only."""
+    import pandas as pd
+
     n = len(ts)
     if not n or ts.dtype.kind not in "iu" or dur.dtype.kind not in "iu":
         return np.lexsort((-dur, ts, thread))

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CollectiveMatch",
@@ -59,6 +62,8 @@ def _arg(v, column: str, n_sel: int, sel: np.ndarray) -> np.ndarray:
 def rank_kernels(view, r: int) -> pd.DataFrame:
     """One rank's communication kernels, the table the matcher reads: ``rank, row, step, group, kind, ts, role,
     sender, receiver, occurrence`` (``group``/``kind``: string ids of the view)."""
+    import pandas as pd
+
     v = view[r]
     sel = np.flatnonzero((v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION)))
     group = _arg(v, "process_group_name", len(sel), sel)
@@ -127,6 +132,8 @@ def match_tables(parts: Sequence[pd.DataFrame], ranks: set, name) -> CollectiveM
     """:func:`match_collectives` on the ranks' tables of :func:`rank_kernels` (``group`` and ``kind`` codes shared
     by every table; ``name(code)`` gives the text the unmatched lines show): the one matcher, whether the tables
     come from a job held here or from the ranks' maps."""
+    import pandas as pd
+
     parts = [p for p in parts if len(p)]
     cols = ["rank", "row", "step", "group", "kind", "occurrence", "instance"]
     if not parts:
@@ -165,6 +172,8 @@ def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) 
     """Per-rank offsets (ns, every rank of ``all_ranks``) that make the members of each collective instance end
     together (median fit), and the residual spread; ``end``: each member's end (ns from its rank's first event),
     ``inst`` its instance, ``rk`` its rank."""
+    import pandas as pd
+
     ranks = sorted(set(rk.tolist()))
     if len(ranks) < 2 or not len(end):
         return {r: 0 for r in all_ranks}, 0.0

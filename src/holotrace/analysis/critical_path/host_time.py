@@ -5,7 +5,6 @@ waited longest (see :mod:`holotrace.analysis.critical_path.job_what_if`; ``info`
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays, _covered
@@ -74,6 +73,8 @@ def _shift(g: JobGraph, r: int) -> int:
 
 def sync_evidence(g, info, edges, n) -> list:
     """The operators around the blocking calls that waited longest: ``op > call`` (outermost CPU operator)."""
+    import pandas as pd
+
     if not len(edges):
         return []
     call = g.dst[edges] // 2
@@ -111,6 +112,8 @@ def _parents(view, r: int) -> np.ndarray:
 
 def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
     """Per CPU operator (name id): the host time between calls inside it (ns, every rank of the graph)."""
+    import pandas as pd
+
     view = g.view
     dst = g.chain_order[gap_pos] // 2
     tot: dict = {}

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
 from holotrace.analysis.critical_path.chains import chain_ids, chain_order
@@ -210,6 +209,8 @@ class JobGraph:
 
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
+    import pandas as pd
+
     rv = view[r]
     calls = outer_calls(rv)
     steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
+from holotrace.table import Table
 
 try:
     from holotrace.analysis.critical_path import _replay as _compiled
@@ -39,6 +40,9 @@ except ImportError:  # not built (a source checkout without build_ext): the pass
     _sweep = _relax = None
     _NARROW = False
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "Delays",
     "Replay",
@@ -48,7 +52,10 @@ __all__ = [
     "replay_tables",
     "shared_base",
     "solve",
+    "job_step_table",
+    "replay_step_tables",
     "step_ends",
+    "step_ends_table",
     "step_table",
 ]
 
@@ -257,6 +264,8 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
     """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves
     (``by_dst``: the edges come sorted by destination)."""
+    import pandas as pd
+
     order = g.chain_order
     if not len(pos):
         return v, 0
@@ -302,7 +311,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool
     raise RuntimeError("the job graph's replay did not settle: a dependency cycle gains time")
 
 
-def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
+def step_ends_table(g: JobGraph, t: np.ndarray) -> Table:
     """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
     end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
     numbered -1, per rank from its first call or GPU operation to the end of its last."""
@@ -316,7 +325,15 @@ def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
         last = np.full(len(marks), np.nan)
         last[row] = np.maximum.reduceat(t[2 * gpu + 1], cut)
         end = np.fmax(end, last)
-    return pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks], "end": end})
+    return Table({"rank": rk[marks], "step": st[marks], "start": t[2 * marks], "end": end})
+
+
+def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
+    """:func:`step_ends_table` as a pandas frame."""
+    import pandas as pd
+
+    tab = step_ends_table(g, t)
+    return tab.to_pandas() if len(tab) else pd.DataFrame({c: [] for c in ("rank", "step", "start", "end")})
 
 
 def _step_index(g: JobGraph):
@@ -353,18 +370,21 @@ def _step_index(g: JobGraph):
     return out
 
 
-def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
+def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> Table:
     nt, rk, st = g.node_type, g.node_rank, g.node_step
     marks = np.flatnonzero(nt == NodeType.STEP_START)
     ends = np.flatnonzero(nt == NodeType.STEP_END)
     if not len(marks):
         work = np.flatnonzero((nt == NodeType.CALL) | (nt == NodeType.GPU))
         if not len(work):
-            return pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})
-        grp = pd.DataFrame({"rank": rk[work], "start": t[2 * work], "end": t[2 * work + 1]}).groupby("rank")
-        out = grp.agg(start=("start", "min"), end=("end", "max")).reset_index()
-        out.insert(1, "step", -1)
-        return out
+            return Table({"rank": rk[:0], "step": np.zeros(0, np.int64), "start": t[:0], "end": t[:0]})
+        ranks, at = np.unique(rk[work], return_inverse=True)  # each rank's earliest start and latest end, NaN skipped
+        start, end = np.full(len(ranks), np.nan), np.full(len(ranks), np.nan)
+        np.fmin.at(start, at, t[2 * work])
+        np.fmax.at(end, at, t[2 * work + 1])
+        return Table({"rank": ranks, "step": np.full(len(ranks), -1, np.int64), "start": start, "end": end})
+    import pandas as pd  # (marks that do not pair up one to one: a damaged trace, aligned by label)
+
     out = pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks]}).set_index(["rank", "step"])
     out["end"] = pd.Series(t[2 * ends + 1], index=pd.MultiIndex.from_arrays([rk[ends], st[ends]]))
     gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
@@ -372,16 +392,18 @@ def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
         last = pd.Series(t[2 * gpu + 1]).groupby([rk[gpu], st[gpu]]).max()
         last = last.reindex(out.index)
         out["end"] = np.fmax(out["end"].to_numpy(), last.to_numpy())
-    return out.reset_index()
+    return Table.of(out.reset_index())
 
 
-def step_table(ends: pd.DataFrame) -> pd.DataFrame:
-    """Job step times from :func:`step_ends`: ``step, start, end, time`` (ns) and ``slowest`` (the rank whose step
-    ended last)."""
-    if ends.empty:
-        return pd.DataFrame({"step": [], "start": [], "end": [], "time": [], "slowest": []})
-    step, rank = ends["step"].to_numpy(), ends["rank"].to_numpy()
-    start, end = ends["start"].to_numpy(), ends["end"].to_numpy()
+def job_step_table(ends) -> Table:
+    """Job step times from :func:`step_ends_table` (a table or frame): ``step, start, end, time`` (ns) and
+    ``slowest`` (the rank whose step ended last)."""
+    ends = Table.of(ends)
+    if not len(ends):
+        z = np.zeros(0)
+        return Table({"step": np.zeros(0, np.int64), "start": z, "end": z, "time": z, "slowest": np.zeros(0, np.int64)})
+    step, rank = ends["step"], ends["rank"]
+    start, end = ends["start"], ends["end"]
     # the slowest rank of each step: the latest end (NaN last), the lowest rank among ties, then the row order
     last = np.lexsort((rank, -end, step))
     last = last[np.r_[True, step[last][1:] != step[last][:-1]]]
@@ -392,28 +414,65 @@ def step_table(ends: pd.DataFrame) -> pd.DataFrame:
     prev = np.r_[np.nan, j_end[:-1]]
     with np.errstate(invalid="ignore"):  # (inf - inf is NaN, as in a frame)
         time = j_end - np.where(~np.isnan(prev) & (prev > j_start), prev, j_start)
-    return pd.DataFrame(
-        {"step": step[by_step[cut]], "start": j_start, "end": j_end, "time": time, "slowest": rank[last]}
-    )
+    return Table({"step": step[by_step[cut]], "start": j_start, "end": j_end, "time": time, "slowest": rank[last]})
+
+
+def step_table(ends) -> pd.DataFrame:
+    """:func:`job_step_table` as a pandas frame."""
+    import pandas as pd
+
+    if not len(ends):
+        return pd.DataFrame({"step": [], "start": [], "end": [], "time": [], "slowest": []})
+    return job_step_table(ends).to_pandas()
 
 
 @dataclass
 class Replay:
-    """A replay of the job graph: the point times and the job's steps (measured and replayed, ms)."""
+    """A replay of the job graph: the point times and the job's steps (measured and replayed, ms): ``step_tab``
+    (``step, measured_ms, replayed_ms, error_pct, slowest_rank``) and ``rank_tab`` (``rank, step, measured_ms,
+    replayed_ms``), also as pandas frames (``steps``, ``rank_steps``)."""
 
     graph: JobGraph
     delays: Delays
     times: np.ndarray
     passes: int
-    steps: pd.DataFrame  # step, measured_ms, replayed_ms, error_pct, slowest_rank
-    rank_steps: pd.DataFrame  # rank, step, measured_ms, replayed_ms
+    step_tab: Table
+    rank_tab: Table
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        return self.step_tab.to_pandas()
+
+    @property
+    def rank_steps(self) -> pd.DataFrame:
+        return self.rank_tab.to_pandas()
 
 
-def _rank_times(ends: pd.DataFrame) -> pd.Series:
-    e = ends.sort_values(["rank", "step"], kind="stable")
-    prev = e.groupby("rank")["end"].shift(1)
-    t = e["end"] - np.where(prev.notna() & (prev > e["start"]), prev, e["start"])
-    return pd.Series(t.to_numpy(), index=pd.MultiIndex.from_frame(e[["rank", "step"]]))
+def _rank_times(ends: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rank's step times (``end`` less the later of its start and its previous step's end): ``rank, step,
+    time``, by rank and step."""
+    rank, step = ends["rank"], ends["step"]
+    o = np.lexsort((step, rank))
+    rank, step, start, end = rank[o], step[o], ends["start"][o], ends["end"][o]
+    prev = np.r_[np.nan, end[:-1]] if len(o) else end
+    if len(o):
+        prev[1:][rank[1:] != rank[:-1]] = np.nan
+    with np.errstate(invalid="ignore"):
+        t = end - np.where(~np.isnan(prev) & (prev > start), prev, start)
+    return rank, step, t
+
+
+def _aligned(keys: tuple, to: tuple, values: np.ndarray) -> np.ndarray:
+    """``values`` (by the (rank, step) pairs ``keys``) at the pairs ``to``; NaN where a pair is missing."""
+    if len(keys[0]) == len(to[0]) and all(np.array_equal(a, b) for a, b in zip(keys, to)):
+        return values
+    at = {(int(r), int(s)): i for i, (r, s) in enumerate(zip(*keys))}
+    out = np.full(len(to[0]), np.nan)
+    for j, (r, s) in enumerate(zip(*to)):
+        i = at.get((int(r), int(s)))
+        if i is not None:
+            out[j] = values[i]
+    return out
 
 
 def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
@@ -429,37 +488,52 @@ def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
 
 def _replay(g: JobGraph, d: Delays) -> Replay:
     t, passes = solve(g, d)
-    steps, rank_steps = replay_tables(step_ends(g, g.point_time), step_ends(g, t))
+    steps, rank_steps = replay_step_tables(step_ends_table(g, g.point_time), step_ends_table(g, t))
     return Replay(g, d, t, passes, steps, rank_steps)
 
 
-def replay_tables(m_ends: pd.DataFrame, r_ends: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:class:`Replay`'s ``steps`` and ``rank_steps`` from the measured and replayed :func:`step_ends` (whichever
-    replay gave them: the job graph's, or the scale-out replay's at collective granularity)."""
-    m, r = step_table(m_ends), step_table(r_ends)
-    steps = pd.DataFrame(
-        {"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6, "replayed_ms": r["time"].to_numpy() / 1e6}
-    )
-    steps["error_pct"] = np.where(
-        steps["measured_ms"] > 0, 100.0 * (steps["replayed_ms"] - steps["measured_ms"]) / steps["measured_ms"], 0.0
-    )
-    steps["slowest_rank"] = m["slowest"].to_numpy().astype(np.int64) if len(m) else np.zeros(0, np.int64)
-    mt, rt = _rank_times(m_ends), _rank_times(r_ends)
-    rank_steps = pd.DataFrame(
+def replay_step_tables(m_ends, r_ends) -> tuple[Table, Table]:
+    """:class:`Replay`'s ``step_tab`` and ``rank_tab`` from the measured and replayed :func:`step_ends_table`
+    (whichever replay gave them: the job graph's, or the scale-out replay's at collective granularity)."""
+    m_ends, r_ends = Table.of(m_ends), Table.of(r_ends)
+    m, r = job_step_table(m_ends), job_step_table(r_ends)
+    measured, replayed = m["time"] / 1e6, r["time"] / 1e6
+    with np.errstate(divide="ignore", invalid="ignore"):
+        error = np.where(measured > 0, 100.0 * (replayed - measured) / measured, 0.0)
+    steps = Table(
         {
-            "rank": mt.index.get_level_values(0).astype(np.int64),
-            "step": mt.index.get_level_values(1).astype(np.int64),
-            "measured_ms": mt.to_numpy() / 1e6,
-            "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6,
+            "step": m["step"].astype(np.int64),
+            "measured_ms": measured,
+            "replayed_ms": replayed,
+            "error_pct": error,
+            "slowest_rank": m["slowest"].astype(np.int64),
+        }
+    )
+    mr, ms, mt = _rank_times(m_ends)
+    rr, rs, rt = _rank_times(r_ends)
+    rank_steps = Table(
+        {
+            "rank": mr.astype(np.int64),
+            "step": ms.astype(np.int64),
+            "measured_ms": mt / 1e6,
+            "replayed_ms": _aligned((rr, rs), (mr, ms), rt) / 1e6,
         }
     )
     return steps, rank_steps
+
+
+def replay_tables(m_ends, r_ends) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`replay_step_tables` as pandas frames."""
+    steps, rank_steps = replay_step_tables(m_ends, r_ends)
+    return steps.to_pandas(), rank_steps.to_pandas()
 
 
 def gpu_idle(g: JobGraph) -> pd.DataFrame:
     """Measured GPU idle time per (rank, step) in ms, within the job's step (:func:`step_table`: from the end of
     the job's previous step to the end of this one): the step's time minus the union of the rank's GPU
     operations inside it, a collective kernel counting from its last member's arrival (its wait is idle)."""
+    import pandas as pd
+
     job = step_table(step_ends(g, g.point_time))
     if job.empty:
         return pd.DataFrame({"rank": [], "step": [], "idle_ms": []})
