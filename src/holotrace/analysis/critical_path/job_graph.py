@@ -207,10 +207,16 @@ class JobGraph:
         return pos
 
 
+def _first_seen_codes(x: np.ndarray) -> np.ndarray:
+    """Codes 0..n-1 of the distinct values of ``x`` in the order they first appear (``pandas.factorize``)."""
+    u, first, inv = np.unique(x, return_index=True, return_inverse=True)
+    code = np.empty(len(u), dtype=np.int64)
+    code[np.argsort(first)] = np.arange(len(u))
+    return code[inv.reshape(-1)]
+
+
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
-    import pandas as pd
-
     rv = view[r]
     calls = outer_calls(rv)
     steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
@@ -247,7 +253,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
-        "chain": pd.factorize(thread)[0].astype(np.int32),
+        "chain": _first_seen_codes(thread).astype(np.int32),
     }
 
 
