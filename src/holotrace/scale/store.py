@@ -24,10 +24,6 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.ipc as ipc
-
 from holotrace.analysis.rank_summary import RankSummary
 from holotrace.atomic import fsync_dir, kill_point, temp_name, write_bytes, write_error
 from holotrace.errors import TraceFormatError, TraceNotFoundError
@@ -46,7 +42,12 @@ __all__ = [
 FORMAT = 2  # 2: the collectives frame carries group, kind and peer
 _RANK_DIR = re.compile(r"^rank-(\d{6})$")
 _RANK_FAILED = re.compile(r"^rank-(\d{6})\.failed\.json$")
-_OPTS = ipc.IpcWriteOptions(compression="lz4")
+
+
+def _opts():
+    import pyarrow.ipc as ipc
+
+    return ipc.IpcWriteOptions(compression="lz4")
 
 
 def rank_dir(out: Path, rank: int) -> Path:
@@ -59,26 +60,38 @@ def is_ingest_folder(path) -> bool:
     return p.is_dir() and any(p.glob("ingest-*.json"))
 
 
-def _write_table(path: Path, table: pa.Table) -> None:
-    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema, options=_OPTS) as w:
+def _write_table(path: Path, table) -> None:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema, options=_opts()) as w:
         w.write_table(table)
 
 
-def _frame_bytes(df: pd.DataFrame) -> bytes:
+def _frame_bytes(df) -> bytes:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     table = pa.Table.from_pandas(df, preserve_index=False)
     sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema, options=_OPTS) as w:
+    with ipc.new_stream(sink, table.schema, options=_opts()) as w:
         w.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
-def _frame_of(data: bytes, dtypes: dict) -> pd.DataFrame:
+def _frame_of(data: bytes, dtypes: dict):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     df = ipc.open_stream(pa.py_buffer(data)).read_all().to_pandas()
     return df.astype({c: t for c, t in dtypes.items() if c in df.columns}) if len(dtypes) else df
 
 
 def summary_to_bytes(s: RankSummary) -> bytes:
     """One Arrow IPC stream: a row per frame (name, Arrow IPC bytes, dtypes) and the ``info`` JSON."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     names = list(s.frames)
     table = pa.table(
         {
@@ -95,6 +108,9 @@ def summary_to_bytes(s: RankSummary) -> bytes:
 
 
 def summary_from_bytes(data: bytes, where: str = "") -> RankSummary:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
         table = ipc.open_stream(pa.py_buffer(data)).read_all()
         meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
@@ -118,6 +134,8 @@ def write_rank(out: Path, trace, strings, summary: RankSummary, source: Optional
 
     A rank folder another run put there meanwhile (two runs over overlapping ranges) is kept: both were made
     from the same file. A stale one (its file changed since) is replaced."""
+    import pyarrow as pa
+
     final = rank_dir(out, summary.rank)
     tmp = Path(out) / temp_name(final.name)
     tmp.mkdir(parents=True)
