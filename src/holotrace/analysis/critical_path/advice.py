@@ -22,6 +22,7 @@ from holotrace.analysis.critical_path.job_graph import (
 )
 from holotrace.analysis.critical_path.replay import Replay, shared_base
 from holotrace.analysis.critical_path.straggler_fix import group_sums, rank_waits
+from holotrace.analysis.grouped import group_mean
 from holotrace.errors import AnalysisError
 from holotrace.table import Table
 
@@ -277,14 +278,6 @@ def _objects(values: list) -> np.ndarray:
     return out
 
 
-def _group_means(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """pandas' group means: each group's compensated sum of its values (NaN skipped) over their count."""
-    v = np.asarray(values, dtype=np.float64)
-    count = np.bincount(codes[~np.isnan(v)], minlength=n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return group_sums(codes, v, n) / count
-
-
 def _descending(x: np.ndarray) -> np.ndarray:
     """Sort codes of ``x`` for a descending stable sort (NaN last), as pandas' multi-column sort makes them."""
     x = np.asarray(x, dtype=np.float64)
@@ -312,8 +305,8 @@ def _rank_fixes(per: Table, n_steps: int) -> Table:
         at[i] = c
     n = len(keys)
     first = np.array([i for _, i in keys], dtype=np.int64)
-    saving = _group_means(at, per["saving_ms"], n)
-    measured = _group_means(at, per["measured_ms"], n)
+    saving = group_mean(at, per["saving_ms"], n)
+    measured = group_mean(at, per["measured_ms"], n)
     with np.errstate(divide="ignore", invalid="ignore"):
         pct = np.where(measured > 0, 100.0 * saving / measured, 0.0)
     fix = _objects([k[0] for k, _ in keys])
@@ -359,7 +352,7 @@ def _costliest(facts: JobFacts, rank_steps: Table, per: Table, rep: Table) -> Co
         return CostliestRank(None, "no rank has runtime calls or GPU work to compare")
     rs = rank_steps.take(np.isin(rank_steps["step"], rep["step"]))
     by_rank, at = np.unique(rs["rank"], return_inverse=True)
-    mean_step = _group_means(at.reshape(-1), rs["measured_ms"], len(by_rank))
+    mean_step = group_mean(at.reshape(-1), rs["measured_ms"], len(by_rank))
     longest = int(_first_max(by_rank, mean_step)) if len(by_rank) else ranks[0]
     if len(ranks) == 1:
         return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
@@ -376,7 +369,7 @@ def _costliest(facts: JobFacts, rank_steps: Table, per: Table, rep: Table) -> Co
             np.zeros(0, dtype=np.int64),
         )
     )
-    s_mean = _group_means(s_at.reshape(-1), s_rows["saving_ms"], len(s_ranks)) if len(s_rows) else np.zeros(0)
+    s_mean = group_mean(s_at.reshape(-1), s_rows["saving_ms"], len(s_ranks)) if len(s_rows) else np.zeros(0)
     s_order = np.argsort(_descending(s_mean), kind="stable")
     strag_rank, strag_ms = s_ranks[s_order], s_mean[s_order]
     measured = np.asarray(rep["measured_ms"], dtype=np.float64)

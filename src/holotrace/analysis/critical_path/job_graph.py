@@ -43,6 +43,7 @@ from holotrace.analysis.critical_path.collectives import (
     view_clock_offsets,
 )
 from holotrace.analysis.critical_path.steps import step_rows
+from holotrace.analysis.grouped import factorize
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
@@ -207,14 +208,6 @@ class JobGraph:
         return pos
 
 
-def _first_seen_codes(x: np.ndarray) -> np.ndarray:
-    """Codes 0..n-1 of the distinct values of ``x`` in the order they first appear (``pandas.factorize``)."""
-    u, first, inv = np.unique(x, return_index=True, return_inverse=True)
-    code = np.empty(len(u), dtype=np.int64)
-    code[np.argsort(first)] = np.arange(len(u))
-    return code[inv.reshape(-1)]
-
-
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
@@ -253,7 +246,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
-        "chain": _first_seen_codes(thread).astype(np.int32),
+        "chain": factorize(thread)[0].astype(np.int32),
     }
 
 
@@ -327,17 +320,17 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     parts.clear()
     node_coll = np.full(len(node_rank), -1, dtype=np.int64)
     # collective instances -> GPU nodes
-    k = match.kernels
+    k = match.table
     n_inst = match.n_instances
     for r in chosen:
         sel = span[r][0] + np.flatnonzero(node_type[slice(*span[r])] == NodeType.GPU)
         if len(k):
-            kk = k[k["rank"] == r]
+            kk = k.take(k["rank"] == r)
             if len(kk):
                 rows_r, nodes_r = node_row[sel], sel
                 srt = np.argsort(rows_r)
-                at = srt[np.searchsorted(rows_r[srt], kk["row"].to_numpy())]
-                node_coll[nodes_r[at]] = kk["instance"].to_numpy()
+                at = srt[np.searchsorted(rows_r[srt], kk["row"])]
+                node_coll[nodes_r[at]] = kk["instance"]
     # arrival points: one node per instance, its own chain
     coll_nodes = np.flatnonzero(node_coll >= 0)
     arr_time = np.full(n_inst, -np.inf)

@@ -30,6 +30,7 @@ from holotrace.analysis.critical_path.replay import Delays, base_delays, shared_
 from holotrace.analysis.critical_path.straggler_fix import StragglerTables
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.table import Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -216,11 +217,10 @@ def rank_collectives(source, rank: int) -> RankCollectives:
 
 def rank_segments(source, plan: SegmentPlan) -> RankSegments:
     """Phase 2 of ``plan.rank`` (see the module docstring)."""
-    import pandas as pd
 
     view = job_view(source, NATIVE)
     r = plan.rank
-    match = CollectiveMatch(pd.DataFrame(plan.kernels))
+    match = CollectiveMatch(Table({c: np.asarray(a) for c, a in plan.kernels.items()}))
     frame = GraphFrame(match, {r: plan.offset}, plan.skew, plan.origin, plan.arrival)
     g = build_job_graph(view, ranks=[r], frame=frame)
     base = base_delays(g)

@@ -13,6 +13,7 @@ import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays
+from holotrace.analysis.grouped import group_sum
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,13 +61,7 @@ def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
         return np.zeros(n)
     if np.abs(v).sum() < 2.0**53 and np.array_equal(v, np.trunc(v)):
         return np.bincount(codes, weights=v, minlength=n)
-    try:
-        from holotrace.analysis.grouped import group_sum
-    except ImportError:
-        import pandas as pd
-
-        return pd.Series(v).groupby(codes).sum().reindex(np.arange(n), fill_value=0.0).to_numpy()
-    return group_sum(np.asarray(codes), v, n)
+    return group_sum(codes, v, n)
 
 
 def _nanmedian(x: np.ndarray, axis=None):
