@@ -3,7 +3,9 @@
 A group is given by integer ``codes`` (one per row, ``0 <= code < n_groups``; a negative code is no group, as
 pandas drops a missing key) and the reductions return one value per group, ``n_groups`` long, in code order:
 
-* :func:`group_sum` — the compensated (Kahan) sum in row order of the non-NaN values, exactly pandas' group sum
+* :func:`group_sum` — pandas' group sum: where the codes ascend (each group's rows in one run) and no value is
+  NaN, ``np.add.reduceat`` over the runs, as pandas' own fast path; otherwise the compensated (Kahan) sum in row
+  order of the non-NaN values, exactly pandas' group sum
   (``y = v - c; t = s + y; c = t - s - y``, ``c`` reset to 0 when it is NaN, an infinite value; ``s = t``); a group
   without a value sums to 0.0 (``min_count=0``). It is not ``np.sum`` (pairwise) and not ``np.bincount``.
 * :func:`group_count` — rows per group (non-NaN values when ``values`` is given).
@@ -125,8 +127,27 @@ def _welford_numpy(codes, values, n_groups):
     return mean, m2, counts
 
 
+def _runs(codes, values, n_groups):
+    """pandas' own path for codes in ascending order (rows grouped in runs) and no NaN: each run summed by
+    ``np.add.reduceat`` (numpy's pairwise sum after the first value), not compensated; None otherwise."""
+    if not len(codes) or (codes[1:] < codes[:-1]).any() or np.isnan(values).any():
+        return None
+    na = int(np.searchsorted(codes, 0))  # rows without a group come first
+    codes, values = codes[na:], values[na:]
+    if not len(codes):
+        return None
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    sums, counts = np.zeros(n_groups), np.zeros(n_groups, dtype=np.int64)
+    sums[codes[starts]] = np.add.reduceat(values, starts)
+    counts[codes[starts]] = np.diff(starts, append=len(codes))
+    return sums, counts
+
+
 def _kahan(codes, values, n_groups):
     codes, values, n_groups = _inputs(codes, values, n_groups)
+    runs = _runs(codes, values, n_groups)
+    if runs is not None:
+        return runs
     if core is None:
         return _kahan_numpy(codes, values, n_groups)
     sums = np.empty(n_groups)
