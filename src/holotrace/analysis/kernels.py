@@ -42,6 +42,7 @@ __all__ = [
     "type_times",
     "type_breakdown",
     "type_breakdown_table",
+    "type_totals_table",
     "kernel_stats",
     "kernel_stats_table",
     "rank_distribution",
@@ -88,13 +89,32 @@ def type_times(
     return {type_label(int(k), types): v for k, v in zip(masks, totals) if v > 0}
 
 
-def _with_pctg(labels: np.ndarray, time_us: np.ndarray) -> Table:
+def _pctg_table(labels: np.ndarray, time_us: np.ndarray) -> Table:
     """Rows of (label, time) by time descending, label ascending among ties (``labels`` come sorted), and
     ``pctg`` = percent of the total ``time_us`` (``time / total * 100``, as HTA computes it)."""
     order = np.argsort(-time_us, kind="stable")
     t = time_us[order]
     total = np.nansum(t)  # pandas' Series.sum: NaN skipped, numpy's pairwise sum in row order
     return Table({"kernel_type": labels[order], "time_us": t, "pctg": t / total * 100 if total > 0 else t * np.nan})
+
+
+def type_totals_table(labels, time_us) -> Table:
+    """The job's rows of :func:`type_breakdown_table` from rows of (label, time): times summed per label as
+    pandas' ``groupby(sort=True).sum()`` (compensated, in row order), then by time descending, label ascending
+    among ties, with ``pctg``. Columns ``kernel_type, time_us, pctg``."""
+    labels = np.asarray(labels, dtype=object)
+    uniq, code = np.unique(labels, return_inverse=True)  # labels ascending, as groupby(sort=True)
+    total = group_sum(code.reshape(-1), np.asarray(time_us, dtype=np.float64), len(uniq))
+    return _pctg_table(uniq.astype(object), total)
+
+
+def _with_pctg(df):
+    """:func:`_pctg_table` of a frame of ``kernel_type, time_us`` (rows of any order), as a frame whose
+    ``kernel_type`` keeps the input's dtype."""
+    labels = df["kernel_type"].to_numpy(dtype=object)
+    order = np.argsort(labels, kind="stable")
+    out = _pctg_table(labels[order], df["time_us"].to_numpy(dtype=np.float64)[order]).to_pandas(object_text=True)
+    return out.astype({"kernel_type": df["kernel_type"].dtype})
 
 
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
@@ -177,8 +197,7 @@ def type_breakdown_table(
         )
     labels = np.concatenate([a for _, a, _ in parts]) if parts else np.empty(0, dtype=object)
     time_us = np.concatenate([t for _, _, t in parts]) if parts else np.empty(0, dtype=np.float64)
-    uniq, code = np.unique(labels, return_inverse=True)  # labels ascending, as groupby(sort=True)
-    return _with_pctg(uniq.astype(object), group_sum(code.reshape(-1), time_us, len(uniq)))
+    return type_totals_table(labels, time_us)
 
 
 _STAT_COLUMNS = ["count", "num_names", "sum_us", "max_us", "min_us", "mean_us", "std_us"]
