@@ -67,7 +67,7 @@ def test_sums_means_and_variances_are_pandas_bits(path, seed, rows, groups, spec
 
 
 @pytest.mark.parametrize("seed,rows,groups,specials", CASES)
-def test_order_free_reductions_are_pandas_values(seed, rows, groups, specials):
+def test_order_free_reductions_are_pandas_values(path, seed, rows, groups, specials):
     codes, values = _data(seed, rows, groups, specials=specials)
     for how in ("min", "max", "median"):
         assert _same(getattr(grouped, f"group_{how}")(codes, values, groups), _pandas(codes, values, groups, how))
@@ -91,9 +91,10 @@ def test_compiled_and_numpy_agree_on_one_huge_group_and_many_small(monkeypatch):
     rng = np.random.default_rng(9)
     codes = np.where(rng.random(50_000) < 0.5, 0, rng.integers(1, 5000, 50_000))
     values = rng.exponential(1e3, 50_000) * 10.0 ** rng.integers(-6, 7, 50_000)
-    want = [f(codes, values, 5000) for f in (grouped.group_sum, grouped.group_mean, grouped.group_var)]
+    fs = (grouped.group_sum, grouped.group_mean, grouped.group_var, grouped.group_min, grouped.group_max)
+    want = [f(codes, values, 5000) for f in fs]
     monkeypatch.setattr(grouped, "core", None)
-    got = [f(codes, values, 5000) for f in (grouped.group_sum, grouped.group_mean, grouped.group_var)]
+    got = [f(codes, values, 5000) for f in fs]
     assert all(_same(a, b) for a, b in zip(want, got))
 
 
@@ -138,3 +139,22 @@ def test_codes_in_runs_take_pandas_reduceat_path(seed):
     m = np.array([340.314711, 341.100176, 339.197615, 341.482187, 342.345287, 341.720326, 340.562205, 341.889401])
     zero = np.zeros(len(m), dtype=np.int64)
     assert grouped.group_mean(zero, m, 1)[0] == pd.Series(m).groupby(zero).mean().iloc[0] == 341.07648850000004
+
+
+def test_extremes_keep_the_first_of_equal_values(path):
+    """0.0 and -0.0 are equal: the group's first one is its min and max, as pandas' strict comparisons."""
+    codes = np.array([0, 0, 1, 1, 2])
+    values = np.array([-0.0, 0.0, 0.0, -0.0, np.nan])
+    low, high = grouped.group_extremes(codes, values, 4)
+    for got, how in ((low, "min"), (high, "max")):
+        assert _same(got, _pandas(codes, values, 4, how))
+        assert np.signbit(got[:2]).tolist() == [True, False]
+
+
+def test_unique_ids_is_numpy_unique():
+    rng = np.random.default_rng(4)
+    for ids in (rng.integers(-1, 50, 1000), rng.integers(0, 10**15, 100), np.array([7, 7, 3], dtype=np.int32)):
+        uniq, inv = grouped.unique_ids(ids)
+        want_u, want_inv = np.unique(ids, return_inverse=True)
+        assert uniq.tolist() == want_u.tolist() and inv.tolist() == want_inv.tolist() and uniq.dtype == ids.dtype
+    assert grouped.unique_ids(np.empty(0, dtype=np.int64))[0].shape == (0,)

@@ -3,6 +3,8 @@
  * kahan:   per group, the compensated sum of the non-NaN values in row order (pandas' group_sum and the sum of
  *          group_mean: y = v - c; t = s + y; c = t - s - y; c reset to 0 when NaN (an infinite value); s = t)
  *          and the count of those values.
+ * extremes: per group, the least and the largest non-NaN value (strict comparisons: the first of equal values, as
+ *          pandas' group_min/group_max), NaN for a group without one.
  * welford: per group, the running mean and sum of squared deviations of the non-NaN values in row order
  *          (pandas' group_var: mean += (v - old) / n; m2 += (v - mean) * (v - old)) and their count.
  * Rows whose code is negative belong to no group. Built with -ffp-contract=off: no fused multiply-add, so the
@@ -118,7 +120,42 @@ static PyObject *welford(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *extremes(PyObject *self, PyObject *args) {
+    Py_buffer b[5];
+    if (take(args, "extremes", b, 2) < 0) return NULL;
+    const int64_t *code = b[0].buf;
+    const double *val = b[1].buf;
+    double *low = b[2].buf, *high = b[3].buf;
+    int64_t *nobs = b[4].buf;
+    Py_ssize_t rows = b[0].len / 8, groups = b[4].len / 8;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t g = 0; g < groups; g++) low[g] = high[g] = Py_NAN, nobs[g] = 0;
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        int64_t g = code[i];
+        double v = val[i];
+        if (g < 0) continue;
+        if (g >= groups) {
+            bad = 1;
+            break;
+        }
+        if (v != v) continue;
+        if (nobs[g]++ == 0) {
+            low[g] = high[g] = v;
+            continue;
+        }
+        if (v < low[g]) low[g] = v; /* strict: an equal later value (0.0 after -0.0) keeps the first */
+        if (v > high[g]) high[g] = v;
+    }
+    Py_END_ALLOW_THREADS;
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i]);
+    if (bad) return PyErr_Format(PyExc_ValueError, "extremes: a code is not below the number of groups");
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"extremes", extremes, METH_VARARGS,
+     "extremes(codes, values, mins, maxs, counts): the least and largest non-NaN value per group (the first of ties)."},
     {"kahan", kahan, METH_VARARGS, "kahan(codes, values, sums, counts): compensated sums per group, in row order."},
     {"welford", welford, METH_VARARGS,
      "welford(codes, values, means, m2, counts): running means and squared deviations per group, in row order."},

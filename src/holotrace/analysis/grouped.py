@@ -12,13 +12,15 @@ pandas drops a missing key) and the reductions return one value per group, ``n_g
 * :func:`group_mean` — the compensated sum over the count (NaN for an empty group), as ``groupby().mean()``.
 * :func:`group_var` / :func:`group_std` — Welford's running variance in row order, as ``groupby().var()``/``std()``
   (NaN where the count is at most ``ddof``).
-* :func:`group_min` / :func:`group_max` — NaN skipped, NaN for an empty group.
+* :func:`group_min` / :func:`group_max` (:func:`group_extremes`: both) — NaN skipped, NaN for an empty group; of
+  equal values the first row's (``0.0`` and ``-0.0``), as pandas' strict comparisons.
 * :func:`group_median` — numpy's median of the group's non-NaN values (the mean of the two middle ones for an
   even count), as ``groupby().median()``; NaN for an empty group.
 * :func:`group_first_row` — the first row of each group (-1 for an empty group).
-* :func:`factorize` — codes in first-appearance order, as ``pd.factorize``.
+* :func:`factorize` — codes in first-appearance order, as ``pd.factorize``; :func:`unique_ids` — sorted
+  codes of integers, as ``np.unique(return_inverse=True)``, without a sort for ids of a small range.
 
-The order-dependent sums (sum, mean, var) run in a small compiled core (``holotrace.analysis._grouped``) when it
+The order-dependent reductions (sum, mean, var, min, max) run in a small compiled core (``holotrace.analysis._grouped``) when it
 is built; otherwise in numpy, one vectorised step per position within the groups (the groups still running after
 a few steps finish in a Python loop, the same float arithmetic). Set the module attribute ``core`` to ``None`` to
 use the numpy path.
@@ -36,6 +38,7 @@ except ImportError:  # not built (a source checkout without build_ext): numpy co
 __all__ = [
     "factorize",
     "group_count",
+    "group_extremes",
     "group_first_row",
     "group_max",
     "group_mean",
@@ -44,6 +47,7 @@ __all__ = [
     "group_std",
     "group_sum",
     "group_var",
+    "unique_ids",
 ]
 
 _FEW = 32  # groups still running below which the numpy path finishes each in a Python loop
@@ -207,26 +211,38 @@ def group_std(codes, values, n_groups: int, ddof: int = 1) -> np.ndarray:
         return np.sqrt(group_var(codes, values, n_groups, ddof))
 
 
-def _extreme(codes, values, n_groups, ufunc) -> np.ndarray:
+def _extremes(codes, values, n_groups) -> tuple[np.ndarray, np.ndarray]:
     codes, values, n_groups = _inputs(codes, values, n_groups)
+    if getattr(core, "extremes", None) is not None:  # (a core built before it had no extremes)
+        low, high = np.empty(n_groups), np.empty(n_groups)
+        core.extremes(codes, values, low, high, np.empty(n_groups, dtype=np.int64))
+        return low, high
     keep = (codes >= 0) & ~np.isnan(values)
     c, v = codes[keep], values[keep]
-    out = np.full(n_groups, np.nan)
-    first = group_first_row(c, n_groups)
-    has = first >= 0
-    out[has] = v[first[has]]  # ties keep the earlier row, as pandas' strict comparison
-    ufunc.at(out, c, v)
-    return out
+    out = []
+    for key in (v, -v):  # a stable sort by group, then value (min) or value descending (max), ties in row order
+        o = np.lexsort((key, c))
+        co = c[o]
+        start = np.flatnonzero(np.r_[True, co[1:] != co[:-1]]) if len(co) else np.empty(0, dtype=np.int64)
+        a = np.full(n_groups, np.nan)
+        a[co[start]] = v[o[start]]
+        out.append(a)
+    return out[0], out[1]
+
+
+def group_extremes(codes, values, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(group_min, group_max)`` in one pass."""
+    return _extremes(codes, values, n_groups)
 
 
 def group_min(codes, values, n_groups: int) -> np.ndarray:
     """pandas' ``groupby(codes).min()`` of float64 values: NaN skipped, NaN for an empty group."""
-    return _extreme(codes, values, n_groups, np.minimum)
+    return _extremes(codes, values, n_groups)[0]
 
 
 def group_max(codes, values, n_groups: int) -> np.ndarray:
     """pandas' ``groupby(codes).max()`` of float64 values: NaN skipped, NaN for an empty group."""
-    return _extreme(codes, values, n_groups, np.maximum)
+    return _extremes(codes, values, n_groups)[1]
 
 
 def group_median(codes, values, n_groups: int) -> np.ndarray:
@@ -250,11 +266,29 @@ def group_median(codes, values, n_groups: int) -> np.ndarray:
 def group_first_row(codes, n_groups: int) -> np.ndarray:
     """The first row (position) of each group, -1 for a group without a row."""
     codes = np.asarray(codes, dtype=np.int64)
-    out = np.full(int(n_groups), -1, dtype=np.int64)
     rows = np.flatnonzero(codes >= 0)
-    u, first = np.unique(codes[rows], return_index=True)
-    out[u] = rows[first]
-    return out
+    first = np.full(int(n_groups), len(codes), dtype=np.int64)
+    np.minimum.at(first, codes[rows], rows)
+    first[first == len(codes)] = -1
+    return first
+
+
+def unique_ids(ids) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` of integers: by a lookup table without a sort when their range is
+    at most a few times their number (string ids, ranks, packed pairs of them), else by numpy's sort."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu" or not len(ids):
+        uniq, inv = np.unique(ids, return_inverse=True)
+        return uniq, inv.reshape(-1).astype(np.int64, copy=False)
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo > 4 * len(ids) + 1024:
+        uniq, inv = np.unique(ids, return_inverse=True)
+        return uniq, inv.reshape(-1).astype(np.int64, copy=False)
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    off = ids.astype(np.int64, copy=False) - lo
+    present[off] = True
+    code = np.cumsum(present, dtype=np.int64) - 1
+    return (np.flatnonzero(present) + lo).astype(ids.dtype, copy=False), code[off]
 
 
 def factorize(values) -> tuple[np.ndarray, np.ndarray]:

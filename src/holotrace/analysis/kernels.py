@@ -23,12 +23,12 @@ import numpy as np
 from holotrace.analysis import intervals
 from holotrace.analysis.grouped import (
     group_count,
-    group_max,
+    group_extremes,
     group_mean,
     group_median,
-    group_min,
     group_std,
     group_sum,
+    unique_ids,
 )
 from holotrace.analysis.topk import top_k_arrays
 from holotrace.model.classify import KernelType, RuleSet
@@ -335,8 +335,7 @@ def rank_distribution_table(
         return _empty(cols)
     one_rank = len(ids) == 1
     name_id, dur = np.concatenate(ids), np.asarray(np.concatenate(durs), dtype=np.float64)
-    uniq, name_code = np.unique(name_id, return_inverse=True)
-    name_code = name_code.reshape(-1)
+    uniq, name_code = unique_ids(name_id)
     total = group_sum(name_code, dur, len(uniq))  # pandas' sums (compensated), as every release of this table
     names = view.names(uniq)
     by_text = np.empty(len(uniq), dtype=np.int64)  # total descending, then name ascending, then id
@@ -350,15 +349,15 @@ def rank_distribution_table(
         stat_rank = np.repeat(rank_of[0][:1], len(chosen))
     else:  # groups of (name, rank), ascending, as groupby([name, rank]); rows kept in their order
         keep = np.isin(name_id, uniq[chosen]) if len(chosen) < len(uniq) else slice(None)
-        rank_ids, rank_code = np.unique(np.concatenate(rank_of)[keep], return_inverse=True)
-        pair = name_code[keep] * len(rank_ids) + rank_code.reshape(-1)
-        pairs, codes = np.unique(pair, return_inverse=True)
-        codes, n_groups = codes.reshape(-1), len(pairs)
+        rank_ids, rank_code = unique_ids(np.concatenate(rank_of)[keep])
+        pairs, codes = unique_ids(name_code[keep] * len(rank_ids) + rank_code)
+        n_groups = len(pairs)
         dur = dur[keep]
+    low, high = group_extremes(codes, dur, n_groups)
     stats = [
         group_count(codes, n_groups, dur),
-        group_max(codes, dur, n_groups),
-        group_min(codes, dur, n_groups),
+        high,
+        low,
         group_mean(codes, dur, n_groups),
         group_std(codes, dur, n_groups),
     ]

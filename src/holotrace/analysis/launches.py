@@ -86,7 +86,7 @@ def launch_stats(
         include_memory_events=include_memory_events,
         details=details,
     )
-    return {r: t.to_pandas() for r, t in stats.items()}
+    return {r: t.to_pandas(copy=False) for r, t in stats.items()}
 
 
 def launch_stats_table(
@@ -157,10 +157,10 @@ def rank_launches(
         launch_delay_cutoff=launch_delay_cutoff,
         include_memory_events=include_memory_events,
     )
-    rows = got.rows.to_pandas()
+    rows = got.rows.to_pandas(copy=False)
     if got.worst is None:
         return rows, None
-    worst = got.worst.to_pandas()
+    worst = got.worst.to_pandas(copy=False)
     if not len(got.worst_rows):  # the empty frame of a rank with launches: its names' column type, as a slice
         return rows, worst.astype({"launch": "str", "kernel": "str"})
     return rows, worst.set_axis(got.worst_rows, axis=0)
@@ -360,11 +360,16 @@ def launch_summary_table(stats: dict) -> Table:
 
 
 def all_launches(stats: dict):
-    """:func:`all_launches_table` of the frames of :func:`launch_stats`, as a pandas frame (a text column keeps
-    pandas' ``str`` type where every rank's frame has it, as ``pd.concat``)."""
-    df = all_launches_table({r: Table.of(d) for r, d in stats.items()}).to_pandas(object_text=True)
-    text = [c for c in df.columns if df[c].dtype == object and stats]
-    return df.astype({c: "str" for c in text if all(d[c].dtype == "str" for d in stats.values())})
+    """The per-rank frames of :func:`launch_stats` stacked, with a leading ``rank`` column (ranks in key order): the
+    frame form of :func:`all_launches_table` (pandas' concat of the frames, which keeps their text columns as they
+    are)."""
+    import pandas as pd
+
+    parts = [d.assign(rank=np.int64(r)) for r, d in stats.items()]
+    if not parts:
+        return all_launches_table({}).to_pandas(object_text=True)
+    df = pd.concat(parts, ignore_index=True)
+    return df[["rank"] + [c for c in df.columns if c != "rank"]]
 
 
 def all_launches_table(stats: dict) -> Table:
