@@ -14,7 +14,19 @@ from holotrace.model.view import job_view
 from holotrace.table import Table
 
 JOB = Path(__file__).resolve().parents[1] / "data" / "traces" / "hta_trace_filter_2rank"
-MODULES = ["temporal", "overlap", "steps", "idle", "kernels", "launches", "topk", "endpoint_order", "callstack"]
+MODULES = [
+    "temporal",
+    "overlap",
+    "steps",
+    "idle",
+    "kernels",
+    "launches",
+    "topk",
+    "endpoint_order",
+    "callstack",
+    "classification",
+    "grouped",
+]
 
 
 @pytest.mark.parametrize("module", MODULES)
