@@ -127,6 +127,20 @@ def test_first_row_and_factorize_as_pandas():
         assert list(got_uniques) == list(want_uniques)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_codes_in_runs_take_pandas_reduceat_path(seed):
+    """Rows grouped in ascending runs without NaN: pandas sums each run with ``np.add.reduceat`` (not compensated);
+    the same bits here. Values whose compensated and running sums differ (341.07648850000004 against ...4885)."""
+    rng = np.random.default_rng(seed)
+    codes = np.sort(rng.integers(0, 5, 400))
+    values = np.round(rng.uniform(300, 400, len(codes)), 6)
+    assert _same(grouped.group_sum(codes, values, 6), _pandas(codes, values, 6, "sum"))
+    assert _same(grouped.group_mean(codes, values, 6), _pandas(codes, values, 6, "mean"))
+    m = np.array([340.314711, 341.100176, 339.197615, 341.482187, 342.345287, 341.720326, 340.562205, 341.889401])
+    zero = np.zeros(len(m), dtype=np.int64)
+    assert grouped.group_mean(zero, m, 1)[0] == pd.Series(m).groupby(zero).mean().iloc[0] == 341.07648850000004
+
+
 def test_extremes_keep_the_first_of_equal_values(path):
     """0.0 and -0.0 are equal: the group's first one is its min and max, as pandas' strict comparisons."""
     codes = np.array([0, 0, 1, 1, 2])

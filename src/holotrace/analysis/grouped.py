@@ -3,11 +3,11 @@
 A group is given by integer ``codes`` (one per row, ``0 <= code < n_groups``; a negative code is no group, as
 pandas drops a missing key) and the reductions return one value per group, ``n_groups`` long, in code order:
 
-* :func:`group_sum` — the compensated (Kahan) sum in row order of the non-NaN values, exactly pandas' group sum
+* :func:`group_sum` — pandas' group sum: where the codes ascend (each group's rows in one run) and no value is
+  NaN, ``np.add.reduceat`` over the runs, as pandas' own fast path; otherwise the compensated (Kahan) sum in row
+  order of the non-NaN values, exactly pandas' group sum
   (``y = v - c; t = s + y; c = t - s - y``, ``c`` reset to 0 when it is NaN, an infinite value; ``s = t``); a group
   without a value sums to 0.0 (``min_count=0``). It is not ``np.sum`` (pairwise) and not ``np.bincount``.
-  Except, as pandas (3.x) does, when the codes are already in order (non-decreasing row by row, the rows
-  without a group first) and no value is NaN: then each group's run of rows is summed by ``np.add.reduceat``.
 * :func:`group_count` — rows per group (non-NaN values when ``values`` is given).
 * :func:`group_mean` — the compensated sum over the count (NaN for an empty group), as ``groupby().mean()``.
 * :func:`group_var` / :func:`group_std` — Welford's running variance in row order, as ``groupby().var()``/``std()``
@@ -131,27 +131,27 @@ def _welford_numpy(codes, values, n_groups):
     return mean, m2, counts
 
 
-def _runs(codes: np.ndarray, values: np.ndarray, n_groups: int):
-    """pandas' sum of groups whose rows are already in code order: ``np.add.reduceat`` over each group's run of
-    rows (``(sums, counts)``), or None where pandas runs its compensated sum instead (codes out of order, a NaN
-    value, no row with a group)."""
-    if not len(codes) or (len(codes) > 1 and bool(np.any(codes[1:] < codes[:-1]))) or np.isnan(values).any():
+def _runs(codes, values, n_groups):
+    """pandas' own path for codes in ascending order (rows grouped in runs) and no NaN: each run summed by
+    ``np.add.reduceat`` (numpy's pairwise sum after the first value), not compensated; None otherwise."""
+    if not len(codes) or (codes[1:] < codes[:-1]).any() or np.isnan(values).any():
         return None
-    skip = int(np.searchsorted(codes, 0))  # rows without a group come first
-    c, v = codes[skip:], values[skip:]
-    if not len(c):
+    na = int(np.searchsorted(codes, 0))  # rows without a group come first
+    codes, values = codes[na:], values[na:]
+    if not len(codes):
         return None
-    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-    sums = np.zeros(n_groups)
-    sums[c[starts]] = np.add.reduceat(v, starts)
-    return sums, np.bincount(c, minlength=n_groups).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    sums, counts = np.zeros(n_groups), np.zeros(n_groups, dtype=np.int64)
+    sums[codes[starts]] = np.add.reduceat(values, starts)
+    counts[codes[starts]] = np.diff(starts, append=len(codes))
+    return sums, counts
 
 
 def _kahan(codes, values, n_groups):
     codes, values, n_groups = _inputs(codes, values, n_groups)
-    in_order = _runs(codes, values, n_groups)
-    if in_order is not None:
-        return in_order
+    runs = _runs(codes, values, n_groups)
+    if runs is not None:
+        return runs
     if core is None:
         return _kahan_numpy(codes, values, n_groups)
     sums = np.empty(n_groups)
@@ -187,8 +187,7 @@ def group_count(codes, n_groups: int, values=None) -> np.ndarray:
 
 
 def group_mean(codes, values, n_groups: int) -> np.ndarray:
-    """pandas' ``groupby(codes).mean()``: the group's sum (as :func:`group_sum`) over the count of non-NaN values
-    (NaN if none)."""
+    """pandas' ``groupby(codes).mean()``: the compensated sum over the count of non-NaN values (NaN if none)."""
     sums, counts = _kahan(codes, values, n_groups)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = sums / counts.astype(np.float64)

@@ -7,8 +7,9 @@ collective arrival or transfer), until the step's start. Consecutive segments of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import (
     EDGE_KIND_NAMES,
@@ -17,6 +18,9 @@ from holotrace.analysis.critical_path.job_graph import (
     NodeType,
 )
 from holotrace.analysis.critical_path.replay import Replay, step_ends, step_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["job_critical_path", "job_path_hops", "path_summary"]
 
@@ -76,6 +80,8 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
     """One row per path segment, in time order per step: ``step, rank, kind, name, start_ms, dur_ms`` (times from
     the job's origin on the replay, which is the measured time when unmodified; ``name`` the event the segment ends
     in; ``rank`` -1 for a collective's arrival point)."""
+    import pandas as pd
+
     g, t = rep.graph, rep.times
     cols = ["step", "rank", "kind", "name", "start_ms", "dur_ms"]
     raw = _walk(rep)
@@ -129,6 +135,8 @@ def job_path_hops(rep: Replay) -> pd.DataFrame:
     """The path's hops from one track to another (a launch, a stream wait, a host sync, a collective's last arrival
     to a member's end), for flow arrows: ``step, kind, from_rank, from_row, from_end, to_rank, to_row, to_end``
     (rows of the ranks' model columns; ``*_end``: the hop leaves from / lands on the event's end, else its start)."""
+    import pandas as pd
+
     g = rep.graph
     cols = ["step", "kind", "from_rank", "from_row", "from_end", "to_rank", "to_row", "to_end"]
     raw = _walk(rep)
@@ -164,6 +172,8 @@ def job_path_hops(rep: Replay) -> pd.DataFrame:
 
 def path_summary(path: pd.DataFrame) -> pd.DataFrame:
     """Time on the path per step, rank and edge kind (ms), longest first within a step."""
+    import pandas as pd
+
     if path.empty:
         return pd.DataFrame({"step": [], "rank": [], "kind": [], "ms": []})
     s = path.groupby(["step", "rank", "kind"], sort=False)["dur_ms"].sum().rename("ms").reset_index()
