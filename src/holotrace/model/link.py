@@ -74,10 +74,13 @@ def isin_ids(values: np.ndarray, members: np.ndarray) -> np.ndarray:
         flag = np.zeros(hi - lo + 1, dtype=bool)
         flag[members - lo] = True
         return flag[values - lo]
-    for shift in (16, 8):  # flag arrays of 2**shift ids, one per block that holds a member
-        blocks = np.unique(members >> shift)
-        if len(blocks) << shift <= budget:
-            return _isin_blocks(values, members, blocks, shift)
+    blocks = np.unique(members >> 16)  # flag arrays of 2**16 ids, one per block that holds a member
+    if len(blocks) << 16 <= budget:
+        return _isin_blocks(values, members, blocks, 16)
+    if len(blocks) << 8 <= budget:  # smaller blocks (at least as many of them) may fit
+        blocks = np.unique(members >> 8)
+        if len(blocks) << 8 <= budget:
+            return _isin_blocks(values, members, blocks, 8)
     return np.isin(values, members, kind="sort")  # ids scattered over a wide range
 
 
