@@ -79,7 +79,7 @@ def collective_waits_table(source, *, rules: RuleSet | None = None, ranks: Seque
     view = resolve(source, rules)
     starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
     origin = min(starts) if starts else 0
-    m = Table.of(match_collectives(view, rules=view.rules, ranks=ranks).kernels)
+    m = match_collectives(view, rules=view.rules, ranks=ranks).table
     if m.empty:
         return Table({c: np.empty(0, dtype=object if c == "collective" else np.float64) for c in _WAIT_COLUMNS})
     by = np.argsort(np.asarray(m["rank"]), kind="stable")  # the ranks in order, each rank's rows in their order

@@ -17,7 +17,8 @@ from holotrace.analysis.critical_path.job_graph import (
     JobGraph,
     NodeType,
 )
-from holotrace.analysis.critical_path.replay import Replay, step_ends, step_table
+from holotrace.analysis.critical_path.replay import Replay
+from holotrace.analysis.critical_path.step_times import job_step_table, step_ends_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,8 +42,8 @@ def _walk(rep: Replay) -> list:
     """``(step, source point, destination point, edge kind, step start)`` of every path edge, walked back from the
     end of each job step (see the module docstring)."""
     g, t, d = rep.graph, rep.times, rep.delays
-    job = step_table(step_ends(g, t))
-    if job.empty:
+    job = job_step_table(step_ends_table(g, t))
+    if not len(job):
         return []
     pos_of = np.empty(len(g.chain_order), dtype=np.int64)
     pos_of[g.chain_order] = np.arange(len(g.chain_order))
@@ -50,7 +51,7 @@ def _walk(rep: Replay) -> list:
     srt = keep[np.argsort(g.dst[keep], kind="stable")]
     dsts = g.dst[srt]
     rows = []
-    for s, end_t, time, slow in zip(job["step"], job["end"], job["time"], job["slowest"]):
+    for s, end_t, time, slow in zip(*(job[c].tolist() for c in ("step", "end", "time", "slowest"))):
         lo = end_t - time
         p = _end_point(g, t, int(slow), int(s))
         for _ in range(len(g.point_time)):

@@ -271,8 +271,6 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
     """Passes over the chain positions ``pos`` (ascending) and the cross edges into them until nothing moves
     (``by_dst``: the edges come sorted by destination)."""
-    import pandas as pd
-
     order = g.chain_order
     if not len(pos):
         return v, 0
@@ -307,7 +305,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool
             for a, b in runs:
                 np.maximum.accumulate(y[a:b], out=y[a:b])
         else:
-            y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
+            y = _segment_cummax(y, seg_id)
         new = c_cum + y
         old = v[pts]
         fin = np.isfinite(new)
@@ -316,6 +314,14 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool
         if done:
             return v, n
     raise RuntimeError("the job graph's replay did not settle: a dependency cycle gains time")
+
+
+def _segment_cummax(y: np.ndarray, seg_id: np.ndarray) -> np.ndarray:
+    """The running maximum of ``y`` within each run of equal ``seg_id`` (ascending along ``y``), exactly: by the
+    values' ranks, each run's shifted above the runs before it, in one running maximum of integers."""
+    u, r = np.unique(y, return_inverse=True)
+    shift = seg_id.astype(np.int64) * len(u)
+    return u[np.maximum.accumulate(r.reshape(-1) + shift) - shift]
 
 
 @dataclass
