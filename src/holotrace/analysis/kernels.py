@@ -108,15 +108,6 @@ def type_totals_table(labels, time_us) -> Table:
     return _pctg_table(uniq.astype(object), total)
 
 
-def _with_pctg(df):
-    """:func:`_pctg_table` of a frame of ``kernel_type, time_us`` (rows of any order), as a frame whose
-    ``kernel_type`` keeps the input's dtype."""
-    labels = df["kernel_type"].to_numpy(dtype=object)
-    order = np.argsort(labels, kind="stable")
-    out = _pctg_table(labels[order], df["time_us"].to_numpy(dtype=np.float64)[order]).to_pandas(object_text=True)
-    return out.astype({"kernel_type": df["kernel_type"].dtype})
-
-
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
     """Rows of the rank's GPU work whose kernel type is analysed (found once per rank view)."""
     codes = tuple(int(t) for t in types)
