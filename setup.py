@@ -1,4 +1,4 @@
-"""Build of the compiled event scanner and the job replay's sweep; everything else is in pyproject.toml."""
+"""Build of the compiled event scanner, the job replay's sweep and the group sums; everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -18,6 +18,11 @@ setup(
             "holotrace.analysis.critical_path._replay",
             sources=["src/holotrace/analysis/critical_path/_replay.c"],
             extra_compile_args=["-O2", "-std=gnu99"],
+        ),
+        Extension(
+            "holotrace.analysis._grouped",
+            sources=["src/holotrace/analysis/_grouped.c"],
+            extra_compile_args=["-O2", "-std=gnu99", "-ffp-contract=off"],
         ),
     ]
 )

@@ -131,11 +131,19 @@ class Table:
         """Rows as tuples of Python values (numpy scalars converted)."""
         return list(zip(*(a.tolist() for a in self._cols.values()))) if self._cols else [() for _ in range(self._n)]
 
-    def to_pandas(self):
-        """A pandas frame of the same columns (imports pandas: for the API boundary and file writers)."""
+    def to_pandas(self, *, object_text: bool = False, copy: bool = True):
+        """A pandas frame of the same columns (imports pandas: for the API boundary and file writers).
+
+        With ``object_text`` an object column stays of dtype ``object`` (pandas would infer its ``str`` dtype
+        for text): the frame that an analysis built with ``pd.Series(..., dtype=object)``. ``copy=False`` lets the
+        frame hold the table's arrays (for a table made only to be converted)."""
         import pandas as pd
 
-        return pd.DataFrame({k: a for k, a in self._cols.items()}, index=pd.RangeIndex(self._n))
+        cols = {
+            k: pd.Series(a, dtype=object, copy=False) if object_text and a.dtype == object else a
+            for k, a in self._cols.items()
+        }
+        return pd.DataFrame(cols, index=pd.RangeIndex(self._n), copy=copy)
 
 
 def is_frame(x) -> bool:

@@ -122,7 +122,9 @@ def _answer(job) -> tuple:
 
     js = summarize_job(job)
     frames = {
-        k: v.to_dict("records") if hasattr(v, "to_dict") else str(v) for k, v in js.data().items() if k != "findings"
+        k: v.to_pandas().to_dict("records") if hasattr(v, "to_pandas") else str(v)
+        for k, v in js.data().items()
+        if k != "findings"
     }
     return json.dumps(frames, sort_keys=True, default=str), [f.as_dict() for f in js.findings]  # NaN == NaN
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 
 from corpus import BUNDLED
+from frames_check import assert_frames_equal, is_table
 from holotrace.exec.executor import LocalExecutor, TaskFailed
 from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize
@@ -25,8 +25,8 @@ def _ray_executor():
 def assert_same(a, b) -> None:
     assert a.ranks == b.ranks
     for key, v in a.frames.items():
-        if isinstance(v, pd.DataFrame):
-            pd.testing.assert_frame_equal(b.frames[key], v, check_exact=True, obj=key)
+        if is_table(v):
+            assert_frames_equal(b.frames[key], v, check_exact=True, obj=key)
         else:
             assert str(b.frames[key]) == str(v), key
     assert [f.as_dict() for f in a.findings] == [f.as_dict() for f in b.findings]

@@ -8,11 +8,13 @@ import pytest
 
 import holotrace
 from corpus import BUNDLED
+from frames_check import as_frame, assert_frames_equal, is_table
 from holotrace.analysis import idle, kernels, overlap, steps, stragglers, temporal
 from holotrace.analysis.rank_summary import SKETCH_ACCURACY, delay_sketch, sketch_quantiles
 from holotrace.exec.executor import ExecutorError, LocalExecutor, TaskFailed, get_executor
 from holotrace.findings import FindingCode
 from holotrace.scale import ingest, read_ingest, summarize
+from holotrace.table import Table
 
 # frames the reduce must give bit for bit; top kernels sum per-rank totals (last-bit rounding of the sum)
 EXACT = (
@@ -55,8 +57,9 @@ def direct_frames(job) -> dict:
 def assert_same_as_direct(js, job) -> None:
     direct = direct_frames(job)
     for key in EXACT:
-        pd.testing.assert_frame_equal(js.frames[key], direct[key], check_exact=True, obj=key)
-    pd.testing.assert_frame_equal(js.frames["top_kernels"], direct["top_kernels"], rtol=1e-12, obj="top_kernels")
+        assert isinstance(js.frames[key], Table), key
+        assert_frames_equal(js.frames[key], direct[key], check_exact=True, obj=key)
+    assert_frames_equal(js.frames["top_kernels"], direct["top_kernels"], rtol=1e-12, obj="top_kernels")
     assert [f.as_dict() for f in js.findings] == [f.as_dict() for f in job.findings]
     assert js.ranks == job.ranks
 
@@ -70,7 +73,7 @@ def test_reduce_equals_whole_job_analyses_bundled(path):
 def test_reduce_equals_whole_job_analyses_16_ranks(job16):
     js = summarize(job16, executor=LocalExecutor(2))
     assert_same_as_direct(js, holotrace.load(job16, cache=False, progress_bar=False))
-    assert js.frames["straggler_summary"]["rank"].iloc[0] == 5  # the planted straggler
+    assert js.frames["straggler_summary"]["rank"][0] == 5  # the planted straggler
     assert max(js.summary_bytes) < 200_000  # a rank's summary is small whatever its event count
 
 
@@ -81,8 +84,8 @@ def test_ingest_then_summary_equals_direct_summary(job16, tmp_path):
     back = read_ingest(tmp_path)
     assert back.ranks == list(range(16))
     for key, v in direct.frames.items():
-        if isinstance(v, pd.DataFrame):
-            pd.testing.assert_frame_equal(back.frames[key], v, check_exact=True, obj=key)
+        if is_table(v):
+            assert_frames_equal(back.frames[key], v, check_exact=True, obj=key)
         else:
             assert back.frames[key] == pytest.approx(v, nan_ok=True) if isinstance(v, dict) else back.frames[key] == v
     assert [f.as_dict() for f in back.findings] == [f.as_dict() for f in direct.findings]
@@ -120,7 +123,7 @@ def test_merged_moments_equal_statistics_over_every_instance(job16):
         sel = v["gpu"] & np.isin(v["kernel_type"], [0, 1, 2])
         parts.append(pd.DataFrame({"name": view.names(v["name"][sel]), "dur": v["dur"][sel] / 1000.0}))
     every = pd.concat(parts).groupby("name")["dur"].agg(["count", "sum", "min", "max", "mean", "std"]).fillna(0.0)
-    m = js.frames["kernel_moments"].set_index("name").loc[every.index]
+    m = as_frame(js.frames["kernel_moments"]).set_index("name").loc[every.index]
     assert (m["count"].to_numpy() == every["count"].to_numpy()).all()
     for a, b in (("sum_us", "sum"), ("min_us", "min"), ("max_us", "max"), ("mean_us", "mean"), ("std_us", "std")):
         np.testing.assert_allclose(m[a].to_numpy(), every[b].to_numpy(), rtol=1e-9, atol=1e-9)
@@ -140,20 +143,21 @@ def test_folding_order_does_not_change_any_frame(job16):
     with pytest.raises(ValueError, match="rank 3 was already reduced"):
         red.add(summaries[3])
     for key, v in red.frames().items():
-        if isinstance(v, pd.DataFrame):
-            pd.testing.assert_frame_equal(v, in_order[key], check_exact=True, obj=key)
+        if is_table(v):
+            assert_frames_equal(v, in_order[key], check_exact=True, obj=key)
         else:
             assert v == pytest.approx(in_order[key], nan_ok=True) if isinstance(v, dict) else v == in_order[key]
-    assert len(in_order["collective_waits"]) > 0 and in_order["straggler_summary"]["rank"].iloc[0] == 5
+    assert len(in_order["collective_waits"]) > 0 and in_order["straggler_summary"]["rank"][0] == 5
     js = summarize(job16, executor=LocalExecutor(2))
-    pd.testing.assert_frame_equal(js.frames["collective_waits"], in_order["collective_waits"], check_exact=True)
+    assert_frames_equal(js.frames["collective_waits"], in_order["collective_waits"], check_exact=True)
 
 
 def test_sketch_quantiles_within_accuracy():
     rng = np.random.default_rng(3)
     x = rng.lognormal(3.0, 1.5, 20_000)
     parts = [delay_sketch(x[i::4]) for i in range(4)]  # merged from four "ranks"
-    med, p95 = sketch_quantiles(pd.concat(parts), [0.5, 0.95])
+    merged = Table({c: np.concatenate([p[c] for p in parts]) for c in ("bucket", "count")})
+    med, p95 = sketch_quantiles(merged, [0.5, 0.95])
     assert med == pytest.approx(np.percentile(x, 50), rel=SKETCH_ACCURACY * 1.5)
     assert p95 == pytest.approx(np.percentile(x, 95), rel=SKETCH_ACCURACY * 1.5)
     assert sketch_quantiles(delay_sketch(np.zeros(5)), [0.5]) == [0.0]

@@ -30,3 +30,19 @@ def test_thread_codes_first_appearance():
     assert _thread_codes(pid, tid).tolist() == expected
     # the same pairs with values too far apart to pack in one integer
     assert _thread_codes(pid * 2**40, tid * 2**40).tolist() == expected
+
+
+def test_pairs_in_is_pandas_multiindex_isin():
+    """The membership of (thread, time) pairs of the general path: what a pandas MultiIndex.isin answers."""
+    import pandas as pd
+
+    from holotrace.analysis.endpoint_order import _pairs_in
+
+    rng = np.random.default_rng(5)
+    a1, a2 = rng.integers(0, 4, 300), rng.integers(0, 30, 300).astype(np.float64) / 2
+    b1, b2 = rng.integers(0, 4, 200), rng.integers(0, 30, 200).astype(np.float64) / 2
+    want = pd.MultiIndex.from_arrays([a1, a2]).isin(pd.MultiIndex.from_arrays([b1, b2]))
+    got = _pairs_in(a1, a2, b1, b2)
+    assert got.tolist() == want.tolist() and 0 < got.sum() < len(got)
+    assert _pairs_in(a1[:0], a2[:0], b1, b2).shape == (0,)
+    assert not _pairs_in(a1, a2, b1[:0], b2[:0]).any()

@@ -230,3 +230,18 @@ def test_worst_launches_are_the_first_of_the_full_sort():
         pos = np.sort(rng.choice(500, n, replace=False))
         full = pos[np.lexsort((ts, -np.nan_to_num(value), np.isnan(value)))[:k]]
         assert np.array_equal(_worst(pos, value, ts, k), full)
+
+
+def test_unique_lookup_of_sparse_keys_is_pandas_get_indexer():
+    """The sorted lookup of sparse correlation keys gives what a hash index gives, and None for a repeated key."""
+    import pandas as pd
+
+    from holotrace.analysis.launches import _unique_lookup
+
+    rng = np.random.default_rng(3)
+    keys = rng.choice(10**12, 500, replace=False).astype(np.int64)
+    queries = np.r_[keys[::3], rng.integers(0, 10**12, 200), keys[:5]].astype(np.int64)
+    got = _unique_lookup(keys, queries)
+    assert got.tolist() == pd.Index(keys).get_indexer(queries).tolist()
+    assert (got[: len(keys[::3])] >= 0).all()
+    assert _unique_lookup(np.r_[keys, keys[7]], queries) is None

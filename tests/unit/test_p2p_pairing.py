@@ -89,7 +89,7 @@ def test_reduce_of_summaries_pairs_the_same(tmp_path):
 
     job = _pipeline(tmp_path)
     summaries = [summary_from_bytes(summary_to_bytes(rank_summary(job, r))) for r in job.ranks]  # as stored
-    reduced = reduce_summaries(summaries)["collective_waits"]
+    reduced = reduce_summaries(summaries)["collective_waits"].to_pandas()
     here = collective_waits(job)
     assert len(here) == 4
     assert reduced[["rank", "wait_us", "last_arrival"]].equals(here[["rank", "wait_us", "last_arrival"]])

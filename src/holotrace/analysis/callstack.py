@@ -40,9 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.endpoint_order import endpoint_order as _endpoint_order
+from holotrace.analysis.grouped import factorize
 from holotrace.model import classify
 from holotrace.model.classify import CPU_KINDS, RuleSet
 from holotrace.model.link import isin_ids
@@ -407,7 +407,7 @@ def _thread_codes(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """A code per ``(pid, tid)`` thread, numbered in order of first appearance."""
     if not len(pid):
         return np.zeros(0, dtype=np.int64)
-    return pd.factorize(_pair_key(pid, tid))[0].astype(np.int64)
+    return factorize(_pair_key(pid, tid))[0]
 
 
 def _pair_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
@@ -418,8 +418,8 @@ def _pair_key(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
         tspan = int(tid.max()) - t0 + 1
         if (int(pid.max()) - p0 + 1) * tspan < 2**62:
             return (pid.astype(np.int64) - p0) * tspan + (tid.astype(np.int64) - t0)
-    tc, tu = pd.factorize(tid)
-    return pd.factorize(pid)[0].astype(np.int64) * len(tu) + tc
+    tc, tu = factorize(tid)
+    return factorize(pid)[0] * len(tu) + tc
 
 
 def _has_name(view, names: np.ndarray, rule) -> np.ndarray:

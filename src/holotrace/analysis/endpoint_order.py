@@ -4,7 +4,6 @@ them in this order (see :mod:`holotrace.analysis.callstack` for the order at one
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["endpoint_order"]
 
@@ -36,9 +35,7 @@ def endpoint_order(
                 at = thread * span + (ts - _span_origin(ts, end))
                 has_po[np.flatnonzero(zero)] = np.isin(at[zero], at[~zero])
             else:
-                po_keys = pd.MultiIndex.from_arrays([thread[~zero], ts[~zero]])
-                z_keys_open = pd.MultiIndex.from_arrays([thread[zero], ts[zero]])
-                has_po[np.flatnonzero(zero)] = z_keys_open.isin(po_keys)
+                has_po[np.flatnonzero(zero)] = _pairs_in(thread[zero], ts[zero], thread[~zero], ts[~zero])
         z2 = np.concatenate([zero, zero])
         low[z2] = (np.where(np.concatenate([has_po, has_po]), 6, 0) + ~is_open)[z2]
 
@@ -77,6 +74,20 @@ def packed_order(key: np.ndarray, tie_keys) -> np.ndarray:
         o = order[tied]
         order[tied] = o[np.lexsort((*tie_keys(o), run[tied]))]
     return order
+
+
+def _pairs_in(a1: np.ndarray, a2: np.ndarray, b1: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    """Whether each pair ``(a1, a2)`` is one of the pairs ``(b1, b2)`` (one sort of both sets of pairs)."""
+    x1, x2 = np.concatenate([a1, b1]), np.concatenate([a2, b2])
+    order = np.lexsort((x2, x1))
+    s1, s2 = x1[order], x2[order]
+    group = np.cumsum(np.r_[True, (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])]) - 1
+    in_b = np.zeros(int(group[-1]) + 1 if len(group) else 0, dtype=bool)
+    in_b[group[order >= len(a1)]] = True
+    out = np.empty(len(a1), dtype=bool)
+    at_a = order < len(a1)
+    out[order[at_a]] = in_b[group[at_a]]
+    return out
 
 
 def _span_origin(ts: np.ndarray, end: np.ndarray) -> int:

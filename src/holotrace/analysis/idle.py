@@ -28,12 +28,24 @@ from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
+from holotrace.analysis.grouped import group_sum
 from holotrace.model.classify import HTA_KERNEL_CATEGORIES, RuleSet
 from holotrace.model.view import JobView, RankView, resolve
+from holotrace.table import Table
 
-__all__ = ["CATEGORIES", "HOST_WAIT", "KERNEL_WAIT", "OTHER", "idle_breakdown", "idle_interval_stats", "idle_by_rank"]
+__all__ = [
+    "CATEGORIES",
+    "HOST_WAIT",
+    "KERNEL_WAIT",
+    "OTHER",
+    "idle_breakdown",
+    "idle_breakdown_table",
+    "idle_interval_stats",
+    "idle_interval_stats_table",
+    "idle_by_rank",
+    "idle_by_rank_table",
+]
 
 HOST_WAIT, KERNEL_WAIT, OTHER = 0, 1, 2
 CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -126,7 +138,21 @@ def idle_breakdown(
     ranks: Optional[Sequence[int]] = None,
     streams: Optional[Sequence[int]] = None,
     consecutive_kernel_delay_us: float = 30.0,
-) -> pd.DataFrame:
+):
+    """:func:`idle_breakdown_table` as a pandas frame."""
+    return idle_breakdown_table(
+        source, rules=rules, ranks=ranks, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay_us
+    ).to_pandas(object_text=True)
+
+
+def idle_breakdown_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    consecutive_kernel_delay_us: float = 30.0,
+) -> Table:
     """Idle time per rank, stream and category.
 
     Args:
@@ -162,11 +188,11 @@ def idle_breakdown(
     total = idle_us.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(total != 0, idle_us / np.where(total != 0, total, 1.0), np.nan if rules.hta_table else 0.0)
-    return pd.DataFrame(
+    return Table(
         {
             "rank": np.repeat(key[:, 0], 3),
             "stream": np.repeat(key[:, 1], 3),
-            "idle_category": pd.Series(np.tile(_CATEGORY_NAMES, n), dtype=object),
+            "idle_category": np.tile(_CATEGORY_NAMES, n),
             "idle_us": idle_us.reshape(-1),
             "idle_ratio": ratio.reshape(-1),
             "gaps": np.array(gaps, dtype=np.int64).reshape(-1),
@@ -198,7 +224,21 @@ def idle_interval_stats(
     ranks: Optional[Sequence[int]] = None,
     streams: Optional[Sequence[int]] = None,
     consecutive_kernel_delay_us: float = 30.0,
-) -> pd.DataFrame:
+):
+    """:func:`idle_interval_stats_table` as a pandas frame."""
+    return idle_interval_stats_table(
+        source, rules=rules, ranks=ranks, streams=streams, consecutive_kernel_delay_us=consecutive_kernel_delay_us
+    ).to_pandas(object_text=True)
+
+
+def idle_interval_stats_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    consecutive_kernel_delay_us: float = 30.0,
+) -> Table:
     """Statistics of the individual idle gaps per rank, stream and category (arguments of :func:`idle_breakdown`).
 
     Returns:
@@ -217,23 +257,13 @@ def idle_interval_stats(
             for c in sorted({*np.unique(cat).tolist(), OTHER}):  # a few groups: numpy's reductions, as pandas' describe
                 x = g[cat == c]
                 out.append((rank, s, CATEGORIES[c], len(x), *_describe(x)))
-    if not out:
-        return pd.DataFrame(
-            {
-                c: pd.Series(
-                    dtype=object
-                    if c == "idle_category"
-                    else (np.int64 if c in ("rank", "stream", "count") else np.float64)
-                )
-                for c in _STATS_COLUMNS
-            }
-        )
-    cols = dict(zip(_STATS_COLUMNS, zip(*out)))
-    return pd.DataFrame(
+    cols = dict(zip(_STATS_COLUMNS, zip(*out))) if out else {c: () for c in _STATS_COLUMNS}
+    return Table(
         {
-            c: pd.Series(np.array(v, dtype=object), dtype=object)
-            if c == "idle_category"
-            else np.array(v, dtype=np.int64 if c in ("rank", "stream", "count") else np.float64)
+            c: np.array(
+                v,
+                dtype=object if c == "idle_category" else np.int64 if c in ("rank", "stream", "count") else np.float64,
+            )
             for c, v in cols.items()
         }
     )
@@ -250,21 +280,32 @@ def _describe(x: np.ndarray) -> tuple[float, ...]:
     return (mean, std, x.min(), *q.tolist(), x.max())
 
 
-def idle_by_rank(breakdown: pd.DataFrame) -> pd.DataFrame:
+def idle_by_rank(breakdown):
+    """:func:`idle_by_rank_table` as a pandas frame."""
+    return idle_by_rank_table(breakdown).to_pandas()
+
+
+def idle_by_rank_table(breakdown) -> Table:
     """Idle time per rank summed over its streams, and each category's percent of it.
 
     Args:
-        breakdown: output of :func:`idle_breakdown`.
+        breakdown: output of :func:`idle_breakdown_table` (or the frame of :func:`idle_breakdown`).
 
     Returns:
         Columns ``rank, idle_us, host_wait_pctg, kernel_wait_pctg, other_pctg`` (0 % when a rank never
-        idles), one row per rank ascending.
+        idles), one row per rank ascending. A category's time is pandas' compensated sum over the streams,
+        the rank's total the plain sum of its three categories.
     """
-    per = breakdown.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum")
-    per = per.reindex(columns=list(CATEGORIES)).fillna(0.0)
-    total = per.sum(axis=1).to_numpy()
+    b = Table.of(breakdown)
+    ranks, rank_code = np.unique(np.asarray(b["rank"], dtype=np.int64), return_inverse=True)
+    cat = np.asarray(b["idle_category"], dtype=object)
+    per = np.zeros((len(CATEGORIES), len(ranks)))
+    for i, c in enumerate(CATEGORIES):
+        m = cat == c
+        per[i] = group_sum(rank_code.reshape(-1)[m], np.asarray(b["idle_us"], dtype=np.float64)[m], len(ranks))
+    total = (per[0] + per[1]) + per[2]
     safe = np.where(total > 0, total, 1.0)
-    out = pd.DataFrame({"rank": per.index.to_numpy(dtype=np.int64), "idle_us": total})
-    for c in CATEGORIES:
-        out[f"{c}_pctg"] = np.where(total > 0, 100.0 * per[c].to_numpy() / safe, 0.0)
-    return out
+    out = {"rank": ranks.astype(np.int64), "idle_us": total}
+    for i, c in enumerate(CATEGORIES):
+        out[f"{c}_pctg"] = np.where(total > 0, 100.0 * per[i] / safe, 0.0)
+    return Table(out)

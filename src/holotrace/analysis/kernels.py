@@ -19,12 +19,21 @@ from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import intervals
+from holotrace.analysis.grouped import (
+    group_count,
+    group_extremes,
+    group_mean,
+    group_median,
+    group_std,
+    group_sum,
+    unique_ids,
+)
 from holotrace.analysis.topk import top_k_arrays
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import JobView, RankView, resolve
+from holotrace.table import Table
 
 __all__ = [
     "KernelType",
@@ -32,9 +41,14 @@ __all__ = [
     "type_label",
     "type_times",
     "type_breakdown",
+    "type_breakdown_table",
+    "type_totals_table",
     "kernel_stats",
+    "kernel_stats_table",
     "rank_distribution",
+    "rank_distribution_table",
     "top_kernels",
+    "top_kernels_table",
 ]
 
 _TYPE_NAMES = np.array([t.name for t in sorted(KernelType)], dtype=object)
@@ -75,19 +89,23 @@ def type_times(
     return {type_label(int(k), types): v for k, v in zip(masks, totals) if v > 0}
 
 
-def _order_types(df: pd.DataFrame, value: str) -> pd.DataFrame:
-    """Sort by ``value`` descending, label ascending among ties."""
-    return df.sort_values(["kernel_type"], kind="stable").sort_values(
-        value, ascending=False, kind="stable", ignore_index=True
-    )
+def _pctg_table(labels: np.ndarray, time_us: np.ndarray) -> Table:
+    """Rows of (label, time) by time descending, label ascending among ties (``labels`` come sorted), and
+    ``pctg`` = percent of the total ``time_us`` (``time / total * 100``, as HTA computes it)."""
+    order = np.argsort(-time_us, kind="stable")
+    t = time_us[order]
+    total = np.nansum(t)  # pandas' Series.sum: NaN skipped, numpy's pairwise sum in row order
+    return Table({"kernel_type": labels[order], "time_us": t, "pctg": t / total * 100 if total > 0 else t * np.nan})
 
 
-def _with_pctg(df: pd.DataFrame) -> pd.DataFrame:
-    """``pctg`` = percent of the frame's total ``time_us`` (``time / total * 100``, as HTA computes it)."""
-    df = _order_types(df, "time_us")
-    total = df["time_us"].sum()
-    df["pctg"] = df["time_us"] / total * 100 if total > 0 else np.nan
-    return df
+def type_totals_table(labels, time_us) -> Table:
+    """The job's rows of :func:`type_breakdown_table` from rows of (label, time): times summed per label as
+    pandas' ``groupby(sort=True).sum()`` (compensated, in row order), then by time descending, label ascending
+    among ties, with ``pctg``. Columns ``kernel_type, time_us, pctg``."""
+    labels = np.asarray(labels, dtype=object)
+    uniq, code = np.unique(labels, return_inverse=True)  # labels ascending, as groupby(sort=True)
+    total = group_sum(code.reshape(-1), np.asarray(time_us, dtype=np.float64), len(uniq))
+    return _pctg_table(uniq.astype(object), total)
 
 
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
@@ -110,7 +128,20 @@ def type_breakdown(
     ranks: Optional[Sequence[int]] = None,
     include_memory: bool = True,
     by_rank: bool = False,
-) -> pd.DataFrame:
+):
+    """:func:`type_breakdown_table` as a pandas frame."""
+    t = type_breakdown_table(source, rules=rules, ranks=ranks, include_memory=include_memory, by_rank=by_rank)
+    return t.to_pandas(object_text=by_rank)  # the labels of the job's rows are of pandas' str dtype, as ever
+
+
+def type_breakdown_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    include_memory: bool = True,
+    by_rank: bool = False,
+) -> Table:
     """Time by kernel-type combination.
 
     Args:
@@ -143,30 +174,21 @@ def type_breakdown(
         for rank, labels, t in parts:
             order = np.lexsort((labels.argsort(kind="stable").argsort(kind="stable"), -t))
             t = t[order]
-            total = pd.Series(t, copy=False).sum()  # pandas' sum, as the job's table
+            total = np.nansum(t)  # pandas' Series.sum, as the job's table
             cols["rank"].append(np.full(len(t), rank, dtype=np.int64))
             cols["kernel_type"].append(labels[order])
             cols["time_us"].append(t)
             cols["pctg"].append(t / total * 100 if total > 0 else np.full(len(t), np.nan))
         dtypes = {"rank": np.int64, "kernel_type": object, "time_us": np.float64, "pctg": np.float64}
-        return pd.DataFrame(
+        return Table(
             {
-                c: pd.Series(np.concatenate(a) if a else np.empty(0, dtype=t), dtype=t)
+                c: (np.concatenate(a) if a else np.empty(0, dtype=t)).astype(t, copy=False)
                 for (c, a), t in zip(cols.items(), dtypes.values())
             }
         )
-    df = pd.DataFrame(
-        {
-            "rank": np.concatenate([np.full(len(t), r, dtype=np.int64) for r, _, t in parts])
-            if parts
-            else np.empty(0, dtype=np.int64),
-            "kernel_type": pd.Series(
-                np.concatenate([a for _, a, _ in parts]) if parts else np.empty(0, dtype=object), dtype=object
-            ),
-            "time_us": np.concatenate([t for _, _, t in parts]) if parts else np.empty(0, dtype=np.float64),
-        }
-    )
-    return _with_pctg(df.groupby("kernel_type", sort=True)["time_us"].sum().reset_index())
+    labels = np.concatenate([a for _, a, _ in parts]) if parts else np.empty(0, dtype=object)
+    time_us = np.concatenate([t for _, _, t in parts]) if parts else np.empty(0, dtype=np.float64)
+    return type_totals_table(labels, time_us)
 
 
 _STAT_COLUMNS = ["count", "num_names", "sum_us", "max_us", "min_us", "mean_us", "std_us"]
@@ -193,7 +215,27 @@ def kernel_stats(
     num_kernels: int = 10,
     duration_ratio: float = 0.8,
     include_memory: bool = True,
-) -> pd.DataFrame:
+):
+    """:func:`kernel_stats_table` as a pandas frame."""
+    return kernel_stats_table(
+        source,
+        rules=rules,
+        ranks=ranks,
+        num_kernels=num_kernels,
+        duration_ratio=duration_ratio,
+        include_memory=include_memory,
+    ).to_pandas(object_text=True)
+
+
+def kernel_stats_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    num_kernels: int = 10,
+    duration_ratio: float = 0.8,
+    include_memory: bool = True,
+) -> Table:
     """Top kernels per rank and kernel type, the rest folded into ``others``.
 
     The cut and the statistics follow :func:`holotrace.analysis.topk.top_k` under ``rules``
@@ -225,17 +267,17 @@ def kernel_stats(
     sizes = [len(a["name"]) for _, _, a in parts]
     out = {
         "rank": np.repeat([r for r, _, _ in parts], sizes).astype(np.int64),
-        "kernel_type": pd.Series(np.repeat(np.array([t for _, t, _ in parts], dtype=object), sizes), dtype=object),
-        "name": pd.Series(np.concatenate([a["name"] for _, _, a in parts]), dtype=object),
+        "kernel_type": np.repeat(np.array([t for _, t, _ in parts], dtype=object), sizes),
+        "name": np.concatenate([a["name"] for _, _, a in parts]).astype(object, copy=False),
     }
     for c in _STAT_COLUMNS:
         out[c] = np.concatenate([a[c.removesuffix("_us")] for _, _, a in parts])
-    return pd.DataFrame(out)
+    return Table(out)
 
 
-def _empty(cols: list[str]) -> pd.DataFrame:
+def _empty(cols: list[str]) -> Table:
     dtypes = {"rank": np.int64, "count": np.int64, "num_names": np.int64, "kernel_type": object, "name": object}
-    return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in cols})
+    return Table({c: np.empty(0, dtype=dtypes.get(c, np.float64)) for c in cols})
 
 
 def rank_distribution(
@@ -245,7 +287,19 @@ def rank_distribution(
     ranks: Optional[Sequence[int]] = None,
     top: int = 10,
     include_memory: bool = True,
-) -> pd.DataFrame:
+):
+    """:func:`rank_distribution_table` as a pandas frame."""
+    return rank_distribution_table(source, rules=rules, ranks=ranks, top=top, include_memory=include_memory).to_pandas()
+
+
+def rank_distribution_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    top: int = 10,
+    include_memory: bool = True,
+) -> Table:
     """Per-rank duration distribution of the kernels with the most total time over the job.
 
     Args:
@@ -271,10 +325,9 @@ def rank_distribution(
     if not sum(len(x) for x in ids):
         return _empty(cols)
     one_rank = len(ids) == 1
-    name_id, dur = np.concatenate(ids), pd.Series(np.concatenate(durs), copy=False)
-    by_name = dur.groupby(name_id)  # pandas' sums (compensated), as every release of this table
-    totals = by_name.sum()
-    uniq, total = totals.index.to_numpy(), totals.to_numpy()
+    name_id, dur = np.concatenate(ids), np.asarray(np.concatenate(durs), dtype=np.float64)
+    uniq, name_code = unique_ids(name_id)
+    total = group_sum(name_code, dur, len(uniq))  # pandas' sums (compensated), as every release of this table
     names = view.names(uniq)
     by_text = np.empty(len(uniq), dtype=np.int64)  # total descending, then name ascending, then id
     by_text[np.argsort(names, kind="stable")] = np.arange(len(uniq))
@@ -282,35 +335,44 @@ def rank_distribution(
     by_id = intervals.stable_order(name_id)
     first = by_id[np.flatnonzero(np.r_[True, name_id[by_id[1:]] != name_id[by_id[:-1]]])]
     ktype_of = np.concatenate(ktypes)[first]  # each kernel's type where it first appears (ranks ascending)
-    if one_rank:  # grouped by name alone: the same groups, and ``totals`` are their sums
-        g, at = by_name, chosen
+    if one_rank:  # grouped by name alone: the same groups, and ``total`` are their sums
+        codes, n_groups, at = name_code, len(uniq), chosen
         stat_rank = np.repeat(rank_of[0][:1], len(chosen))
-    else:
+    else:  # groups of (name, rank), ascending, as groupby([name, rank]); rows kept in their order
         keep = np.isin(name_id, uniq[chosen]) if len(chosen) < len(uniq) else slice(None)
-        g = dur[keep].groupby([name_id[keep], np.concatenate(rank_of)[keep]])
-    count, high, low = g.count(), g.max(), g.min()
-    sums, mean, std = g.sum(), g.mean(), g.std()
+        rank_ids, rank_code = unique_ids(np.concatenate(rank_of)[keep])
+        pairs, codes = unique_ids(name_code[keep] * len(rank_ids) + rank_code)
+        n_groups = len(pairs)
+        dur = dur[keep]
+    low, high = group_extremes(codes, dur, n_groups)
+    stats = [
+        group_count(codes, n_groups, dur),
+        high,
+        low,
+        group_mean(codes, dur, n_groups),
+        group_std(codes, dur, n_groups),
+    ]
     if one_rank:
         pos = np.arange(len(chosen))
-        out_sum = sums.to_numpy()[at]
-        vals = [x.to_numpy()[at] for x in (count, high, low, mean, std)]
+        out_sum = total[at]
+        vals = [x[at] for x in stats]
         med = out_sum
     else:
-        key_id = sums.index.get_level_values(0).to_numpy()
-        stat_rank = sums.index.get_level_values(1).to_numpy().astype(np.int64)
+        sums = group_sum(codes, dur, n_groups)
+        key_code, stat_rank = pairs // len(rank_ids), rank_ids[pairs % len(rank_ids)].astype(np.int64)
         where = np.full(len(uniq), -1, dtype=np.int64)
         where[chosen] = np.arange(len(chosen))
-        pos = where[np.searchsorted(uniq, key_id)]
+        pos = where[key_code]
         order = np.lexsort((stat_rank, pos))
-        pos, stat_rank, key_id = pos[order], stat_rank[order], key_id[order]
-        out_sum = sums.to_numpy()[order]
-        vals = [x.to_numpy()[order] for x in (count, high, low, mean, std)]
-        med = pd.Series(out_sum, copy=False).groupby(pos).transform("median").to_numpy()
+        pos, stat_rank = pos[order], stat_rank[order]
+        out_sum = sums[order]
+        vals = [x[order] for x in stats]
+        med = group_median(pos, out_sum, len(chosen))[pos]
         at = chosen[pos]
     n_rows, vmax, vmin, vmean, vstd = vals
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(med > 0, out_sum / np.where(med > 0, med, 1.0), np.nan)
-    return pd.DataFrame(
+    return Table(
         {
             "kernel_type": _TYPE_NAMES[ktype_of[at].astype(np.int64)],
             "name": names[at],
@@ -326,9 +388,14 @@ def rank_distribution(
     )
 
 
-def top_kernels(
+def top_kernels(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, top: int = 10):
+    """:func:`top_kernels_table` as a pandas frame."""
+    return top_kernels_table(source, rules=rules, ranks=ranks, top=top).to_pandas(object_text=True)
+
+
+def top_kernels_table(
     source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, top: int = 10
-) -> pd.DataFrame:
+) -> Table:
     """The GPU operations (every kernel type) with the most total time, summed over ranks.
 
     Returns:
@@ -354,10 +421,10 @@ def top_kernels(
     names = view.names(uniq)
     pick = np.lexsort((names.astype(str), -total))[:top] if len(uniq) else np.empty(0, dtype=np.int64)
     ktype = np.concatenate(types)[first[pick]] if len(pick) else np.empty(0, dtype=np.int64)
-    return pd.DataFrame(
+    return Table(
         {
-            "kernel_type": pd.Series(_TYPE_NAMES[ktype.astype(np.int64)], dtype=object),
-            "name": pd.Series(names[pick], dtype=object),
+            "kernel_type": _TYPE_NAMES[ktype.astype(np.int64)],
+            "name": np.asarray(names[pick], dtype=object),
             "count": count[pick],
             "sum_us": total[pick],
             "mean_us": total[pick] / np.maximum(count[pick], 1),

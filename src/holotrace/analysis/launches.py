@@ -19,26 +19,32 @@ Definitions (µs): ``cpu_duration`` = launch call duration, ``gpu_duration`` = G
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import JobView, resolve, wide
+from holotrace.table import Table
 
 __all__ = [
     "STATS_COLUMNS",
     "FLAG_COLUMNS",
     "DETAIL_COLUMNS",
+    "RankLaunches",
     "launch_stats",
+    "launch_stats_table",
     "rank_launches",
+    "rank_launches_table",
     "launch_summary",
+    "launch_summary_table",
     "all_launches",
+    "all_launches_table",
     "worst_launches",
+    "worst_launches_table",
     "delay_overview",
 ]
 
@@ -69,8 +75,31 @@ def launch_stats(
     launch_delay_cutoff: float = 100,
     include_memory_events: bool = True,
     details: bool = False,
-) -> dict[int, pd.DataFrame]:
-    """Launch statistics, one frame per rank.
+) -> dict:
+    """:func:`launch_stats_table` as pandas frames: ``{rank: frame}``."""
+    stats = launch_stats_table(
+        source,
+        rules=rules,
+        ranks=ranks,
+        runtime_cutoff=runtime_cutoff,
+        launch_delay_cutoff=launch_delay_cutoff,
+        include_memory_events=include_memory_events,
+        details=details,
+    )
+    return {r: t.to_pandas(copy=False) for r, t in stats.items()}
+
+
+def launch_stats_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    runtime_cutoff: float = 50,
+    launch_delay_cutoff: float = 100,
+    include_memory_events: bool = True,
+    details: bool = False,
+) -> dict[int, Table]:
+    """Launch statistics, one table per rank.
 
     Args:
         source: a :class:`~holotrace.model.job.Job` or a :class:`~holotrace.model.view.JobView`.
@@ -82,7 +111,7 @@ def launch_stats(
             ``iteration`` (of the launch call) and ``ts`` (µs of the call from the job's first event).
 
     Returns:
-        ``{rank: frame}`` (in ``ranks`` order) with columns ``correlation, cpu_duration,
+        ``{rank: table}`` (in ``ranks`` order) with columns ``correlation, cpu_duration,
         gpu_duration, launch_delay`` (float64 µs), the three flags, then the detail columns; one row
         per (launch, GPU work) pair.
     """
@@ -92,12 +121,21 @@ def launch_stats(
     is_api = _api_flags(view, include_memory_events)
     origin = _origin(view) if details else 0
 
-    def one(rank: int) -> pd.DataFrame:
+    def one(rank: int) -> Table:
         v = view[rank]
         cpu, gpu = _pairs(view, v, is_api)
-        return _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin if details else None)
+        return _table(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin if details else None)
 
     return thread_map(one, chosen)
+
+
+class RankLaunches(NamedTuple):
+    """One rank's launches (:func:`rank_launches_table`): ``rows`` without the detail columns, ``worst`` (with
+    them, None when the rank has no launch) and ``worst_rows``, the positions of ``worst`` in ``rows``."""
+
+    rows: Table
+    worst: Optional[Table]
+    worst_rows: np.ndarray
 
 
 def rank_launches(
@@ -108,25 +146,52 @@ def rank_launches(
     runtime_cutoff: float = 50,
     launch_delay_cutoff: float = 100,
     include_memory_events: bool = True,
-) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
-    """One rank's launches without the detail columns, and its ``top`` worst delayed launches with them: the frame
-    of :func:`launch_stats` and the rows :func:`worst_launches` picks from its ``details=True`` frame (by
-    ``launch_delay``, flagged ``launch_delay_outlier``), without decoding the names of every launch. A rank without
-    launches gives the empty ``details=True`` frame and None."""
+):
+    """:func:`rank_launches_table` as pandas frames ``(rows, worst)``: ``worst`` indexed by its positions in
+    ``rows`` (as :func:`worst_launches` leaves them), None for a rank without launches."""
+    got = rank_launches_table(
+        view,
+        rank,
+        top=top,
+        runtime_cutoff=runtime_cutoff,
+        launch_delay_cutoff=launch_delay_cutoff,
+        include_memory_events=include_memory_events,
+    )
+    rows = got.rows.to_pandas(copy=False)
+    if got.worst is None:
+        return rows, None
+    worst = got.worst.to_pandas(copy=False)
+    if not len(got.worst_rows):  # the empty frame of a rank with launches: its names' column type, as a slice
+        return rows, worst.astype({"launch": "str", "kernel": "str"})
+    return rows, worst.set_axis(got.worst_rows, axis=0)
+
+
+def rank_launches_table(
+    view: JobView,
+    rank: int,
+    *,
+    top: int,
+    runtime_cutoff: float = 50,
+    launch_delay_cutoff: float = 100,
+    include_memory_events: bool = True,
+) -> RankLaunches:
+    """One rank's launches without the detail columns, and its ``top`` worst delayed launches with them: the table
+    of :func:`launch_stats_table` and the rows :func:`worst_launches_table` picks from its ``details=True`` table
+    (by ``launch_delay``, flagged ``launch_delay_outlier``), without decoding the names of every launch. A rank
+    without launches gives the empty ``details=True`` table as ``rows`` and None as ``worst``."""
     v = view[rank]
     cpu, gpu = _pairs(view, v, _api_flags(view, include_memory_events))
     origin = _origin(view)
+    none = np.empty(0, dtype=np.int64)
     if not len(cpu):
-        return _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin), None
-    rows = _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, None)
+        return RankLaunches(_table(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin), None, none)
+    rows = _table(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, None)
     ts = view.us(v["ts"].take(cpu) + v.clock_offset - origin)  # the detail column worst_launches breaks ties by
-    pos = np.flatnonzero(rows["launch_delay_outlier"].to_numpy(dtype=bool))
-    value = rows["launch_delay"].to_numpy(dtype=np.float64)[pos]
-    pick = _worst(pos, value, ts[pos], max(int(top), 0))
-    if not len(pick):  # none: the empty frame, with the column types of the detailed frame
-        return rows, _frame(view, v, cpu[:1], gpu[:1], runtime_cutoff, launch_delay_cutoff, origin).iloc[:0]
-    worst = _frame(view, v, cpu[pick], gpu[pick], runtime_cutoff, launch_delay_cutoff, origin)
-    return rows, worst.set_axis(pick, axis=0)
+    pos = np.flatnonzero(rows["launch_delay_outlier"])
+    value = rows["launch_delay"][pos]
+    pick = _worst(pos, value, ts[pos], max(int(top), 0)).astype(np.int64)
+    worst = _table(view, v, cpu[pick], gpu[pick], runtime_cutoff, launch_delay_cutoff, origin)
+    return RankLaunches(rows, worst, pick)
 
 
 def _worst(pos: np.ndarray, value: np.ndarray, ts: np.ndarray, k: int) -> np.ndarray:
@@ -156,8 +221,8 @@ def _pairs(view: JobView, v, is_api: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return (_hta_pairs if view.rules.hta_quirks else _linked_pairs)(v, is_api[v["name"]])
 
 
-def _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> pd.DataFrame:
-    """The frame of the pairs ``(cpu, gpu)`` of one rank (see :func:`launch_stats`); the detail columns unless
+def _table(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> Table:
+    """The table of the pairs ``(cpu, gpu)`` of one rank (see :func:`launch_stats`); the detail columns unless
     ``origin`` is None."""
     ts, dur = v["ts"], v["dur"]
     c_dur = dur.take(cpu)
@@ -182,7 +247,7 @@ def _frame(view, v, cpu, gpu, runtime_cutoff, launch_delay_cutoff, origin) -> pd
                 "ts": view.us(ts.take(cpu) + v.clock_offset - origin),
             }
         )
-    return pd.DataFrame(cols, copy=False)
+    return Table(cols)
 
 
 _GPU_WORK = np.zeros(256, dtype=bool)  # by Kind code (int8: negative codes index from the end, all False)
@@ -238,9 +303,13 @@ def _unique_lookup(keys: np.ndarray, queries: np.ndarray) -> Optional[np.ndarray
     if not len(keys) or not len(queries):
         return np.full(len(queries), -1, dtype=np.int64)
     lo, hi = int(keys.min()), int(keys.max())
-    if hi - lo > 8 * len(keys) + 1024:  # sparse keys: a hash lookup
-        index = pd.Index(keys)
-        return index.get_indexer(queries) if index.is_unique else None
+    if hi - lo > 8 * len(keys) + 1024:  # sparse keys: a sorted lookup
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        if (sk[1:] == sk[:-1]).any():
+            return None
+        at = np.minimum(np.searchsorted(sk, queries), len(sk) - 1)
+        return np.where(sk[at] == queries, order[at], -1).astype(np.int64)
     pos = np.full(hi - lo + 1, -1, dtype=np.int64)
     pos[keys - lo] = np.arange(len(keys))
     if np.count_nonzero(pos >= 0) != len(keys):
@@ -251,11 +320,16 @@ def _unique_lookup(keys: np.ndarray, queries: np.ndarray) -> Optional[np.ndarray
     return out
 
 
-def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
+def launch_summary(stats: dict):
+    """:func:`launch_summary_table` as a pandas frame."""
+    return launch_summary_table(stats).to_pandas()
+
+
+def launch_summary_table(stats: dict) -> Table:
     """One row per rank: launch count, duration statistics and flag counts.
 
     Args:
-        stats: output of :func:`launch_stats`.
+        stats: output of :func:`launch_stats_table` (or the frames of :func:`launch_stats`).
 
     Returns:
         Columns ``rank, launches, cpu_mean_us, cpu_max_us, gpu_mean_us, delay_median_us,
@@ -265,7 +339,7 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
     rows = []
     for r, df in stats.items():
         n = len(df)
-        cpu, gpu, dl = (df[c].to_numpy(dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
+        cpu, gpu, dl = (np.asarray(df[c], dtype=np.float64) for c in ("cpu_duration", "gpu_duration", "launch_delay"))
         stat = lambda f, x, n=n: float(f(x)) if n else np.nan  # noqa: E731
         rows.append(
             {
@@ -277,42 +351,69 @@ def launch_summary(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
                 "delay_median_us": stat(np.median, dl),
                 "delay_p95_us": stat(lambda x: np.percentile(x, 95), dl),
                 "delay_max_us": stat(np.max, dl),
-                "short_kernels": int(df["short_kernel"].sum()),
-                "runtime_outliers": int(df["runtime_outlier"].sum()),
-                "launch_delay_outliers": int(df["launch_delay_outlier"].sum()),
+                "short_kernels": int(np.count_nonzero(np.asarray(df["short_kernel"]))),
+                "runtime_outliers": int(np.count_nonzero(np.asarray(df["runtime_outlier"]))),
+                "launch_delay_outliers": int(np.count_nonzero(np.asarray(df["launch_delay_outlier"]))),
             }
         )
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    return Table.from_records(rows, SUMMARY_COLUMNS)
 
 
-def all_launches(stats: dict[int, pd.DataFrame]) -> pd.DataFrame:
-    """The per-rank frames of :func:`launch_stats` stacked, with a leading ``rank`` column (ranks in key order)."""
+def all_launches(stats: dict):
+    """The per-rank frames of :func:`launch_stats` stacked, with a leading ``rank`` column (ranks in key order): the
+    frame form of :func:`all_launches_table` (pandas' concat of the frames, which keeps their text columns as they
+    are)."""
+    import pandas as pd
+
     parts = [d.assign(rank=np.int64(r)) for r, d in stats.items()]
     if not parts:
-        return pd.DataFrame(columns=["rank", *STATS_COLUMNS, *FLAG_COLUMNS])
+        return all_launches_table({}).to_pandas(object_text=True)
     df = pd.concat(parts, ignore_index=True)
     return df[["rank"] + [c for c in df.columns if c != "rank"]]
 
 
-def worst_launches(launches: pd.DataFrame, by: str, flag: str, top: int) -> pd.DataFrame:
-    """The ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time; a frame of one
-    rank's launches may leave out ``rank``)."""
-    pos = np.flatnonzero(launches[flag].to_numpy(dtype=bool))
-    keys = [launches[c].to_numpy()[pos] for c in ("ts", "rank") if c in launches.columns]
-    value = launches[by].to_numpy(dtype=np.float64)[pos]
+def all_launches_table(stats: dict) -> Table:
+    """The per-rank tables of :func:`launch_stats_table` stacked, with a leading ``rank`` column (ranks in key
+    order); no rank: the columns ``rank``, the statistics and the flags, empty, of dtype object."""
+    if not stats:
+        return Table({c: np.empty(0, dtype=object) for c in ["rank", *STATS_COLUMNS, *FLAG_COLUMNS]})
+    parts = [(int(r), Table.of(d)) for r, d in stats.items()]
+    out = {"rank": np.concatenate([np.full(len(t), r, dtype=np.int64) for r, t in parts])}
+    for c in parts[0][1].columns:
+        out[c] = np.concatenate([t[c] for _, t in parts])
+    return Table(out)
+
+
+def _worst_rows(launches, by: str, flag: str, top: int) -> np.ndarray:
+    """Positions of the ``top`` launches flagged ``flag``, largest ``by`` first (ties: rank, then start time)."""
+    pos = np.flatnonzero(np.asarray(launches[flag], dtype=bool))
+    keys = [np.asarray(launches[c])[pos] for c in ("ts", "rank") if c in launches.columns]
+    value = np.asarray(launches[by], dtype=np.float64)[pos]
     # a stable sort on (value descending, NaN last; rank; start), positions picked before any row is copied
     order = np.lexsort((*keys, -np.nan_to_num(value), np.isnan(value)))
-    return launches.iloc[pos[order[: max(int(top), 0)]]]
+    return pos[order[: max(int(top), 0)]]
 
 
-def delay_overview(launches: pd.DataFrame) -> dict:
-    """Launch delay over every launch of :func:`all_launches`: count, median, p95 (µs) and outliers."""
-    d = launches["launch_delay"].to_numpy(dtype=np.float64)
+def worst_launches(launches, by: str, flag: str, top: int):
+    """The ``top`` launches of a frame flagged ``flag``, largest ``by`` first (ties: rank, then start time; a frame
+    of one rank's launches may leave out ``rank``), with their index (:func:`worst_launches_table` of a frame)."""
+    return launches.iloc[_worst_rows(launches, by, flag, top)]
+
+
+def worst_launches_table(launches: Table, by: str, flag: str, top: int) -> Table:
+    """The ``top`` launches of a table flagged ``flag``, largest ``by`` first (ties: rank, then start time)."""
+    return launches.take(_worst_rows(launches, by, flag, top))
+
+
+def delay_overview(launches) -> dict:
+    """Launch delay over every launch of :func:`all_launches_table` (or its frame): count, median, p95 (µs) and
+    outliers."""
+    d = np.asarray(launches["launch_delay"], dtype=np.float64)
     if not len(d):
         return {"launches": 0, "median_us": float("nan"), "p95_us": float("nan"), "outliers": 0}
     return {
         "launches": int(len(d)),
         "median_us": float(np.median(d)),
         "p95_us": float(np.percentile(d, 95)),
-        "outliers": int(launches["launch_delay_outlier"].sum()),
+        "outliers": int(np.count_nonzero(np.asarray(launches["launch_delay_outlier"]))),
     }

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import intervals
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import resolve
+from holotrace.table import Table
 
-__all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap"]
+__all__ = ["OverlapTimes", "overlap_times", "comm_comp_overlap", "comm_comp_overlap_table"]
 
 
 class OverlapTimes(NamedTuple):
@@ -40,9 +40,12 @@ def overlap_times(start: np.ndarray, end: np.ndarray, ktype: np.ndarray) -> Over
     )
 
 
-def comm_comp_overlap(
-    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
-) -> pd.DataFrame:
+def comm_comp_overlap(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None):
+    """:func:`comm_comp_overlap_table` as a pandas frame."""
+    return comm_comp_overlap_table(source, rules=rules, ranks=ranks).to_pandas()
+
+
+def comm_comp_overlap_table(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> Table:
     """Communication/computation overlap of each rank.
 
     Args:
@@ -68,7 +71,7 @@ def comm_comp_overlap(
     has = comm > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         pctg = np.where(has, 100.0 * (overlap / np.where(has, comm, 1.0)), 0.0)
-    return pd.DataFrame(
+    return Table(
         {
             "rank": np.array(chosen, dtype=np.int64),
             "comm_us": comm,

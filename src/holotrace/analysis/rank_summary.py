@@ -14,15 +14,16 @@ one rank); the reduce moves them to the job's origin exactly.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import idle, kernels, launches, overlap, steps, temporal
 from holotrace.model.classify import NATIVE, KernelType, Kind
 from holotrace.model.view import job_view
+from holotrace.table import Table
 
 __all__ = [
     "RankSummary",
@@ -72,8 +73,14 @@ class RankSummary:
     info: dict = field(default_factory=dict)
 
     def nbytes(self) -> int:
-        """Memory of the frames (deep)."""
-        return int(sum(f.memory_usage(index=True, deep=True).sum() for f in self.frames.values()))
+        """Memory of the frames (deep: the text of object columns counted)."""
+        total = 0
+        for t in self.frames.values():
+            for _, a in t.items():
+                total += a.nbytes
+                if a.dtype == object:
+                    total += sum(sys.getsizeof(x) for x in a.tolist())
+        return int(total)
 
 
 def rank_summary(
@@ -82,8 +89,8 @@ def rank_summary(
     *,
     top_launches: int = 3,
     launch_delay_cutoff: float = 100.0,
-    collectives: Optional[pd.DataFrame] = None,
-    launch_stats: Optional[pd.DataFrame] = None,
+    collectives: Optional[Table] = None,
+    launch_stats=None,
 ) -> RankSummary:
     """The summary of ``rank`` (default: the source's only or first rank) under holotrace's rules.
 
@@ -92,44 +99,45 @@ def rank_summary(
         top_launches: how many of the rank's worst delayed launches to keep.
         launch_delay_cutoff: µs above which a launch delay is an outlier (as ``holotrace summary``).
         collectives: the rank's :func:`rank_collectives` when the caller has them already.
-        launch_stats: the rank's frame of :func:`holotrace.analysis.launches.launch_stats` (``details=True``, the
-            same cutoff) when the caller has it already.
+        launch_stats: the rank's frame (or table) of :func:`holotrace.analysis.launches.launch_stats`
+            (``details=True``, the same cutoff) when the caller has it already.
     """
     view = job_view(source, NATIVE)
     r = int(view.ranks[0] if rank is None else view.select([rank])[0])
     sel = [r]
     origin = view.first_ts()
     all_names = len(view.strings) + 1  # a "top" that keeps every kernel
-    dist = kernels.rank_distribution(view, rules=NATIVE, ranks=sel, top=all_names).drop(columns=["sum_vs_median"])
+    dist = kernels.rank_distribution_table(view, rules=NATIVE, ranks=sel, top=all_names)
     frames = {
-        "temporal": temporal.breakdown(view, rules=NATIVE, ranks=sel),
-        "temporal_by_step": temporal.breakdown(view, rules=NATIVE, ranks=sel, per_step=True),
-        "kernel_types_by_rank": kernels.type_breakdown(view, rules=NATIVE, ranks=sel, by_rank=True),
-        "kernel_stats": kernels.kernel_stats(view, rules=NATIVE, ranks=sel),
-        "kernel_rank_stats": dist,
-        "gpu_ops": kernels.top_kernels(view, rules=NATIVE, ranks=sel, top=all_names),
-        "idle": idle.idle_breakdown(view, rules=NATIVE, ranks=sel),
-        "idle_interval_stats": idle.idle_interval_stats(view, rules=NATIVE, ranks=sel),
-        "overlap": overlap.comm_comp_overlap(view, rules=NATIVE, ranks=sel),
-        "steps": steps.step_times(view, rules=NATIVE, ranks=sel),
-        "collectives": rank_collectives(view, r) if collectives is None else collectives,
+        "temporal": temporal.breakdown_table(view, rules=NATIVE, ranks=sel),
+        "temporal_by_step": temporal.breakdown_table(view, rules=NATIVE, ranks=sel, per_step=True),
+        "kernel_types_by_rank": kernels.type_breakdown_table(view, rules=NATIVE, ranks=sel, by_rank=True),
+        "kernel_stats": kernels.kernel_stats_table(view, rules=NATIVE, ranks=sel),
+        "kernel_rank_stats": Table({c: dist[c] for c in dist.columns if c != "sum_vs_median"}, n=len(dist)),
+        "gpu_ops": kernels.top_kernels_table(view, rules=NATIVE, ranks=sel, top=all_names),
+        "idle": idle.idle_breakdown_table(view, rules=NATIVE, ranks=sel),
+        "idle_interval_stats": idle.idle_interval_stats_table(view, rules=NATIVE, ranks=sel),
+        "overlap": overlap.comm_comp_overlap_table(view, rules=NATIVE, ranks=sel),
+        "steps": steps.step_times_table(view, rules=NATIVE, ranks=sel),
+        "collectives": rank_collectives(view, r) if collectives is None else Table.of(collectives),
     }
     worst = None
     if launch_stats is None:  # the names decoded for the worst launches only
-        rows, worst = launches.rank_launches(view, r, top=top_launches, launch_delay_cutoff=launch_delay_cutoff)
+        got = launches.rank_launches_table(view, r, top=top_launches, launch_delay_cutoff=launch_delay_cutoff)
+        rows, worst = got.rows, got.worst
     else:
-        rows = launch_stats
-    stats = {r: rows}
-    if rows is None or not len(rows):
-        rows = launches.all_launches(stats)  # no launch: the empty frame, with its columns
-        worst = rows.iloc[:0]
-    else:  # the rank's frame as it is (no stacked copy): the worst launches get the rank column
+        rows = Table.of(launch_stats)
+    if not len(rows):
+        worst = launches.all_launches_table({r: rows}).head(0)  # no launch: the empty table, with its columns
+        delay, outliers = np.empty(0, dtype=np.float64), 0
+    else:  # the rank's rows as they are (no stacked copy): the worst launches get the rank column
         if worst is None:
-            worst = launches.worst_launches(rows, "launch_delay", "launch_delay_outlier", top_launches)
-        worst = worst.assign(rank=np.int64(r))[["rank", *worst.columns]]
-    delay = rows["launch_delay"].to_numpy(dtype=np.float64)
+            worst = launches.worst_launches_table(rows, "launch_delay", "launch_delay_outlier", top_launches)
+        worst = Table({"rank": np.full(len(worst), r, dtype=np.int64), **dict(worst.items())}, n=len(worst))
+        delay = np.asarray(rows["launch_delay"], dtype=np.float64)
+        outliers = int(np.count_nonzero(np.asarray(rows["launch_delay_outlier"], dtype=bool)))
     frames["launch_sketch"] = delay_sketch(delay)
-    frames["launch_worst"] = worst.reset_index(drop=True)
+    frames["launch_worst"] = worst
     v = view[r]
     info = {
         "rank": r,
@@ -137,14 +145,14 @@ def rank_summary(
         "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
         "clock_offset_ns": int(v.clock_offset),
         "launches": int(len(delay)),
-        "launch_outliers": int(rows["launch_delay_outlier"].sum()) if len(rows) else 0,
+        "launch_outliers": outliers,
         "launch_delay_cutoff": float(launch_delay_cutoff),
         "profiler_steps": steps.profiler_steps(view, rules=NATIVE, ranks=sel),
     }
     return RankSummary(r, frames, info)
 
 
-def rank_collectives(view, r: int) -> pd.DataFrame:
+def rank_collectives(view, r: int) -> Table:
     """The rank's communication kernels (view columns, names as text) and its first event: what
     :func:`holotrace.analysis.stragglers.collective_waits` reads to match collectives across ranks."""
     v = view[r]
@@ -153,16 +161,23 @@ def rank_collectives(view, r: int) -> pd.DataFrame:
         comm[int(np.argmin(v["ts"]))] = True  # the first event keeps the rank's start on the common clock
     rows = np.flatnonzero(comm)
     out = {c: v[c][rows] for c in COLLECTIVE_COLUMNS if c != "name"}
-    out["name"] = pd.Series(view.names(v["name"][rows]), dtype=object)
+    out["name"] = _text(view.names(v["name"][rows]))
     for c in COLLECTIVE_TEXT_ARGS:
         ids = v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)
-        out[c] = pd.Series(np.where(ids >= 0, view.names(np.maximum(ids, 0)), ""), dtype=object)
+        out[c] = _text(np.where(ids >= 0, view.names(np.maximum(ids, 0)), ""))
     for c in COLLECTIVE_INT_ARGS:
         out[c] = (v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)).astype(np.int64)
-    return pd.DataFrame(out)
+    return Table(out, n=len(rows))
 
 
-def delay_sketch(values: np.ndarray) -> pd.DataFrame:
+def _text(values) -> np.ndarray:
+    """Text as an object array of ``str``."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [str(x) for x in values]
+    return out
+
+
+def delay_sketch(values: np.ndarray) -> Table:
     """A mergeable quantile sketch of non-negative values: counts per logarithmic bucket (relative accuracy
     :data:`SKETCH_ACCURACY`). Merge sketches by adding counts of equal buckets."""
     x = np.asarray(values, dtype=np.float64)
@@ -178,16 +193,20 @@ def delay_sketch(values: np.ndarray) -> pd.DataFrame:
     n_small = int(np.count_nonzero(small))
     if n_small:  # the zero bucket sorts first
         keys, counts = np.r_[np.int64(_ZERO_BUCKET), keys], np.r_[np.int64(n_small), counts]
-    return pd.DataFrame({"bucket": keys.astype(np.int64), "count": counts.astype(np.int64)})
+    return Table({"bucket": keys.astype(np.int64), "count": counts.astype(np.int64)})
 
 
-def sketch_quantiles(sketch: pd.DataFrame, qs) -> list[float]:
-    """Quantiles (0..1) of the values a (merged) sketch counts; NaN when it is empty. Each is within
-    :data:`SKETCH_ACCURACY` relative error of a value at that rank."""
+def sketch_quantiles(sketch, qs) -> list[float]:
+    """Quantiles (0..1) of the values a (merged) sketch counts (a table or frame of ``bucket, count`` rows, equal
+    buckets added); NaN when it is empty. Each is within :data:`SKETCH_ACCURACY` relative error of a value at
+    that rank."""
+    sketch = Table.of(sketch)
     if sketch.empty:
         return [float("nan")] * len(qs)
-    s = sketch.groupby("bucket", sort=True)["count"].sum()
-    keys, cum = s.index.to_numpy(), np.cumsum(s.to_numpy())
+    keys, at = np.unique(np.asarray(sketch["bucket"], dtype=np.int64), return_inverse=True)
+    per = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(per, at.reshape(-1), np.asarray(sketch["count"], dtype=np.int64))
+    cum = np.cumsum(per)
     n = int(cum[-1])
     out = []
     for q in qs:

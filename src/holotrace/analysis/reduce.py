@@ -9,8 +9,9 @@ of the summaries. :meth:`Reducer.frames` gives the frames ``holotrace summary`` 
 run on the whole job: per-rank tables are the ranks' rows stacked; the job's kernel-type table sums the
 ranks' rows; top kernels and per-rank kernel distributions combine per-name totals; collective waits and
 stragglers run :func:`holotrace.analysis.stragglers.collective_waits` on the ranks' collective records.
-Besides, ``kernel_moments`` merges every rank's moments into job-wide kernel statistics (count, sum, min,
-max, mean, sample std), and ``launch_overview`` reads launch-delay quantiles from the merged sketches.
+The frames are :class:`~holotrace.table.Table` objects. Besides, ``kernel_moments`` merges every rank's moments
+into job-wide kernel statistics (count, sum, min, max, mean, sample std), and ``launch_overview`` reads
+launch-delay quantiles from the merged sketches.
 Differences from the analyses on the whole job are last-bit float rounding of sums over ranks (top
 kernels, the distribution's choice of kernels on exact ties) and the launch-delay median and p95 (within
 :data:`~holotrace.analysis.rank_summary.SKETCH_ACCURACY`). :func:`reduce_summaries` folds a list.
@@ -21,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import kernels, stragglers
+from holotrace.analysis.grouped import group_first_row, group_max, group_median, group_min, group_sum
 from holotrace.analysis.intervals import stable_order
 from holotrace.analysis.rank_summary import (
     COLLECTIVE_COLUMNS,
@@ -35,6 +36,7 @@ from holotrace.analysis.rank_summary import (
 from holotrace.model.classify import NATIVE
 from holotrace.model.strings import StringTable
 from holotrace.model.view import JobView, RankView
+from holotrace.table import Table
 
 __all__ = ["Reducer", "reduce_summaries", "job_origin_ns", "merge_moments"]
 
@@ -71,24 +73,19 @@ class _Text:
     def __init__(self):
         self.known: dict = {}
 
-    def compact(self, col: pd.Series) -> np.ndarray:
-        """The column as a numpy array of its own (no view into the frame), texts shared."""
-        a = col.to_numpy()
+    def compact(self, col: np.ndarray) -> np.ndarray:
+        """The column as a numpy array of its own (no view into the table), texts shared."""
+        a = np.asarray(col)
         if a.dtype != object:
             return a.copy()
-        codes, uniq = pd.factorize(a)
-        shared = np.empty(len(uniq), dtype=object)
-        for i, u in enumerate(uniq):  # distinct values of one rank's table: a few dozen
-            shared[i] = self.known.setdefault(u, u)
+        known = self.known
         out = np.empty(len(a), dtype=object)
-        out[:] = a
-        hit = codes >= 0
-        out[hit] = shared[codes[hit]]
+        out[:] = [known.setdefault(x, x) if isinstance(x, str) else x for x in a.tolist()]  # a rank's rows: few
         return out
 
-    def codes(self, col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    def codes(self, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(distinct texts sorted, shared; int32 position of each row's text)."""
-        names = col.to_numpy(dtype=object)
+        names = np.asarray(col, dtype=object)
         if not len(names):
             return np.empty(0, dtype=object), np.empty(0, dtype=np.int32)
         uniq, inv = np.unique(names.astype(str), return_inverse=True)
@@ -99,21 +96,21 @@ class _Text:
 
 
 class _Rows:
-    """One table's rows from many ranks in compact columns; :meth:`frame` stacks them in rank order."""
+    """One table's rows from many ranks in compact columns; :meth:`table` stacks them in rank order."""
 
     __slots__ = ("chunks", "template", "template_rank")
 
     def __init__(self):
         self.chunks: list = []  # (rank of each row, {column: array})
-        self.template = None  # the lowest rank's frame, empty: columns and dtypes of the stacked frame
+        self.template = None  # the lowest rank's table, empty: columns and types of the stacked table
         self.template_rank = None
 
-    def add(self, rank: int, df: pd.DataFrame, text: _Text) -> None:
+    def add(self, rank: int, t: Table, text: _Text) -> None:
         if self.template_rank is None or rank < self.template_rank:
-            self.template, self.template_rank = df.iloc[:0].reset_index(drop=True), rank
-        if not len(df):
+            self.template, self.template_rank = t.head(0), rank
+        if not len(t):
             return
-        self.chunks.append((np.full(len(df), rank, dtype=np.int64), {c: text.compact(df[c]) for c in df.columns}))
+        self.chunks.append((np.full(len(t), rank, dtype=np.int64), {c: text.compact(a) for c, a in t.items()}))
         if len(self.chunks) > _JOIN_AFTER:
             self.chunks = [self._joined()]
 
@@ -121,21 +118,24 @@ class _Rows:
         ranks = np.concatenate([c[0] for c in self.chunks])
         return ranks, {c: np.concatenate([ch[1][c] for ch in self.chunks]) for c in self.chunks[0][1]}
 
-    def frame(self, shift: str = "", by_rank: dict | None = None) -> pd.DataFrame:
-        """The rows in rank order (each rank's rows in their order), with the lowest rank's dtypes; ``shift``
-        (a column of µs) moved by ``by_rank[rank]`` ns."""
+    def table(self, shift: str = "", by_rank: dict | None = None) -> Table:
+        """The rows in rank order (each rank's rows in their order), with the lowest rank's column types;
+        ``shift`` (a column of µs) moved by ``by_rank[rank]`` ns."""
         if self.template is None:
-            return pd.DataFrame()
+            return Table()
         if not self.chunks:
             return self.template
         ranks, cols = self._joined()
         order = stable_order(ranks)
-        df = pd.DataFrame({c: v[order] for c, v in cols.items()})
+        out = {c: v[order] for c, v in cols.items()}
         if shift:
             uniq, inv = np.unique(ranks[order], return_inverse=True)
             by = np.array([by_rank[int(r)] for r in uniq], dtype=np.int64)
-            df[shift] = _shift_us(df[shift].to_numpy(), by[inv.reshape(-1)])
-        return df.astype(self.template.dtypes.to_dict())
+            out[shift] = _shift_us(out[shift], by[inv.reshape(-1)])
+        kinds = dict(self.template.items())
+        return Table(
+            {c: v.astype(kinds[c].dtype, copy=False) if c in kinds else v for c, v in out.items()}, n=len(ranks)
+        )
 
 
 class Reducer:
@@ -165,27 +165,28 @@ class Reducer:
             raise ValueError(f"rank {s.rank} was already reduced")
         self.infos[s.rank] = s.info
         for k in _ROWS:
-            self._rows[k].add(s.rank, s.frames[k], self._text)
+            self._rows[k].add(s.rank, Table.of(s.frames[k]), self._text)
         self._worst_n = max(self._worst_n, len(s.frames["launch_worst"]))
         if s.rank not in self._coll:
             self.add_collectives(s.rank, s.frames["collectives"], int(s.info.get("clock_offset_ns", 0)))
-        sk = s.frames["launch_sketch"]
+        sk = Table.of(s.frames["launch_sketch"])
         if len(sk):
-            b = np.concatenate([self._buckets, sk["bucket"].to_numpy(np.int64)])
-            c = np.concatenate([self._counts, sk["count"].to_numpy(np.int64)])
+            b = np.concatenate([self._buckets, np.asarray(sk["bucket"], dtype=np.int64)])
+            c = np.concatenate([self._counts, np.asarray(sk["count"], dtype=np.int64)])
             self._buckets, inv = np.unique(b, return_inverse=True)
             self._counts = np.zeros(len(self._buckets), dtype=np.int64)
             np.add.at(self._counts, inv.reshape(-1), c)
 
-    def add_collectives(self, rank: int, f: pd.DataFrame, clock_offset_ns: int) -> None:
-        """Fold in one rank's collective records (the ``collectives`` frame of its summary) ahead of the rest of
+    def add_collectives(self, rank: int, f: Table, clock_offset_ns: int) -> None:
+        """Fold in one rank's collective records (the ``collectives`` table of its summary) ahead of the rest of
         its summary, so that :meth:`stragglers` can answer before every summary is in."""
         if rank in self._coll:
             raise ValueError(f"rank {rank}'s collectives were already reduced")
+        f = Table.of(f)
         names, codes = self._text.codes(f["name"])
-        cols = {c: f[c].to_numpy().copy() for c in COLLECTIVE_COLUMNS if c != "name"}
+        cols = {c: np.array(f[c]) for c in COLLECTIVE_COLUMNS if c != "name"}
         for c in COLLECTIVE_INT_ARGS:
-            cols[c] = f[c].to_numpy(np.int64).copy()
+            cols[c] = np.array(f[c], dtype=np.int64)
         args = {c: self._text.codes(f[c]) for c in COLLECTIVE_TEXT_ARGS}  # "" when the kernel has none
         self._coll[rank] = (cols, names, codes, int(clock_offset_ns), args)
         self._straggler_frames = None
@@ -194,12 +195,12 @@ class Reducer:
         """``collective_waits``, ``straggler_report`` and ``straggler_summary`` over the collectives folded in so
         far (kept until more are added)."""
         if self._straggler_frames is None:
-            waits = stragglers.collective_waits(self._collective_view(), rules=NATIVE)
-            report = stragglers.straggler_report(None, rules=NATIVE, waits=waits)
+            waits = stragglers.collective_waits_table(self._collective_view(), rules=NATIVE)
+            report = stragglers.straggler_report_table(waits)
             self._straggler_frames = {
                 "collective_waits": waits,
                 "straggler_report": report,
-                "straggler_summary": stragglers.straggler_summary(None, rules=NATIVE, report=report),
+                "straggler_summary": stragglers.straggler_summary_table(report),
             }
         return self._straggler_frames
 
@@ -208,22 +209,16 @@ class Reducer:
         return min(firsts) if firsts else 0
 
     def frames(self, *, top: int = 10) -> dict[str, object]:
-        """The job's frames (as :func:`reduce_summaries`)."""
-        out: dict[str, object] = {k: self._rows[k].frame() for k in _STACKED}
+        """The job's tables (as :func:`reduce_summaries`)."""
+        out: dict[str, object] = {k: self._rows[k].table() for k in _STACKED}
         origin = self.origin_ns()
         moved = {r: int(i["origin_ns"]) - origin for r, i in self.infos.items()}
-        out["steps"] = self._rows["steps"].frame("start_us", moved)
-        types = out["kernel_types_by_rank"]
-        job_types = (
-            types.groupby("kernel_type", sort=True)["time_us"].sum().reset_index()
-            if len(types)
-            else types[["kernel_type", "time_us"]]
-        )
-        out["kernel_types"] = kernels._with_pctg(job_types)
-        ops = self._rows["gpu_ops"].frame()
+        out["steps"] = self._rows["steps"].table("start_us", moved)
+        out["kernel_types"] = _job_kernel_types(out["kernel_types_by_rank"])
+        ops = self._rows["gpu_ops"].table()
         out["top_kernels"] = _top_kernels(ops, top)
-        out["gpu_ops_sum_us"] = float(ops["sum_us"].sum()) if len(ops) else 0.0  # what top_kernels' rows share
-        rank_stats = self._rows["kernel_rank_stats"].frame()
+        out["gpu_ops_sum_us"] = float(np.sum(ops["sum_us"])) if len(ops) else 0.0  # what top_kernels' rows share
+        rank_stats = self._rows["kernel_rank_stats"].table()
         out["kernel_rank_distribution"] = _rank_distribution(rank_stats, top)
         out["kernel_moments"] = merge_moments(rank_stats)
         out.update(self.stragglers())
@@ -247,14 +242,9 @@ class Reducer:
             views[r] = RankView(r, cols, model, offset)
         return JobView(views, strings, NATIVE, 1, True)
 
-    def _launches(self, moved: dict) -> tuple[dict, pd.DataFrame]:
+    def _launches(self, moved: dict) -> tuple[dict, Table]:
         """Launch-delay overview over every rank (median and p95 from the merged sketch) and the worst launches."""
-        sketch = (
-            pd.DataFrame({"bucket": self._buckets, "count": self._counts})
-            if len(self._buckets)
-            else pd.DataFrame({"bucket": [], "count": []})
-        )
-        med, p95 = sketch_quantiles(sketch, [0.5, 0.95])
+        med, p95 = sketch_quantiles(Table({"bucket": self._buckets, "count": self._counts}), [0.5, 0.95])
         infos = self.infos.values()
         cutoff = max((float(i["launch_delay_cutoff"]) for i in infos if "launch_delay_cutoff" in i), default=100.0)
         overview = {
@@ -264,40 +254,63 @@ class Reducer:
             "outliers": int(sum(i.get("launch_outliers", 0) for i in infos)),
             "cutoff_us": cutoff,
         }
-        w = self._rows["launch_worst"].frame("ts", moved)
+        w = self._rows["launch_worst"].table("ts", moved)
         if not len(w):
             return overview, w
-        w = (
-            w.sort_values(["launch_delay", "rank", "ts"], ascending=[False, True, True], kind="stable")
-            .head(self._worst_n)
-            .reset_index(drop=True)
-        )
-        return overview, w
+        order = np.lexsort((w["ts"], w["rank"], -np.asarray(w["launch_delay"], dtype=np.float64)))  # stable
+        return overview, w.take(order[: self._worst_n])
 
 
 def reduce_summaries(summaries: Sequence[RankSummary], *, top: int = 10) -> dict[str, object]:
-    """The job's frames from the summaries of its ranks (any order; each rank once)."""
+    """The job's tables from the summaries of its ranks (any order; each rank once)."""
     red = Reducer()
     for s in summaries:
         red.add(s)
     return red.frames(top=top)
 
 
-def _top_kernels(ops: pd.DataFrame, top: int) -> pd.DataFrame:
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys sorted, each row's group), as a sorted groupby numbers its groups."""
+    uniq, codes = np.unique(np.asarray(keys), return_inverse=True)
+    return uniq, codes.reshape(-1)
+
+
+def _int_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, codes, np.asarray(values, dtype=np.int64))
+    return out
+
+
+def _text_column(values) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def _job_kernel_types(types: Table) -> Table:
+    """The job's time per kernel type (the ranks' rows summed per type), with ``pctg`` of the total, largest
+    first, type ascending among ties (as :func:`holotrace.analysis.kernels.type_breakdown`)."""
+    if not len(types):
+        kinds = {c: types[c] if c in types else np.empty(0, dtype=object) for c in ("kernel_type", "time_us")}
+        return Table({**kinds, "pctg": np.empty(0, dtype=np.float64)}, n=0)
+    return kernels.type_totals_table(types["kernel_type"], types["time_us"])
+
+
+def _top_kernels(ops: Table, top: int) -> Table:
     """:func:`holotrace.analysis.kernels.top_kernels` from per-rank per-name totals (ranks ascending)."""
     cols = ["kernel_type", "name", "count", "sum_us", "mean_us"]
     if ops.empty:
-        return ops.reindex(columns=cols)
-    g = ops.groupby("name", sort=True)
-    total, count = g["sum_us"].sum(), g["count"].sum().astype(np.int64)
-    ktype = g["kernel_type"].first()
-    names = total.index.to_numpy(dtype=object)
-    pick = np.lexsort((names.astype(str), -total.to_numpy()))[:top]
-    t, c = total.to_numpy()[pick], count.to_numpy()[pick]
-    return pd.DataFrame(
+        return Table({c: ops[c] if c in ops else np.empty(0, dtype=object) for c in cols}, n=0)
+    names, codes = _groups(ops["name"])
+    total = group_sum(codes, np.asarray(ops["sum_us"], dtype=np.float64), len(names))
+    count = _int_sums(codes, ops["count"], len(names))
+    ktype = np.asarray(ops["kernel_type"])[group_first_row(codes, len(names))]
+    pick = np.lexsort((names.astype(str), -total))[:top]
+    t, c = total[pick], count[pick]
+    return Table(
         {
-            "kernel_type": pd.Series(ktype.to_numpy()[pick], dtype=object),
-            "name": pd.Series(names[pick], dtype=object),
+            "kernel_type": _text_column(ktype[pick]),
+            "name": _text_column(names[pick]),
             "count": c,
             "sum_us": t,
             "mean_us": t / np.maximum(c, 1),
@@ -305,72 +318,68 @@ def _top_kernels(ops: pd.DataFrame, top: int) -> pd.DataFrame:
     )
 
 
-def _rank_distribution(stats: pd.DataFrame, top: int) -> pd.DataFrame:
+def _rank_distribution(stats: Table, top: int) -> Table:
     """:func:`holotrace.analysis.kernels.rank_distribution` from every rank's per-kernel rows."""
     cols = ["kernel_type", "name", "rank", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us", "sum_vs_median"]
     if stats.empty:
-        return stats.assign(sum_vs_median=pd.Series(dtype=np.float64))[cols]
-    totals = stats.groupby("name", sort=True)["sum_us"].sum()
-    order = pd.DataFrame({"name": totals.index.to_numpy(dtype=object), "total": totals.to_numpy()})
-    chosen = order.sort_values("total", ascending=False, kind="stable").head(top).reset_index(drop=True)
-    pos = pd.Series(np.arange(len(chosen)), index=chosen["name"])
-    sel = stats[stats["name"].isin(chosen["name"])].copy()
-    first_type = sel.groupby("name", sort=False)["kernel_type"].first()  # stats are by rank: the lowest rank's type
-    sel["kernel_type"] = first_type.reindex(sel["name"]).to_numpy()
-    med = sel.groupby("name")["sum_us"].transform("median")
-    sel["sum_vs_median"] = np.where(med > 0, sel["sum_us"] / med.where(med > 0, 1.0), np.nan)
-    sel["_pos"] = pos.reindex(sel["name"]).to_numpy()
-    sel = sel.sort_values(["_pos", "rank"], ignore_index=True)
-    sel["count"] = sel["count"].astype(np.int64)
-    return sel[cols]
+        got = {c: stats[c] if c in stats else np.empty(0, dtype=object) for c in cols[:-1]}
+        return Table({**got, "sum_vs_median": np.empty(0, dtype=np.float64)}, n=0)
+    names, codes = _groups(stats["name"])
+    sums = np.asarray(stats["sum_us"], dtype=np.float64)
+    totals = group_sum(codes, sums, len(names))
+    chosen = np.argsort(-totals, kind="stable")[:top]  # names sorted: ties keep name order
+    pos = np.full(len(names), -1, dtype=np.int64)
+    pos[chosen] = np.arange(len(chosen))
+    rows = np.flatnonzero(pos[codes] >= 0)
+    g = codes[rows]
+    ktype = np.asarray(stats["kernel_type"])[group_first_row(codes, len(names))]  # stats are by rank: the lowest rank's
+    m = group_median(g, sums[rows], len(names))[g]
+    ratio = np.where(m > 0, sums[rows] / np.where(m > 0, m, 1.0), np.nan)
+    order = np.lexsort((np.asarray(stats["rank"])[rows], pos[g]))
+    rows, g = rows[order], g[order]
+    out = {c: np.asarray(stats[c])[rows] for c in cols[:-1]}
+    out["kernel_type"] = ktype[g]
+    out["count"] = out["count"].astype(np.int64)
+    out["sum_vs_median"] = ratio[order]
+    return Table(out, n=len(rows))
 
 
-def merge_moments(stats: pd.DataFrame) -> pd.DataFrame:
+def merge_moments(stats) -> Table:
     """Job-wide statistics per kernel from per-rank moments (parallel algorithm of Chan et al.).
 
     Args:
-        stats: rows ``kernel_type, name, rank, count, sum_us, max_us, min_us, mean_us, std_us`` (sample std).
+        stats: rows ``kernel_type, name, rank, count, sum_us, max_us, min_us, mean_us, std_us`` (sample std): a
+            table or frame.
 
     Returns:
         Columns ``kernel_type, name, ranks, count, sum_us, min_us, max_us, mean_us, std_us`` (sample std, 0 for
         one instance), by ``sum_us`` descending, name ascending among ties.
     """
+    stats = Table.of(stats)
     cols = ["kernel_type", "name", "ranks", "count", "sum_us", "min_us", "max_us", "mean_us", "std_us"]
     if stats.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("kernel_type", "name") else np.float64) for c in cols})
-    n = stats["count"].to_numpy(np.float64)
-    mean = stats["mean_us"].to_numpy(np.float64)
-    m2 = np.square(stats["std_us"].to_numpy(np.float64)) * np.maximum(n - 1, 0)
-    df = pd.DataFrame(
-        {
-            "kernel_type": stats["kernel_type"].to_numpy(object),
-            "name": stats["name"].to_numpy(object),
-            "n": n,
-            "s": stats["sum_us"].to_numpy(np.float64),
-            "mn": stats["min_us"].to_numpy(np.float64),
-            "mx": stats["max_us"].to_numpy(np.float64),
-            "nm": n * mean,
-            "m2": m2,
-        }
-    )
-    g = df.groupby("name", sort=True)
-    tot_n, tot_nm = g["n"].sum(), g["nm"].sum()
-    job_mean = (tot_nm / tot_n).reindex(df["name"]).to_numpy()
+        return Table({c: np.empty(0, dtype=object if c in ("kernel_type", "name") else np.float64) for c in cols})
+    n = np.asarray(stats["count"], dtype=np.float64)
+    mean = np.asarray(stats["mean_us"], dtype=np.float64)
+    m2 = np.square(np.asarray(stats["std_us"], dtype=np.float64)) * np.maximum(n - 1, 0)
+    names, codes = _groups(stats["name"])
+    k = len(names)
+    tot_n, tot_nm = group_sum(codes, n, k), group_sum(codes, n * mean, k)
+    job_mean = (tot_nm / tot_n)[codes]
     # M2 of the union = Σ M2_i + Σ n_i (mean_i − mean)²
-    df["between"] = n * np.square(mean - job_mean)
-    m2_tot = g["m2"].sum() + df.groupby("name", sort=True)["between"].sum()
-    out = pd.DataFrame(
-        {
-            "kernel_type": g["kernel_type"].first().to_numpy(object),
-            "name": tot_n.index.to_numpy(object),
-            "ranks": g["n"].size().to_numpy(np.int64),
-            "count": tot_n.to_numpy().astype(np.int64),
-            "sum_us": g["s"].sum().to_numpy(),
-            "min_us": g["mn"].min().to_numpy(),
-            "max_us": g["mx"].max().to_numpy(),
-            "mean_us": (tot_nm / tot_n).to_numpy(),
-        }
-    )
-    cnt = out["count"].to_numpy(np.float64)
-    out["std_us"] = np.where(cnt > 1, np.sqrt(np.maximum(m2_tot.to_numpy(), 0) / np.maximum(cnt - 1, 1)), 0.0)
-    return out.sort_values(["sum_us", "name"], ascending=[False, True], kind="stable", ignore_index=True)[cols]
+    between = n * np.square(mean - job_mean)
+    m2_tot = group_sum(codes, m2, k) + group_sum(codes, between, k)
+    count = tot_n.astype(np.int64)
+    cnt = count.astype(np.float64)
+    out = {
+        "kernel_type": _text_column(np.asarray(stats["kernel_type"])[group_first_row(codes, k)]),
+        "name": _text_column(names),
+        "ranks": np.bincount(codes, minlength=k).astype(np.int64),
+        "count": count,
+        "sum_us": group_sum(codes, np.asarray(stats["sum_us"], dtype=np.float64), k),
+        "min_us": group_min(codes, np.asarray(stats["min_us"], dtype=np.float64), k),
+        "max_us": group_max(codes, np.asarray(stats["max_us"], dtype=np.float64), k),
+        "mean_us": tot_nm / tot_n,
+        "std_us": np.where(cnt > 1, np.sqrt(np.maximum(m2_tot, 0) / np.maximum(cnt - 1, 1)), 0.0),
+    }
+    return Table(out).take(np.argsort(-out["sum_us"], kind="stable"))  # names sorted: ties keep name order

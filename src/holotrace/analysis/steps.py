@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import intervals
 from holotrace.model.classify import Kind, RuleSet
 from holotrace.model.view import JobView, RankView, resolve
+from holotrace.table import Table
 
-__all__ = ["profiler_steps", "step_times", "step_rows"]
+__all__ = ["profiler_steps", "step_times", "step_times_table", "step_rows"]
 
 
 def step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, np.ndarray]:
@@ -50,7 +50,12 @@ def profiler_steps(source, *, rules: Optional[RuleSet] = None, ranks: Optional[S
     return sorted(found)
 
 
-def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> pd.DataFrame:
+def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None):
+    """:func:`step_times_table` as a pandas frame."""
+    return step_times_table(source, rules=rules, ranks=ranks).to_pandas()
+
+
+def step_times_table(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None) -> Table:
     """Per rank and step: the CPU step span and the GPU work launched in it.
 
     Times are in µs; ``start_us`` is relative to the job's time origin (earliest event over all
@@ -107,5 +112,5 @@ def step_times(source, *, rules: Optional[RuleSet] = None, ranks: Optional[Seque
         ):
             parts[c].append(a)
     if not parts["rank"]:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in cols.items()})
-    return pd.DataFrame({c: np.concatenate(parts[c]).astype(t, copy=False) for c, t in cols.items()})
+        return Table({c: np.empty(0, dtype=t) for c, t in cols.items()})
+    return Table({c: np.concatenate(parts[c]).astype(t, copy=False) for c, t in cols.items()})

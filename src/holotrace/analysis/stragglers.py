@@ -12,7 +12,7 @@ Two views, both over a :class:`~holotrace.model.view.JobView` under a rule set:
   without ``ProfilerStep`` annotations is one step, and degenerate inputs (one rank, no collective)
   give ``[]`` instead of an exception. With ``hta_quirks``: HTA's ``ncclKernel*``/``stream > 0``/
   ``iteration > 0`` selection and ranking.
-* :func:`collective_waits` / :func:`straggler_report` — holotrace's view: the k-th instance of a
+* :func:`collective_waits` / :func:`straggler_report` (:mod:`holotrace.analysis.waits`) — holotrace's view: the k-th instance of a
   collective kernel in a step is the same collective on every rank; all ranks leave it together, so
   a rank's extra time in it over the fastest rank is time spent waiting for the others, and the
   fastest rank (the last to arrive) is the one they waited for. Durations are compared, not start
@@ -23,19 +23,35 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import steps as _steps
 from holotrace.analysis.topk import group_stats
+from holotrace.analysis.waits import (
+    _key_changes,
+    collective_waits,
+    collective_waits_table,
+    straggler_report,
+    straggler_report_table,
+    straggler_summary,
+    straggler_summary_table,
+)
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve, wide
+from holotrace.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "SymbolTableView",
     "collective_waits",
+    "collective_waits_table",
+    "straggler_report_table",
+    "straggler_summary_table",
     "potential_stragglers",
     "straggler_report",
     "straggler_scores",
@@ -92,6 +108,25 @@ def straggler_scores(
     steps: Sequence[int] | None = None,
     num_candidates: int = 2,
 ) -> tuple[pd.Series, pd.DataFrame]:
+    """HTA's default scorer (see :func:`straggler_score_arrays`): ``(scores, metric)`` as pandas objects."""
+    import pandas as pd
+
+    rank, score, metric = straggler_score_arrays(
+        source, rules=rules, ranks=ranks, steps=steps, num_candidates=num_candidates
+    )
+    if not len(rank):
+        return pd.Series([], dtype=np.int64), pd.DataFrame()
+    return pd.Series(score, index=pd.Index(rank, name="rank"), dtype=np.int64), metric.to_pandas()
+
+
+def straggler_score_arrays(
+    source,
+    *,
+    rules: RuleSet | None = None,
+    ranks: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
+    num_candidates: int = 2,
+) -> tuple[np.ndarray, np.ndarray, Table]:
     """HTA's default scorer: how often each rank starts the dominant communication kernel late.
 
     Args:
@@ -102,8 +137,8 @@ def straggler_scores(
         num_candidates: k, the late starters flagged per step.
 
     Returns:
-        ``(scores, metric)``: per-rank score (steps in which the rank was among the k latest starters;
-        index = rank, ascending) and the metric rows (``rank, stream, iteration, name, ts, dur,
+        ``(ranks, scores, metric)``: per-rank score (steps in which the rank was among the k latest starters;
+        ranks ascending) and the metric rows (``rank, stream, iteration, name, ts, dur,
         normalized_start_time, duration``; ``name`` a string id, times in the view's unit on the
         job's common clock). Both empty when no communication kernel qualifies.
     """
@@ -126,7 +161,7 @@ def straggler_scores(
             present.update(_values_present(it[keep], steps))
         else:  # HTA's iterations with NaN
             keep = np.isin(it, steps)
-            present.update(pd.unique(it[keep]).tolist())
+            present.update(np.unique(it[keep]).tolist())
         ts, ends, dur = v["ts"], v["end"], v["dur"]
         if v.clock_offset:  # onto the job's common clock
             ts, ends = ts + v.clock_offset, ends + v.clock_offset
@@ -194,23 +229,12 @@ def _values_present(values: np.ndarray, candidates) -> list:
     return [c for c in candidates if seen[c - lo]]
 
 
-def _empty() -> tuple[pd.Series, pd.DataFrame]:
+def _empty() -> tuple[np.ndarray, np.ndarray, Table]:
     """No scores, no metric rows."""
-    return pd.Series([], dtype=np.int64), pd.DataFrame()
+    return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), Table()
 
 
-def _key_changes(order: np.ndarray, *keys: np.ndarray) -> np.ndarray:
-    """Positions in ``order`` where any of ``keys`` (read in that order) differs from the previous row; 0 first."""
-    if not len(order):
-        return np.empty(0, dtype=np.intp)
-    diff = np.zeros(len(order) - 1, dtype=bool)
-    for k in keys:
-        v = k[order]
-        diff |= v[1:] != v[:-1]
-    return np.r_[0, np.flatnonzero(diff) + 1]
-
-
-def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, pd.DataFrame]:
+def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[np.ndarray, np.ndarray, Table]:
     """HTA's scoring on the long communication kernels (``rank, stream, iteration, name, ts, dur``; a frame or a dict)."""
     cols = {c: np.asarray(long[c]) for c in ("rank", "stream", "iteration", "name", "ts", "dur")}
     if not len(cols["rank"]):
@@ -241,7 +265,7 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
     best = int(np.nanargmax(avg))  # first maximum in (stream, kernel) order, as idxmax
     stream_pick, name_pick = gs[h[hstart[best]]], gn[h[hstart[best]]]
     chosen = (ls == stream_pick) & (ln == name_pick)
-    metric = pd.DataFrame(
+    metric = Table(
         {
             c: last_cols[c][chosen]
             for c in ("rank", "stream", "iteration", "name", "ts", "dur", "normalized_start_time", "duration")
@@ -255,7 +279,7 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
         vals = np.sort(nst)[::-1]
         threshold = vals[min(k, vals.size) - 1]
         flags = (nst >= threshold).astype(np.int64)
-        scores = pd.Series(flags, index=m_rank)
+        ranks, scores = m_rank, flags
     else:
         for itv in steps:  # one pass per step
             if itv < 0:
@@ -265,9 +289,8 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[pd.Series, 
             threshold = vals[min(k, vals.size) - 1]
             flags[sel] = (nst[sel] >= threshold).astype(np.int64)
         ranks, inv = np.unique(m_rank, return_inverse=True)
-        scores = pd.Series(np.bincount(inv, weights=flags, minlength=len(ranks)).astype(np.int64), index=ranks)
-    scores.index.name = "rank"
-    return scores.astype(np.int64), metric
+        scores = np.bincount(inv.reshape(-1), weights=flags, minlength=len(ranks))
+    return np.asarray(ranks, dtype=np.int64), np.asarray(scores).astype(np.int64), metric
 
 
 def potential_stragglers(
@@ -305,160 +328,27 @@ def potential_stragglers(
     metric = None
     if scorer is not None:
         scores = scorer(steps)
+        rank, score = np.asarray(scores.index), np.asarray(scores)
     else:
-        scores, metric = straggler_scores(view, rules=rules, steps=steps, num_candidates=k)
-    if len(scores) == 0:
+        rank, score, metric = straggler_score_arrays(view, rules=rules, steps=steps, num_candidates=k)
+    if len(score) == 0:
         log.warning(
             "no straggler candidates: needs communication kernels longer than 1% of a step on at least two ranks"
         )
         return []
     if rules.hta_quirks:
-        order = scores.sort_values(ascending=False, kind="stable")
-        return [int(r) for r in order.index[:k]]
+        order = np.argsort(-score, kind="stable")  # ties in their order
+        return [int(r) for r in rank[order][:k]]
     # ties on the score: the later average start of the metric kernel first, then the lower rank
-    rank, score = scores.index.to_numpy(), scores.to_numpy()
     late = np.zeros(len(rank))
     if metric is not None and len(metric):  # mean normalized start of the metric kernel per rank
-        m_rank = metric["rank"].to_numpy()
+        m_rank = np.asarray(metric["rank"])
         seen, inv = np.unique(m_rank, return_inverse=True)
-        means = np.bincount(inv, weights=metric["normalized_start_time"].to_numpy()) / np.bincount(inv)
+        inv = inv.reshape(-1)
+        means = np.bincount(inv, weights=np.asarray(metric["normalized_start_time"])) / np.bincount(inv)
         at = np.searchsorted(seen, rank)
         found = (at < len(seen)) & (seen[np.minimum(at, len(seen) - 1)] == rank)
         late = np.where(found, means[np.minimum(at, len(seen) - 1)], -np.inf)
     keep = np.flatnonzero(score > 0)
     order = keep[np.lexsort((rank[keep], -late[keep], -score[keep]))]
     return [int(r) for r in rank[order][:k]]
-
-
-# --------------------------------------------------------------------------- native view
-def collective_waits(source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None) -> pd.DataFrame:
-    """Every communication kernel instance matched across ranks, with each rank's waiting time.
-
-    Kernels are matched by :func:`holotrace.analysis.critical_path.collectives.match_collectives`: the k-th
-    collective of one process group and kind within a step on one rank is the k-th on every other rank (a
-    (step, group, kind) whose ranks disagree on the count is left out). Kernels outside any
-    ``ProfilerStep`` belong to step -1. Kernels and their types follow the rule set
-    (default: the view's, or holotrace's for a job).
-
-    Returns:
-        One row per (instance, rank) where at least two ranks have the instance:
-        ``step, collective, occurrence, rank, start_us, dur_us, wait_us,
-        last_arrival`` — ``start_us`` from the job's earliest event on the common
-        clock; ``wait_us`` = the rank's duration minus the shortest duration of
-        the instance; ``last_arrival`` = the rank with the shortest duration
-        (latest start breaks ties), whom the others waited for.
-    """
-    from holotrace.analysis.critical_path.collectives import match_collectives
-
-    view = resolve(source, rules)
-    starts = [int(view[r]["ts"].min()) + view[r].clock_offset for r in view.ranks if view[r].n]
-    origin = min(starts) if starts else 0
-    cols = ["step", "collective", "occurrence", "rank", "start_us", "dur_us", "wait_us", "last_arrival"]
-    m = match_collectives(view, rules=view.rules, ranks=ranks).kernels
-    if m.empty:
-        return pd.DataFrame({c: pd.Series([], dtype=object if c == "collective" else np.float64) for c in cols})
-    parts = []
-    for r, sub in m.groupby("rank", sort=True):
-        v, rows = view[int(r)], sub["row"].to_numpy()
-        parts.append(
-            pd.DataFrame(
-                {
-                    "step": sub["step"].to_numpy(),
-                    "name": v["name"][rows],
-                    "rank": np.int64(r),
-                    "start_us": view.us(v["ts"][rows] + v.clock_offset - origin),
-                    "dur_us": view.us(v["dur"][rows]),
-                    "occurrence": sub["occurrence"].to_numpy(),
-                    "instance": sub["instance"].to_numpy(),
-                }
-            )
-        )
-    d = pd.concat(parts, ignore_index=True)
-    d["wait_us"] = d["dur_us"] - d.groupby("instance", sort=False)["dur_us"].transform("min")
-    # last arrival: shortest duration; ties -> latest start, then lowest rank
-    srt = d.sort_values(["instance", "dur_us", "start_us", "rank"], ascending=[True, True, False, True], kind="stable")
-    last = srt.groupby("instance", sort=False).head(1).set_index("instance")["rank"]
-    d["last_arrival"] = d["instance"].map(last).to_numpy()
-    d["collective"] = view.names(d["name"].to_numpy())
-    out = d[cols].sort_values(
-        ["step", "start_us", "collective", "occurrence", "rank"], kind="stable", ignore_index=True
-    )
-    out["step"] = out["step"].astype(np.int64)
-    out["occurrence"] = out["occurrence"].astype(np.int64)
-    out["rank"] = out["rank"].astype(np.int64)
-    out["last_arrival"] = out["last_arrival"].astype(np.int64)
-    return out
-
-
-def straggler_report(
-    source, *, rules: RuleSet | None = None, ranks: Sequence[int] | None = None, waits: pd.DataFrame | None = None
-) -> pd.DataFrame:
-    """Per step and rank: time spent waiting in collectives, and time the others waited for it.
-
-    Returns:
-        ``step, rank, collectives, wait_us, waited_for_us, straggler,
-        worst_collective, worst_collective_wait_us`` — ``waited_for_us`` sums,
-        over the collectives the rank arrived at last, the others' waiting time;
-        ``straggler`` marks the rank(s) with the largest positive
-        ``waited_for_us`` of the step; ``worst_collective`` is the collective in
-        which the others waited longest for this rank (empty when none).
-    """
-    w = collective_waits(source, rules=rules, ranks=ranks) if waits is None else waits
-    cols = [
-        "step",
-        "rank",
-        "collectives",
-        "wait_us",
-        "waited_for_us",
-        "straggler",
-        "worst_collective",
-        "worst_collective_wait_us",
-    ]
-    if w.empty:
-        return pd.DataFrame({c: pd.Series([], dtype=object) for c in cols})
-    inst = ["step", "collective", "occurrence"]
-    per_rank = (
-        w.groupby(["step", "rank"], sort=True)
-        .agg(collectives=("dur_us", "size"), wait_us=("wait_us", "sum"))
-        .reset_index()
-    )
-    caused = w.groupby(inst + ["last_arrival"], sort=False)["wait_us"].sum().reset_index()
-    caused = caused.rename(columns={"last_arrival": "rank", "wait_us": "caused_us"})
-    blame = caused.groupby(["step", "rank"], sort=True)["caused_us"].sum().rename("waited_for_us")
-    worst = (
-        caused.sort_values(["step", "rank", "caused_us"], ascending=[True, True, False], kind="stable")
-        .groupby(["step", "rank"])
-        .head(1)
-    )
-    worst = worst.set_index(["step", "rank"])
-    out = per_rank.set_index(["step", "rank"])
-    out["waited_for_us"] = blame.reindex(out.index).fillna(0.0)
-    out["worst_collective"] = worst["collective"].reindex(out.index).fillna("")
-    out["worst_collective_wait_us"] = worst["caused_us"].reindex(out.index).fillna(0.0)
-    out = out.reset_index()
-    top = out.groupby("step")["waited_for_us"].transform("max")
-    out["straggler"] = (out["waited_for_us"] >= top) & (out["waited_for_us"] > 0)
-    out["collectives"] = out["collectives"].astype(np.int64)
-    return out[cols]
-
-
-def straggler_summary(source, *, rules: RuleSet | None = None, report: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per rank over all steps: how often it was the straggler and how long others waited for it.
-
-    Returns:
-        ``rank, steps_as_straggler, waited_for_us, wait_us`` sorted by
-        ``waited_for_us`` descending (ties: rank).
-    """
-    rep = straggler_report(source, rules=rules) if report is None else report
-    cols = ["rank", "steps_as_straggler", "waited_for_us", "wait_us"]
-    if rep.empty:
-        return pd.DataFrame({c: pd.Series([], dtype=np.float64) for c in cols})
-    s = (
-        rep.groupby("rank", sort=True)
-        .agg(
-            steps_as_straggler=("straggler", "sum"), waited_for_us=("waited_for_us", "sum"), wait_us=("wait_us", "sum")
-        )
-        .reset_index()
-    )
-    s["steps_as_straggler"] = s["steps_as_straggler"].astype(np.int64)
-    return s.sort_values(["waited_for_us", "rank"], ascending=[False, True], kind="stable", ignore_index=True)[cols]

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from typing import NamedTuple, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import intervals
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import resolve
+from holotrace.table import Table
 
-__all__ = ["TemporalTimes", "temporal_times", "breakdown"]
+__all__ = ["TemporalTimes", "temporal_times", "breakdown", "breakdown_table"]
 
 
 class TemporalTimes(NamedTuple):
@@ -62,7 +62,14 @@ def _pctg(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
 
 def breakdown(
     source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, per_step: bool = False
-) -> pd.DataFrame:
+):
+    """:func:`breakdown_table` as a pandas frame."""
+    return breakdown_table(source, rules=rules, ranks=ranks, per_step=per_step).to_pandas()
+
+
+def breakdown_table(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None, per_step: bool = False
+) -> Table:
     """Temporal breakdown of each rank.
 
     Args:
@@ -115,4 +122,4 @@ def breakdown(
         out[f"{c}_us"] = view.us(t[:, i])
     for c in ("idle", "compute", "non_compute"):
         out[f"{c}_pctg"] = _pctg(out[f"{c}_us"], out["span_us"])
-    return pd.DataFrame(out)
+    return Table(out)

@@ -19,16 +19,18 @@ Ties in total time are broken by name ascending under both rule sets.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Optional
 
 import numpy as np
-import pandas as pd
 
+from holotrace.analysis.grouped import factorize
 from holotrace.analysis.intervals import stable_order
 from holotrace.model.classify import NATIVE, RuleSet
+from holotrace.table import Table
 
-__all__ = ["OTHERS", "group_stats", "name_stats", "top_k", "top_k_arrays"]
+__all__ = ["OTHERS", "group_stats", "name_stats", "name_stats_table", "top_k", "top_k_table", "top_k_arrays"]
 
 OTHERS = "others"
 
@@ -63,10 +65,18 @@ def group_stats(codes, durations) -> tuple[np.ndarray, ...]:
 
 
 def _codes(names) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, categories)`` of one name per instance (a :class:`pandas.Categorical` is used as is)."""
-    if isinstance(names, pd.Categorical):
+    """``(codes, categories)`` of one name per instance (a :class:`pandas.Categorical` is used as is); codes in
+    order of first appearance, a missing name (None, NaN) -1, as ``pd.factorize``."""
+    pd = sys.modules.get("pandas")  # a Categorical exists only once pandas is imported
+    if pd is not None and isinstance(names, pd.Categorical):
         return np.asarray(names.codes), np.asarray(names.categories, dtype=object)
-    codes, categories = pd.factorize(pd.Series(np.asarray(names, dtype=object), dtype=object))
+    names = np.asarray(names, dtype=object)
+    missing = (names != names) | np.equal(names, None)
+    if missing.any():
+        codes = np.full(len(names), -1, dtype=np.int64)
+        codes[~missing], categories = factorize(names[~missing])
+        return codes, np.asarray(categories, dtype=object)
+    codes, categories = factorize(names)
     return codes, np.asarray(categories, dtype=object)
 
 
@@ -77,7 +87,12 @@ def _by_total(names: np.ndarray, total: np.ndarray) -> np.ndarray:
     return np.lexsort((name_rank, -total))
 
 
-def name_stats(names, durations) -> pd.DataFrame:
+def name_stats(names, durations):
+    """:func:`name_stats_table` as a pandas frame."""
+    return name_stats_table(names, durations).to_pandas(object_text=True)
+
+
+def name_stats_table(names, durations) -> Table:
     """Per-name statistics of durations.
 
     Args:
@@ -93,9 +108,9 @@ def name_stats(names, durations) -> pd.DataFrame:
     group_codes, count, total, high, low, mean, std = group_stats(codes, durations)
     group_names = categories[group_codes] if len(group_codes) else np.empty(0, dtype=object)
     final = _by_total(group_names, total)
-    return pd.DataFrame(
+    return Table(
         {
-            "name": pd.Series(group_names[final], dtype=object),
+            "name": group_names[final],
             "count": count[final],
             "sum": total[final],
             "max": high[final],
@@ -114,7 +129,22 @@ def top_k(
     allowlist: Optional[Iterable[str]] = None,
     *,
     rules: Optional[RuleSet] = None,
-) -> pd.DataFrame:
+):
+    """:func:`top_k_table` as a pandas frame."""
+    return top_k_table(names, durations, num_kernels, duration_ratio, allowlist, rules=rules).to_pandas(
+        object_text=True
+    )
+
+
+def top_k_table(
+    names,
+    durations,
+    num_kernels: int = 10,
+    duration_ratio: float = 0.8,
+    allowlist: Optional[Iterable[str]] = None,
+    *,
+    rules: Optional[RuleSet] = None,
+) -> Table:
     """Top names by total time, the rest folded into one ``others`` row (see the module docstring).
 
     Args:
@@ -136,8 +166,8 @@ def top_k(
     """
     codes, categories = _codes(names)
     out = top_k_arrays(codes, categories, durations, num_kernels, duration_ratio, allowlist, rules=rules)
-    out["name"] = pd.Series(out["name"], dtype=object)
-    return pd.DataFrame(out)
+    out["name"] = np.asarray(out["name"], dtype=object)
+    return Table(out)
 
 
 def top_k_arrays(

@@ -8,6 +8,7 @@ executor (``holotrace.scale.segment_run``)."""
 from __future__ import annotations
 
 import argparse
+from collections import namedtuple
 
 import numpy as np
 
@@ -133,9 +134,9 @@ def _line(r) -> str:
 
 def build_report(advice, *, top: int = 10) -> Report:
     """The advice as lines, tables and the JSON contract (``fixes``, ``replay``, ``costliest_rank``)."""
-    lines = [_line(r) for r in advice.fixes.head(3).itertuples()]
-    f = Table.of(advice.fixes)
-    rep = Table.of(advice.replay)
+    f, rep = advice.fix_table, advice.replay_table
+    row = namedtuple("Fix", f.columns)
+    lines = [_line(row(*r)) for r in f.head(3).records()]
     err = np.abs(np.asarray(rep["error_pct"], dtype=np.float64)) if len(rep) else np.empty(0)
     if (~np.isnan(err)).any():
         worst = int(np.nanargmax(err))  # the first of equal maxima

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import namedtuple
 
 from holotrace.analysis import critical_path as _cp
 from holotrace.commands._load import add_load_options, load_job
@@ -90,16 +91,15 @@ def job_report(job, steps=None, output=None) -> Report:
     rep = replay(build_job_graph(job))
     path = job_critical_path(rep)
     if steps is not None:
-        missing = sorted(set(steps) - set(rep.steps["step"].tolist()))
+        have = rep.step_tab["step"].tolist()
+        missing = sorted(set(steps) - set(have))
         if missing:
-            raise AnalysisError(
-                f"step(s) {missing} not in the job", path=job.path, fix=f"choose among {rep.steps['step'].tolist()}"
-            )
+            raise AnalysisError(f"step(s) {missing} not in the job", path=job.path, fix=f"choose among {have}")
         path = path[path["step"].isin(steps)].reset_index(drop=True)
     summ = path_summary(path)
     header = [
         f"job step {int(r.step)}: {r.measured_ms:.3f} ms, ends on rank {int(r.slowest_rank)}"
-        for r in rep.steps.itertuples()
+        for r in map(namedtuple("Step", rep.step_tab.columns)._make, rep.step_tab.records())
         if steps is None or r.step in steps
     ]
     header += [f"note: {x}" for x in rep.graph.issues[:5]]
@@ -122,7 +122,7 @@ def job_report(job, steps=None, output=None) -> Report:
         title="Critical path of the job (all ranks)",
         sections=sections,
         header=header,
-        data={"job_path_summary": summ, "job_path": path, "replay": rep.steps},
+        data={"job_path_summary": summ, "job_path": path, "replay": rep.step_tab},
     )
     if output:
         from holotrace.analysis.critical_path.job_path import job_path_hops

@@ -26,6 +26,7 @@ from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 from holotrace.render.html_file import write_html
+from holotrace.table import Table
 
 __all__ = ["COMMAND", "add_arguments", "run", "report_data", "write_report"]
 
@@ -202,10 +203,10 @@ def report_data(
             launch_stats=lambda: chosen["launch_stats"].result(),
         )
         js.costliest_rank = costliest
-        ss = js.frames["straggler_summary"] if len(view.ranks) > 1 else None
+        ss = js.frames["straggler_summary"].to_pandas() if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
-    f = js.frames
+    f = {k: v.to_pandas() for k, v in js.frames.items() if isinstance(v, Table)}  # the report's renderers read frames
     res.update(
         tb=f["temporal"],
         types_by_rank=f["kernel_types_by_rank"],

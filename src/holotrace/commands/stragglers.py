@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
+import numpy as np
 
 from holotrace.analysis import stragglers as _strag
 from holotrace.analysis.critical_path.advice import costliest_rank
@@ -23,6 +23,7 @@ from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.table import Table
 
 __all__ = ["COMMAND", "add_arguments", "build_report", "run"]
 
@@ -61,9 +62,9 @@ def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
     """Collective waits per step and rank, the stragglers, and HTA's candidates (pure); ``replay``: which replay
     finds the costliest rank (``"graph"`` or ``"segments"``)."""
     view = job_view(job, NATIVE)
-    waits = _strag.collective_waits(view, rules=NATIVE)
-    rep = _strag.straggler_report(view, rules=NATIVE, waits=waits)
-    summ = _strag.straggler_summary(view, rules=NATIVE, report=rep)
+    waits = _strag.collective_waits_table(view, rules=NATIVE)
+    rep = _strag.straggler_report_table(waits)
+    summ = _strag.straggler_summary_table(rep)
     header = [f"job     {job.path}", f"ranks   {len(job.ranks)}"]
     sections = []
     if len(job.ranks) < 2:
@@ -72,13 +73,14 @@ def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
         lines = ["no communication kernel occurs on two or more ranks"]
     else:
         lines = []
-    overall = pd.DataFrame(
+    overall = Table(
         {
-            "rank": summ["rank"].to_numpy() if len(summ) else [],
-            "steps as straggler": summ["steps_as_straggler"].to_numpy() if len(summ) else [],
-            "others waited ms": summ["waited_for_us"].to_numpy() / 1e3 if len(summ) else [],
-            "it waited ms": summ["wait_us"].to_numpy() / 1e3 if len(summ) else [],
-        }
+            "rank": summ["rank"],
+            "steps as straggler": summ["steps_as_straggler"],
+            "others waited ms": summ["waited_for_us"] / 1e3,
+            "it waited ms": summ["wait_us"] / 1e3,
+        },
+        n=len(summ),
     )
     sections.append(
         Section(
@@ -94,15 +96,16 @@ def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
         )
     )
     if not rep.empty:
-        st = rep[rep["straggler"]]
-        per_step = pd.DataFrame(
+        st = rep.take(np.asarray(rep["straggler"], dtype=bool))
+        per_step = Table(
             {
-                "step": st["step"].to_numpy(),
-                "straggler": st["rank"].to_numpy(),
-                "others waited ms": st["waited_for_us"].to_numpy() / 1e3,
-                "worst collective": st["worst_collective"].astype(str).to_numpy(),
-                "its wait ms": st["worst_collective_wait_us"].to_numpy() / 1e3,
-            }
+                "step": st["step"],
+                "straggler": st["rank"],
+                "others waited ms": st["waited_for_us"] / 1e3,
+                "worst collective": np.array([str(x) for x in st["worst_collective"].tolist()], dtype=object),
+                "its wait ms": st["worst_collective_wait_us"] / 1e3,
+            },
+            n=len(st),
         )
         sections.append(
             Section(

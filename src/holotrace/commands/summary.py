@@ -238,7 +238,7 @@ def _idle_section(idle_df) -> Section:
             "Idle time by cause (gaps between GPU operations on each stream)",
             notes=["no GPU operations, so no idle gaps"],
         )
-    per = Table.of(idle.idle_by_rank(idle_df))
+    per = idle.idle_by_rank_table(idle_df)
     shown = Table(
         {
             "rank": per["rank"],

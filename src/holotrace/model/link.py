@@ -62,18 +62,38 @@ def containing_step(ts: np.ndarray, step_ts: np.ndarray, step_end: np.ndarray, s
 
 
 def isin_ids(values: np.ndarray, members: np.ndarray) -> np.ndarray:
-    """``np.isin`` for integer ids, through a flag array when their range is small (no sort)."""
+    """``np.isin`` for integer ids, through flag arrays (no sort of ``values``): one over the whole range when
+    it is small, else one per block of ids holding a member (ids in a few far-apart clusters), else a sort."""
     if not len(values) or not len(members):
         return np.zeros(len(values), dtype=bool)
+    values, members = np.asarray(values), np.asarray(members)
     lo = min(int(values.min()), int(members.min()))
     hi = max(int(values.max()), int(members.max()))
-    if hi - lo > 8 * (len(values) + len(members)) + 1024:
-        import pandas as pd
+    budget = 8 * (len(values) + len(members)) + 1024
+    if hi - lo <= budget:
+        flag = np.zeros(hi - lo + 1, dtype=bool)
+        flag[members - lo] = True
+        return flag[values - lo]
+    blocks = np.unique(members >> 16)  # flag arrays of 2**16 ids, one per block that holds a member
+    if len(blocks) << 16 <= budget:
+        return _isin_blocks(values, members, blocks, 16)
+    if len(blocks) << 8 <= budget:  # smaller blocks (at least as many of them) may fit
+        blocks = np.unique(members >> 8)
+        if len(blocks) << 8 <= budget:
+            return _isin_blocks(values, members, blocks, 8)
+    return np.isin(values, members, kind="sort")  # ids scattered over a wide range
 
-        return pd.Series(values).isin(members).to_numpy()  # hash lookup: measured 6x faster than np.isin here
-    flag = np.zeros(hi - lo + 1, dtype=bool)
-    flag[members - lo] = True
-    return flag[values - lo]
+
+def _isin_blocks(values: np.ndarray, members: np.ndarray, blocks: np.ndarray, shift: int) -> np.ndarray:
+    low = (1 << shift) - 1
+    flag = np.zeros(len(blocks) << shift, dtype=bool)
+    flag[(np.searchsorted(blocks, members >> shift) << shift) | (members & low)] = True
+    vb = values >> shift
+    at = np.minimum(np.searchsorted(blocks, vb), len(blocks) - 1)
+    inside = blocks[at] == vb
+    out = np.zeros(len(values), dtype=bool)
+    out[inside] = flag[(at[inside] << shift) | (values[inside] & low)]
+    return out
 
 
 def position_lookup(index: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The straggler and launch lines of a job's summary (``holotrace summary``, the report), from its frames.
+"""The straggler and launch lines of a job's summary (``holotrace summary``, the report), from its tables.
 
 Both read a :class:`~holotrace.analysis.job_summary.JobSummary`, so the lines are the same whatever ran the
 per-rank work (a job in this process, the local pool, Ray, an ingest folder).
@@ -6,40 +6,55 @@ per-rank work (a job in this process, the local pool, Ray, an ingest folder).
 
 from __future__ import annotations
 
+from typing import Optional
+
+import numpy as np
+
 from holotrace.analysis.job_summary import JobSummary
+from holotrace.table import Table
 from holotrace.text import fit_name, fit_names, sanitize
 
 __all__ = ["straggler_lines", "launch_lines"]
 
 
+def _first_largest(values: np.ndarray) -> Optional[int]:
+    """The row a descending sort (numpy's default sort of the reversed values, NaN last) puts first."""
+    x = np.asarray(values, dtype=np.float64)
+    idx = np.flatnonzero(~np.isnan(x))
+    if not len(idx):
+        return int(np.flatnonzero(np.isnan(x))[0]) if len(x) else None
+    rev = idx[::-1]
+    return int(rev[np.argsort(x[rev], kind="quicksort")][-1])
+
+
 def straggler_lines(js: JobSummary) -> list[str]:
     """The straggler line: the rank the others waited for, how long, in how many steps, its worst collective."""
-    rep, summ = js.frames["straggler_report"], js.frames["straggler_summary"]
+    rep, summ = Table.of(js.frames["straggler_report"]), Table.of(js.frames["straggler_summary"])
     if len(js.ranks) < 2:
         return ["stragglers: one rank, nothing to compare"]
     if rep.empty:
         return ["stragglers: no communication kernel occurs on two or more ranks"]
-    top = summ.iloc[0]
-    if top["waited_for_us"] <= 0:
+    waited, rank = float(summ["waited_for_us"][0]), int(summ["rank"][0])
+    if waited <= 0:
         return ["stragglers: none (collectives take the same time on every rank)"]
-    st = rep[(rep["rank"] == top["rank"]) & rep["straggler"]]
-    worst = st.sort_values("worst_collective_wait_us", ascending=False).head(1)
+    st = rep.take((np.asarray(rep["rank"]) == rank) & np.asarray(rep["straggler"], dtype=bool))
+    i = _first_largest(st["worst_collective_wait_us"])
     ev = ""
-    if len(worst):
-        w = worst.iloc[0]
+    if i is not None:
         ev = (
-            f"; worst: {fit_name(str(w['worst_collective']), 50)} in step {int(w['step'])}, "
-            f"{w['worst_collective_wait_us'] / 1e3:.3f} ms"
+            f"; worst: {fit_name(str(st['worst_collective'][i]), 50)} in step {int(st['step'][i])}, "
+            f"{st['worst_collective_wait_us'][i] / 1e3:.3f} ms"
         )
+    steps = len(np.unique(np.asarray(rep["step"])))
     return [
-        f"straggler: rank {int(top['rank'])} (the others waited {top['waited_for_us'] / 1e3:.3f} ms for it; "
-        f"straggler in {int(top['steps_as_straggler'])}/{rep['step'].nunique()} steps{ev})"
+        f"straggler: rank {rank} (the others waited {waited / 1e3:.3f} ms for it; "
+        f"straggler in {int(summ['steps_as_straggler'][0])}/{steps} steps{ev})"
     ]
 
 
 def launch_lines(js: JobSummary) -> list[str]:
     """The launch-delay overview (median and p95 from the ranks' merged sketches) and the worst launches."""
-    o, worst = js.frames["launch_overview"], js.frames["launch_worst"]
+    o, worst = js.frames["launch_overview"], Table.of(js.frames["launch_worst"])
     if not o["launches"]:
         return ["launch delay: no launch call paired with GPU work"]
     cutoff = o.get("cutoff_us", 100.0)
@@ -47,11 +62,15 @@ def launch_lines(js: JobSummary) -> list[str]:
         f"launch delay: median {o['median_us']:.1f} us, p95 {o['p95_us']:.1f} us (within 1 %) over "
         f"{o['launches']} launches; {o['outliers']} above {cutoff:g} us"
     ]
-    names = fit_names([str(k) for k in worst["kernel"]], 60)  # together: two kernels never read alike
-    for row, name in zip(worst.itertuples(index=False), names):
-        step = f" step {row.iteration}" if row.iteration >= 0 else ""
+    if not len(worst):
+        return lines
+    names = fit_names([str(k) for k in worst["kernel"].tolist()], 60)  # together: two kernels never read alike
+    cols = {c: worst[c].tolist() for c in ("rank", "iteration", "ts", "launch_delay", "launch")}
+    for i, name in enumerate(names):
+        it = cols["iteration"][i]
+        step = f" step {it}" if it >= 0 else ""
         lines.append(
-            f"  rank {row.rank}{step} at {row.ts / 1e3:.3f} ms: {name} "
-            f"started {row.launch_delay:.1f} us after its {sanitize(str(row.launch))}"
+            f"  rank {cols['rank'][i]}{step} at {cols['ts'][i] / 1e3:.3f} ms: {name} "
+            f"started {cols['launch_delay'][i]:.1f} us after its {sanitize(str(cols['launch'][i]))}"
         )
     return lines

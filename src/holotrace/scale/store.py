@@ -24,13 +24,10 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.ipc as ipc
-
 from holotrace.analysis.rank_summary import RankSummary
 from holotrace.atomic import fsync_dir, kill_point, temp_name, write_bytes, write_error
 from holotrace.errors import TraceFormatError, TraceNotFoundError
+from holotrace.table import Table
 
 __all__ = [
     "write_rank",
@@ -44,9 +41,17 @@ __all__ = [
 ]
 
 FORMAT = 2  # 2: the collectives frame carries group, kind and peer
+#: text columns a stored summary frame holds as pandas' ``str`` (when it has rows, or the rank launched kernels for
+#: ``launch_worst``); other text columns are ``object``
+_STR_COLUMNS = {"kernel_rank_stats": ("kernel_type", "name"), "launch_worst": ("launch", "kernel")}
 _RANK_DIR = re.compile(r"^rank-(\d{6})$")
 _RANK_FAILED = re.compile(r"^rank-(\d{6})\.failed\.json$")
-_OPTS = ipc.IpcWriteOptions(compression="lz4")
+
+
+def _opts():
+    import pyarrow.ipc as ipc
+
+    return ipc.IpcWriteOptions(compression="lz4")
 
 
 def rank_dir(out: Path, rank: int) -> Path:
@@ -59,32 +64,55 @@ def is_ingest_folder(path) -> bool:
     return p.is_dir() and any(p.glob("ingest-*.json"))
 
 
-def _write_table(path: Path, table: pa.Table) -> None:
-    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema, options=_OPTS) as w:
+def _write_table(path: Path, table) -> None:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema, options=_opts()) as w:
         w.write_table(table)
 
 
-def _frame_bytes(df: pd.DataFrame) -> bytes:
+def _frame_bytes(df) -> bytes:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     table = pa.Table.from_pandas(df, preserve_index=False)
     sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema, options=_OPTS) as w:
+    with ipc.new_stream(sink, table.schema, options=_opts()) as w:
         w.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
-def _frame_of(data: bytes, dtypes: dict) -> pd.DataFrame:
+def _stored_frame(name: str, t: Table, info: dict):
+    """A summary's table as the pandas frame the stored format holds (its columns' pandas types)."""
+    import pandas as pd
+
+    launched = name == "launch_worst" and info.get("launches", 0) > 0
+    text = _STR_COLUMNS.get(name, ()) if len(t) or launched else ()
+    cols = {c: pd.Series(a, dtype="str" if c in text else object) if a.dtype == object else a for c, a in t.items()}
+    return pd.DataFrame(cols, index=pd.RangeIndex(len(t)))
+
+
+def _frame_of(data: bytes, dtypes: dict):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     df = ipc.open_stream(pa.py_buffer(data)).read_all().to_pandas()
     return df.astype({c: t for c, t in dtypes.items() if c in df.columns}) if len(dtypes) else df
 
 
 def summary_to_bytes(s: RankSummary) -> bytes:
     """One Arrow IPC stream: a row per frame (name, Arrow IPC bytes, dtypes) and the ``info`` JSON."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     names = list(s.frames)
+    frames = [_stored_frame(k, Table.of(s.frames[k]), s.info) for k in names]
     table = pa.table(
         {
             "frame": names,
-            "data": pa.array([_frame_bytes(s.frames[k]) for k in names], type=pa.binary()),
-            "dtypes": [json.dumps({c: str(t) for c, t in s.frames[k].dtypes.items()}) for k in names],
+            "data": pa.array([_frame_bytes(f) for f in frames], type=pa.binary()),
+            "dtypes": [json.dumps({c: str(t) for c, t in f.dtypes.items()}) for f in frames],
         }
     )
     table = table.replace_schema_metadata({"info": json.dumps(s.info), "rank": str(s.rank), "format": str(FORMAT)})
@@ -95,13 +123,18 @@ def summary_to_bytes(s: RankSummary) -> bytes:
 
 
 def summary_from_bytes(data: bytes, where: str = "") -> RankSummary:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     try:
         table = ipc.open_stream(pa.py_buffer(data)).read_all()
         meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
         if int(meta.get("format", -1)) != FORMAT:
             raise ValueError(f"summary format {meta.get('format')} (this holotrace reads {FORMAT})")
         cols = table.to_pydict()
-        frames = {n: _frame_of(d, json.loads(t)) for n, d, t in zip(cols["frame"], cols["data"], cols["dtypes"])}
+        frames = {
+            n: Table.of(_frame_of(d, json.loads(t))) for n, d, t in zip(cols["frame"], cols["data"], cols["dtypes"])
+        }
         return RankSummary(int(meta["rank"]), frames, json.loads(meta["info"]))
     except (pa.ArrowException, ValueError, KeyError, json.JSONDecodeError) as e:
         raise TraceFormatError(
@@ -118,6 +151,8 @@ def write_rank(out: Path, trace, strings, summary: RankSummary, source: Optional
 
     A rank folder another run put there meanwhile (two runs over overlapping ranges) is kept: both were made
     from the same file. A stale one (its file changed since) is replaced."""
+    import pyarrow as pa
+
     final = rank_dir(out, summary.rank)
     tmp = Path(out) / temp_name(final.name)
     tmp.mkdir(parents=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path import job_what_if as jw
 from holotrace.analysis.critical_path.job_graph import (
@@ -21,8 +21,13 @@ from holotrace.analysis.critical_path.job_graph import (
     build_job_graph,
 )
 from holotrace.analysis.critical_path.replay import Replay, shared_base
-from holotrace.analysis.critical_path.straggler_fix import waits_of
+from holotrace.analysis.critical_path.straggler_fix import group_sums, rank_waits
+from holotrace.analysis.grouped import group_mean
 from holotrace.errors import AnalysisError
+from holotrace.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "LONGEST_VS_LAST",
@@ -61,17 +66,35 @@ class CostliestRank:
 
 @dataclass
 class Advice:
-    """``fixes``: ranked, one row per fix (``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms,
-    evidence``; ``step`` None when averaged over several steps); ``per_step``: every fix on every step; ``replay``:
-    measured and replayed job step times; ``costliest``; ``issues``: what the graph could not match."""
+    """``fix_table``: ranked, one row per fix (``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms,
+    evidence``; ``step`` None when averaged over several steps); ``step_savings``: every fix on every step;
+    ``replay_table``: measured and replayed job step times; ``costliest``; ``issues``: what the graph could not
+    match. The three tables also as pandas frames: ``fixes``, ``per_step``, ``replay``."""
 
-    fixes: pd.DataFrame
-    per_step: pd.DataFrame
-    replay: pd.DataFrame
+    fix_table: Table
+    step_savings: Table
+    replay_table: Table
     costliest: CostliestRank
     issues: list = field(default_factory=list)
     graph: JobGraph | None = field(default=None, repr=False)
     base: Replay | None = field(default=None, repr=False)
+
+    @property
+    def fixes(self) -> pd.DataFrame:
+        import pandas as pd
+
+        df = self.fix_table.to_pandas()
+        if len(df):  # (a fix without a target: None, never a missing text)
+            df["target"] = pd.Series(self.fix_table["target"], dtype=object)
+        return df
+
+    @property
+    def per_step(self) -> pd.DataFrame:
+        return self.step_savings.to_pandas()
+
+    @property
+    def replay(self) -> pd.DataFrame:
+        return self.replay_table.to_pandas()
 
 
 def _fix_for(name: str) -> str:
@@ -163,7 +186,7 @@ def job_advice(
         g.point_time[2 * m],
         names,
     )
-    return _finish(facts, ref.steps, ref.rank_steps, per, ranks, steps, list(g.issues), g, ref)
+    return _finish(facts, ref.step_tab, ref.rank_tab, per, ranks, steps, list(g.issues), g, ref)
 
 
 @dataclass
@@ -192,22 +215,21 @@ def segment_advice(
     """:func:`job_advice` from the ranks' phase 1 (``phase1()``: a :class:`~.segments.RankCollectives` per rank,
     let go once planned) and ``phase2`` (a function of the ranks' :class:`~.segments.SegmentPlan` returning their
     :class:`~.segments.RankSegments`): each run in this process, or mapped over the ranks on any executor."""
-    from holotrace.analysis.critical_path.replay import replay_tables, step_table
+
+    from holotrace.analysis.critical_path.replay import job_step_table, replay_step_tables
     from holotrace.analysis.critical_path.segment_replay import plan_job, replay_job
 
     plan = plan_job(phase1(), options=options, only=only, combine=combine)
     results = phase2(plan.plans)
     plan.plans = []  # sent: what is left of them is in the results
     rep = replay_job(plan, results)
-    steps_df, rank_steps = replay_tables(rep.measured, rep.base)
-    measured = steps_df.set_index("step")["measured_ms"]
-    replayed = steps_df.set_index("step")["replayed_ms"]
+    steps_tab, rank_steps = replay_step_tables(rep.measured, rep.base)
+    ref = steps_tab["step"], steps_tab["measured_ms"], steps_tab["replayed_ms"]
     rows = []
     for (fix, rank, target), (ends, ev) in rep.tries.items():
-        tab = step_table(ends)
-        t = pd.Series(tab["time"].to_numpy() / 1e6, index=tab["step"].astype(np.int64))
-        rows += jw.saving_rows(fix, rank, target, ev, t, measured, replayed)
-    per = pd.DataFrame(rows, columns=jw.SAVING_COLUMNS)
+        tab = job_step_table(ends)
+        rows += jw.saving_rows(fix, rank, target, ev, (tab["step"].astype(np.int64), tab["time"] / 1e6), *ref)
+    per = Table.from_records(rows, jw.SAVING_COLUMNS)
     mem = plan.members
     jf = JobFacts(
         list(plan.ranks),
@@ -216,85 +238,149 @@ def segment_advice(
         mem["start"].to_numpy(),
         lambda: mem["name"].tolist(),
     )
-    return _finish(jf, steps_df, rank_steps, per, ranks, steps, list(plan.issues))
+    return _finish(jf, steps_tab, rank_steps, per, ranks, steps, list(plan.issues))
 
 
-def _finish(facts: JobFacts, rep, rank_steps, per, ranks, steps, issues, g=None, ref=None) -> Advice:
+FIX_COLUMNS = ["fix", "rank", "target", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"]
+
+
+def _finish(facts: JobFacts, rep: Table, rank_steps: Table, per: Table, ranks, steps, issues, g=None, ref=None):
     """The advice from the replay's step tables and every fix's savings per step, whichever replay made them."""
     if steps is not None:
         wanted = [int(s) for s in steps]
-        missing = sorted(set(wanted) - set(rep["step"].tolist()))
+        have = rep["step"].tolist()
+        missing = sorted(set(wanted) - set(have))
         if missing:
-            have = rep["step"].tolist()
             raise AnalysisError(
                 f"step(s) {missing} not in the job",
                 fix=f"pass --step with one of {have}" if have and have != [-1] else "leave --step out: no ProfilerStep",
             )
-        rep = rep[rep["step"].isin(wanted)].reset_index(drop=True)
-        per = per[per["step"].isin(wanted)].reset_index(drop=True)
+        rep = rep.take(np.isin(rep["step"], wanted))
+        per = per.take(np.isin(per["step"], wanted)) if len(per) else per
     costliest = _costliest(facts, rank_steps, per, rep)
-    shown = per if ranks is None else per[per["rank"].isna() | per["rank"].isin(list(ranks))]
+    if ranks is None or not len(per):
+        shown = per
+    else:
+        keep = {int(r) for r in ranks}
+        shown = per.take(np.array([_missing(x) or x in keep for x in per["rank"].tolist()], dtype=bool))
     fixes = _rank_fixes(shown, len(rep))
-    replay_rows = rep[["step", "measured_ms", "replayed_ms", "error_pct"]].reset_index(drop=True)
+    replay_rows = Table({c: rep[c] for c in ("step", "measured_ms", "replayed_ms", "error_pct")})
     return Advice(fixes, per, replay_rows, costliest, issues, g, ref)
 
 
-def _rank_fixes(per: pd.DataFrame, n_steps: int) -> pd.DataFrame:
-    cols = ["fix", "rank", "target", "step", "saving_ms", "saving_pct", "predicted_step_ms", "evidence"]
-    if per.empty:
-        return pd.DataFrame({c: [] for c in cols})
-    key = ["fix", "rank", "target"]
-    p = per.assign(
-        rank=per["rank"].astype(object).where(per["rank"].notna(), None),
-        target=per["target"].where(per["target"].notna(), ""),
-    )
-    g = p.groupby(key, sort=False, dropna=False)
-    agg = g.agg(
-        saving_ms=("saving_ms", "mean"),
-        measured=("measured_ms", "mean"),
-        step=("step", "first"),
-        evidence=("evidence", "first"),
-    ).reset_index()
-    agg["saving_pct"] = np.where(agg["measured"] > 0, 100.0 * agg["saving_ms"] / agg["measured"], 0.0)
-    agg["predicted_step_ms"] = agg["measured"] - agg["saving_ms"]
-    if n_steps != 1:
-        agg["step"] = None
-    agg["target"] = agg["target"].astype(object).where(agg["target"] != "", None)
-    agg["rank"] = pd.Series([None if r is None or pd.isna(r) else int(r) for r in agg["rank"]], dtype=object)
+def _missing(x) -> bool:
+    return x is None or x != x
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _descending(x: np.ndarray) -> np.ndarray:
+    """Sort codes of ``x`` for a descending stable sort (NaN last), as pandas' multi-column sort makes them."""
+    x = np.asarray(x, dtype=np.float64)
+    nan = np.isnan(x)
+    u, code = np.unique(x[~nan], return_inverse=True)
+    out = np.full(len(x), len(u), dtype=np.int64)
+    out[~nan] = len(u) - 1 - code.reshape(-1)
+    return out
+
+
+def _rank_fixes(per: Table, n_steps: int) -> Table:
+    """One row per fix (its savings averaged over the steps), the best straggler only, ranked."""
+    if not len(per):
+        return Table({c: np.empty(0, dtype=object) for c in FIX_COLUMNS})
+    # groups of (fix, rank, target) in the order they first appear (a missing rank or target is a key too)
+    ranks = [None if _missing(r) else r for r in per["rank"].tolist()]
+    targets = ["" if _missing(t) else t for t in per["target"].tolist()]
+    codes, keys = {}, []
+    at = np.empty(len(per), dtype=np.int64)
+    for i, key in enumerate(zip(per["fix"].tolist(), ranks, targets)):
+        c = codes.get(key)
+        if c is None:
+            c = codes[key] = len(keys)
+            keys.append((key, i))
+        at[i] = c
+    n = len(keys)
+    first = np.array([i for _, i in keys], dtype=np.int64)
+    saving = group_mean(at, per["saving_ms"], n)
+    measured = group_mean(at, per["measured_ms"], n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pct = np.where(measured > 0, 100.0 * saving / measured, 0.0)
+    fix = _objects([k[0] for k, _ in keys])
+    step = per["step"][first] if n_steps == 1 else _objects([None] * n)
+    rank = _objects([None if k[1] is None else int(k[1]) for k, _ in keys])
+    target = _objects([k[2] if k[2] != "" else None for k, _ in keys])
+    evidence = per["evidence"][first]
     # one straggler row: the rank that saves most
-    strag = agg[agg["fix"] == "straggler"].sort_values("saving_ms", ascending=False, kind="stable")
-    agg = agg.drop(index=strag.index[1:])
-    waste_first = ~agg["fix"].isin(SPEEDUPS) & (agg["saving_pct"] >= WASTE_FIRST_PCT)
-    agg = agg.assign(_tier=np.where(waste_first, 0, 1))
-    agg = agg.sort_values(
-        ["_tier", "saving_ms", "fix"], ascending=[True, False, True], kind="stable", ignore_index=True
+    strag = np.flatnonzero(fix == "straggler")
+    keep = np.ones(n, dtype=bool)
+    if len(strag) > 1:
+        keep[strag[np.argsort(_descending(saving[strag]), kind="stable")[1:]]] = False
+    waste_first = ~np.isin(fix, SPEEDUPS) & (pct >= WASTE_FIRST_PCT)
+    tier = np.where(waste_first, 0, 1)
+    rows = np.flatnonzero(keep)
+    _, fix_code = np.unique(fix[rows].astype(str), return_inverse=True)
+    order = rows[np.lexsort((fix_code.reshape(-1), _descending(saving[rows]), tier[rows]))]
+    return Table(
+        {
+            "fix": fix[order],
+            "rank": rank[order],
+            "target": target[order],
+            "step": step[order],
+            "saving_ms": saving[order],
+            "saving_pct": pct[order],
+            "predicted_step_ms": (measured - saving)[order],
+            "evidence": evidence[order],
+        }
     )
-    return agg[cols]
 
 
-def _costliest(facts: JobFacts, rank_steps: pd.DataFrame, per: pd.DataFrame, rep: pd.DataFrame) -> CostliestRank:
+def _first_max(keys: np.ndarray, values: np.ndarray):
+    """The key of the largest value (the first of equal ones, NaN last), None when there is none."""
+    v = np.asarray(values, dtype=np.float64)
+    if not len(v):
+        return None
+    return keys[int(np.argsort(_descending(v), kind="stable")[0])]
+
+
+def _costliest(facts: JobFacts, rank_steps: Table, per: Table, rep: Table) -> CostliestRank:
     ranks = facts.ranks
     if not ranks:
         return CostliestRank(None, "no rank has runtime calls or GPU work to compare")
-    rs = rank_steps[rank_steps["step"].isin(rep["step"])]
-    mean_step = rs.groupby("rank")["measured_ms"].mean()
-    longest = int(mean_step.sort_values(ascending=False, kind="stable").index[0]) if len(mean_step) else ranks[0]
+    rs = rank_steps.take(np.isin(rank_steps["step"], rep["step"]))
+    by_rank, at = np.unique(rs["rank"], return_inverse=True)
+    mean_step = group_mean(at.reshape(-1), rs["measured_ms"], len(by_rank))
+    longest = int(_first_max(by_rank, mean_step)) if len(by_rank) else ranks[0]
     if len(ranks) == 1:
         return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
     n = max(len(rep), 1)
-    caused = waits_of(facts.inst, facts.rank, facts.start)
-    last = (
-        int(caused.sort_values(ascending=False, kind="stable").index[0]) if len(caused) and caused.max() > 0 else None
+    c_ranks, caused = rank_waits(facts.inst, facts.rank, facts.start)
+    top = _first_max(c_ranks, caused)
+    last = int(top) if top is not None and (caused > 0).any() else None
+    s_rows = per.take(per["fix"] == "straggler") if len(per) else per
+    s_ranks, s_at = (
+        np.unique(np.asarray(s_rows["rank"], dtype=np.float64), return_inverse=True)
+        if len(s_rows)
+        else (
+            np.zeros(0),
+            np.zeros(0, dtype=np.int64),
+        )
     )
-    strag = (
-        per[per["fix"] == "straggler"].groupby("rank")["saving_ms"].mean().sort_values(ascending=False, kind="stable")
-    )
-    step_ms = float(rep["measured_ms"].mean()) if len(rep) else 0.0
-    if len(strag) and strag.iloc[0] > 0.01 * step_ms:
-        r = int(strag.index[0])
-        ev = per[(per["fix"] == "straggler") & (per["rank"] == r)]["evidence"].iloc[0]
+    s_mean = group_mean(s_at.reshape(-1), s_rows["saving_ms"], len(s_ranks)) if len(s_rows) else np.zeros(0)
+    s_order = np.argsort(_descending(s_mean), kind="stable")
+    strag_rank, strag_ms = s_ranks[s_order], s_mean[s_order]
+    measured = np.asarray(rep["measured_ms"], dtype=np.float64)
+    ok = ~np.isnan(measured)
+    step_ms = float(np.where(ok, measured, 0.0).sum() / ok.sum()) if len(rep) else 0.0
+    if len(strag_ms) and strag_ms[0] > 0.01 * step_ms:
+        r = int(strag_rank[0])
+        ev = s_rows["evidence"][int(np.flatnonzero(np.asarray(s_rows["rank"], dtype=np.float64) == r)[0])]
         coll = _worst_collective(facts, r)
-        waited = float(caused.get(r, 0.0)) / 1e6 / n
+        mine = np.flatnonzero(c_ranks == r)
+        waited = float(caused[mine[0]] if len(mine) else 0.0) / 1e6 / n
         if r == last:
             why = (
                 f"rank {r} arrives last at the collectives ({coll}): the other ranks wait {waited:.2f} ms per step "
@@ -304,15 +390,15 @@ def _costliest(facts: JobFacts, rank_steps: pd.DataFrame, per: pd.DataFrame, rep
             why = f"rank {r}: its {ev[1]}"
         if len(ev) > 2:
             why += f" (most of it in {ev[2]})"
-        why += f"; bringing it to the median saves {strag.iloc[0]:.2f} ms per step."
+        why += f"; bringing it to the median saves {strag_ms[0]:.2f} ms per step."
         if longest != r:
             why += f" Rank {longest} has the longest step because it waits for rank {r}. " + LONGEST_VS_LAST
-        return CostliestRank(r, why, float(strag.iloc[0]), last, longest)
-    why = f"rank {longest} has the longest step ({mean_step[longest]:.2f} ms per step); "
-    if len(strag) and strag.iloc[0] > 0:
+        return CostliestRank(r, why, float(strag_ms[0]), last, longest)
+    why = f"rank {longest} has the longest step ({mean_step[np.flatnonzero(by_rank == longest)[0]]:.2f} ms per step); "
+    if len(strag_ms) and strag_ms[0] > 0:
         why += (
-            f"bringing any rank's compute to the median saves at most {strag.iloc[0]:.2f} ms per step (rank "
-            f"{int(strag.index[0])}), under 1% of the job step."
+            f"bringing any rank's compute to the median saves at most {strag_ms[0]:.2f} ms per step (rank "
+            f"{int(strag_rank[0])}), under 1% of the job step."
         )
     else:
         why += "no rank's compute, brought to the median, shortens the job's step."
@@ -323,15 +409,20 @@ def _costliest(facts: JobFacts, rank_steps: pd.DataFrame, per: pd.DataFrame, rep
 
 def _worst_collective(facts: JobFacts, r: int) -> str:
     """The collective kernel (full name) at which the others waited longest for rank ``r``."""
-    df = pd.DataFrame({"inst": facts.inst, "rank": facts.rank, "start": facts.start, "at": np.arange(len(facts.inst))})
-    arrive = df.groupby("inst")["start"].transform("max")
-    df["wait"] = arrive - df["start"]
-    lastr = df.sort_values(["inst", "start"], ascending=[True, False], kind="stable").groupby("inst").head(1)
-    mine = lastr[lastr["rank"] == r]
-    if mine.empty:
+    inst, rank = np.asarray(facts.inst), np.asarray(facts.rank)
+    start = np.asarray(facts.start, dtype=np.float64)
+    u, k = np.unique(inst, return_inverse=True)
+    k = k.reshape(-1)
+    arrive = np.full(len(u), np.nan)
+    np.fmax.at(arrive, k, start)  # each instance's last arrival
+    wait = arrive[k] - start
+    o = np.lexsort((_descending(start), inst))  # per instance, the latest member first (the first of equal ones)
+    last = o[np.r_[True, inst[o][1:] != inst[o][:-1]]] if len(o) else o
+    mine = last[rank[last] == r]
+    if not len(mine):
         return "none"
-    w = df.groupby("inst")["wait"].sum().reindex(mine["inst"])
-    return str(facts.names()[int(mine.set_index("inst").loc[w.idxmax(), "at"])])
+    w = group_sums(k, wait, len(u))[k[mine]]
+    return str(facts.names()[int(mine[int(np.argsort(_descending(w), kind="stable")[0])])])
 
 
 def costliest_rank(source, *, replay: str = "graph") -> CostliestRank:

@@ -4,7 +4,6 @@ is part of it)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.endpoint_order import packed_order
 from holotrace.model.classify import Kind
@@ -35,11 +34,10 @@ def _by_thread_time(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.n
     n = len(ts)
     if not n or ts.dtype.kind not in "iu" or dur.dtype.kind not in "iu":
         return np.lexsort((-dur, ts, thread))
-    codes, uniq = pd.factorize(thread)
-    rank_of = np.empty(len(uniq), dtype=np.int64)
-    rank_of[np.argsort(uniq, kind="stable")] = np.arange(len(uniq))  # codes in the threads' order
+    uniq, codes = np.unique(thread, return_inverse=True)  # codes in the threads' order
+    codes = codes.reshape(-1)
     lo = int(ts.min())
     span = int(ts.max()) - lo + 1
     if len(uniq) * span >= 2**62:
         return np.lexsort((-dur, ts, thread))
-    return packed_order(rank_of[codes] * span + (ts - lo), lambda o: (-dur[o],))
+    return packed_order(codes * span + (ts - lo), lambda o: (-dur[o],))

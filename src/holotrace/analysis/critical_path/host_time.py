@@ -5,10 +5,10 @@ waited longest (see :mod:`holotrace.analysis.critical_path.job_what_if`; ``info`
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays, _covered
+from holotrace.analysis.critical_path.straggler_fix import group_sums
 from holotrace.model import classify
 
 __all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "intervals", "sync_evidence"]
@@ -77,10 +77,14 @@ def sync_evidence(g, info, edges, n) -> list:
     if not len(edges):
         return []
     call = g.dst[edges] // 2
-    w = pd.Series(g.point_time[g.src[edges]] - g.point_time[2 * call]).clip(lower=0)
-    top = w.groupby([g.node_rank[call], info.name[call]]).sum().sort_values(ascending=False, kind="stable")
+    w = g.point_time[g.src[edges]] - g.point_time[2 * call]
+    w = np.where(w < 0, 0.0, w)
+    # the (rank, name) pairs by their summed wait, the longest first (equal sums: by rank, then name)
+    pairs, at = np.unique(np.stack([g.node_rank[call], info.name[call]], axis=1), axis=0, return_inverse=True)
+    sums = group_sums(at.reshape(-1), w, len(pairs))
+    top = pairs[np.argsort(-sums, kind="stable")]
     out = []
-    for r, nm in list(top.index)[:n]:
+    for r, nm in top[:n].tolist():
         rv = g.view[int(r)]
         rows = g.node_row[call[(g.node_rank[call] == r) & (info.name[call] == nm)]]
         parent = _parents(g.view, int(r))
@@ -122,8 +126,8 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
         up = parent[rows]
         ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
         ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
-        s = pd.Series(base.chain[gap_pos[sel]][ok]).groupby(rv["name"][up[ok]]).sum()
-        for k, v in s.items():
+        ids, at = np.unique(rv["name"][up[ok]], return_inverse=True)
+        for k, v in zip(ids.tolist(), group_sums(at.reshape(-1), base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
 

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.calls import outer_calls
 from holotrace.analysis.critical_path.chains import chain_ids, chain_order
@@ -44,6 +43,7 @@ from holotrace.analysis.critical_path.collectives import (
     view_clock_offsets,
 )
 from holotrace.analysis.critical_path.steps import step_rows
+from holotrace.analysis.grouped import factorize
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
@@ -246,7 +246,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
-        "chain": pd.factorize(thread)[0].astype(np.int32),
+        "chain": factorize(thread)[0].astype(np.int32),
     }
 
 
@@ -320,17 +320,17 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     parts.clear()
     node_coll = np.full(len(node_rank), -1, dtype=np.int64)
     # collective instances -> GPU nodes
-    k = match.kernels
+    k = match.table
     n_inst = match.n_instances
     for r in chosen:
         sel = span[r][0] + np.flatnonzero(node_type[slice(*span[r])] == NodeType.GPU)
         if len(k):
-            kk = k[k["rank"] == r]
+            kk = k.take(k["rank"] == r)
             if len(kk):
                 rows_r, nodes_r = node_row[sel], sel
                 srt = np.argsort(rows_r)
-                at = srt[np.searchsorted(rows_r[srt], kk["row"].to_numpy())]
-                node_coll[nodes_r[at]] = kk["instance"].to_numpy()
+                at = srt[np.searchsorted(rows_r[srt], kk["row"])]
+                node_coll[nodes_r[at]] = kk["instance"]
     # arrival points: one node per instance, its own chain
     coll_nodes = np.flatnonzero(node_coll >= 0)
     arr_time = np.full(n_inst, -np.inf)

@@ -7,8 +7,9 @@ collective arrival or transfer), until the step's start. Consecutive segments of
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import (
     EDGE_KIND_NAMES,
@@ -16,7 +17,11 @@ from holotrace.analysis.critical_path.job_graph import (
     JobGraph,
     NodeType,
 )
-from holotrace.analysis.critical_path.replay import Replay, step_ends, step_table
+from holotrace.analysis.critical_path.replay import Replay
+from holotrace.analysis.critical_path.step_times import job_step_table, step_ends_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["job_critical_path", "job_path_hops", "path_summary"]
 
@@ -37,8 +42,8 @@ def _walk(rep: Replay) -> list:
     """``(step, source point, destination point, edge kind, step start)`` of every path edge, walked back from the
     end of each job step (see the module docstring)."""
     g, t, d = rep.graph, rep.times, rep.delays
-    job = step_table(step_ends(g, t))
-    if job.empty:
+    job = job_step_table(step_ends_table(g, t))
+    if not len(job):
         return []
     pos_of = np.empty(len(g.chain_order), dtype=np.int64)
     pos_of[g.chain_order] = np.arange(len(g.chain_order))
@@ -46,7 +51,7 @@ def _walk(rep: Replay) -> list:
     srt = keep[np.argsort(g.dst[keep], kind="stable")]
     dsts = g.dst[srt]
     rows = []
-    for s, end_t, time, slow in zip(job["step"], job["end"], job["time"], job["slowest"]):
+    for s, end_t, time, slow in zip(*(job[c].tolist() for c in ("step", "end", "time", "slowest"))):
         lo = end_t - time
         p = _end_point(g, t, int(slow), int(s))
         for _ in range(len(g.point_time)):
@@ -76,6 +81,8 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
     """One row per path segment, in time order per step: ``step, rank, kind, name, start_ms, dur_ms`` (times from
     the job's origin on the replay, which is the measured time when unmodified; ``name`` the event the segment ends
     in; ``rank`` -1 for a collective's arrival point)."""
+    import pandas as pd
+
     g, t = rep.graph, rep.times
     cols = ["step", "rank", "kind", "name", "start_ms", "dur_ms"]
     raw = _walk(rep)
@@ -129,6 +136,8 @@ def job_path_hops(rep: Replay) -> pd.DataFrame:
     """The path's hops from one track to another (a launch, a stream wait, a host sync, a collective's last arrival
     to a member's end), for flow arrows: ``step, kind, from_rank, from_row, from_end, to_rank, to_row, to_end``
     (rows of the ranks' model columns; ``*_end``: the hop leaves from / lands on the event's end, else its start)."""
+    import pandas as pd
+
     g = rep.graph
     cols = ["step", "kind", "from_rank", "from_row", "from_end", "to_rank", "to_row", "to_end"]
     raw = _walk(rep)
@@ -164,6 +173,8 @@ def job_path_hops(rep: Replay) -> pd.DataFrame:
 
 def path_summary(path: pd.DataFrame) -> pd.DataFrame:
     """Time on the path per step, rank and edge kind (ms), longest first within a step."""
+    import pandas as pd
+
     if path.empty:
         return pd.DataFrame({"step": [], "rank": [], "kind": [], "ms": []})
     s = path.groupby(["step", "rank", "kind"], sort=False)["dur_ms"].sum().rename("ms").reset_index()

@@ -24,27 +24,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.host_time import cpu_op_covers, cpu_op_totals, gap_cover, intervals, sync_evidence
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import (
     Delays,
+    job_step_table,
     replay,
-    step_ends,
-    step_table,
+    step_ends_table,
 )
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
     compute_positions,
+    group_sums,
     straggler_candidates,
     straggler_edit,
     waits_caused,
 )
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
+from holotrace.table import Table
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = [
     "FIXES",
@@ -229,8 +234,8 @@ def candidates(
         elif opts.kernels is not None:
             targets = [(k, np.isin(info.name, view.name_ids({k}))) for k in opts.kernels]
         else:
-            top = kdf.groupby("name")["t"].sum().sort_values(ascending=False, kind="stable").head(opts.top)
-            targets = [(view.strings[int(i)], info.name == i) for i in top.index]
+            top, _ = heaviest(kdf["name"], kdf["t"])
+            targets = [(view.strings[int(i)], info.name == i) for i in top[: opts.top]]
         for label, m in targets:
             kp = dur_pos[(gpu & ~info.comm & m)[dur_node]]
             out.append(Candidate("kernel", None, label, _scale(kp, 1.0 / opts.speedup), [label]))
@@ -277,13 +282,20 @@ def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node
     return dur_pos[lmask[dur_node]]
 
 
-def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> pd.DataFrame:
+def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
     comp = compute_positions(g, info.comm)
     cn = g.chain_order[comp] >> 1
-    return pd.DataFrame(  # (fresh arrays: taken as they are, not copied into one block)
-        {"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]}, copy=False
-    )
+    return Table({"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
+
+
+def heaviest(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` by the sum of their ``weight``, heaviest first (equal sums: ascending keys), and the
+    sums: ``Series(weight).groupby(keys).sum().sort_values(ascending=False, kind="stable")``."""
+    u, at = np.unique(keys, return_inverse=True)
+    sums = group_sums(at.reshape(-1), weight, len(u))
+    o = np.argsort(-sums, kind="stable")
+    return u[o], sums[o]
 
 
 def _straggler(g: JobGraph, info: NodeInfo, tables: StragglerTables, r: int) -> Candidate:
@@ -295,9 +307,8 @@ def _top_names(view, g, info, pos, weight, n) -> list:
     """Names of the nodes at chain positions ``pos`` carrying the most ``weight``."""
     if not len(pos):
         return []
-    nm = info.name[g.chain_order[pos] // 2]
-    s = pd.Series(weight).groupby(nm).sum().sort_values(ascending=False, kind="stable")
-    return [view.strings[int(i)] for i in s.index[:n] if i >= 0 and s[i] > 0]
+    ids, sums = heaviest(info.name[g.chain_order[pos] // 2], weight)
+    return [view.strings[int(i)] for i, w in zip(ids[:n].tolist(), sums[:n].tolist()) if i >= 0 and w > 0]
 
 
 def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
@@ -312,8 +323,7 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
     evidence``; combined fixes (lists of fix names) are added as ``a+b``."""
     shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
     ref = replay(g, base)
-    measured = ref.steps.set_index("step")["measured_ms"]
-    replayed = ref.steps.set_index("step")["replayed_ms"]
+    steps = ref.step_tab["step"], ref.step_tab["measured_ms"], ref.step_tab["replayed_ms"]
     rows = []
     tried = [(c.fix, c.rank, c.target, [c], c.evidence) for c in cands]
     for combo in combine:
@@ -331,8 +341,8 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
             t = replay_times(g, apply(base, parts))
             if key:
                 g.memo[key] = t
-        rows += saving_rows(fix, rank, target, ev, t, measured, replayed)
-    return ref, pd.DataFrame(rows, columns=SAVING_COLUMNS)
+        rows += saving_rows(fix, rank, target, ev, t, *steps)
+    return ref, Table.from_records(rows, SAVING_COLUMNS)
 
 
 SAVING_COLUMNS = [
@@ -348,22 +358,31 @@ SAVING_COLUMNS = [
 ]
 
 
-def saving_rows(fix, rank, target, evidence, t: pd.Series, measured: pd.Series, replayed: pd.Series) -> list[dict]:
-    """One row per step of a fix whose replayed job step times (ms, by step) are ``t``: the saving against the
-    unmodified replay (``replayed``), in ms and in % of the ``measured`` job step."""
-    sav = (replayed - t.reindex(replayed.index)).fillna(0.0).clip(lower=0.0)
+def saving_rows(fix, rank, target, evidence, t: tuple, steps: np.ndarray, measured: np.ndarray, replayed: np.ndarray):
+    """One row per step of a fix whose replayed job step times are ``t`` (``(steps, ms)``, as
+    :func:`replay_times`): the saving against the unmodified replay (``replayed``, ms, per step of ``steps``), in
+    ms and in % of the ``measured`` job step (ms); a step the fix's replay lacks saves nothing."""
+    t_steps, t_ms = t
+    mine = np.full(len(steps), np.nan)
+    if len(t_steps):
+        o = np.argsort(t_steps, kind="stable")
+        at = np.minimum(np.searchsorted(t_steps[o], steps), len(o) - 1)
+        hit = t_steps[o][at] == steps
+        mine[hit] = t_ms[o][at][hit]
+    sav = replayed - mine
+    sav = np.where(np.isnan(sav), 0.0, sav)
+    sav = np.where(sav < 0.0, 0.0, sav)
     rows = []
-    for s in replayed.index:
-        m = float(measured[s])
+    for s, m, x in zip(steps.tolist(), np.asarray(measured, dtype=np.float64).tolist(), sav.tolist()):
         rows.append(
             {
                 "fix": fix,
                 "rank": rank,
                 "target": target,
                 "step": int(s),
-                "saving_ms": float(sav[s]),
-                "saving_pct": 100.0 * float(sav[s]) / m if m > 0 else 0.0,
-                "predicted_step_ms": m - float(sav[s]),
+                "saving_ms": x,
+                "saving_pct": 100.0 * x / m if m > 0 else 0.0,
+                "predicted_step_ms": m - x,
                 "measured_ms": m,
                 "evidence": list(evidence),
             }
@@ -371,10 +390,10 @@ def saving_rows(fix, rank, target, evidence, t: pd.Series, measured: pd.Series, 
     return rows
 
 
-def replay_times(g: JobGraph, d: Delays) -> pd.Series:
-    """Replayed job step times (ms) under delays ``d``."""
+def replay_times(g: JobGraph, d: Delays) -> tuple[np.ndarray, np.ndarray]:
+    """Replayed job step times under delays ``d``: the steps and their times (ms)."""
     from holotrace.analysis.critical_path.replay import solve
 
     t, _ = solve(g, d)
-    tab = step_table(step_ends(g, t))
-    return pd.Series(tab["time"].to_numpy() / 1e6, index=tab["step"].astype(np.int64))
+    tab = job_step_table(step_ends_table(g, t))
+    return tab["step"].astype(np.int64), tab["time"] / 1e6

@@ -17,10 +17,9 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.graph import (
     EDGE_TYPE_NAMES,
@@ -37,6 +36,9 @@ from holotrace.model.view import job_view
 from holotrace.text import hta_short_names as shorten_names
 
 log = logging.getLogger("holotrace.critical_path")
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CriticalPath", "critical_path", "breakdown", "summary", "longest_path", "solve", "BOUND_CLASSES"]
 
@@ -193,6 +195,8 @@ def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
     index, bound_by`` (HTA's columns; ``cat`` as text) plus ``ts``/``event_dur`` of the attributed event.
     ``duration`` is the edge's weight as built (HTA keeps negative weights here; holotrace's rules use the path's
     weight). None when there is no path."""
+    import pandas as pd
+
     if not cp.success:
         return None
     g, v = cp.graph, cp.view
@@ -242,6 +246,8 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _text(uniq, codes: np.ndarray, ok: Optional[np.ndarray] = None) -> pd.Series:
     """A text column (pandas' default string dtype) of ``uniq[codes]``, missing where ``ok`` is False: each
     distinct string is encoded once (a take on an Arrow array, not one conversion per row)."""
+    import pandas as pd
+
     dtype = pd.Series(["x"]).dtype  # what pandas makes of text: ``str`` (pandas 3) or object
     if dtype == object or getattr(dtype, "storage", None) != "pyarrow":  # noqa: E721  (a dtype, not a type)
         out = np.asarray(uniq, dtype=object)[codes]

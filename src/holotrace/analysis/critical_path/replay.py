@@ -14,20 +14,28 @@ running maximum after subtracting the chain's cumulative delays, so each pass so
 cross-chain inputs ``x``; passes repeat until nothing moves (one pass per cross-chain hop of the longest dependency
 path). Both give the same times (to float rounding, well under a nanosecond).
 
-Steps: a rank's step ends when its ``ProfilerStep`` range ends or, if later, when the last GPU operation of the
-step ends; a step of the job ends when its slowest rank's step ends. A job step's time is the time from the end
-of the job's previous step (the first: from its earliest ``ProfilerStep`` start).
+Steps (when each rank's and the job's steps end under given times, the tables a replay reports):
+:mod:`holotrace.analysis.critical_path.step_times`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
+from holotrace.analysis.critical_path.step_times import (
+    job_step_table,
+    replay_step_tables,
+    replay_tables,
+    step_ends,
+    step_ends_table,
+    step_table,
+)
+from holotrace.table import Table
 
 try:
     from holotrace.analysis.critical_path import _replay as _compiled
@@ -39,6 +47,9 @@ except ImportError:  # not built (a source checkout without build_ext): the pass
     _sweep = _relax = None
     _NARROW = False
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "Delays",
     "Replay",
@@ -48,7 +59,10 @@ __all__ = [
     "replay_tables",
     "shared_base",
     "solve",
+    "job_step_table",
+    "replay_step_tables",
     "step_ends",
+    "step_ends_table",
     "step_table",
 ]
 
@@ -291,7 +305,7 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool
             for a, b in runs:
                 np.maximum.accumulate(y[a:b], out=y[a:b])
         else:
-            y = pd.Series(y).groupby(seg_id, sort=False).cummax().to_numpy()
+            y = _segment_cummax(y, seg_id)
         new = c_cum + y
         old = v[pts]
         fin = np.isfinite(new)
@@ -302,118 +316,34 @@ def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool
     raise RuntimeError("the job graph's replay did not settle: a dependency cycle gains time")
 
 
-def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
-    """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
-    end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
-    numbered -1, per rank from its first call or GPU operation to the end of its last."""
-    rk, st = g.node_rank, g.node_step
-    idx = _step_index(g)
-    if idx is None:
-        return _step_ends_grouped(g, t)
-    marks, ends, gpu, cut, row = idx
-    end = t[2 * ends + 1].astype(np.float64)
-    if len(gpu):
-        last = np.full(len(marks), np.nan)
-        last[row] = np.maximum.reduceat(t[2 * gpu + 1], cut)
-        end = np.fmax(end, last)
-    return pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks], "end": end})
-
-
-def _step_index(g: JobGraph):
-    """The nodes :func:`step_ends` reads, whatever the times (kept on the graph): each step's start and end marks,
-    the GPU operations of the steps grouped by step (``gpu``, cut at ``cut``) and each group's step (``row``);
-    None when the marks do not pair up one to one (then the steps are grouped by label)."""
-    if "steps" in g.memo:
-        return g.memo["steps"]
-    nt, rk, st = g.node_type, g.node_rank, g.node_step
-    marks = np.flatnonzero(nt == NodeType.STEP_START)
-    ends = np.flatnonzero(nt == NodeType.STEP_END)
-    key = rk[marks] * (int(st.max()) + 2 if len(st) else 1) + st[marks] if len(marks) else np.zeros(0, np.int64)
-    paired = (
-        len(marks)
-        and len(marks) == len(ends)
-        and np.array_equal(rk[marks], rk[ends])
-        and np.array_equal(st[marks], st[ends])
-        and len(np.unique(key)) == len(key)
-        and (st[marks] >= 0).all()
-    )
-    out = None
-    if paired:
-        gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
-        gkey = rk[gpu] * (int(st.max()) + 2) + st[gpu]
-        srt = np.argsort(key, kind="stable")
-        at = np.minimum(np.searchsorted(key[srt], gkey), len(key) - 1)
-        hit = key[srt][at] == gkey
-        gpu, grow = gpu[hit], srt[at[hit]]
-        o = np.argsort(grow, kind="stable")
-        gpu, grow = gpu[o], grow[o]
-        cut = np.flatnonzero(np.r_[True, grow[1:] != grow[:-1]]) if len(grow) else np.zeros(0, dtype=np.int64)
-        out = (marks, ends, gpu, cut, grow[cut])
-    g.memo["steps"] = out
-    return out
-
-
-def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
-    nt, rk, st = g.node_type, g.node_rank, g.node_step
-    marks = np.flatnonzero(nt == NodeType.STEP_START)
-    ends = np.flatnonzero(nt == NodeType.STEP_END)
-    if not len(marks):
-        work = np.flatnonzero((nt == NodeType.CALL) | (nt == NodeType.GPU))
-        if not len(work):
-            return pd.DataFrame({"rank": [], "step": [], "start": [], "end": []})
-        grp = pd.DataFrame({"rank": rk[work], "start": t[2 * work], "end": t[2 * work + 1]}).groupby("rank")
-        out = grp.agg(start=("start", "min"), end=("end", "max")).reset_index()
-        out.insert(1, "step", -1)
-        return out
-    out = pd.DataFrame({"rank": rk[marks], "step": st[marks], "start": t[2 * marks]}).set_index(["rank", "step"])
-    out["end"] = pd.Series(t[2 * ends + 1], index=pd.MultiIndex.from_arrays([rk[ends], st[ends]]))
-    gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
-    if len(gpu):
-        last = pd.Series(t[2 * gpu + 1]).groupby([rk[gpu], st[gpu]]).max()
-        last = last.reindex(out.index)
-        out["end"] = np.fmax(out["end"].to_numpy(), last.to_numpy())
-    return out.reset_index()
-
-
-def step_table(ends: pd.DataFrame) -> pd.DataFrame:
-    """Job step times from :func:`step_ends`: ``step, start, end, time`` (ns) and ``slowest`` (the rank whose step
-    ended last)."""
-    if ends.empty:
-        return pd.DataFrame({"step": [], "start": [], "end": [], "time": [], "slowest": []})
-    step, rank = ends["step"].to_numpy(), ends["rank"].to_numpy()
-    start, end = ends["start"].to_numpy(), ends["end"].to_numpy()
-    # the slowest rank of each step: the latest end (NaN last), the lowest rank among ties, then the row order
-    last = np.lexsort((rank, -end, step))
-    last = last[np.r_[True, step[last][1:] != step[last][:-1]]]
-    # each step's earliest start and latest end (NaN skipped), steps ascending
-    by_step = np.argsort(step, kind="stable")
-    cut = np.flatnonzero(np.r_[True, step[by_step][1:] != step[by_step][:-1]])
-    j_start, j_end = np.fmin.reduceat(start[by_step], cut), np.fmax.reduceat(end[by_step], cut)
-    prev = np.r_[np.nan, j_end[:-1]]
-    with np.errstate(invalid="ignore"):  # (inf - inf is NaN, as in a frame)
-        time = j_end - np.where(~np.isnan(prev) & (prev > j_start), prev, j_start)
-    return pd.DataFrame(
-        {"step": step[by_step[cut]], "start": j_start, "end": j_end, "time": time, "slowest": rank[last]}
-    )
+def _segment_cummax(y: np.ndarray, seg_id: np.ndarray) -> np.ndarray:
+    """The running maximum of ``y`` within each run of equal ``seg_id`` (ascending along ``y``), exactly: by the
+    values' ranks, each run's shifted above the runs before it, in one running maximum of integers."""
+    u, r = np.unique(y, return_inverse=True)
+    shift = seg_id.astype(np.int64) * len(u)
+    return u[np.maximum.accumulate(r.reshape(-1) + shift) - shift]
 
 
 @dataclass
 class Replay:
-    """A replay of the job graph: the point times and the job's steps (measured and replayed, ms)."""
+    """A replay of the job graph: the point times and the job's steps (measured and replayed, ms): ``step_tab``
+    (``step, measured_ms, replayed_ms, error_pct, slowest_rank``) and ``rank_tab`` (``rank, step, measured_ms,
+    replayed_ms``), also as pandas frames (``steps``, ``rank_steps``)."""
 
     graph: JobGraph
     delays: Delays
     times: np.ndarray
     passes: int
-    steps: pd.DataFrame  # step, measured_ms, replayed_ms, error_pct, slowest_rank
-    rank_steps: pd.DataFrame  # rank, step, measured_ms, replayed_ms
+    step_tab: Table
+    rank_tab: Table
 
+    @property
+    def steps(self) -> pd.DataFrame:
+        return self.step_tab.to_pandas()
 
-def _rank_times(ends: pd.DataFrame) -> pd.Series:
-    e = ends.sort_values(["rank", "step"], kind="stable")
-    prev = e.groupby("rank")["end"].shift(1)
-    t = e["end"] - np.where(prev.notna() & (prev > e["start"]), prev, e["start"])
-    return pd.Series(t.to_numpy(), index=pd.MultiIndex.from_frame(e[["rank", "step"]]))
+    @property
+    def rank_steps(self) -> pd.DataFrame:
+        return self.rank_tab.to_pandas()
 
 
 def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
@@ -429,37 +359,16 @@ def replay(g: JobGraph, delays: Delays | None = None) -> Replay:
 
 def _replay(g: JobGraph, d: Delays) -> Replay:
     t, passes = solve(g, d)
-    steps, rank_steps = replay_tables(step_ends(g, g.point_time), step_ends(g, t))
+    steps, rank_steps = replay_step_tables(step_ends_table(g, g.point_time), step_ends_table(g, t))
     return Replay(g, d, t, passes, steps, rank_steps)
-
-
-def replay_tables(m_ends: pd.DataFrame, r_ends: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:class:`Replay`'s ``steps`` and ``rank_steps`` from the measured and replayed :func:`step_ends` (whichever
-    replay gave them: the job graph's, or the scale-out replay's at collective granularity)."""
-    m, r = step_table(m_ends), step_table(r_ends)
-    steps = pd.DataFrame(
-        {"step": m["step"].astype(np.int64), "measured_ms": m["time"] / 1e6, "replayed_ms": r["time"].to_numpy() / 1e6}
-    )
-    steps["error_pct"] = np.where(
-        steps["measured_ms"] > 0, 100.0 * (steps["replayed_ms"] - steps["measured_ms"]) / steps["measured_ms"], 0.0
-    )
-    steps["slowest_rank"] = m["slowest"].to_numpy().astype(np.int64) if len(m) else np.zeros(0, np.int64)
-    mt, rt = _rank_times(m_ends), _rank_times(r_ends)
-    rank_steps = pd.DataFrame(
-        {
-            "rank": mt.index.get_level_values(0).astype(np.int64),
-            "step": mt.index.get_level_values(1).astype(np.int64),
-            "measured_ms": mt.to_numpy() / 1e6,
-            "replayed_ms": rt.reindex(mt.index).to_numpy() / 1e6,
-        }
-    )
-    return steps, rank_steps
 
 
 def gpu_idle(g: JobGraph) -> pd.DataFrame:
     """Measured GPU idle time per (rank, step) in ms, within the job's step (:func:`step_table`: from the end of
     the job's previous step to the end of this one): the step's time minus the union of the rank's GPU
     operations inside it, a collective kernel counting from its last member's arrival (its wait is idle)."""
+    import pandas as pd
+
     job = step_table(step_ends(g, g.point_time))
     if job.empty:
         return pd.DataFrame({"rank": [], "step": [], "idle_ms": []})

@@ -18,15 +18,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path import job_what_if as jw
 from holotrace.analysis.critical_path.collectives import clock_offsets, match_tables, skew_issue
 from holotrace.analysis.critical_path.segments import COMBINED, RankCollectives, RankSegments, SegmentPlan
-from holotrace.analysis.critical_path.straggler_fix import pick_stragglers, waits_of
+from holotrace.analysis.critical_path.straggler_fix import pick_stragglers, rank_waits
 from holotrace.errors import AnalysisError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["JobPlan", "SegmentReplay", "intern", "plan_job", "replay_job"]
 
@@ -62,6 +65,8 @@ class SegmentReplay:
 def _codes(facts: Sequence[RankCollectives]) -> tuple[pd.DataFrame, list]:
     """Every rank's matcher table in one, ``group`` and ``kind`` as codes of one vocabulary (-1: none), and the
     vocabulary."""
+    import pandas as pd
+
     cols = [c for c in (facts[0].kernels if facts else {}) if c not in ("start", "end", "name")]
     d = {c: np.concatenate([f.kernels[c] for f in facts]) for c in cols}
     if not d:
@@ -80,6 +85,8 @@ def plan_job(
     combine: Sequence[Sequence[str]] = (),
 ) -> JobPlan:
     """The driver's phase 1 (see the module docstring)."""
+    import pandas as pd
+
     opts = options or jw.WhatIfOptions()
     facts = sorted(facts, key=lambda f: f.rank)
     ranks = [f.rank for f in facts]
@@ -109,7 +116,7 @@ def plan_job(
     compute = {f.rank: f.series("compute") for f in facts if len(f.totals["compute"][1])}
     if "straggler" in want and len(ranks) > 1 and compute:
         per = pd.Series({r: float(c.sum()) for r, c in compute.items()})
-        stragglers = pick_stragglers(waits_of(inst, rk, start), per)
+        stragglers = pick_stragglers(rank_waits(inst, rk, start), (per.index.to_numpy(), per.to_numpy()))
         host = {f.rank: f.series("host") for f in facts if len(f.totals["host"][1])}
         med_h = pd.DataFrame(host).median(axis=1) if host else pd.Series(dtype=np.float64)
         by_name = pd.DataFrame({f.rank: f.series("kernel_time") for f in facts}).median(axis=1)
@@ -149,6 +156,8 @@ def plan_job(
 
 def _top(facts, attr: str, n: int) -> tuple:
     """The ``n`` names holding the most time over every rank (ties: by name)."""
+    import pandas as pd
+
     parts = [f.series(attr) for f in facts if len(f.totals[attr][1])]
     if not parts:
         return ()
@@ -159,6 +168,8 @@ def _top(facts, attr: str, n: int) -> tuple:
 
 def replay_job(plan: JobPlan, results: Sequence[RankSegments]) -> SegmentReplay:
     """The driver's replay of every try (see the module docstring)."""
+    import pandas as pd
+
     results = sorted(results, key=lambda x: x.rank)
     members = plan.members
     inst = members["instance"].to_numpy(np.int64)
@@ -228,6 +239,8 @@ def _evidence(lists: list, n: int, fix: str) -> list:
 
 def _ends(results, segs: dict, inst: np.ndarray, n_inst: int) -> pd.DataFrame:
     """Step ends per rank (``rank, step, start, end``) of one try, ``segs`` the rank's segments."""
+    import pandas as pd
+
     n = len(inst)
     src, length = np.full((2, n), -1, np.int64), np.zeros((2, n))
     own, xfer = np.zeros(n), np.full(n, -np.inf)

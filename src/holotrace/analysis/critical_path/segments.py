@@ -19,9 +19,9 @@ O(collectives x what-ifs), whatever the number of events.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path import job_what_if as jw
 from holotrace.analysis.critical_path.collectives import CollectiveMatch, rank_kernels
@@ -30,6 +30,10 @@ from holotrace.analysis.critical_path.replay import Delays, base_delays, shared_
 from holotrace.analysis.critical_path.straggler_fix import StragglerTables
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
+from holotrace.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "COMBINED",
@@ -56,6 +60,8 @@ class RankCollectives:
     # name), ``cpu_op_time`` (per CPU operator name)
 
     def series(self, name: str) -> pd.Series:
+        import pandas as pd
+
         index, values = self.totals[name]
         return pd.Series(values, index=index, dtype=np.float64)
 
@@ -168,11 +174,15 @@ def _texts(view, ids: np.ndarray) -> list:
 
 
 def _named(view, s: pd.Series) -> pd.Series:
+    import pandas as pd
+
     return pd.Series(s.to_numpy(), index=_texts(view, s.index.to_numpy()), dtype=np.float64)
 
 
 def rank_collectives(source, rank: int) -> RankCollectives:
     """Phase 1 of ``rank`` (see the module docstring)."""
+    import pandas as pd
+
     view = job_view(source, NATIVE)
     rv = view[rank]
     base = int(rv["ts"].min()) if rv.n else 0
@@ -189,17 +199,17 @@ def rank_collectives(source, rank: int) -> RankCollectives:
     d = shared_base(g)
     info = jw.node_info(g)
     kdf = jw.compute_table(g, d, info)
-    compute = host = pd.Series(dtype=np.float64)
+    compute = host = (np.zeros(0, dtype=np.int64), np.zeros(0))
     if len(kdf):
         t = StragglerTables.of(g, d, kdf, info.comm)
-        compute = t.compute[rank] if rank in t.compute else compute
-        host = t.host[rank] if rank in t.host else host
+        compute = t.compute.pair(rank) if rank in t.compute else compute
+        host = t.host.pair(rank) if rank in t.host else host
     cpu = jw.cpu_op_totals(g, info, np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP), d)
     packed = lambda x: (x.index.to_numpy(), x.to_numpy(np.float64))  # noqa: E731
     totals = {
-        "compute": packed(compute),
-        "host": packed(host),
-        "kernel_time": packed(_named(view, kdf.groupby("name")["t"].sum())),
+        "compute": (compute[0], np.asarray(compute[1], dtype=np.float64)),
+        "host": (host[0], np.asarray(host[1], dtype=np.float64)),
+        "kernel_time": packed(_named(view, pd.Series(kdf["t"]).groupby(kdf["name"]).sum())),
         "cpu_op_time": packed(_named(view, pd.Series(cpu, dtype=np.float64))),
     }
     return RankCollectives(rank, base + rv.clock_offset, {c: k[c].to_numpy() for c in k.columns}, totals)
@@ -207,9 +217,10 @@ def rank_collectives(source, rank: int) -> RankCollectives:
 
 def rank_segments(source, plan: SegmentPlan) -> RankSegments:
     """Phase 2 of ``plan.rank`` (see the module docstring)."""
+
     view = job_view(source, NATIVE)
     r = plan.rank
-    match = CollectiveMatch(pd.DataFrame(plan.kernels))
+    match = CollectiveMatch(Table({c: np.asarray(a) for c, a in plan.kernels.items()}))
     frame = GraphFrame(match, {r: plan.offset}, plan.skew, plan.origin, plan.arrival)
     g = build_job_graph(view, ranks=[r], frame=frame)
     base = base_delays(g)
@@ -221,9 +232,11 @@ def rank_segments(source, plan: SegmentPlan) -> RankSegments:
         if len(kdf):
             (med_c, med_h), by_name = plan.straggler[:2], plan.straggler[2]
             t = StragglerTables.of(g, base, kdf, info.comm)
-            ids = {view.strings[int(i)]: int(i) for i in t.by_name.index}
-            t.by_name = pd.Series({ids[n]: v for n, v in by_name.items() if n in ids}, dtype=np.float64)
-            t.medians = (med_c, med_h)
+            ids = {view.strings[int(i)]: int(i) for i in t.by_name[0]}
+            named = [(ids[n], v) for n, v in by_name.items() if n in ids]
+            t.by_name = (np.array([i for i, _ in named], dtype=np.int64), np.array([v for _, v in named], np.float64))
+            pair = lambda x: (x.index.to_numpy(), x.to_numpy(np.float64))  # noqa: E731
+            t.medians = (pair(med_c), pair(med_h))
             cands.insert(0, jw._straggler(g, info, t, r))
     tried = [(None, None, None, [], [])] + [(c.fix, c.rank, c.target, [c], c.evidence) for c in cands]
     for combo in plan.combine:
@@ -298,6 +311,8 @@ class _Context:
         (``d``, ``t``), and with every member's end held by its own start alone (``early``, ``t_early``). Each
         segment is a path of the rank's graph, so the driver's latest of the two never exceeds the time the whole
         job's replay gives; with the measured arrivals it is that time."""
+        import pandas as pd
+
         mn = self.member_node
         pairs = []
         for dd, tt in ((d, t), (early, t_early)):

@@ -8,9 +8,9 @@ yields ``(step, CriticalPath)`` per step (solved); ``step_paths`` / ``per_step``
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.graph import build_graph, clip, cpu_rows
 from holotrace.analysis.critical_path.path import CriticalPath, breakdown, solve
@@ -18,6 +18,9 @@ from holotrace.errors import AnalysisError
 from holotrace.model import classify
 from holotrace.model.classify import RuleSet
 from holotrace.model.view import resolve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["per_step", "step_graphs", "step_paths", "step_rows", "step_windows"]
 
@@ -115,6 +118,8 @@ def per_step(
     class with ``step, bound_by, duration, pct, path_length, zeroed_edges`` (durations in the view's unit;
     ``zeroed_edges``: negative edge weights of the step's graph set to 0). ``paths``: a dict that receives each
     step's :class:`CriticalPath`."""
+    import pandas as pd
+
     out = []
     for s, cp in step_graphs(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events):
         if paths is not None:

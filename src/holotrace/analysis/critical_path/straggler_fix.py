@@ -4,20 +4,29 @@ edit that brings one rank's compute and host time to the median rank's (see
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays
+from holotrace.analysis.grouped import group_sum
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from holotrace.table import Table
 
 __all__ = [
+    "RankGrid",
     "StragglerTables",
     "compute_positions",
     "group_sums",
     "pick_stragglers",
+    "rank_waits",
     "straggler_candidates",
     "straggler_edit",
     "waits_caused",
@@ -25,13 +34,13 @@ __all__ = [
 ]
 
 
-def straggler_candidates(g: JobGraph, kdf: pd.DataFrame, n: int = 2) -> list[int]:
+def straggler_candidates(g: JobGraph, kdf: Table, n: int = 2) -> list[int]:
     """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
-    over the median rank's."""
-    rank, t = kdf["rank"].to_numpy(), kdf["t"].to_numpy()
-    ranks, at = _codes(rank)
-    per = pd.Series(group_sums(at, t, len(ranks)), index=pd.Index(ranks, name="rank"), name="t")
-    return pick_stragglers(waits_caused(g), per, n)
+    over the median rank's (``kdf``: :func:`~.job_what_if.compute_table`)."""
+    ranks, at = _codes(kdf["rank"])
+    m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
+    waited = rank_waits(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
+    return pick_stragglers(waited, (ranks, group_sums(at, kdf["t"], len(ranks))), n)
 
 
 def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
@@ -45,24 +54,42 @@ def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
 
 def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Sum of ``values`` per group code ``0..n-1``, as pandas' group sums give it: the graph's times are whole
-    nanoseconds, whose sums are exact in any order (one ``bincount``); other values are summed by pandas
-    (compensated sums)."""
+    nanoseconds, whose sums are exact in any order (one ``bincount``); other values are summed in row order with
+    compensation (:func:`holotrace.analysis.grouped.group_sum`)."""
     v = np.asarray(values, dtype=np.float64)
     if not len(v):
         return np.zeros(n)
     if np.abs(v).sum() < 2.0**53 and np.array_equal(v, np.trunc(v)):
         return np.bincount(codes, weights=v, minlength=n)
-    return pd.Series(v).groupby(codes).sum().reindex(np.arange(n), fill_value=0.0).to_numpy()
+    return group_sum(codes, v, n)
 
 
-def pick_stragglers(waited: pd.Series, per: pd.Series, n: int = 2) -> list[int]:
-    """:func:`straggler_candidates` from the time others waited for each rank (``waited``, ns) and each rank's GPU
-    compute (``per``, ns)."""
-    ranks = [int(r) for r in waited.sort_values(ascending=False, kind="stable").index[:n] if waited[r] > 0]
-    if len(per):
-        excess = (per / per.median()).sort_values(ascending=False, kind="stable")
-        if int(excess.index[0]) not in ranks:
-            ranks.append(int(excess.index[0]))
+def _nanmedian(x: np.ndarray, axis=None):
+    """pandas' median (NaN skipped; NaN where nothing is left), without its warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(x, axis=axis) if x.size else (np.full(x.shape[0], np.nan) if axis == 1 else np.nan)
+
+
+def _nansum(x: np.ndarray) -> float:
+    """pandas' ``Series.sum()``: NaN as 0, numpy's pairwise sum."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(np.where(np.isnan(x), 0.0, x).sum())
+
+
+def pick_stragglers(waited: tuple, per: tuple, n: int = 2) -> list[int]:
+    """:func:`straggler_candidates` from the time others waited for each rank (``waited``: ranks ascending and
+    their waits, ns) and each rank's GPU compute (``per``: ranks ascending and their compute, ns)."""
+    w_ranks, w = (np.asarray(x) for x in waited)
+    o = np.argsort(-np.asarray(w, dtype=np.float64), kind="stable")[:n]
+    ranks = [int(r) for r, x in zip(w_ranks[o].tolist(), w[o].tolist()) if x > 0]
+    p_ranks, p = np.asarray(per[0]), np.asarray(per[1], dtype=np.float64)
+    if len(p):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            excess = p / _nanmedian(p)
+        top = int(p_ranks[np.argsort(-excess, kind="stable")[0]])
+        if top not in ranks:
+            ranks.append(top)
     return ranks
 
 
@@ -73,10 +100,21 @@ def waits_caused(g: JobGraph) -> pd.Series:
 
 
 def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series:
-    """:func:`waits_caused` from the collective members' instances, ranks and measured starts."""
+    """:func:`rank_waits` as a pandas series by rank."""
+    import pandas as pd
+
     if not len(inst):
         return pd.Series(dtype=np.float64)
+    by, caused = rank_waits(inst, rank, start)
+    return pd.Series(caused, index=pd.Index(by, name="rank"), name="wait")
+
+
+def rank_waits(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`waits_caused` from the collective members' instances, ranks and measured starts: the ranks that
+    arrived last somewhere (ascending) and the time the others waited for them (ns)."""
     inst, rank = np.asarray(inst), np.asarray(rank)
+    if not len(inst):
+        return rank[:0], np.zeros(0)
     start = np.asarray(start, dtype=np.float64)
     # each instance's last arrival: the latest start, the lowest rank among ties, then the first member
     o = np.lexsort((rank, -start, inst))
@@ -87,7 +125,7 @@ def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series
     k[o] = np.cumsum(head) - 1
     caused = group_sums(k, start[last][k] - start, len(last))
     by, at = _codes(rank[last])
-    return pd.Series(group_sums(at, caused, len(by)), index=pd.Index(by, name="rank"), name="wait")
+    return by, group_sums(at, caused, len(by))
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,28 +142,51 @@ def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, inv.reshape(-1)
 
 
-def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray, key_name: str) -> pd.DataFrame:
-    """``t`` summed per (``key``, rank): one row per key and one column per rank, ascending (NaN: no entry), as
-    ``groupby([rank, key]).sum().unstack(rank)`` gives it."""
+@dataclass
+class RankGrid:
+    """Sums per key (a step, a kernel name id) and rank: ``values[i, j]`` for ``keys[i]`` and ``ranks[j]``, both
+    ascending (NaN: no entry), as ``groupby([rank, key]).sum().unstack(rank)`` gives them."""
+
+    keys: np.ndarray
+    ranks: np.ndarray
+    values: np.ndarray
+
+    def __contains__(self, r) -> bool:
+        return bool(np.any(self.ranks == r))
+
+    def column(self, r: int) -> np.ndarray:
+        """Rank ``r``'s sums per key (NaN: no entry)."""
+        return np.ascontiguousarray(self.values[:, int(np.flatnonzero(self.ranks == r)[0])])
+
+    def pair(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rank ``r``'s keys with an entry and its sums."""
+        c = self.column(r)
+        ok = ~np.isnan(c)
+        return self.keys[ok], c[ok]
+
+    def median(self) -> tuple[np.ndarray, np.ndarray]:
+        """The median rank's sum per key (``median(axis=1)`` of the frame): the keys and the medians."""
+        return self.keys, _nanmedian(self.values, axis=1)
+
+
+def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray) -> RankGrid:
+    """``t`` summed per (``key``, rank)."""
     (ranks, ri), (keys, ki) = _codes(rank), _codes(key)
     flat = ki * len(ranks) + ri
     n = len(keys) * len(ranks)
     sums = group_sums(flat, t, n)
     sums[np.bincount(flat, minlength=n) == 0] = np.nan
-    return pd.DataFrame(
-        sums.reshape(len(keys), len(ranks)), index=pd.Index(keys, name=key_name), columns=pd.Index(ranks, name="rank")
-    )
+    return RankGrid(keys, ranks, sums.reshape(len(keys), len(ranks)))
 
 
-def _frame(parts: list, key_name: str) -> pd.DataFrame:
-    """:func:`_unstack` from each rank's sums: ``(rank, keys ascending, sums)`` per rank with an entry."""
+def _grid(parts: list) -> RankGrid:
+    """A :class:`RankGrid` from each rank's sums: ``(rank, keys ascending, sums)`` per rank with an entry."""
     parts = sorted(parts, key=lambda x: x[0])
     keys = np.unique(np.concatenate([k for _, k, _ in parts])) if parts else np.zeros(0, dtype=np.int64)
     out = np.full((len(keys), len(parts)), np.nan)
     for j, (_, k, v) in enumerate(parts):
         out[np.searchsorted(keys, k), j] = v
-    ranks = np.array([r for r, _, _ in parts], dtype=np.int64)
-    return pd.DataFrame(out, index=pd.Index(keys, name=key_name), columns=pd.Index(ranks, name="rank"))
+    return RankGrid(keys, np.array([r for r, _, _ in parts], dtype=np.int64), out)
 
 
 @dataclass
@@ -134,19 +195,19 @@ class StragglerTables:
     GPU compute per kernel name and rank, and per rank the chain positions a straggler fix scales and their
     steps."""
 
-    kdf: pd.DataFrame
-    compute: pd.DataFrame  # step x rank: GPU compute (ns)
-    host: pd.DataFrame  # step x rank: host time of calls and the gaps between them (ns)
-    by_name: pd.Series  # per kernel name: the median rank's GPU compute
-    names: pd.DataFrame  # kernel name x rank: GPU compute (ns)
+    kdf: Table
+    compute: RankGrid  # step x rank: GPU compute (ns)
+    host: RankGrid  # step x rank: host time of calls and the gaps between them (ns)
+    by_name: tuple  # per kernel name id: the median rank's GPU compute (ids, values)
+    names: RankGrid  # kernel name x rank: GPU compute (ns)
     kpos: dict  # per rank: chain positions of GPU compute (a kernel's own duration, not communication), ascending
     kstep: dict  # ... and their steps
     hpos: dict  # per rank: chain positions of host time (calls and the gaps between them), ascending
     hstep: dict
-    medians: tuple | None = None  # (compute, host) of the median rank per step, when they come from the whole job
+    medians: tuple | None = None  # ((steps, compute), (steps, host)) of the median rank, from the whole job
 
     @classmethod
-    def of(cls, g: JobGraph, base: Delays, kdf: pd.DataFrame, comm: np.ndarray) -> StragglerTables:
+    def of(cls, g: JobGraph, base: Delays, kdf: Table, comm: np.ndarray) -> StragglerTables:
         ck, order = g.chain_kind, g.chain_order
         call = np.repeat(g.node_type == NodeType.CALL, 2)  # per point
         compute = compute_positions(g, comm)
@@ -162,51 +223,60 @@ class StragglerTables:
             a, b = np.searchsorted(compute, [span.start, span.stop])
             kpos[r] = compute[a:b]
             kstep[r] = g.node_step[order[kpos[r]] >> 1]
-        kr, ks, kname, kt = (kdf[c].to_numpy() for c in ("rank", "step", "name", "t"))
-        names = _unstack(kr, kname, kt, "name")
-        return cls(
-            kdf,
-            _unstack(kr, ks, kt, "step"),
-            _frame(host, "step"),
-            names.median(axis=1),
-            names,
-            kpos,
-            kstep,
-            hpos,
-            hstep,
-        )
+        kr, ks, kname, kt = (kdf[c] for c in ("rank", "step", "name", "t"))
+        names = _unstack(kr, kname, kt)
+        return cls(kdf, _unstack(kr, ks, kt), _grid(host), names.median(), names, kpos, kstep, hpos, hstep)
 
 
-def _per_step(factor: pd.Series, steps: np.ndarray) -> np.ndarray:
-    """``factor`` (by step) at each of ``steps``; 1 for a step it does not name."""
-    have, f = factor.index.to_numpy(), factor.to_numpy(np.float64)
-    if not len(have):
-        return np.ones(len(steps))
-    at = np.minimum(np.searchsorted(have, steps), len(have) - 1)
-    return np.where(have[at] == steps, f[at], 1.0)
+def _at(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """``values`` (by the distinct ``keys``) at each of ``want``; NaN where a key is missing."""
+    out = np.full(len(want), np.nan)
+    keys, values = np.asarray(keys), np.asarray(values, dtype=np.float64)
+    if len(keys) > 1 and (keys[1:] < keys[:-1]).any():
+        o = np.argsort(keys, kind="stable")
+        keys, values = keys[o], values[o]
+    if len(keys) and len(want):
+        at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+        hit = keys[at] == want
+        out[hit] = values[at[hit]]
+    return out
+
+
+def _factor(med: tuple, mine: tuple, steps: np.ndarray) -> np.ndarray:
+    """Per step of ``steps``: the median's time over the rank's (``med``, ``mine``: keys and values), at most 1;
+    1 where either is missing (``(med / mine).clip(upper=1).fillna(1)`` aligned by step)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = _at(*med, steps) / _at(*mine, steps)
+    return np.where(np.isnan(f), 1.0, np.minimum(f, 1.0))
 
 
 def straggler_edit(g: JobGraph, tables: StragglerTables, r: int) -> tuple[Callable, list]:
     """Rank ``r``'s GPU compute and host time per step scaled to the median rank's (its communication kernels keep
     their time): the delay edit and its evidence."""
     med, hs = tables.compute, tables.host
-    med_c, med_h = tables.medians or (med.median(axis=1), hs.median(axis=1))
-    factor = (med_c / med[r]).clip(upper=1.0).fillna(1.0)
-    # host time: gaps and calls of the rank's threads, per step
-    hfac = (med_h / hs[r]).clip(upper=1.0).fillna(1.0) if r in hs else pd.Series(dtype=float)
+    med_c, med_h = tables.medians or (med.median(), hs.median())
     none = np.zeros(0, dtype=np.int64)
-    kpos, kf = tables.kpos.get(r, none), _per_step(factor, tables.kstep.get(r, none))
-    hpos, hf = tables.hpos.get(r, none), _per_step(hfac, tables.hstep.get(r, none))
+    mine = (med.keys, med.column(r)) if r in med else (none, np.zeros(0))
+    kpos, kstep = tables.kpos.get(r, none), tables.kstep.get(r, none)
+    hpos, hstep = tables.hpos.get(r, none), tables.hstep.get(r, none)
+    kf = _factor(med_c, mine, kstep)
+    # host time: gaps and calls of the rank's threads, per step
+    hf = _factor(med_h, (hs.keys, hs.column(r)), hstep) if r in hs else np.ones(len(hstep))
 
     def edit(d, kpos=kpos, kf=kf, hpos=hpos, hf=hf):
         d.chain[kpos] *= kf
         d.chain[hpos] *= hf
 
-    per_name = tables.names[r].dropna() if r in tables.names else pd.Series(dtype=np.float64)
-    med_name = tables.by_name
-    excess = (per_name - med_name.reindex(per_name.index).fillna(0)).sort_values(ascending=False, kind="stable")
-    ratio = float(med[r].sum() / med_c.sum()) if med_c.sum() else 1.0
-    ev = [f"rank {r}", f"GPU compute is {ratio:.2f}x the median rank's"]
-    if len(excess) and excess.iloc[0] > 0:
-        ev.append(g.view.strings[int(excess.index[0])])
+    ev = [f"rank {r}"]
+    total = _nansum(med_c[1])
+    ratio = _nansum(mine[1]) / total if total else 1.0
+    ev.append(f"GPU compute is {ratio:.2f}x the median rank's")
+    if r in tables.names:
+        ids, per_name = tables.names.pair(r)
+        m = _at(*tables.by_name, ids)
+        excess = per_name - np.where(np.isnan(m), 0.0, m)
+        if len(excess):
+            top = np.argsort(-excess, kind="stable")[0]
+            if excess[top] > 0:
+                ev.append(g.view.strings[int(ids[top])])
     return edit, ev

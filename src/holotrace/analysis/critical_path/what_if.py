@@ -21,10 +21,9 @@ edges, evidence`` (saving and length in µs; evidence names the events carrying 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis.critical_path.graph import EdgeType
 from holotrace.analysis.critical_path.path import CriticalPath, longest_path
@@ -32,6 +31,9 @@ from holotrace.analysis.critical_path.steps import step_graphs
 from holotrace.model import classify
 from holotrace.model.classify import KernelType, Kind, RuleSet
 from holotrace.model.view import resolve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["what_if", "FIXES"]
 
@@ -100,6 +102,8 @@ def _cross_rank(source, rules: RuleSet, rank: int, jv):
     """Per row of ``rank``'s view: the transfer time of its collective instance (shortest duration across
     ranks) and the wait it would lose if the last-arriving rank arrived like the median one (NaN elsewhere, view
     unit); None when none of its collectives is matched across ranks."""
+    import pandas as pd
+
     from holotrace.analysis.stragglers import collective_waits
 
     rv, unit_ns = jv[rank], jv.unit_ns
@@ -168,6 +172,8 @@ def what_if(
     data_load_events: Optional[Sequence[str]] = None,
 ) -> pd.DataFrame:
     """Ranked counterfactual savings per step (see the module docstring)."""
+    import pandas as pd
+
     jv = resolve(source, rules, ranks=[rank])
     rules = jv.rules  # the one rule set: a view's own unless others are asked for
     to_us = 1.0 / 1000.0 if jv.unit_ns == 1 else 1.0
