@@ -4,7 +4,8 @@ A group is given by integer ``codes`` (one per row, ``0 <= code < n_groups``; a 
 pandas drops a missing key) and the reductions return one value per group, ``n_groups`` long, in code order:
 
 * :func:`group_sum` — pandas' group sum: where the codes ascend (each group's rows in one run) and no value is
-  NaN, ``np.add.reduceat`` over the runs, as pandas' own fast path; otherwise the compensated (Kahan) sum in row
+  NaN, ``np.add.reduceat`` over the runs, as pandas 3's own fast path (pandas 2 compensates these too: the
+  results here are pandas 3's, whichever pandas is installed, or none); otherwise the compensated (Kahan) sum in row
   order of the non-NaN values, exactly pandas' group sum
   (``y = v - c; t = s + y; c = t - s - y``, ``c`` reset to 0 when it is NaN, an infinite value; ``s = t``); a group
   without a value sums to 0.0 (``min_count=0``). It is not ``np.sum`` (pairwise) and not ``np.bincount``.
