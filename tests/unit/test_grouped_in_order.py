@@ -8,6 +8,10 @@ import pytest
 from holotrace.analysis import grouped
 
 _RNG = np.random.default_rng(11)
+pytestmark = pytest.mark.skipif(
+    int(pd.__version__.split(".")[0]) < 3,
+    reason="pandas 2 compensates rows in group order too; holotrace follows pandas 3",
+)
 
 
 def _pandas(codes, values, n, how):
