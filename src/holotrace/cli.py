@@ -6,7 +6,8 @@ only the command that runs (``--help`` and ``--version`` import no command, nor
 numpy, pandas or pyarrow). Errors the user can fix print one line and exit
 non-zero; ``--debug`` shows the traceback. Log messages go through one handler for the run
 (``commands/_log.py``): each warning once, with its count; ``-v`` adds the informational ones,
-``--quiet`` silences both.
+``--quiet`` silences both. A command's process keeps the memory it frees for its next arrays
+(:func:`tune_allocator`; glibc only, unless the user tuned the allocator).
 """
 
 from __future__ import annotations
@@ -62,10 +63,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help()
         return EXIT_USAGE_OR_INPUT
     debug = getattr(args, "debug", False)
+    tune_allocator()
     from holotrace.commands._log import run_logging
 
     with run_logging(verbose=getattr(args, "verbose", False), quiet=getattr(args, "quiet", False)):
         return _run(args, debug)
+
+
+#: glibc's ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def tune_allocator() -> bool:
+    """Let glibc's allocator keep the memory a command frees for its next arrays (a command's process, not the
+    library's users): arrays up to 32 MB from the heap rather than fresh mappings, and freed heap kept up to 1 GB.
+    The analyses allocate and free arrays of a column's length again and again; given back to the system each
+    time, every reuse faults its pages in anew (on the 8 x 100 MB job's ``summary``: 101 k -> 69 k page faults,
+    0.5 -> 0.2 s of system time, peak within 10 MB). Nothing is changed where the user tuned the allocator
+    (``MALLOC_*`` or ``GLIBC_TUNABLES`` set) or where the C library is not glibc. True when it was set."""
+    if not sys.platform.startswith("linux") or "GLIBC_TUNABLES" in os.environ:
+        return False
+    if any(k.startswith("MALLOC_") for k in os.environ):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):  # musl's mallopt accepts nothing
+            return False
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30))
+    except (OSError, AttributeError):
+        return False
 
 
 def _run(args: argparse.Namespace, debug: bool) -> int:
