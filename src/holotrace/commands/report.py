@@ -159,7 +159,7 @@ def report_data(
         )
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
     jobs = {
-        "launch_stats": lambda: launches.launch_stats(
+        "launch_stats": lambda: launches.launch_stats_table(  # tables: the launches' text stays Python objects
             view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
         ),
         "queue_length": lambda: counters.queue_length(view, rules=NATIVE),
@@ -219,7 +219,7 @@ def report_data(
     )
     from holotrace.render.report import gpu_time_split
 
-    la = launches.all_launches(res["launch_stats"])
+    la = launches.all_launches_table(res["launch_stats"])
     devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
     meta = {
         "name": Path(str(job.path)).name,
@@ -248,7 +248,7 @@ def report_data(
         "top_kernels": res["top_kernels"],
         "rank_distribution": res["rank_distribution"],
         "launches": la,
-        "launch_summary": launches.launch_summary(res["launch_stats"]),
+        "launch_summary": launches.launch_summary_table(res["launch_stats"]).to_pandas(),
         "launch_delay_cutoff": launch_delay_cutoff,
         "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
         "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},

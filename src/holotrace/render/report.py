@@ -19,6 +19,7 @@ import pandas as pd
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.report_assets import SCRIPT, STYLE
+from holotrace.table import Table
 from holotrace.text import fit_names
 from holotrace.text import html_escape as escape
 
@@ -292,7 +293,8 @@ def _launches_section(d: Mapping[str, Any]) -> str:
         html += _empty_note("no launch call paired with GPU work")
     else:
         cutoff = d.get("launch_delay_cutoff", 100.0)
-        delay = la["launch_delay"].to_numpy()
+        la = Table.of(la)  # (a frame's columns read once)
+        delay = np.asarray(la["launch_delay"], dtype=np.float64)
         html += svg.render(plots.launch_delay(delay, cutoff))
         html += table(
             "launch_summary",
@@ -307,12 +309,11 @@ def _launches_section(d: Mapping[str, Any]) -> str:
             ],
         )
         pick = _largest(delay, 10)
-        kernel = la["kernel"]  # one value at a time: taking rows of a long text column copies all of it
         worst = pd.DataFrame(
             {
-                "rank": la["rank"].to_numpy()[pick],
-                "iteration": la["iteration"].to_numpy()[pick],
-                "kernel_s": fit_names([str(kernel.iat[i]) for i in pick], 60),
+                "rank": la["rank"][pick],
+                "iteration": la["iteration"][pick],
+                "kernel_s": fit_names([str(k) for k in la["kernel"][pick]], 60),
                 "launch_delay": delay[pick],
             }
         )
