@@ -206,16 +206,16 @@ def report_data(
         ss = js.frames["straggler_summary"].to_pandas() if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
-    f = {k: v.to_pandas() for k, v in js.frames.items() if isinstance(v, Table)}  # the report's renderers read frames
+    f = lambda k: Table.of(js.frames[k]).to_pandas()  # noqa: E731  (the report's renderers read these as frames)
     res.update(
-        tb=f["temporal"],
-        types_by_rank=f["kernel_types_by_rank"],
-        types=f["kernel_types"],
-        idle=f["idle"],
-        overlap=f["overlap"],
-        steps=f["steps"],
-        top_kernels=f["top_kernels"],
-        rank_distribution=f["kernel_rank_distribution"],
+        tb=f("temporal"),
+        types_by_rank=f("kernel_types_by_rank"),
+        types=f("kernel_types"),
+        idle=f("idle"),
+        overlap=f("overlap"),
+        steps=f("steps"),
+        top_kernels=f("top_kernels"),
+        rank_distribution=f("kernel_rank_distribution"),
     )
     from holotrace.render.report import gpu_time_split
 
