@@ -21,8 +21,8 @@ from holotrace.analysis.critical_path.job_graph import (
     build_job_graph,
 )
 from holotrace.analysis.critical_path.replay import Replay, shared_base
-from holotrace.analysis.critical_path.straggler_fix import group_sums, rank_waits
-from holotrace.analysis.grouped import group_mean
+from holotrace.analysis.critical_path.straggler_fix import rank_waits
+from holotrace.analysis.grouped import group_mean, group_sum
 from holotrace.errors import AnalysisError
 from holotrace.table import Table
 
@@ -421,7 +421,7 @@ def _worst_collective(facts: JobFacts, r: int) -> str:
     mine = last[rank[last] == r]
     if not len(mine):
         return "none"
-    w = group_sums(k, wait, len(u))[k[mine]]
+    w = group_sum(k, wait, len(u))[k[mine]]
     return str(facts.names()[int(mine[int(np.argsort(_descending(w), kind="stable")[0])])])
 
 

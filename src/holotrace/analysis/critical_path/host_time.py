@@ -8,7 +8,7 @@ import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays, _covered
-from holotrace.analysis.critical_path.straggler_fix import group_sums
+from holotrace.analysis.grouped import group_sum
 from holotrace.model import classify
 
 __all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "intervals", "sync_evidence"]
@@ -81,7 +81,7 @@ def sync_evidence(g, info, edges, n) -> list:
     w = np.where(w < 0, 0.0, w)
     # the (rank, name) pairs by their summed wait, the longest first (equal sums: by rank, then name)
     pairs, at = np.unique(np.stack([g.node_rank[call], info.name[call]], axis=1), axis=0, return_inverse=True)
-    sums = group_sums(at.reshape(-1), w, len(pairs))
+    sums = group_sum(at.reshape(-1), w, len(pairs))
     top = pairs[np.argsort(-sums, kind="stable")]
     out = []
     for r, nm in top[:n].tolist():
@@ -127,7 +127,7 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
         ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
         ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
         ids, at = np.unique(rv["name"][up[ok]], return_inverse=True)
-        for k, v in zip(ids.tolist(), group_sums(at.reshape(-1), base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
+        for k, v in zip(ids.tolist(), group_sum(at.reshape(-1), base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
 

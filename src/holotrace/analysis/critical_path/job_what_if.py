@@ -39,11 +39,11 @@ from holotrace.analysis.critical_path.replay import (
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
     compute_positions,
-    group_sums,
     straggler_candidates,
     straggler_edit,
     waits_caused,
 )
+from holotrace.analysis.grouped import group_sum
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 from holotrace.table import Table
@@ -293,7 +293,7 @@ def heaviest(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """The distinct ``keys`` by the sum of their ``weight``, heaviest first (equal sums: ascending keys), and the
     sums: ``Series(weight).groupby(keys).sum().sort_values(ascending=False, kind="stable")``."""
     u, at = np.unique(keys, return_inverse=True)
-    sums = group_sums(at.reshape(-1), weight, len(u))
+    sums = group_sum(at.reshape(-1), weight, len(u))
     o = np.argsort(-sums, kind="stable")
     return u[o], sums[o]
 

@@ -24,7 +24,6 @@ __all__ = [
     "RankGrid",
     "StragglerTables",
     "compute_positions",
-    "group_sums",
     "pick_stragglers",
     "rank_waits",
     "straggler_candidates",
@@ -40,7 +39,7 @@ def straggler_candidates(g: JobGraph, kdf: Table, n: int = 2) -> list[int]:
     ranks, at = _codes(kdf["rank"])
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
     waited = rank_waits(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
-    return pick_stragglers(waited, (ranks, group_sums(at, kdf["t"], len(ranks))), n)
+    return pick_stragglers(waited, (ranks, group_sum(at, kdf["t"], len(ranks))), n)
 
 
 def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
@@ -50,18 +49,6 @@ def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
     pos = np.flatnonzero((g.chain_kind == EdgeKind.DURATION) & gpu_pt[g.chain_order])
     del gpu_pt
     return pos[~comm[g.chain_order[pos] >> 1]]
-
-
-def group_sums(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Sum of ``values`` per group code ``0..n-1``, as pandas' group sums give it: the graph's times are whole
-    nanoseconds, whose sums are exact in any order (one ``bincount``); other values are summed in row order with
-    compensation (:func:`holotrace.analysis.grouped.group_sum`)."""
-    v = np.asarray(values, dtype=np.float64)
-    if not len(v):
-        return np.zeros(n)
-    if np.abs(v).sum() < 2.0**53 and np.array_equal(v, np.trunc(v)):
-        return np.bincount(codes, weights=v, minlength=n)
-    return group_sum(codes, v, n)
 
 
 def _nanmedian(x: np.ndarray, axis=None):
@@ -123,9 +110,9 @@ def rank_waits(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> tuple[n
     last = o[head]  # per instance, ascending
     k = np.empty(len(o), dtype=np.int64)  # each member's instance, numbered 0..
     k[o] = np.cumsum(head) - 1
-    caused = group_sums(k, start[last][k] - start, len(last))
+    caused = group_sum(k, start[last][k] - start, len(last))
     by, at = _codes(rank[last])
-    return by, group_sums(at, caused, len(by))
+    return by, group_sum(at, caused, len(by))
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +161,7 @@ def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray) -> RankGrid:
     (ranks, ri), (keys, ki) = _codes(rank), _codes(key)
     flat = ki * len(ranks) + ri
     n = len(keys) * len(ranks)
-    sums = group_sums(flat, t, n)
+    sums = group_sum(flat, t, n)
     sums[np.bincount(flat, minlength=n) == 0] = np.nan
     return RankGrid(keys, ranks, sums.reshape(len(keys), len(ranks)))
 
@@ -219,7 +206,7 @@ class StragglerTables:
             hpos[r], hstep[r] = h, g.node_step[order[h] >> 1]
             if len(h):
                 keys, code = _codes(hstep[r])
-                host.append((r, keys, group_sums(code, base.chain[h], len(keys))))
+                host.append((r, keys, group_sum(code, base.chain[h], len(keys))))
             a, b = np.searchsorted(compute, [span.start, span.stop])
             kpos[r] = compute[a:b]
             kstep[r] = g.node_step[order[kpos[r]] >> 1]
