@@ -8,19 +8,9 @@ from pathlib import Path
 
 import pytest
 
-JOBS = Path(__file__).resolve().parents[1] / "data" / "traces"
+from standin_pandas import STAND_IN
 
-STAND_IN = """
-import sys, types
-class _Pandas(types.ModuleType):
-    class DataFrame: pass
-    class Series: pass
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise RuntimeError("pandas used: " + name)
-sys.modules["pandas"] = _Pandas("pandas")
-"""
+JOBS = Path(__file__).resolve().parents[1] / "data" / "traces"
 
 
 def test_advice_module_imports_without_pandas():

@@ -158,6 +158,38 @@ def test_codes_in_runs_take_pandas_reduceat_path(seed):
     assert grouped.group_mean(zero, m, 1)[0] == pd.Series(m).groupby(zero).mean().iloc[0] == 341.07648850000004
 
 
+def _in_order_cases(rng):
+    """Rows in group order, the same rows out of order (the compensated sum) and in order with a NaN (compensated,
+    NaN skipped); durations in ns steps: sums that round."""
+    for n_rows, n_groups in ((200, 3), (2000, 40), (50, 50)):
+        values = np.round(rng.uniform(0, 1200, n_rows), 3)
+        sorted_codes = np.sort(rng.integers(0, n_groups, n_rows))
+        yield sorted_codes, values, n_groups
+        yield rng.permutation(sorted_codes), values, n_groups
+        with_nan = values.copy()
+        with_nan[::7] = np.nan
+        yield sorted_codes, with_nan, n_groups
+
+
+@pytest.mark.skipif(not PANDAS_3, reason="pandas 2 compensates rows in group order too; holotrace follows pandas 3")
+@pytest.mark.parametrize("how", ["sum", "mean"])
+def test_sums_as_pandas_in_and_out_of_order(path, how):
+    for codes, values, n in _in_order_cases(np.random.default_rng(11)):
+        got = getattr(grouped, f"group_{how}")(codes, values, n)
+        want = _pandas(codes, values, n, how)
+        assert np.array_equal(got.view(np.int64), want.view(np.int64)) or np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.skipif(not PANDAS_3, reason="pandas 2 compensates rows in group order too; holotrace follows pandas 3")
+def test_in_order_sums_with_rows_without_group_first():
+    rng = np.random.default_rng(11)
+    codes = np.r_[-1, -1, np.sort(rng.integers(0, 5, 100))]
+    values = np.round(rng.uniform(0, 1200, len(codes)), 3)
+    keep = codes >= 0
+    want = pd.Series(values[keep]).groupby(codes[keep]).sum().reindex(range(5), fill_value=0.0).to_numpy()
+    assert np.array_equal(grouped.group_sum(codes, values, 5), want)
+
+
 def test_extremes_keep_the_first_of_equal_values(path):
     """0.0 and -0.0 are equal: the group's first one is its min and max, as pandas' strict comparisons."""
     codes = np.array([0, 0, 1, 1, 2])

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_advice_without_pandas import STAND_IN
+
+from standin_pandas import STAND_IN
 
 JOBS = Path(__file__).resolve().parents[1] / "data" / "traces"
 
