@@ -31,6 +31,7 @@ __all__ = [
     "rank_collectives",
     "delay_sketch",
     "sketch_quantiles",
+    "merge_sketch",
     "SKETCH_ACCURACY",
     "FRAMES",
 ]
@@ -196,6 +197,14 @@ def delay_sketch(values: np.ndarray) -> Table:
     return Table({"bucket": keys.astype(np.int64), "count": counts.astype(np.int64)})
 
 
+def merge_sketch(buckets, counts) -> tuple[np.ndarray, np.ndarray]:
+    """Sketch rows merged: ``(buckets ascending, distinct; the counts of equal buckets added)``, int64."""
+    keys, at = np.unique(np.asarray(buckets, dtype=np.int64), return_inverse=True)
+    per = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(per, at.reshape(-1), np.asarray(counts, dtype=np.int64))
+    return keys, per
+
+
 def sketch_quantiles(sketch, qs) -> list[float]:
     """Quantiles (0..1) of the values a (merged) sketch counts (a table or frame of ``bucket, count`` rows, equal
     buckets added); NaN when it is empty. Each is within :data:`SKETCH_ACCURACY` relative error of a value at
@@ -203,9 +212,7 @@ def sketch_quantiles(sketch, qs) -> list[float]:
     sketch = Table.of(sketch)
     if sketch.empty:
         return [float("nan")] * len(qs)
-    keys, at = np.unique(np.asarray(sketch["bucket"], dtype=np.int64), return_inverse=True)
-    per = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(per, at.reshape(-1), np.asarray(sketch["count"], dtype=np.int64))
+    keys, per = merge_sketch(sketch["bucket"], sketch["count"])
     cum = np.cumsum(per)
     n = int(cum[-1])
     out = []

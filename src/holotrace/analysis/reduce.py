@@ -31,6 +31,7 @@ from holotrace.analysis.rank_summary import (
     COLLECTIVE_INT_ARGS,
     COLLECTIVE_TEXT_ARGS,
     RankSummary,
+    merge_sketch,
     sketch_quantiles,
 )
 from holotrace.model.classify import NATIVE
@@ -171,11 +172,10 @@ class Reducer:
             self.add_collectives(s.rank, s.frames["collectives"], int(s.info.get("clock_offset_ns", 0)))
         sk = Table.of(s.frames["launch_sketch"])
         if len(sk):
-            b = np.concatenate([self._buckets, np.asarray(sk["bucket"], dtype=np.int64)])
-            c = np.concatenate([self._counts, np.asarray(sk["count"], dtype=np.int64)])
-            self._buckets, inv = np.unique(b, return_inverse=True)
-            self._counts = np.zeros(len(self._buckets), dtype=np.int64)
-            np.add.at(self._counts, inv.reshape(-1), c)
+            self._buckets, self._counts = merge_sketch(
+                np.concatenate([self._buckets, np.asarray(sk["bucket"], dtype=np.int64)]),
+                np.concatenate([self._counts, np.asarray(sk["count"], dtype=np.int64)]),
+            )
 
     def add_collectives(self, rank: int, f: Table, clock_offset_ns: int) -> None:
         """Fold in one rank's collective records (the ``collectives`` table of its summary) ahead of the rest of
