@@ -13,7 +13,7 @@ import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays
-from holotrace.analysis.grouped import group_sum
+from holotrace.analysis.grouped import group_sum, unique_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,7 +36,7 @@ __all__ = [
 def straggler_candidates(g: JobGraph, kdf: Table, n: int = 2) -> list[int]:
     """Ranks to try as the straggler: the ``n`` others waited for longest, and the one with the most GPU compute
     over the median rank's (``kdf``: :func:`~.job_what_if.compute_table`)."""
-    ranks, at = _codes(kdf["rank"])
+    ranks, at = unique_ids(kdf["rank"])
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
     waited = rank_waits(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
     return pick_stragglers(waited, (ranks, group_sum(at, kdf["t"], len(ranks))), n)
@@ -111,22 +111,8 @@ def rank_waits(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> tuple[n
     k = np.empty(len(o), dtype=np.int64)  # each member's instance, numbered 0..
     k[o] = np.cumsum(head) - 1
     caused = group_sum(k, start[last][k] - start, len(last))
-    by, at = _codes(rank[last])
+    by, at = unique_ids(rank[last])
     return by, group_sum(at, caused, len(by))
-
-
-def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(x, return_inverse=True)`` of integers: by a table over their range when it is small (ranks,
-    steps, string ids), else by sorting."""
-    if len(x) and x.dtype.kind in "iu":
-        lo, hi = int(x.min()), int(x.max())
-        if hi - lo <= max(4 * len(x), 1 << 16):
-            seen = np.zeros(hi - lo + 1, dtype=bool)
-            seen[x - lo] = True
-            code = np.cumsum(seen) - 1
-            return np.flatnonzero(seen) + lo, code[x - lo]
-    u, inv = np.unique(x, return_inverse=True)
-    return u, inv.reshape(-1)
 
 
 @dataclass
@@ -158,7 +144,7 @@ class RankGrid:
 
 def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray) -> RankGrid:
     """``t`` summed per (``key``, rank)."""
-    (ranks, ri), (keys, ki) = _codes(rank), _codes(key)
+    (ranks, ri), (keys, ki) = unique_ids(rank), unique_ids(key)
     flat = ki * len(ranks) + ri
     n = len(keys) * len(ranks)
     sums = group_sum(flat, t, n)
@@ -205,7 +191,7 @@ class StragglerTables:
             h += span.start
             hpos[r], hstep[r] = h, g.node_step[order[h] >> 1]
             if len(h):
-                keys, code = _codes(hstep[r])
+                keys, code = unique_ids(hstep[r])
                 host.append((r, keys, group_sum(code, base.chain[h], len(keys))))
             a, b = np.searchsorted(compute, [span.start, span.stop])
             kpos[r] = compute[a:b]
