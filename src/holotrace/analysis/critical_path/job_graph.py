@@ -492,9 +492,9 @@ def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, p
             tg = np.where(is_copy & (partner >= 0), g_of_row[np.maximum(partner, 0)], -1)
             target = np.where(tg >= 0, tg, target)
         if is_sync.any():
-            oe = ends[eo]
-            j = np.searchsorted(oe, c_end + SYNC_TOLERANCE_NS, side="right") - 1
-            target = np.where(is_sync & (j >= 0), end_nodes[eo[np.maximum(j, 0)]], target)
+            si = np.flatnonzero(is_sync)  # the latest GPU end by the call's end (with tolerance)
+            j = np.searchsorted(ends[eo], c_end[si] + SYNC_TOLERANCE_NS, side="right") - 1
+            target[si[j >= 0]] = end_nodes[eo[j[j >= 0]]]
         ok = target >= 0
         ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
         add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
