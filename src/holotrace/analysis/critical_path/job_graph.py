@@ -44,6 +44,7 @@ from holotrace.analysis.critical_path.collectives import (
 )
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.analysis.grouped import factorize
+from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
@@ -306,7 +307,8 @@ def release_job_graph(source, *, ranks: Sequence[int] | None = None) -> None:
 def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
-    per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
+    view.per_string(NATIVE.step_number)  # (made once, before the ranks' threads read it)
+    per = thread_map(lambda r: _rank_nodes(view, r, base[r]), chosen)  # numpy's sorts run without the GIL
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
@@ -439,65 +441,10 @@ def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, p
 
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    for r in chosen:
-        rv = view[r]
-        nodes = np.arange(*span[r])
-        call = nodes[node_type[nodes] == NodeType.CALL]
-        gpu = nodes[node_type[nodes] == NodeType.GPU]
-        if not len(gpu):
-            continue
-        # launch edges by correlation (a graph launch: every kernel with its correlation)
-        corr = rv["correlation"]
-        cc, gc = corr[node_row[call]], corr[node_row[gpu]]
-        okc = cc >= 0
-        srt = np.argsort(cc[okc], kind="stable")
-        ck, cn = cc[okc][srt], call[okc][srt]
-        at = np.searchsorted(ck, gc)
-        hit = (at < len(ck)) & (gc >= 0)
-        hit[hit] = ck[at[hit]] == gc[hit]
-        l_src, l_dst = 2 * cn[at[hit]], 2 * gpu[hit]
-        lags = pt[l_dst] - pt[l_src]
-        fl = np.percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
-        add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
-        # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
-        # operation of another stream of the same rank ends
-        s_pt = 2 * gpu  # per GPU operation: the latest its stream and its launch explain
-        explained = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
-        np.maximum.at(explained, np.flatnonzero(hit), pt[l_src])
-        slack = pt[s_pt] - explained
-        stream = rv["stream"][node_row[gpu]]
-        ends, end_nodes = pt[2 * gpu + 1], gpu
-        eo = np.argsort(ends, kind="stable")
-        for s in np.unique(stream):
-            cand = np.flatnonzero((stream == s) & (slack > STREAM_WAIT_SLACK_NS))
-            other = eo[stream[eo] != s]
-            if not len(cand) or not len(other):
-                continue
-            oe = ends[other]
-            j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
-            ok = j >= 0
-            gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
-            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[cand[ok]])
-            add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
-        # host syncs: a blocking call ends right after the GPU operation it waited for
-        name = rv["name"][node_row[call]]
-        is_sync = np.isin(name, sync_ids)
-        is_copy = np.isin(name, copy_ids)
-        c_start, c_end = pt[2 * call], pt[2 * call + 1]
-        target = np.full(len(call), -1, dtype=np.int64)
-        if is_copy.any():
-            partner = rv["partner"][node_row[call]]
-            g_of_row = np.full(rv.n, -1, dtype=np.int64)
-            g_of_row[node_row[gpu]] = gpu
-            tg = np.where(is_copy & (partner >= 0), g_of_row[np.maximum(partner, 0)], -1)
-            target = np.where(tg >= 0, tg, target)
-        if is_sync.any():
-            si = np.flatnonzero(is_sync)  # the latest GPU end by the call's end (with tolerance)
-            j = np.searchsorted(ends[eo], c_end[si] + SYNC_TOLERANCE_NS, side="right") - 1
-            target[si[j >= 0]] = end_nodes[eo[j[j >= 0]]]
-        ok = target >= 0
-        ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
-        add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
+    args = (view, span, node_row, node_type, pt, order, first, pos, sync_ids, copy_ids)
+    for edges in thread_map(lambda r: _rank_edges(r, *args), chosen).values():  # the ranks' edges in rank order
+        for e in edges:
+            add(*e)
     # collectives: member starts -> arrival point -> member ends
     members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))
     if len(members):
@@ -510,3 +457,69 @@ def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, p
         z = np.zeros(0, dtype=np.int64)
         return z, z, np.zeros(0, dtype=np.int8), np.zeros(0)
     return np.concatenate(S), np.concatenate(D), np.concatenate(K), np.concatenate(F)
+
+
+def _rank_edges(r, view, span, node_row, node_type, pt, order, first, pos, sync_ids, copy_ids) -> list:
+    """The launch, stream-wait and sync edges of rank ``r`` (see :func:`_cross_edges`), as ``(src, dst, kind,
+    floor)`` in the order they are added."""
+    out = []
+    add = lambda s, d, k, f: out.append((s, d, k, f))  # noqa: E731
+    rv = view[r]
+    nodes = np.arange(*span[r])
+    call = nodes[node_type[nodes] == NodeType.CALL]
+    gpu = nodes[node_type[nodes] == NodeType.GPU]
+    if not len(gpu):
+        return out
+    # launch edges by correlation (a graph launch: every kernel with its correlation)
+    corr = rv["correlation"]
+    cc, gc = corr[node_row[call]], corr[node_row[gpu]]
+    okc = cc >= 0
+    srt = np.argsort(cc[okc], kind="stable")
+    ck, cn = cc[okc][srt], call[okc][srt]
+    at = np.searchsorted(ck, gc)
+    hit = (at < len(ck)) & (gc >= 0)
+    hit[hit] = ck[at[hit]] == gc[hit]
+    l_src, l_dst = 2 * cn[at[hit]], 2 * gpu[hit]
+    lags = pt[l_dst] - pt[l_src]
+    fl = np.percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
+    add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
+    # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
+    # operation of another stream of the same rank ends
+    s_pt = 2 * gpu  # per GPU operation: the latest its stream and its launch explain
+    explained = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
+    np.maximum.at(explained, np.flatnonzero(hit), pt[l_src])
+    slack = pt[s_pt] - explained
+    stream = rv["stream"][node_row[gpu]]
+    ends, end_nodes = pt[2 * gpu + 1], gpu
+    eo = np.argsort(ends, kind="stable")
+    for s in np.unique(stream):
+        cand = np.flatnonzero((stream == s) & (slack > STREAM_WAIT_SLACK_NS))
+        other = eo[stream[eo] != s]
+        if not len(cand) or not len(other):
+            continue
+        oe = ends[other]
+        j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
+        ok = j >= 0
+        gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
+        good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[cand[ok]])
+        add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
+    # host syncs: a blocking call ends right after the GPU operation it waited for
+    name = rv["name"][node_row[call]]
+    is_sync = np.isin(name, sync_ids)
+    is_copy = np.isin(name, copy_ids)
+    c_start, c_end = pt[2 * call], pt[2 * call + 1]
+    target = np.full(len(call), -1, dtype=np.int64)
+    if is_copy.any():
+        partner = rv["partner"][node_row[call]]
+        g_of_row = np.full(rv.n, -1, dtype=np.int64)
+        g_of_row[node_row[gpu]] = gpu
+        tg = np.where(is_copy & (partner >= 0), g_of_row[np.maximum(partner, 0)], -1)
+        target = np.where(tg >= 0, tg, target)
+    if is_sync.any():
+        si = np.flatnonzero(is_sync)  # the latest GPU end by the call's end (with tolerance)
+        j = np.searchsorted(ends[eo], c_end[si] + SYNC_TOLERANCE_NS, side="right") - 1
+        target[si[j >= 0]] = end_nodes[eo[j[j >= 0]]]
+    ok = target >= 0
+    ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
+    add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
+    return out
