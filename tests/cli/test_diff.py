@@ -189,3 +189,16 @@ def test_merged_groups_sorted_from_the_per_rank_groups(dtype):
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and got[1].dtype == want[1].dtype
         for a, b in zip(_group_stats(key, dur, step, 3, got), _group_stats(key, dur, step, 3)):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_step_positions(dtype):
+    """Each iteration's position among the compared steps: the first position of a step listed twice, -1 for
+    any other iteration (below, between and above the steps, negative, and NaN for float iterations)."""
+    from holotrace.analysis.diff import _step_pos
+
+    it = np.array([-1, 0, 3, 5, 6, 7, 9, 12, 40], dtype=dtype)
+    assert _step_pos(it, [7, 5, 6]).tolist() == [-1, -1, -1, 1, 2, 0, -1, -1, -1]
+    assert _step_pos(it, [9, 3, 9]).tolist() == [-1, -1, 1, -1, -1, -1, 0, -1, -1]
+    if dtype == np.float64:
+        assert _step_pos(np.array([np.nan, 5.0]), [5]).tolist() == [-1, 0]

@@ -87,7 +87,15 @@ def _steps_of(view: JobView, wanted: Optional[Sequence[int]]) -> list:
 
 
 def _step_pos(it: np.ndarray, step_list: list) -> np.ndarray:
-    """Position in ``step_list`` of each iteration (−1: not a compared step)."""
+    """Position in ``step_list`` of each iteration (−1: not a compared step; the first position of a step listed
+    twice). Integer iterations read a table over the step numbers; others are searched."""
+    sl = np.asarray(step_list, dtype=np.int64)
+    if it.dtype.kind in "iu" and len(sl) and 0 <= sl.min() and sl.max() <= 1 << 24:
+        u, first = np.unique(sl, return_index=True)
+        lut = np.full(int(u[-1]) + 2, -1, dtype=np.int64)  # the last entry: any iteration outside the steps
+        lut[u] = first
+        x = it.astype(np.int64, copy=False)
+        return lut[np.where((x >= 0) & (x <= u[-1]), x, len(lut) - 1)]
     order = np.argsort(np.asarray(step_list, dtype=np.int64), kind="stable")
     ss = np.asarray(step_list, dtype=np.float64)[order]
     at = np.minimum(np.searchsorted(ss, it), len(ss) - 1)
@@ -256,7 +264,7 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     )
     step = _step_pos(it, step_list) if step_list else np.zeros(len(it), dtype=np.int64)
     if step_list:
-        keep = step >= 0
+        keep = np.flatnonzero(step >= 0)
         fam, name, rank, step, dur = fam[keep], name[keep], rank[keep], step[keep], dur[keep]
     code = (name.astype(np.int64) + 1) * 3 + fam  # distinct (name, family): by a table over the job's strings
     present = np.zeros(3 * (len(view.strings) + 1), dtype=bool)
