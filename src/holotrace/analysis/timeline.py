@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from holotrace.analysis import intervals
+from holotrace.analysis.grouped import unique_ids
 from holotrace.errors import HolotraceError
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import JobView, resolve, wide
@@ -195,13 +196,15 @@ def _timeline(view: JobView, ranks, streams, iterations, window) -> tuple[Option
     order = np.lexsort((col["index"], col["start"], col["stream"], col["rank"]))  # stable: rank, stream, start, index
     col = {k: a[order] for k, a in col.items()}
     for c in ("name", "cat"):  # decoded once per distinct id
-        uniq, inv = np.unique(col[c], return_inverse=True)
-        col[c] = view.names(uniq)[inv.reshape(-1)]
+        uniq, inv = unique_ids(col[c])
+        col[c] = view.names(uniq)[inv]
     kt = col["kernel_type"]
     col["kernel_type"] = _TYPE_NAMES[np.where(kt >= 0, kt, len(_TYPE_NAMES) - 1)]
-    pairs, inv = np.unique(np.stack([col["rank"], col["stream"]], axis=1), axis=0, return_inverse=True)
-    labels = np.array([f"rank {a} stream {b}" for a, b in pairs.tolist()], dtype=object)
-    col["task"] = labels[inv.reshape(-1)]
+    lo = int(col["stream"].min())
+    width = int(col["stream"].max()) - lo + 1
+    pairs, inv = unique_ids(col["rank"] * width + (col["stream"] - lo))  # (rank, stream) pairs, in their order
+    labels = np.array([f"rank {k // width} stream {k % width + lo}" for k in pairs.tolist()], dtype=object)
+    col["task"] = labels[inv]
     return Table({c: col[c] for c in TIMELINE_COLUMNS}), origin
 
 

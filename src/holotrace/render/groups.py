@@ -26,9 +26,10 @@ def rows_by(keys: np.ndarray, *, sort: bool) -> list[tuple[object, np.ndarray]]:
 
 def first_seen(values: np.ndarray) -> tuple[np.ndarray, list]:
     """Codes in order of first appearance and the distinct values (``pd.factorize`` of a column of text)."""
-    seen: dict = {}
-    codes = np.fromiter((seen.setdefault(x, len(seen)) for x in values.tolist()), dtype=np.intp, count=len(values))
-    return codes, list(seen)
+    values = values.tolist()
+    uniq = list(dict.fromkeys(values))
+    code = {v: i for i, v in enumerate(uniq)}
+    return np.fromiter(map(code.__getitem__, values), dtype=np.intp, count=len(values)), uniq
 
 
 def pivot_sum(index, columns, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
