@@ -114,7 +114,8 @@ def _launched_under(cols, g, ops, op_kind, op_rule, table: RuleTable, ktype, kin
     op_thread = _thread_key(pid[ops], tid[ops])
     l_thread = _thread_key(pid[launch], tid[launch], like=(pid[ops], tid[ops]))
     rows_all, at_all = [], []
-    for t in np.unique(op_thread).tolist():  # one pass per thread that has collective ops (a few), not per event
+    # one pass per thread that has collective ops (a few), not per event: keys 0..k-1, each held by an op
+    for t in range(int(op_thread.max()) + 1 if len(op_thread) else 0):
         o = np.flatnonzero(op_thread == t)
         li = np.flatnonzero(l_thread == t)
         if not len(li):

@@ -17,7 +17,7 @@ def outer_calls(rv) -> np.ndarray:
     sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
     if not len(sel):
         return sel
-    thread = rv["pid"][sel] * np.int64(1_000_003) + rv["tid"][sel]
+    thread = rv.at("pid", sel) * np.int64(1_000_003) + rv.at("tid", sel)
     order = _by_thread_time(thread, rv["ts"][sel], rv["dur"][sel])
     sel, thread = sel[order], thread[order]
     end = rv["end"][sel]

@@ -8,8 +8,6 @@ from enum import IntEnum
 
 import numpy as np
 
-from holotrace.exec.pool import thread_map
-
 __all__ = [
     "BLOCKING_COPIES",
     "EDGE_KIND_NAMES",
@@ -90,8 +88,8 @@ def cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, pt
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     args = (view, span, node_row, node_type, pt, order, first, pos, sync_ids, copy_ids)
-    for edges in thread_map(lambda r: _rank_edges(r, *args), chosen).values():  # the ranks' edges in rank order
-        for e in edges:
+    for r in chosen:
+        for e in _rank_edges(r, *args):
             add(*e)
     # collectives: member starts -> arrival point -> member ends
     members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))

@@ -49,7 +49,6 @@ from holotrace.analysis.critical_path.edges import (
 )
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.analysis.grouped import factorize
-from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
@@ -202,10 +201,10 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
-            rv["pid"][calls] * np.int64(1_000_003) + rv["tid"][calls],
-            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
-            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
-            -(rv["pid"][gpu] * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
+            rv.at("pid", calls) * np.int64(1_000_003) + rv.at("tid", calls),
+            rv.at("pid", srows) * np.int64(1_000_003) + rv.at("tid", srows),
+            rv.at("pid", srows) * np.int64(1_000_003) + rv.at("tid", srows),
+            -(rv.at("pid", gpu) * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
         ]
     )
     return {
@@ -261,8 +260,7 @@ def release_job_graph(source, *, ranks: Sequence[int] | None = None) -> None:
 def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
-    view.per_string(NATIVE.step_number)  # (made once, before the ranks' threads read it)
-    per = thread_map(lambda r: _rank_nodes(view, r, base[r]), chosen)  # numpy's sorts run without the GIL
+    per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
