@@ -168,9 +168,9 @@ def has_nodes(view, r: int) -> bool:
     or a GPU operation on a stream (what :func:`_rank_nodes` makes nodes of)."""
     rv = view[r]
     kind, on_stream = rv["kind"], rv["stream"] != -1
-    if (np.isin(kind, [int(classify.Kind.RUNTIME), int(classify.Kind.DRIVER)]) & ~on_stream).any():
+    if (classify.kind_in(kind, (classify.Kind.RUNTIME, classify.Kind.DRIVER)) & ~on_stream).any():
         return True
-    if (np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY]) & on_stream).any():
+    if (classify.is_gpu_activity(kind) & on_stream).any():
         return True
     return bool(step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number)))
 
@@ -182,7 +182,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
     srows = np.array([row for _, row in steps], dtype=np.int64)
     snum = np.array([s for s, _ in steps], dtype=np.int64)
-    gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
+    gpu = np.flatnonzero(classify.is_gpu_activity(rv["kind"]) & (rv["stream"] != -1))
     ts, dur = rv["ts"], rv["dur"]
     rows = np.concatenate([calls, srows, srows, gpu])
     ntype = np.concatenate(
