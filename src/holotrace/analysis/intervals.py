@@ -24,6 +24,7 @@ import numpy as np
 __all__ = [
     "Intervals",
     "merge",
+    "merge_sorted",
     "total_length",
     "span",
     "gaps",
@@ -79,8 +80,13 @@ def merge(start, end) -> Intervals:
     if s.size == 0:
         return Intervals(s[:0].copy(), e[:0].copy())
     order = np.argsort(s, kind="stable")
-    s = s[order]
-    e = e[order]
+    return merge_sorted(s[order], e[order])
+
+
+def merge_sorted(s: np.ndarray, e: np.ndarray) -> Intervals:
+    """:func:`merge` of intervals already sorted by start (as a stable sort orders them), without a NaN bound."""
+    if s.size == 0:
+        return Intervals(s[:0].copy(), e[:0].copy())
     running_max = np.maximum.accumulate(e)
     # a new group starts where the start exceeds every earlier end
     new_group = np.empty(s.shape[0], dtype=bool)

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from holotrace.analysis import intervals
+from holotrace.analysis import gpu_union, intervals
 from holotrace.analysis.grouped import (
     group_count,
     group_extremes,
@@ -31,7 +31,7 @@ from holotrace.analysis.grouped import (
     unique_ids,
 )
 from holotrace.analysis.topk import top_k_arrays
-from holotrace.model.classify import KernelType, RuleSet
+from holotrace.model.classify import KernelType, RuleSet, kind_in
 from holotrace.model.view import JobView, RankView, resolve
 from holotrace.table import Table
 
@@ -80,7 +80,11 @@ def type_times(
     Returns:
         label → time, only labels with a positive time.
     """
-    sets = [intervals.merge(start[ktype == t], end[ktype == t]) for t in types]
+    return _sweep_times([intervals.merge(start[ktype == t], end[ktype == t]) for t in types], types, truncate)
+
+
+def _sweep_times(sets: Sequence[intervals.Intervals], types: Sequence[KernelType], truncate: bool) -> dict[str, float]:
+    """:func:`type_times` from the union of each analysed type's intervals."""
     s, e, m = intervals.sweep(sets)
     seg = e - s
     if truncate:
@@ -111,9 +115,12 @@ def type_totals_table(labels, time_us) -> Table:
 def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
     """Rows of the rank's GPU work whose kernel type is analysed (found once per rank view)."""
     codes = tuple(int(t) for t in types)
-    return v.derived(
-        ("analysed", codes), lambda: _read_only(np.flatnonzero(v["gpu"] & np.isin(v["kernel_type"], codes)))
-    )
+
+    def make() -> np.ndarray:
+        rows = v.rows_where("gpu", True)
+        return _read_only(rows[kind_in(v["kernel_type"][rows], codes)])
+
+    return v.derived(("analysed", codes), make)
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -164,9 +171,7 @@ def type_breakdown_table(
     parts = []
     for rank in view.select(ranks):
         v = view[rank]
-        sel = v.rows_where("gpu", True)
-        ts, end = v.bounds(sel)
-        times = type_times(ts, end, v["kernel_type"][sel], types, truncate=rules.hta_table)
+        times = _sweep_times([gpu_union.union(v, int(t)) for t in types], types, rules.hta_table)
         if times:
             parts.append((rank, np.array(list(times), dtype=object), view.us(np.array(list(times.values())))))
     if by_rank:  # each rank's rows by time descending, label ascending among ties, and their percent of its total

@@ -15,7 +15,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from holotrace.analysis import intervals
+from holotrace.analysis import gpu_union, intervals
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import resolve
 from holotrace.table import Table
@@ -35,6 +35,11 @@ def overlap_times(start: np.ndarray, end: np.ndarray, ktype: np.ndarray) -> Over
     """Union lengths of communication and computation kernels and of their intersection."""
     comm = intervals.merge(start[ktype == KernelType.COMMUNICATION], end[ktype == KernelType.COMMUNICATION])
     comp = intervals.merge(start[ktype == KernelType.COMPUTATION], end[ktype == KernelType.COMPUTATION])
+    return _times(comm, comp)
+
+
+def _times(comm: intervals.Intervals, comp: intervals.Intervals) -> OverlapTimes:
+    """:func:`overlap_times` from the unions of the communication and the computation kernels."""
     return OverlapTimes(
         intervals.total_length(comm), intervals.total_length(comp), intervals.intersection_length(comm, comp)
     )
@@ -63,8 +68,7 @@ def comm_comp_overlap_table(source, *, rules: Optional[RuleSet] = None, ranks: O
     times = []
     for rank in chosen:
         v = view[rank]
-        g = v["gpu"]
-        t = overlap_times(*v.bounds(g), v["kernel_type"][g])
+        t = _times(gpu_union.union(v, int(KernelType.COMMUNICATION)), gpu_union.union(v, int(KernelType.COMPUTATION)))
         times.append((t.comm, t.comp, t.overlap))
     t = view.us(np.array(times, dtype=np.float64).reshape(-1, 3))
     comm, overlap = t[:, 0], t[:, 2]

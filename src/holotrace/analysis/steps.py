@@ -12,8 +12,8 @@ from typing import Optional
 
 import numpy as np
 
-from holotrace.analysis import intervals
-from holotrace.model.classify import Kind, RuleSet, kind_in
+from holotrace.analysis import gpu_union, intervals
+from holotrace.model.classify import KernelType, Kind, RuleSet, kind_in
 from holotrace.model.view import JobView, RankView, resolve
 from holotrace.table import Table
 
@@ -92,21 +92,21 @@ def step_times_table(source, *, rules: Optional[RuleSet] = None, ranks: Optional
         np.minimum.at(first, inv, v["ts"][rows].astype(np.int64))
         last = np.full(len(steps), -np.inf)
         np.maximum.at(last, inv, v["end"][rows].astype(np.float64))
-        it = v["iteration"]
-        g = np.flatnonzero(v["gpu"] & (it >= 0))
-        g = g[intervals.stable_order(it[g])]  # each step's GPU rows in their order
-        lo, hi = np.searchsorted(it[g], steps, "left"), np.searchsorted(it[g], steps, "right")
+        su = gpu_union.step_unions(v, int(KernelType.COMPUTATION))  # each step's GPU work, as the temporal table's
+        at = np.minimum(np.searchsorted(su.steps, steps), max(len(su.steps) - 1, 0))
+        found = (su.steps[at] == steps) if len(su.steps) else np.zeros(len(steps), dtype=bool)
+        events = np.where(found, su.counts[at] if len(su.steps) else 0, 0)
         busy = np.zeros(len(steps))
         gspan = np.zeros(len(steps))
-        for k in range(len(steps)):
-            u = intervals.merge(*v.bounds(g[lo[k] : hi[k]]))
+        for k in np.flatnonzero(found).tolist():
+            u = su.busy[int(at[k])]
             busy[k], gspan[k] = intervals.total_length(u), intervals.span(u)
         for c, a in (
             ("rank", np.full(len(steps), int(rank), dtype=np.int64)),
             ("step", steps.astype(np.int64)),
             ("start_us", view.us(first + v.clock_offset - origin)),
             ("dur_us", view.us(last - first)),
-            ("gpu_events", (hi - lo).astype(np.int64)),
+            ("gpu_events", events.astype(np.int64)),
             ("gpu_busy_us", view.us(busy)),
             ("gpu_span_us", view.us(gspan)),
         ):

@@ -21,7 +21,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from holotrace.analysis import intervals
+from holotrace.analysis import gpu_union, intervals
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import resolve
 from holotrace.table import Table
@@ -46,11 +46,26 @@ def temporal_times(start: np.ndarray, end: np.ndarray, is_compute: np.ndarray) -
         start, end: GPU activity bounds.
         is_compute: True for COMPUTATION kernels.
     """
-    union = intervals.merge(start, end)
+    return _times(intervals.merge(start, end), intervals.merge(start[is_compute], end[is_compute]))
+
+
+def _times(union: intervals.Intervals, compute: intervals.Intervals) -> TemporalTimes:
+    """:func:`temporal_times` from the union of the GPU work and that of its COMPUTATION kernels."""
     span = intervals.span(union)
     busy = intervals.total_length(union)
-    compute = intervals.total_length(intervals.merge(start[is_compute], end[is_compute]))
-    return TemporalTimes(span, busy, span - busy, compute, busy - compute)
+    comp = intervals.total_length(compute)
+    return TemporalTimes(span, busy, span - busy, comp, busy - comp)
+
+
+def _clamped_times(v, step) -> TemporalTimes:
+    """:func:`temporal_times` of the rank's GPU rows (of one step when ``step`` is not None), each ending no
+    earlier than it starts."""
+    sel = v.rows_where("gpu", True)
+    if step is not None:
+        it = v["iteration"][sel]
+        sel = sel[(it >= 0) & (it == step)]
+    ts, end = v.bounds(sel)
+    return temporal_times(ts, np.maximum(end, ts), v["kernel_type"][sel] == KernelType.COMPUTATION)
 
 
 def _pctg(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -89,28 +104,24 @@ def breakdown_table(
     """
     view = resolve(source, rules)
     keys, counts, times = [], [], []
+    comp = int(KernelType.COMPUTATION)
     for rank in view.select(ranks):
         v = view[rank]
-        g = v.rows_where("gpu", True)
         if per_step:
-            it = v["iteration"][g]
-            ok = it >= 0  # NaN compares False
-            g, it = g[ok], it[ok]
-            order = intervals.stable_order(it)  # each step's rows in their order
-            g, it = g[order], it[order]
-            cut = np.flatnonzero(it[1:] != it[:-1]) + 1
-            groups = zip(it[np.r_[0, cut]].tolist() if len(g) else [], np.split(g, cut) if len(g) else [])
+            su = gpu_union.step_unions(v, comp)
+            groups = [
+                (int(step), n, busy, compute)
+                for step, n, busy, compute in zip(su.steps.tolist(), su.counts.tolist(), su.busy, su.compute)
+            ]
         else:
-            groups = [(None, g)]
-        for step, sel in groups:
-            ts, end = v.bounds(sel)
-            is_comp = v["kernel_type"][sel] == KernelType.COMPUTATION
-            t = temporal_times(ts, end, is_comp)
+            groups = [(0, len(v.rows_where("gpu", True)), gpu_union.union(v), gpu_union.union(v, comp))]
+        for step, n, busy, compute in groups:
+            t = _times(busy, compute)
             if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
                 # only HTA's rounding leaves negative durations: such an event covers no time
-                t = temporal_times(ts, np.maximum(end, ts), is_comp)
-            keys.append((int(rank), int(step) if per_step else 0))
-            counts.append(len(sel))
+                t = _clamped_times(v, step if per_step else None)
+            keys.append((int(rank), step))
+            counts.append(n)
             times.append(t)
     key = np.array(keys, dtype=np.int64).reshape(-1, 2)
     out = {"rank": key[:, 0]}
