@@ -20,7 +20,7 @@ from holotrace.analysis import intervals
 from holotrace.analysis.intervals import Intervals
 from holotrace.model.view import RankView
 
-__all__ = ["ByStart", "StepUnions", "by_start", "union", "step_unions"]
+__all__ = ["ByStart", "StepWork", "by_start", "union", "step_work"]
 
 
 class ByStart(NamedTuple):
@@ -33,15 +33,17 @@ class ByStart(NamedTuple):
     kernel_type: np.ndarray
 
 
-class StepUnions(NamedTuple):
+class StepWork(NamedTuple):
     """GPU work per profiler step (GPU rows whose ``iteration`` is ``>= 0``): the steps ascending, the number of
-    rows of each, the union of each step's rows and the union of its COMPUTATION rows (``compute`` only when
-    asked for)."""
+    rows of each, and per step the length and the span (first start to last end) of the union of its rows and the
+    length of the union of its COMPUTATION rows (the bounds' dtype: what ``intervals.total_length`` and
+    ``intervals.span`` give for each step's union)."""
 
     steps: np.ndarray
     counts: np.ndarray
-    busy: list
-    compute: list
+    busy: np.ndarray
+    span: np.ndarray
+    compute: np.ndarray
 
 
 def _read_only(*arrays: np.ndarray) -> None:
@@ -88,27 +90,57 @@ def union(v: RankView, kernel_type: Optional[int] = None) -> Intervals:
     return v.derived(("gpu_union", None if kernel_type is None else int(kernel_type)), make)
 
 
-def step_unions(v: RankView, compute_type: int) -> StepUnions:
-    """The GPU work of each profiler step (see :class:`StepUnions`; ``compute_type``: the COMPUTATION code),
-    found once per rank view."""
+def step_work(v: RankView, compute_type: int) -> StepWork:
+    """The GPU work of each profiler step (see :class:`StepWork`; ``compute_type``: the COMPUTATION code), found
+    once per rank view."""
 
-    def make() -> StepUnions:
+    def make() -> StepWork:
         b = by_start(v)
         it = v["iteration"][b.rows]
         ok = it >= 0  # NaN compares False
         it, start, end, kt = it[ok], b.start[ok], b.end[ok], b.kernel_type[ok]
         order = intervals.stable_order(it)  # each step's rows by start, ties in row order
         it, start, end, kt = it[order], start[order], end[order], kt[order]
-        cut = np.flatnonzero(it[1:] != it[:-1]) + 1
-        lo = np.r_[0, cut].astype(np.int64) if len(it) else np.empty(0, dtype=np.int64)
-        hi = np.r_[cut, len(it)].astype(np.int64) if len(it) else np.empty(0, dtype=np.int64)
-        busy, compute = [], []
-        for a, z in zip(lo.tolist(), hi.tolist()):
-            busy.append(_merged(start[a:z], end[a:z]))
-            m = kt[a:z] == compute_type
-            compute.append(_merged(start[a:z][m], end[a:z][m]))
-        steps, counts = it[lo], hi - lo
-        _read_only(steps, counts)
-        return StepUnions(steps, counts, busy, compute)
+        new = np.flatnonzero(np.r_[True, it[1:] != it[:-1]]) if len(it) else np.empty(0, dtype=np.intp)
+        counts = np.diff(np.r_[new, len(it)]).astype(np.int64)
+        seg = np.repeat(np.arange(len(new)), counts)
+        busy, span = _segment_union(start, end, seg, len(new))
+        m = kt == compute_type
+        compute, _ = _segment_union(start[m], end[m], seg[m], len(new))
+        out = StepWork(it[new], counts, busy, span, compute)
+        _read_only(*out)
+        return out
 
-    return v.derived(("gpu_step_unions", int(compute_type)), make)
+    return v.derived(("gpu_step_work", int(compute_type)), make)
+
+
+def _segment_union(start: np.ndarray, end: np.ndarray, seg: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(length, span)`` of the union of each segment's intervals (``seg``: ascending segment numbers below ``n``,
+    each segment's rows in stable start order), as ``intervals.total_length`` and ``intervals.span`` of
+    ``intervals.merge`` of each segment's rows; 0 for a segment without a row."""
+    dtype = np.result_type(start.dtype, end.dtype)
+    length, span = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
+    if not len(start):
+        return length, span
+    if dtype.kind in "iu":  # one merge of every segment: each shifted past the ones before it, so none joins another
+        lo = min(int(start.min()), int(end.min()))
+        width = max(int(start.max()), int(end.max())) - lo + 1
+        if width * n < 2**62:
+            shift = seg.astype(np.int64) * width - lo
+            s2, e2 = start + shift, end + shift
+            run = np.maximum.accumulate(e2)
+            new = np.empty(len(s2), dtype=bool)
+            new[0] = True
+            np.greater(s2[1:], run[:-1], out=new[1:])
+            first = np.flatnonzero(new)
+            gs, ge, gseg = start[first], np.maximum.reduceat(end, first), seg[first]
+            at = np.flatnonzero(np.r_[True, gseg[1:] != gseg[:-1]])
+            last = np.r_[at[1:], len(gseg)] - 1
+            length[gseg[at]] = np.add.reduceat(ge - gs, at)
+            span[gseg[at]] = ge[last] - gs[at]
+            return length, span
+    cut = np.flatnonzero(seg[1:] != seg[:-1]) + 1
+    for a, z in zip(np.r_[0, cut].tolist(), np.r_[cut, len(seg)].tolist()):
+        u = _merged(start[a:z], end[a:z])
+        length[seg[a]], span[seg[a]] = intervals.total_length(u), intervals.span(u)
+    return length, span

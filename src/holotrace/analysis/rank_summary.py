@@ -22,7 +22,7 @@ import numpy as np
 
 from holotrace.analysis import idle, kernels, launches, overlap, steps, temporal
 from holotrace.model.classify import NATIVE, KernelType, Kind
-from holotrace.model.view import job_view
+from holotrace.model.view import Columns, job_view
 from holotrace.table import Table
 
 __all__ = [
@@ -143,7 +143,7 @@ def rank_summary(
     info = {
         "rank": r,
         "origin_ns": origin,
-        "first_ns": int(v["ts"].min()) + v.clock_offset if v.n else None,
+        "first_ns": int(v["ts"][_first_row(v)]) + v.clock_offset if v.n else None,
         "clock_offset_ns": int(v.clock_offset),
         "launches": int(len(delay)),
         "launch_outliers": outliers,
@@ -159,16 +159,30 @@ def rank_collectives(view, r: int) -> Table:
     v = view[r]
     comm = (v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION))
     if v.n:
-        comm[int(np.argmin(v["ts"]))] = True  # the first event keeps the rank's start on the common clock
+        comm[_first_row(v)] = True  # the first event keeps the rank's start on the common clock
     rows = np.flatnonzero(comm)
     out = {c: v[c][rows] for c in COLLECTIVE_COLUMNS if c != "name"}
     out["name"] = _text(view.names(v["name"][rows]))
     for c in COLLECTIVE_TEXT_ARGS:
-        ids = v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)
+        ids = _arg_at(v, c, rows) if c in v.model else np.full(len(rows), -1)
         out[c] = _text(np.where(ids >= 0, view.names(np.maximum(ids, 0)), ""))
     for c in COLLECTIVE_INT_ARGS:
-        out[c] = (v.arg(c)[rows] if c in v.model else np.full(len(rows), -1)).astype(np.int64)
+        out[c] = (_arg_at(v, c, rows) if c in v.model else np.full(len(rows), -1)).astype(np.int64)
     return Table(out, n=len(rows))
+
+
+def _first_row(v) -> int:
+    """Position of the rank's first event (the first of equal starts), found once per rank view."""
+    return v.derived(("first_row",), lambda: int(np.argmin(v["ts"])))
+
+
+def _arg_at(v, column: str, rows: np.ndarray) -> np.ndarray:
+    """``v.arg(column)[rows]``, read at those rows of the model's column when the view holds the model's rows in
+    order (as :meth:`~holotrace.model.view.RankView.arg` reads it): the same values, without a copy of the
+    whole column."""
+    if isinstance(v.cols, Columns) and not v.cols.is_made("row"):
+        return np.asarray(v.model[column])[rows]
+    return v.arg(column)[rows]
 
 
 def _text(values) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from holotrace.analysis import gpu_union, intervals
+from holotrace.analysis import gpu_union
 from holotrace.model.classify import KernelType, Kind, RuleSet, kind_in
 from holotrace.model.view import JobView, RankView, resolve
 from holotrace.table import Table
@@ -92,15 +92,13 @@ def step_times_table(source, *, rules: Optional[RuleSet] = None, ranks: Optional
         np.minimum.at(first, inv, v["ts"][rows].astype(np.int64))
         last = np.full(len(steps), -np.inf)
         np.maximum.at(last, inv, v["end"][rows].astype(np.float64))
-        su = gpu_union.step_unions(v, int(KernelType.COMPUTATION))  # each step's GPU work, as the temporal table's
-        at = np.minimum(np.searchsorted(su.steps, steps), max(len(su.steps) - 1, 0))
-        found = (su.steps[at] == steps) if len(su.steps) else np.zeros(len(steps), dtype=bool)
-        events = np.where(found, su.counts[at] if len(su.steps) else 0, 0)
-        busy = np.zeros(len(steps))
-        gspan = np.zeros(len(steps))
-        for k in np.flatnonzero(found).tolist():
-            u = su.busy[int(at[k])]
-            busy[k], gspan[k] = intervals.total_length(u), intervals.span(u)
+        w = gpu_union.step_work(v, int(KernelType.COMPUTATION))  # each step's GPU work, as the temporal table's
+        at = np.minimum(np.searchsorted(w.steps, steps), max(len(w.steps) - 1, 0))
+        found = w.steps[at] == steps if len(w.steps) else np.zeros(len(steps), dtype=bool)
+        events, busy, gspan = (
+            np.where(found, x[at], 0) if len(w.steps) else np.zeros(len(steps), dtype=x.dtype)
+            for x in (w.counts, w.busy, w.span)
+        )
         for c, a in (
             ("rank", np.full(len(steps), int(rank), dtype=np.int64)),
             ("step", steps.astype(np.int64)),

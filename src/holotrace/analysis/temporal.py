@@ -108,19 +108,18 @@ def breakdown_table(
     for rank in view.select(ranks):
         v = view[rank]
         if per_step:
-            su = gpu_union.step_unions(v, comp)
-            groups = [
-                (int(step), n, busy, compute)
-                for step, n, busy, compute in zip(su.steps.tolist(), su.counts.tolist(), su.busy, su.compute)
-            ]
+            w = gpu_union.step_work(v, comp)
+            groups = zip(w.steps.tolist(), w.counts.tolist(), w.busy.tolist(), w.span.tolist(), w.compute.tolist())
         else:
-            groups = [(0, len(v.rows_where("gpu", True)), gpu_union.union(v), gpu_union.union(v, comp))]
-        for step, n, busy, compute in groups:
-            t = _times(busy, compute)
+            busy, compute = gpu_union.union(v), gpu_union.union(v, comp)
+            n = len(v.rows_where("gpu", True))
+            groups = [(0, n, intervals.total_length(busy), intervals.span(busy), intervals.total_length(compute))]
+        for step, n, busy, span, compute in groups:
+            t = TemporalTimes(span, busy, span - busy, compute, busy - compute)
             if t.idle > t.span or t.compute > t.span or t.non_compute < 0 or t.span < 0:
                 # only HTA's rounding leaves negative durations: such an event covers no time
                 t = _clamped_times(v, step if per_step else None)
-            keys.append((int(rank), step))
+            keys.append((int(rank), int(step)))
             counts.append(n)
             times.append(t)
     key = np.array(keys, dtype=np.int64).reshape(-1, 2)
