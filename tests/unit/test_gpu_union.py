@@ -11,7 +11,7 @@ from holotrace.model.view import RankView
 COMP = 0
 
 
-def _view(seed: int, floats: bool, n: int = 3000) -> RankView:
+def _view(seed: int, floats: bool, n: int = 3000, steps_in_order: bool = False) -> RankView:
     rng = np.random.default_rng(seed)
     ts = rng.integers(10**12, 10**12 + 50_000, n)
     dur = rng.integers(0, 400, n)
@@ -23,6 +23,8 @@ def _view(seed: int, floats: bool, n: int = 3000) -> RankView:
     else:
         end = ts + dur
         iteration = rng.integers(-1, 6, n).astype(np.int32)
+    if steps_in_order:  # each step's GPU work after the previous step's (every row in a step)
+        iteration = ((ts - 10**12) // 10_000).astype(iteration.dtype)
     cols = {
         "ts": ts,
         "end": end,
@@ -48,10 +50,11 @@ def test_unions_are_the_merges_of_their_rows(seed, floats):
         assert got.start.dtype == want.start.dtype and got.end.dtype == want.end.dtype
 
 
+@pytest.mark.parametrize("in_order", [False, True])
 @pytest.mark.parametrize("floats", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_step_work_is_each_steps_merge(seed, floats):
-    v = _view(seed, floats)
+def test_step_work_is_each_steps_merge(seed, floats, in_order):
+    v = _view(seed, floats, steps_in_order=in_order)
     w = gpu_union.step_work(v, COMP)
     it = v["iteration"]
     g = np.flatnonzero(v["gpu"] & (it >= 0))

@@ -245,3 +245,20 @@ def test_unique_lookup_of_sparse_keys_is_pandas_get_indexer():
     assert got.tolist() == pd.Index(keys).get_indexer(queries).tolist()
     assert (got[: len(keys[::3])] >= 0).all()
     assert _unique_lookup(np.r_[keys, keys[7]], queries) is None
+
+
+def test_worst_of_many_launches_are_the_first_of_the_full_sort():
+    """Many outliers (the k-th largest found among the values at least the k-th largest block maximum): the same
+    rows as the full sort, ties and NaN included."""
+    from holotrace.analysis.launches import _worst
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        n, k = int(rng.integers(4000, 20000)), int(rng.integers(0, 70))
+        spread = int(rng.choice([3, 50, 10**6]))
+        value = rng.integers(0, spread, n).astype(float)
+        value[rng.random(n) < float(rng.choice([0.0, 0.3]))] = np.nan
+        ts = rng.integers(0, 4, n).astype(float)
+        pos = np.arange(n) * 2
+        full = pos[np.lexsort((ts, -np.nan_to_num(value), np.isnan(value)))[:k]]
+        assert np.array_equal(_worst(pos, value, ts, k), full)

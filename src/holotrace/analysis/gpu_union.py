@@ -97,10 +97,15 @@ def step_work(v: RankView, compute_type: int) -> StepWork:
     def make() -> StepWork:
         b = by_start(v)
         it = v["iteration"][b.rows]
+        start, end, kt = b.start, b.end, b.kernel_type
         ok = it >= 0  # NaN compares False
-        it, start, end, kt = it[ok], b.start[ok], b.end[ok], b.kernel_type[ok]
-        order = intervals.stable_order(it)  # each step's rows by start, ties in row order
-        it, start, end, kt = it[order], start[order], end[order], kt[order]
+        if not ok.all():
+            it, start, end, kt = it[ok], start[ok], end[ok], kt[ok]
+        if not (
+            it[1:] >= it[:-1]
+        ).all():  # steps' work interleaved in time: each step's rows by start, ties in row order
+            order = intervals.stable_order(it)
+            it, start, end, kt = it[order], start[order], end[order], kt[order]
         new = np.flatnonzero(np.r_[True, it[1:] != it[:-1]]) if len(it) else np.empty(0, dtype=np.intp)
         counts = np.diff(np.r_[new, len(it)]).astype(np.int64)
         seg = np.repeat(np.arange(len(new)), counts)

@@ -198,13 +198,25 @@ def _worst(pos: np.ndarray, value: np.ndarray, ts: np.ndarray, k: int) -> np.nda
     """The first ``k`` of ``pos`` by ``value`` descending (NaN last), then ``ts``: only the candidates that can be
     among them (every value at least the k-th largest, ties included) are sorted."""
     if k < len(pos):
-        neg = -np.nan_to_num(value)
+        w = np.nan_to_num(value)
         real = ~np.isnan(value)
-        if np.count_nonzero(real) >= k:
-            cut = np.partition(neg[real], k - 1)[k - 1] if k else -np.inf
-            keep = np.flatnonzero(real & (neg <= cut))
+        n_real = np.count_nonzero(real)
+        if n_real >= k:
+            keep = np.flatnonzero(real & (w >= _kth_largest(w if n_real == len(w) else w[real], k))) if k else []
             pos, value, ts = pos[keep], value[keep], ts[keep]
     return pos[np.lexsort((ts, -np.nan_to_num(value), np.isnan(value)))[:k]]
+
+
+def _kth_largest(x: np.ndarray, k: int):
+    """The ``k``-th largest of ``x`` (``1 <= k <= len(x)``, no NaN), with its multiplicity: for a small ``k`` of many
+    values, partitioned among the values at least the ``k``-th largest of their blocks' maxima (at least ``k`` values,
+    every one of the ``k`` largest among them)."""
+    block = 256
+    m = len(x) // block
+    if k <= 64 and m >= max(16, k):
+        tops = x[: m * block].reshape(m, block).max(axis=1)
+        x = x[x >= np.partition(tops, m - k)[m - k]]
+    return np.partition(x, len(x) - k)[len(x) - k]
 
 
 def _api_flags(view: JobView, include_memory_events: bool) -> np.ndarray:
