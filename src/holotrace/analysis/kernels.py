@@ -123,6 +123,21 @@ def _analysed(v: RankView, types: Sequence[KernelType]) -> np.ndarray:
     return v.derived(("analysed", codes), make)
 
 
+def _analysed_columns(view: JobView, v: RankView, types: Sequence[KernelType]) -> tuple[np.ndarray, ...]:
+    """``(rows, name ids, kernel types, durations in µs)`` of the rank's analysed GPU rows (:func:`_analysed`),
+    found once per rank view for the kernel statistics and the rank distribution."""
+    codes = tuple(int(t) for t in types)
+
+    def make() -> tuple[np.ndarray, ...]:
+        rows = _analysed(v, types)
+        out = (rows, v["name"][rows], v["kernel_type"][rows], view.us(v["dur"][rows]))
+        for a in out[1:]:
+            _read_only(a)
+        return out
+
+    return v.derived(("analysed_columns", codes, view.unit_ns), make)
+
+
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
@@ -257,10 +272,8 @@ def kernel_stats_table(
     parts = []
     for rank in view.select(ranks):
         v = view[rank]
-        rows = _analysed(v, types)
-        ktype = v["kernel_type"][rows]
-        codes, labels = _name_codes(view, v["name"][rows])
-        dur = view.us(v["dur"][rows])
+        _, ids, ktype, dur = _analysed_columns(view, v, types)
+        codes, labels = _name_codes(view, ids)
         for t in types:
             sel = ktype == t
             if sel.any():
@@ -321,10 +334,10 @@ def rank_distribution_table(
     ids, ktypes, durs, rank_of = [], [], [], []
     for rank in view.select(ranks):
         v = view[rank]
-        rows = _analysed(v, types)
-        ids.append(v["name"][rows])
-        ktypes.append(v["kernel_type"][rows])
-        durs.append(view.us(v["dur"][rows]))
+        rows, name, ktype, dur = _analysed_columns(view, v, types)
+        ids.append(name)
+        ktypes.append(ktype)
+        durs.append(dur)
         rank_of.append(np.full(len(rows), rank, dtype=np.int64))
     cols = ["kernel_type", "name", "rank", "count", "sum_us", "max_us", "min_us", "mean_us", "std_us", "sum_vs_median"]
     if not sum(len(x) for x in ids):

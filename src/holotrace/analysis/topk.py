@@ -222,7 +222,7 @@ def top_k_arrays(
     if keep.all():
         return stats
     folded = group_codes[order][~keep]
-    d = dur[np.isin(codes, folded)]
+    d = dur[_member(codes, folded)]
     others = {
         "name": OTHERS,
         "count": d.size,
@@ -234,6 +234,19 @@ def top_k_arrays(
         "std": float(np.std(d, ddof=1)) if d.size > 1 else 0.0,
     }
     return {c: np.append(v[keep], np.asarray([others[c]], dtype=v.dtype)) for c, v in stats.items()}
+
+
+def _member(codes: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """``np.isin(codes, chosen)`` for integer codes and some of the non-negative group codes among them: by a
+    lookup table over the codes (a negative code is in no group)."""
+    if codes.dtype.kind not in "iu" or not len(codes) or not len(chosen):
+        return np.isin(codes, chosen)
+    top = max(int(codes.max()), int(chosen.max()))
+    if top > 4 * len(codes) + 1024:
+        return np.isin(codes, chosen)
+    lut = np.zeros(top + 2, dtype=bool)  # code −1 reads the last entry: False
+    lut[chosen] = True
+    return lut[np.maximum(codes, -1)]
 
 
 def _regroup_totals(labels: np.ndarray, count: np.ndarray, total: np.ndarray) -> dict[str, np.ndarray]:
