@@ -14,6 +14,8 @@ COMP = 0
 def _view(seed: int, floats: bool, n: int = 3000, steps_in_order: bool = False) -> RankView:
     rng = np.random.default_rng(seed)
     ts = rng.integers(10**12, 10**12 + 50_000, n)
+    if steps_in_order:  # each step's work ends before the next one's starts
+        ts -= ((ts - 10**12) % 10_000 > 9_500) * 600
     dur = rng.integers(0, 400, n)
     if floats:  # HTA-like: float ends, a few negative durations and NaN iterations
         ts_f = ts.astype(np.float64)

@@ -127,23 +127,34 @@ def _segment_union(start: np.ndarray, end: np.ndarray, seg: np.ndarray, n: int) 
     length, span = np.zeros(n, dtype=dtype), np.zeros(n, dtype=dtype)
     if not len(start):
         return length, span
-    if dtype.kind in "iu":  # one merge of every segment: each shifted past the ones before it, so none joins another
-        lo = min(int(start.min()), int(end.min()))
-        width = max(int(start.max()), int(end.max())) - lo + 1
-        if width * n < 2**62:
+    if dtype.kind in "iu":  # one merge of every segment, none joining the one before it
+        cut = np.flatnonzero(seg[1:] != seg[:-1]) + 1
+        run = np.maximum.accumulate(end)
+        if (run[cut - 1] <= end[cut]).all():  # no segment's latest end is past the next one's first end: within
+            s = start  # each segment the running maximum of every row is the segment's own
+        else:  # each segment shifted past the ones before it
+            lo = min(int(start.min()), int(end.min()))
+            width = max(int(start.max()), int(end.max())) - lo + 1
+            if width * n >= 2**62:
+                return _segment_union_loop(start, end, seg, length, span)
             shift = seg.astype(np.int64) * width - lo
-            s2, e2 = start + shift, end + shift
-            run = np.maximum.accumulate(e2)
-            new = np.empty(len(s2), dtype=bool)
-            new[0] = True
-            np.greater(s2[1:], run[:-1], out=new[1:])
-            first = np.flatnonzero(new)
-            gs, ge, gseg = start[first], np.maximum.reduceat(end, first), seg[first]
-            at = np.flatnonzero(np.r_[True, gseg[1:] != gseg[:-1]])
-            last = np.r_[at[1:], len(gseg)] - 1
-            length[gseg[at]] = np.add.reduceat(ge - gs, at)
-            span[gseg[at]] = ge[last] - gs[at]
-            return length, span
+            s, run = start + shift, np.maximum.accumulate(end + shift)
+        new = np.empty(len(s), dtype=bool)
+        new[0] = True
+        np.greater(s[1:], run[:-1], out=new[1:])
+        new[cut] = True
+        first = np.flatnonzero(new)
+        gs, ge, gseg = start[first], np.maximum.reduceat(end, first), seg[first]
+        at = np.flatnonzero(np.r_[True, gseg[1:] != gseg[:-1]])
+        last = np.r_[at[1:], len(gseg)] - 1
+        length[gseg[at]] = np.add.reduceat(ge - gs, at)
+        span[gseg[at]] = ge[last] - gs[at]
+        return length, span
+    return _segment_union_loop(start, end, seg, length, span)
+
+
+def _segment_union_loop(start, end, seg, length, span) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_segment_union` by one merge per segment (float bounds), into ``length`` and ``span``."""
     cut = np.flatnonzero(seg[1:] != seg[:-1]) + 1
     for a, z in zip(np.r_[0, cut].tolist(), np.r_[cut, len(seg)].tolist()):
         u = _merged(start[a:z], end[a:z])
