@@ -157,10 +157,13 @@ def rank_collectives(view, r: int) -> Table:
     """The rank's communication kernels (view columns, names as text) and its first event: what
     :func:`holotrace.analysis.stragglers.collective_waits` reads to match collectives across ranks."""
     v = view[r]
-    comm = (v["kind"] == int(Kind.KERNEL)) & (v["kernel_type"] == int(KernelType.COMMUNICATION))
-    if v.n:
-        comm[_first_row(v)] = True  # the first event keeps the rank's start on the common clock
-    rows = np.flatnonzero(comm)
+    g = v.rows_where("gpu", True)  # kernels are GPU work: the communication kernels found among its rows
+    rows = g[(v["kind"][g] == int(Kind.KERNEL)) & (v["kernel_type"][g] == int(KernelType.COMMUNICATION))]
+    if v.n:  # the first event keeps the rank's start on the common clock
+        first = _first_row(v)
+        at = int(np.searchsorted(rows, first))
+        if at == len(rows) or rows[at] != first:
+            rows = np.insert(rows, at, first)
     out = {c: v[c][rows] for c in COLLECTIVE_COLUMNS if c != "name"}
     out["name"] = _text(view.names(v["name"][rows]))
     for c in COLLECTIVE_TEXT_ARGS:
