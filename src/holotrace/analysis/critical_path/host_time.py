@@ -8,7 +8,7 @@ import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays, _covered
-from holotrace.analysis.grouped import group_sum
+from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 
 __all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "intervals", "sync_evidence"]
@@ -126,8 +126,8 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
         up = parent[rows]
         ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
         ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
-        ids, at = np.unique(rv["name"][up[ok]], return_inverse=True)
-        for k, v in zip(ids.tolist(), group_sum(at.reshape(-1), base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
+        ids, at = unique_ids(rv["name"][up[ok]])
+        for k, v in zip(ids.tolist(), group_sum(at, base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
 

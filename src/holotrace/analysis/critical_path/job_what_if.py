@@ -43,7 +43,7 @@ from holotrace.analysis.critical_path.straggler_fix import (
     straggler_edit,
     waits_caused,
 )
-from holotrace.analysis.grouped import group_sum
+from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 from holotrace.table import Table
@@ -228,17 +228,18 @@ def candidates(
         out.append(Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
     # kernels
     if "kernel" in want and len(kdf):
+        kpos = dur_pos[(gpu & ~info.comm)[dur_node]]  # the durations of compute kernels, and their names
+        kname = info.name[g.chain_order[kpos] >> 1]
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
-            targets = [(opts.kernel_match, np.isin(info.name, ids))]
+            targets = [(opts.kernel_match, np.isin(kname, ids))]
         elif opts.kernels is not None:
-            targets = [(k, np.isin(info.name, view.name_ids({k}))) for k in opts.kernels]
+            targets = [(k, np.isin(kname, view.name_ids({k}))) for k in opts.kernels]
         else:
             top, _ = heaviest(kdf["name"], kdf["t"])
-            targets = [(view.strings[int(i)], info.name == i) for i in top[: opts.top]]
+            targets = [(view.strings[int(i)], kname == i) for i in top[: opts.top]]
         for label, m in targets:
-            kp = dur_pos[(gpu & ~info.comm & m)[dur_node]]
-            out.append(Candidate("kernel", None, label, _scale(kp, 1.0 / opts.speedup), [label]))
+            out.append(Candidate("kernel", None, label, _scale(kpos[m], 1.0 / opts.speedup), [label]))
     # data loading, CPU operators (host time between calls inside them)
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     if len(gap_pos) and "data_loading" in want:
@@ -292,8 +293,8 @@ def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
 def heaviest(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``keys`` by the sum of their ``weight``, heaviest first (equal sums: ascending keys), and the
     sums: ``Series(weight).groupby(keys).sum().sort_values(ascending=False, kind="stable")``."""
-    u, at = np.unique(keys, return_inverse=True)
-    sums = group_sum(at.reshape(-1), weight, len(u))
+    u, at = unique_ids(keys)  # (name ids: a lookup table, no sort)
+    sums = group_sum(at, weight, len(u))
     o = np.argsort(-sums, kind="stable")
     return u[o], sums[o]
 
