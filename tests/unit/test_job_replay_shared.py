@@ -112,3 +112,21 @@ def test_cpu_parents_are_the_call_graphs():
         got = cpu_parents(view, r)
         assert cpu.sum() > 1000 and (want[cpu] >= 0).any()
         assert np.array_equal(got[cpu], want[cpu])
+
+
+def test_replays_on_threads_equal_one_by_one(folder, monkeypatch):
+    """The fixes' replays, run on threads, give the times one by one gives, in the order of the fixes."""
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.exec import pool
+
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    base = shared_base(g)
+    replay(g, base)
+    tries = [[c] for c in jw.candidates(g, base, jw.node_info(g), jw.WhatIfOptions())]
+    assert len(tries) > 2
+    one_by_one = [jw.replay_times(g, jw.apply(base, t)) for t in tries]
+    monkeypatch.setattr(pool, "cpu_count", lambda: 4)
+    on_threads = jw.replays(g, base, tries)
+    assert len(on_threads) == len(one_by_one)
+    for (s1, t1), (s2, t2) in zip(on_threads, one_by_one):
+        assert np.array_equal(s1, s2) and np.array_equal(t1, t2)

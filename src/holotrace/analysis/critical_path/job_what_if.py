@@ -325,7 +325,6 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
     shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
     ref = replay(g, base)
     steps = ref.step_tab["step"], ref.step_tab["measured_ms"], ref.step_tab["replayed_ms"]
-    rows = []
     tried = [(c.fix, c.rank, c.target, [c], c.evidence) for c in cands]
     for combo in combine:
         parts = []
@@ -335,15 +334,37 @@ def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: 
                 parts.append(hit[0])
         if parts:
             tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
-    for fix, rank, target, parts, ev in tried:
-        key = ("straggler", rank) if shared and fix == "straggler" else None  # its edit depends on the rank alone
-        t = g.memo.get(key) if key else None
+    # a straggler's edit depends on its rank alone: its replay under the shared base is kept on the graph
+    keys = [("straggler", rank) if shared and fix == "straggler" else None for fix, rank, *_ in tried]
+    todo = [i for i, key in enumerate(keys) if key is None or key not in g.memo]
+    times = dict(zip(todo, replays(g, base, [tried[i][3] for i in todo])))
+    rows = []
+    for i, (fix, rank, target, _, ev) in enumerate(tried):
+        t = times.get(i)
         if t is None:
-            t = replay_times(g, apply(base, parts))
-            if key:
-                g.memo[key] = t
+            t = g.memo[keys[i]]
+        elif keys[i] is not None:
+            g.memo[keys[i]] = t
         rows += saving_rows(fix, rank, target, ev, t, *steps)
     return ref, Table.from_records(rows, SAVING_COLUMNS)
+
+
+def replays(g: JobGraph, base: Delays, tries: Sequence[Sequence[Candidate]]) -> list:
+    """:func:`replay_times` of ``base`` edited by each list of candidates in ``tries``, in that order. The compiled
+    sweep runs without the GIL: with a topological order of the graph known (the unmodified replay has run), the
+    replays run on threads, one per core at most; each is a function of its delays alone, so the times are the
+    same whichever thread replays them, whenever."""
+    from holotrace.analysis.critical_path.replay import compiled_order
+
+    def one(i: int):
+        return replay_times(g, apply(base, tries[i]))
+
+    if len(tries) < 2 or not compiled_order(g):
+        return [one(i) for i in range(len(tries))]
+    from holotrace.exec.pool import thread_map
+
+    done = thread_map(one, range(len(tries)))
+    return [done[i] for i in range(len(tries))]
 
 
 SAVING_COLUMNS = [

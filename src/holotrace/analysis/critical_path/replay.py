@@ -54,6 +54,7 @@ __all__ = [
     "Delays",
     "Replay",
     "base_delays",
+    "compiled_order",
     "gpu_idle",
     "replay",
     "replay_tables",
@@ -186,6 +187,13 @@ def solve(
         v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
         passes += n
     return v, passes
+
+
+def compiled_order(g: JobGraph) -> bool:
+    """Whether replays of ``g`` run the compiled sweep in one pass (it is built and the graph has no cycle): then
+    each replay reads only what is kept on the graph (found once) and its own delays, and replays may run on
+    threads."""
+    return _sweep is not None and _topology(g) is not None
 
 
 def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray | None:
