@@ -130,3 +130,44 @@ def test_replays_on_threads_equal_one_by_one(folder, monkeypatch):
     assert len(on_threads) == len(one_by_one)
     for (s1, t1), (s2, t2) in zip(on_threads, one_by_one):
         assert np.array_equal(s1, s2) and np.array_equal(t1, t2)
+
+
+def test_relax_of_a_build_before_relax_topo(folder, monkeypatch):
+    """A compiled replay built before ``relax_topo`` replays by ``relax``: the same times."""
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._relax_topo is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    base = shared_base(g)
+    replay(g, base)
+    tries = [[c] for c in jw.candidates(g, base, jw.node_info(g), jw.WhatIfOptions())]
+    tries.append([c for t in tries for c in t])  # every edit at once (host synchronisation dropped too)
+    now = [solve(g, jw.apply(base, t))[0] for t in tries]
+    monkeypatch.setattr(replay_mod, "_relax_topo", None)
+    for t, want in zip(tries, now):
+        assert np.array_equal(solve(g, jw.apply(base, t))[0], want)
+
+
+def test_relax_topo_checks_its_indices(folder):
+    """The compiled relax over the topological layout refuses an index out of range or not before its point."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._relax_topo is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    d = shared_base(g)
+    replay(g, d)
+    top = replay_mod._topology(g)
+    args = [top.topo, top.prev, top.cpos, top.fixed, top.measured, top.head, top.esrc, top.eidx, d.chain, d.cross]
+    v = np.empty(len(g.point_time))
+    replay_mod._relax_topo(*args, v)
+    assert np.array_equal(v, solve(g, d)[0])
+    for i, bad in ((1, len(top.prev) - 1), (2, len(top.cpos)), (6, len(top.topo) - 1)):
+        a = [x.copy() for x in args]
+        if not len(a[i]):
+            continue
+        a[i][-1 if i != 6 else 0] = bad
+        with pytest.raises(ValueError):
+            replay_mod._relax_topo(*a, np.empty(len(g.point_time)))

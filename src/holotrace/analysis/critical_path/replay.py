@@ -43,8 +43,9 @@ try:
     from holotrace.analysis.critical_path._replay import sweep as _sweep
 
     _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
+    _relax_topo = getattr(_compiled, "relax_topo", None)  # (a build before it: relax, the same times)
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
-    _sweep = _relax = None
+    _sweep = _relax = _relax_topo = None
     _NARROW = False
 
 if TYPE_CHECKING:
@@ -209,40 +210,62 @@ def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray |
     if not every:  # a dropped edge holds no longer: a first point it alone fed keeps its measured time
         has_in = np.zeros(len(g.point_time), dtype=bool)
         has_in[dst] = True
-        fixed = top.first & ~has_in[top.order]
+        fixed = (top.first & ~has_in[top.order])[top.cpos]
     cross = d.cross if every else np.where(d.keep, d.cross, -np.inf)
     v = np.empty(len(g.point_time))
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    _relax(
+    if _relax_topo is None:
+        _relax_by_point(g, top, fixed, f64(d.chain), f64(cross), v)
+        return v
+    _relax_topo(
         top.topo,
-        top.pos,
-        top.order,
-        top.first,
-        f64(d.chain),  # (read for chain positions after the first only)
+        top.prev,
+        top.cpos,
         fixed,
         top.measured,
-        top.in_head,
-        top.in_edge,
-        top.src,
+        top.head,
+        top.esrc,
+        top.eidx,
+        f64(d.chain),  # (read for chain positions after the first only)
         f64(cross),
         v,
     )
     return v
 
 
+def _relax_by_point(g: JobGraph, top: _Topology, fixed: np.ndarray, dd: np.ndarray, w: np.ndarray, v: np.ndarray):
+    """The replay by the compiled relax of a build before relax_topo: the same points in the same order, each
+    the same maximum (the graph by point, found once)."""
+    if "topology_by_point" not in g.memo:
+        n, it = len(top.topo), top.topo.dtype
+        pos = np.empty(n, dtype=it)
+        pos[top.order] = np.arange(n, dtype=it)
+        dst = np.ascontiguousarray(g.dst, dtype=np.int64)
+        in_head = np.zeros(n + 1, dtype=it)
+        np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
+        src = np.ascontiguousarray(g.src, dtype=np.int64)
+        g.memo["topology_by_point"] = (pos, in_head, np.argsort(dst, kind="stable").astype(it, copy=False), src)
+    pos, in_head, in_edge, src = g.memo["topology_by_point"]
+    by_pos = np.empty(len(fixed), dtype=bool)
+    by_pos[top.cpos] = fixed
+    _relax(top.topo, pos, top.order, top.first, dd, by_pos, top.measured, in_head, in_edge, src, w, v)
+
+
 @dataclass
 class _Topology:
-    """What the compiled sweep reads of a graph, whatever the delays (contiguous arrays)."""
+    """What the compiled sweep reads of a graph, whatever the delays (contiguous arrays), laid out in the order the
+    points settle in: position ``k`` is the point ``topo[k]``."""
 
     topo: np.ndarray  # the points in an order that settles each after its inputs (every edge held; a subset too)
-    pos: np.ndarray  # chain position of every point
+    cpos: np.ndarray  # per k: the point's chain position (its chain delay is read there)
+    prev: np.ndarray  # per k: the position in topo of the point's chain predecessor (-1: the first of its chain)
+    fixed: np.ndarray  # per k: kept at its measured time (a chain's first point without an incoming edge)
+    head: np.ndarray  # the cross edges into topo[k]: esrc[head[k]:head[k + 1]], in edge order
+    esrc: np.ndarray  # ... their sources' positions in topo
+    eidx: np.ndarray  # ... and the edges themselves (their delays are read there)
     order: np.ndarray  # chain_order
     first: np.ndarray  # chain_first
     measured: np.ndarray  # point_time
-    src: np.ndarray  # the cross edges' sources
-    in_head: np.ndarray  # the cross edges into point p: in_edge[in_head[p]:in_head[p + 1]]
-    in_edge: np.ndarray
-    fixed: np.ndarray  # chain positions kept at their measured time (every edge held)
 
 
 def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None) -> _Topology | None:
@@ -266,12 +289,20 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     del dd, w
     out = None
     if settled == n:
-        in_edge = np.argsort(dst, kind="stable").astype(it, copy=False)
-        in_head = np.zeros(n + 1, dtype=it)
-        np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
+        at = np.empty(n, dtype=it)  # per point: its position in topo
+        at[topo] = np.arange(n, dtype=it)
         pos = np.empty(n, dtype=it)
         pos[order] = np.arange(n, dtype=it)
-        out = _Topology(topo, pos, order, first, measured, src, in_head, in_edge, fixed)
+        cpos = pos[topo]
+        del pos
+        prev = at[order[np.maximum(cpos - 1, 0)]]
+        prev[first[cpos]] = -1
+        dk = at[dst]
+        eidx = np.argsort(dk, kind="stable").astype(it, copy=False)  # (into a point: ascending edges, as relax)
+        head = np.zeros(n + 1, dtype=it)
+        np.cumsum(np.bincount(dk, minlength=n), out=head[1:])
+        esrc = at[src[eidx]]
+        out = _Topology(topo, cpos, prev, fixed[cpos], head, esrc, eidx, order, first, measured)
     g.memo["topology"] = out
     return out
 
