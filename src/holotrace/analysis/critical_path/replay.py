@@ -242,7 +242,7 @@ def _relax_by_point(g: JobGraph, top: _Topology, fixed: np.ndarray, dd: np.ndarr
         pos[top.order] = np.arange(n, dtype=it)
         dst = np.ascontiguousarray(g.dst, dtype=np.int64)
         in_head = np.zeros(n + 1, dtype=it)
-        np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
+        in_head[1:] = np.cumsum(np.bincount(dst, minlength=n))
         src = np.ascontiguousarray(g.src, dtype=np.int64)
         g.memo["topology_by_point"] = (pos, in_head, np.argsort(dst, kind="stable").astype(it, copy=False), src)
     pos, in_head, in_edge, src = g.memo["topology_by_point"]
@@ -300,7 +300,7 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
         dk = at[dst]
         eidx = np.argsort(dk, kind="stable").astype(it, copy=False)  # (into a point: ascending edges, as relax)
         head = np.zeros(n + 1, dtype=it)
-        np.cumsum(np.bincount(dk, minlength=n), out=head[1:])
+        head[1:] = np.cumsum(np.bincount(dk, minlength=n))  # (summed in int64: into int32 directly is slow)
         esrc = at[src[eidx]]
         out = _Topology(topo, cpos, prev, fixed[cpos], head, esrc, eidx, order, first, measured)
     g.memo["topology"] = out
