@@ -35,10 +35,10 @@ def _gaps(g: JobGraph, info) -> tuple:
     node = g.chain_order[pos] // 2
     hi = g.point_time[g.chain_order[pos]]
     lo = g.point_time[g.chain_order[pos - 1]]
-    rk, th = g.node_rank[node], info.thread[node]
+    rk, th = g.node_rank[node], _threads(g, pos, node)
     # a CPU chain is one (rank, thread), its positions consecutive: the gaps of a (rank, thread) are one run of
     # chains, in ascending positions
-    ch = g.chain_id[pos]
+    ch = np.searchsorted(np.flatnonzero(g.chain_first), pos, side="right")  # (the chain of each: its number + 1)
     cut = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]]) if len(pos) else np.zeros(0, dtype=np.int64)
     bounds = zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist())
     groups = {(int(rk[a]), int(th[a])): np.arange(a, b) for a, b in bounds}
@@ -49,6 +49,21 @@ def _gaps(g: JobGraph, info) -> tuple:
         groups = {(int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in bounds}
     g.memo["cpu_gaps"] = out = (pos, lo, hi, groups)
     return out
+
+
+def _threads(g: JobGraph, pos: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """The thread key of the nodes at chain positions ``pos`` (ascending), as ``NodeInfo.thread`` gives it: read
+    rank by rank for these nodes only."""
+    th = np.full(len(pos), -1, dtype=np.int64)
+    for r, span in g.rank_positions().items():
+        a, b = np.searchsorted(pos, [span.start, span.stop]).tolist()
+        if a == b:
+            continue
+        nd = node[a:b]
+        cpu = g.node_type[nd] != NodeType.GPU
+        rows, rv = g.node_row[nd[cpu]], g.view[r]
+        th[a:b][cpu] = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
+    return th
 
 
 def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
@@ -143,5 +158,7 @@ def cpu_op_covers(g, info, opts, gap_pos, base):
         top = sorted(cpu_op_totals(g, info, gap_pos, base).items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
         named = [(view.strings[i], [i]) for i, _ in top]
     for label, ids in named:
-        rows = {r: np.flatnonzero(np.isin(view[r]["name"], ids)) for r in ranks}
+        mine = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
+        mine[np.asarray(ids, dtype=np.int64)] = True
+        rows = {r: np.flatnonzero(mine[view[r]["name"]]) for r in ranks}
         yield label, gap_cover(g, info, intervals(g, rows))
