@@ -174,7 +174,7 @@ def job_advice(
     base = shared_base(g)
     info = jw.node_info(g)
     needed = set(only or jw.FIXES) | {x for c in combine for x in c}
-    cands = jw.candidates(g, base, info, opts, only=sorted(needed))
+    cands = jw.iter_candidates(g, base, info, opts, only=sorted(needed))  # (each replayed while the next is made)
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))

@@ -22,7 +22,7 @@ Fixes combine (``combine=[("straggler", "communication")]``): their edits are ap
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -58,6 +58,7 @@ __all__ = [
     "WhatIfOptions",
     "apply",
     "candidates",
+    "iter_candidates",
     "compute_table",
     "cpu_op_totals",
     "evaluate",
@@ -176,9 +177,15 @@ def candidates(
 ) -> list[Candidate]:
     """The fixes worth trying on this job (see the module docstring), each with its delay edit and evidence;
     ``only``: just these fixes."""
+    return list(iter_candidates(g, base, info, opts, only=only))
+
+
+def iter_candidates(
+    g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *, only: Sequence[str] | None = None
+) -> Iterator[Candidate]:
+    """:func:`candidates`, each as soon as it is made (its replay can start while the next is made)."""
     want = set(only or FIXES)
     view = g.view
-    out: list[Candidate] = []
     gpu = g.node_type == NodeType.GPU
     durations = want & {"communication", "launch_overhead", "kernel"}  # (the fixes that read every duration)
     dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION) if durations else np.zeros(0, dtype=np.int64)
@@ -194,14 +201,14 @@ def candidates(
             strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
             if shared:
                 g.memo["straggler_candidates"] = strag
-        out.extend(strag)
+        yield from strag
     # communication
     cpos = dur_pos[info.comm[dur_node]] if "communication" in want else dur_pos[:0]
     xf = g.kind == EdgeKind.XFER if "communication" in want else None
     if "communication" in want and (len(cpos) or xf.any()):
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
-        out.append(Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
+        yield (Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
     # launch overhead
     lpos = _launch_positions(g, info, dur_pos, dur_node) if "launch_overhead" in want else dur_pos[:0]
     if len(lpos):
@@ -212,7 +219,7 @@ def candidates(
             d.chain[lpos] = np.minimum(d.chain[lpos], floor)
             d.cross[le] = np.minimum(d.cross[le], g.floor[le])
 
-        out.append(
+        yield (
             Candidate(
                 "launch_overhead",
                 None,
@@ -225,7 +232,7 @@ def candidates(
     se = np.flatnonzero(g.kind == EdgeKind.SYNC) if "host_sync" in want else dur_pos[:0]
     if len(se):
         waited = se[base.cross[se] >= 0]
-        out.append(Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
+        yield (Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
     # kernels
     if "kernel" in want and len(kdf):
         kpos = dur_pos[(gpu & ~info.comm)[dur_node]]  # the durations of compute kernels, and their names
@@ -239,7 +246,7 @@ def candidates(
             top, _ = heaviest(kdf["name"], kdf["t"])
             targets = [(view.strings[int(i)], kname == i) for i in top[: opts.top]]
         for label, m in targets:
-            out.append(Candidate("kernel", None, label, _scale(kpos[m], 1.0 / opts.speedup), [label]))
+            yield (Candidate("kernel", None, label, _scale(kpos[m], 1.0 / opts.speedup), [label]))
     # data loading, CPU operators (host time between calls inside them)
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     if len(gap_pos) and "data_loading" in want:
@@ -250,7 +257,7 @@ def candidates(
         rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
         cover = gap_cover(g, info, intervals(g, rows))
         if cover.any():
-            out.append(
+            yield (
                 Candidate(
                     "data_loading",
                     None,
@@ -262,16 +269,15 @@ def candidates(
     if len(gap_pos) and "cpu_op" in want:
         for label, cov in cpu_op_covers(g, info, opts, gap_pos, base):
             k = 1.0 - 1.0 / opts.speedup
-            out.append(Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
+            yield (Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
     # kernel gaps
     gg = np.flatnonzero(g.chain_kind == EdgeKind.GPU_GAP)
     if len(gg) and (base.chain[gg] > 0).any() and "kernel_gaps" in want:
-        out.append(
+        yield (
             Candidate(
                 "kernel_gaps", None, None, _scale(gg, 0.0), _top_names(view, g, info, gg, base.chain[gg], opts.top)
             )
         )
-    return out
 
 
 def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node: np.ndarray) -> np.ndarray:
@@ -319,52 +325,100 @@ def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
     return d
 
 
-def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: Sequence[Sequence[str]] = ()):
+def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: Sequence[Sequence[str]] = ()):
     """One row per fix and step: ``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms, measured_ms,
-    evidence``; combined fixes (lists of fix names) are added as ``a+b``."""
+    evidence``; combined fixes (lists of fix names) are added as ``a+b``.
+
+    With the compiled sweep, the replays run on threads (it runs without the GIL), the unmodified one first, each
+    fix's as soon as ``cands`` (an iterator too: :func:`iter_candidates`) gives it, while the next is made. Each
+    replay is a function of its own delays, so the times are the same whichever thread replays them, whenever, and
+    the rows come in the fixes' order."""
     shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
-    ref = replay(g, base)
+    with _Replays(g, base) as runs:
+        kept, tried = [], []
+        for c in cands:
+            kept.append(c)
+            tried.append((c.fix, c.rank, c.target, [c], c.evidence))
+            runs.add(("straggler", c.rank) if shared and c.fix == "straggler" else None, [c])
+        for combo in combine:
+            parts = []
+            for name in combo:
+                hit = [c for c in kept if c.fix == name]
+                if hit:
+                    parts.append(hit[0])
+            if parts:
+                tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
+                runs.add(None, parts)
+        ref, times = runs.results()
     steps = ref.step_tab["step"], ref.step_tab["measured_ms"], ref.step_tab["replayed_ms"]
-    tried = [(c.fix, c.rank, c.target, [c], c.evidence) for c in cands]
-    for combo in combine:
-        parts = []
-        for name in combo:
-            hit = [c for c in cands if c.fix == name]
-            if hit:
-                parts.append(hit[0])
-        if parts:
-            tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
-    # a straggler's edit depends on its rank alone: its replay under the shared base is kept on the graph
-    keys = [("straggler", rank) if shared and fix == "straggler" else None for fix, rank, *_ in tried]
-    todo = [i for i, key in enumerate(keys) if key is None or key not in g.memo]
-    times = dict(zip(todo, replays(g, base, [tried[i][3] for i in todo])))
     rows = []
-    for i, (fix, rank, target, _, ev) in enumerate(tried):
-        t = times.get(i)
-        if t is None:
-            t = g.memo[keys[i]]
-        elif keys[i] is not None:
-            g.memo[keys[i]] = t
+    for (fix, rank, target, _, ev), t in zip(tried, times):
         rows += saving_rows(fix, rank, target, ev, t, *steps)
     return ref, Table.from_records(rows, SAVING_COLUMNS)
 
 
+class _Replays:
+    """The unmodified replay and each try's (a list of candidates applied to ``base``), in the order added: on a
+    pool of threads when the compiled sweep is built (the unmodified replay first: it finds the graph's order,
+    which every later replay reads), else one after another at :meth:`results`. A try with a ``key`` already on
+    the graph's memo is not replayed again, and its times are kept there."""
+
+    MAX_THREADS = 4  # (each replay in flight holds a copy of the delays and two arrays of point times)
+
+    def __init__(self, g: JobGraph, base: Delays):
+        from holotrace.analysis.critical_path.replay import compiled_order, sweep_built
+        from holotrace.exec.pool import cpu_count
+
+        self.g, self.base, self.tries = g, base, []
+        n = min(cpu_count(), self.MAX_THREADS)
+        self.pool = None
+        if n > 1 and sweep_built() and ("topology" not in g.memo or compiled_order(g)):
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(n)
+            self.ref = self.pool.submit(replay, g, base)
+
+    def __enter__(self) -> _Replays:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, parts):
+        if self.pool is not None:
+            self.ref.result()  # (the graph's order found first)
+        return replay_times(self.g, apply(self.base, parts))
+
+    def add(self, key, parts) -> None:
+        """A try: ``parts`` applied together (``key``: where its times are kept on the graph, or None)."""
+        kept = self.g.memo.get(key) if key is not None else None
+        if kept is not None:
+            self.tries.append((key, kept, None, None))
+        elif self.pool is not None:
+            self.tries.append((key, None, self.pool.submit(self._one, parts), None))
+        else:
+            self.tries.append((key, None, None, parts))
+
+    def results(self) -> tuple:
+        """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
+        ref = self.ref.result() if self.pool is not None else replay(self.g, self.base)
+        out = []
+        for key, kept, running, parts in self.tries:
+            t = kept if kept is not None else running.result() if running is not None else self._one(parts)
+            if key is not None:
+                self.g.memo[key] = t
+            out.append(t)
+        return ref, out
+
+
 def replays(g: JobGraph, base: Delays, tries: Sequence[Sequence[Candidate]]) -> list:
-    """:func:`replay_times` of ``base`` edited by each list of candidates in ``tries``, in that order. The compiled
-    sweep runs without the GIL: with a topological order of the graph known (the unmodified replay has run), the
-    replays run on threads, one per core at most; each is a function of its delays alone, so the times are the
-    same whichever thread replays them, whenever."""
-    from holotrace.analysis.critical_path.replay import compiled_order
-
-    def one(i: int):
-        return replay_times(g, apply(base, tries[i]))
-
-    if len(tries) < 2 or not compiled_order(g):
-        return [one(i) for i in range(len(tries))]
-    from holotrace.exec.pool import thread_map
-
-    done = thread_map(one, range(len(tries)))
-    return [done[i] for i in range(len(tries))]
+    """:func:`replay_times` of ``base`` edited by each list of candidates in ``tries``, in that order (on threads
+    with the compiled sweep, as :func:`evaluate`)."""
+    with _Replays(g, base) as runs:
+        for parts in tries:
+            runs.add(None, parts)
+        return runs.results()[1]
 
 
 SAVING_COLUMNS = [

@@ -60,6 +60,7 @@ __all__ = [
     "replay",
     "replay_tables",
     "shared_base",
+    "sweep_built",
     "solve",
     "job_step_table",
     "replay_step_tables",
@@ -188,6 +189,11 @@ def solve(
         v, n = _settle(g, v, np.arange(len(order)), src, dst, w, dd, first, fixed_pos, local)
         passes += n
     return v, passes
+
+
+def sweep_built() -> bool:
+    """Whether the compiled sweep is built (a replay then runs without the GIL)."""
+    return _sweep is not None
 
 
 def compiled_order(g: JobGraph) -> bool:
