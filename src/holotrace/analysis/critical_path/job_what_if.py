@@ -347,7 +347,9 @@ def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: 
                 if hit:
                     parts.append(hit[0])
             if parts:
-                tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
+                tried.append(
+                    ("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence])
+                )
                 runs.add(None, parts)
         ref, times = runs.results()
     steps = ref.step_tab["step"], ref.step_tab["measured_ms"], ref.step_tab["replayed_ms"]
