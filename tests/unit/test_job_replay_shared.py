@@ -171,3 +171,27 @@ def test_relax_topo_checks_its_indices(folder):
         a[i][-1 if i != 6 else 0] = bad
         with pytest.raises(ValueError):
             replay_mod._relax_topo(*a, np.empty(len(g.point_time)))
+
+
+def test_compiled_layout_equals_numpy(folder, monkeypatch):
+    """The topological layout the replays read: the compiled one is numpy's, array for array."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._topo_layout is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    replay(g)
+    top = replay_mod._topology(g)
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    has_in = np.zeros(len(g.point_time), dtype=bool)
+    has_in[g.dst] = True
+    args = (top.topo, top.order, top.first, top.first & ~has_in[top.order], i64(g.src), i64(g.dst))
+    compiled = replay_mod._layout(*args)
+    monkeypatch.setattr(replay_mod, "_topo_layout", None)
+    for a, b in zip(compiled, replay_mod._layout(*args)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    with pytest.raises(ValueError):  # not a permutation
+        bad = top.topo.copy()
+        bad[0] = bad[1]
+        monkeypatch.undo()
+        replay_mod._layout(bad, *args[1:])

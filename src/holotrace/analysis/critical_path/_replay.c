@@ -336,7 +336,103 @@ fail:
     return NULL;
 }
 
+/* topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx) -> None
+ *
+ *   What relax_topo reads of a graph, from a topological order ``topo`` (a permutation of the points) of the
+ *   chains ``order``/``first`` (``fixed`` per chain position) and the cross edges ``src``/``dst`` (int64): written
+ *   into prev, cpos, fixed_k (per position k in topo), head (n + 1) and esrc, eidx (per edge; the edges into a
+ *   point in ascending edge order). topo and the six outputs' index arrays: all int32 or all int64. */
+static PyObject *topo_layout(PyObject *self, PyObject *args) {
+    PyObject *o[12];
+    const char *names[12] = {"topo", "order", "first", "fixed", "src", "dst",
+                             "prev", "cpos", "fixed_k", "head", "esrc", "eidx"};
+    const Py_ssize_t sizes[12] = {0, 8, 1, 1, 8, 8, 0, 0, 1, 0, 0, 0};
+    Py_buffer b[12];
+    int got = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11]))
+        return NULL;
+    for (; got < 12; got++)
+        if (get(o[got], &b[got], sizes[got], got >= 6, names[got]) < 0) goto fail;
+    const Py_ssize_t isz = b[0].itemsize;
+    if (b[6].itemsize != isz || b[7].itemsize != isz || b[9].itemsize != isz || b[10].itemsize != isz ||
+        b[11].itemsize != isz) {
+        PyErr_SetString(PyExc_TypeError, "topo_layout: the index arrays differ in item size");
+        goto fail;
+    }
+    Py_ssize_t n = b[0].len / isz, e = b[4].len / 8;
+    if (b[1].len / 8 != n || b[2].len != n || b[3].len != n || b[5].len / 8 != e || b[6].len / isz != n ||
+        b[7].len / isz != n || b[8].len != n || b[9].len / isz != n + 1 || b[10].len / isz != e ||
+        b[11].len / isz != e) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: array lengths disagree");
+        goto fail;
+    }
+    const int64_t *order = b[1].buf, *src = b[4].buf, *dst = b[5].buf;
+    const uint8_t *first = b[2].buf, *fixed = b[3].buf;
+    uint8_t *fixed_k = b[8].buf;
+    int64_t *at = malloc(sizeof(int64_t) * (n ? n : 1)), *pos = malloc(sizeof(int64_t) * (n ? n : 1));
+    int64_t *fill = malloc(sizeof(int64_t) * (n + 1));
+    if (!at || !pos || !fill) {
+        free(at), free(pos), free(fill);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) at[i] = -1, pos[i] = -1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        if (order[i] < 0 || order[i] >= n || pos[order[i]] >= 0) ok = 0; /* not a permutation */
+        else pos[order[i]] = i;
+    }
+    for (Py_ssize_t k = 0; k < n && ok; k++) {
+        int64_t p = isz == 4 ? (int64_t)((const int32_t *)b[0].buf)[k] : ((const int64_t *)b[0].buf)[k];
+        if (p < 0 || p >= n || at[p] >= 0) ok = 0;
+        else at[p] = k;
+    }
+    for (Py_ssize_t q = 0; q < e && ok; q++)
+        if (src[q] < 0 || src[q] >= n || dst[q] < 0 || dst[q] >= n) ok = 0;
+    if (ok) {
+        for (Py_ssize_t k = 0; k <= n; k++) fill[k] = 0;
+        for (Py_ssize_t q = 0; q < e; q++) fill[at[dst[q]] + 1]++;
+        for (Py_ssize_t k = 0; k < n; k++) fill[k + 1] += fill[k];
+#define LAYOUT(IT)                                                                              \
+    do {                                                                                        \
+        const IT *topo = b[0].buf;                                                              \
+        IT *prev = b[6].buf, *cpos = b[7].buf, *head = b[9].buf, *esrc = b[10].buf, *eidx = b[11].buf; \
+        for (Py_ssize_t k = 0; k < n; k++) {                                                    \
+            int64_t i = pos[topo[k]];                                                           \
+            cpos[k] = (IT)i;                                                                    \
+            prev[k] = (IT)(first[i] || i == 0 ? -1 : at[order[i - 1]]);                         \
+            fixed_k[k] = fixed[i];                                                              \
+        }                                                                                       \
+        for (Py_ssize_t k = 0; k <= n; k++) head[k] = (IT)fill[k];                              \
+        for (Py_ssize_t q = 0; q < e; q++) {                                                    \
+            int64_t a = fill[at[dst[q]]]++;                                                     \
+            eidx[a] = (IT)q;                                                                    \
+            esrc[a] = (IT)at[src[q]];                                                           \
+        }                                                                                       \
+    } while (0)
+        if (isz == 4)
+            LAYOUT(int32_t);
+        else
+            LAYOUT(int64_t);
+#undef LAYOUT
+    }
+    Py_END_ALLOW_THREADS;
+    free(at), free(pos), free(fill);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: an index is out of range or repeated");
+        goto fail;
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"topo_layout", topo_layout, METH_VARARGS, "What relax_topo reads of a graph, from a topological order."},
     {"relax", relax, METH_VARARGS, "Every point, in a topological order, set to the latest of its inputs."},
     {"relax_topo", relax_topo, METH_VARARGS, "relax, with the graph laid out in the topological order."},
     {"sweep", sweep, METH_VARARGS, "Replayed time of every point of the job graph in one topological sweep."},

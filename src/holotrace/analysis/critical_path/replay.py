@@ -44,8 +44,9 @@ try:
 
     _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
     _relax_topo = getattr(_compiled, "relax_topo", None)  # (a build before it: relax, the same times)
+    _topo_layout = getattr(_compiled, "topo_layout", None)
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
-    _sweep = _relax = _relax_topo = None
+    _sweep = _relax = _relax_topo = _topo_layout = None
     _NARROW = False
 
 if TYPE_CHECKING:
@@ -295,22 +296,32 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     del dd, w
     out = None
     if settled == n:
-        at = np.empty(n, dtype=it)  # per point: its position in topo
-        at[topo] = np.arange(n, dtype=it)
-        pos = np.empty(n, dtype=it)
-        pos[order] = np.arange(n, dtype=it)
-        cpos = pos[topo]
-        del pos
-        prev = at[order[np.maximum(cpos - 1, 0)]]
-        prev[first[cpos]] = -1
-        dk = at[dst]
-        eidx = np.argsort(dk, kind="stable").astype(it, copy=False)  # (into a point: ascending edges, as relax)
-        head = np.zeros(n + 1, dtype=it)
-        head[1:] = np.cumsum(np.bincount(dk, minlength=n))  # (summed in int64: into int32 directly is slow)
-        esrc = at[src[eidx]]
-        out = _Topology(topo, cpos, prev, fixed[cpos], head, esrc, eidx, order, first, measured)
+        out = _Topology(topo, *_layout(topo, order, first, fixed, src, dst), order, first, measured)
     g.memo["topology"] = out
     return out
+
+
+def _layout(topo, order, first, fixed, src, dst) -> tuple:
+    """:class:`_Topology`'s ``cpos, prev, fixed, head, esrc, eidx`` from the order ``topo`` (compiled when built)."""
+    n, e, it = len(topo), len(src), topo.dtype
+    if _topo_layout is not None:
+        prev, cpos, head = np.empty(n, dtype=it), np.empty(n, dtype=it), np.empty(n + 1, dtype=it)
+        fixed_k, esrc, eidx = np.empty(n, dtype=bool), np.empty(e, dtype=it), np.empty(e, dtype=it)
+        _topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx)
+        return cpos, prev, fixed_k, head, esrc, eidx
+    at = np.empty(n, dtype=it)  # per point: its position in topo
+    at[topo] = np.arange(n, dtype=it)
+    pos = np.empty(n, dtype=it)
+    pos[order] = np.arange(n, dtype=it)
+    cpos = pos[topo]
+    del pos
+    prev = at[order[np.maximum(cpos - 1, 0)]]
+    prev[first[cpos]] = -1
+    dk = at[dst]
+    eidx = np.argsort(dk, kind="stable").astype(it, copy=False)  # (into a point: ascending edges, as relax)
+    head = np.zeros(n + 1, dtype=it)
+    head[1:] = np.cumsum(np.bincount(dk, minlength=n))  # (summed in int64: into int32 directly is slow)
+    return cpos, prev, fixed[cpos], head, at[src[eidx]], eidx
 
 
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):
