@@ -274,25 +274,27 @@ fail:
                 if (y > x) x = y;                                                                           \
             }                                                                                               \
             vt[k] = x;                                                                                      \
-            v[p] = x;                                                                                       \
+            if (by_point) v[p] = x;                                                                         \
         }                                                                                                   \
     } while (0)
 
-/* relax_topo(topo, prev, cpos, fixed, measured, head, esrc, eidx, dd, w, out) -> None
+/* relax_topo(topo, prev, cpos, fixed, measured, head, esrc, eidx, dd, w, out, by_point=1) -> None
  *
  *   relax with the graph laid out in topological order (k: a position in topo): prev[k] the position of the
  *   point's chain predecessor (-1: none; always before k), cpos[k] its chain position (dd is read there),
  *   fixed[k] whether it keeps its measured time (measured: by point), its cross edges esrc[head[k]:head[k + 1]]
  *   (their sources' positions, each before k) with their delays w[eidx[...]] (the edges into a point in the
- *   order relax reads them). The same times as relax: each point the same maximum, taken in the same order. */
+ *   order relax reads them). The same times as relax: each point the same maximum, taken in the same order.
+ *   ``out``: the times by point (``by_point``), or by position in topo (then nothing else is written). */
 static PyObject *relax_topo(PyObject *self, PyObject *args) {
     PyObject *o[11];
     const char *names[11] = {"topo", "prev", "cpos", "fixed", "measured", "head", "esrc", "eidx", "dd", "w", "out"};
     const Py_ssize_t sizes[11] = {0, 0, 0, 1, 8, 0, 0, 0, 8, 8, 8};
     Py_buffer b[11];
     int got = 0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &o[10]))
+    int by_point = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|p", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &by_point))
         return NULL;
     for (; got < 11; got++)
         if (get(o[got], &b[got], sizes[got], got == 10, names[got]) < 0) goto fail;
@@ -313,7 +315,7 @@ static PyObject *relax_topo(PyObject *self, PyObject *args) {
     const double *measured = b[4].buf, *dd = b[8].buf, *w = b[9].buf;
     double *v = b[10].buf;
     int ok = 1;
-    double *vt = malloc(sizeof(double) * (n ? n : 1));
+    double *vt = by_point ? malloc(sizeof(double) * (n ? n : 1)) : v; /* (by position: the output itself) */
     if (!vt) {
         PyErr_NoMemory();
         goto fail;
@@ -324,7 +326,7 @@ static PyObject *relax_topo(PyObject *self, PyObject *args) {
     else
         RELAX_TOPO_LOOP(int64_t);
     Py_END_ALLOW_THREADS;
-    free(vt);
+    if (by_point) free(vt);
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "relax_topo: an index is out of range (or not before its point)");
         goto fail;

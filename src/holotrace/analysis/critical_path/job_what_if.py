@@ -34,7 +34,6 @@ from holotrace.analysis.critical_path.replay import (
     Delays,
     job_step_table,
     replay,
-    step_ends_table,
 )
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
@@ -360,25 +359,27 @@ def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: 
 
 
 class _Replays:
-    """The unmodified replay and each try's (a list of candidates applied to ``base``), in the order added: on a
-    pool of threads when the compiled sweep is built (the unmodified replay first: it finds the graph's order,
-    which every later replay reads), else one after another at :meth:`results`. A try with a ``key`` already on
-    the graph's memo is not replayed again, and its times are kept there."""
+    """The unmodified replay (made at once, on this thread: it finds the graph's order, which every later replay
+    reads) and each try's (a list of candidates applied to ``base``), in the order added. With the compiled sweep
+    (it runs without the GIL), more than a few tries and a core to spare, they start on a worker thread as they
+    are added (while this thread makes the next candidates); at :meth:`results` this thread replays those the
+    worker has not started. Otherwise one after another at :meth:`results`. A try with a ``key`` already on the
+    graph's memo is not replayed again, and its times are kept there. Each replay is a function of its own delays:
+    the times are the same whichever thread replays them, whenever.
 
-    MAX_THREADS = 4  # (each replay in flight holds a copy of the delays and two arrays of point times)
+    (Measured on the 8-rank job, two cores: with the other core idle, the worker takes the replays off the
+    command's path; with it busy, the two threads share one core and the command is slower, and the worker's
+    replays in flight add ~50 MB to the peak either way. Hence a worker only with a core to spare.)"""
+
+    MAX_THREADS = 2  # this thread and the workers (each replay in flight holds a copy of the delays and its times)
+    MIN_TRIES = 4  # fewer are replayed on this thread (a worker's memory is not worth it)
 
     def __init__(self, g: JobGraph, base: Delays):
-        from holotrace.analysis.critical_path.replay import compiled_order, sweep_built
-        from holotrace.exec.pool import cpu_count
+        from holotrace.analysis.critical_path.replay import compiled_order
 
-        self.g, self.base, self.tries = g, base, []
-        n = min(cpu_count(), self.MAX_THREADS)
-        self.pool = None
-        if n > 1 and sweep_built() and ("topology" not in g.memo or compiled_order(g)):
-            from concurrent.futures import ThreadPoolExecutor
-
-            self.pool = ThreadPoolExecutor(n)
-            self.ref = self.pool.submit(replay, g, base)
+        self.g, self.base, self.tries, self.pool = g, base, [], None
+        self.ref = replay(g, base)
+        self.workers = min(self.MAX_THREADS - 1, _spare_cores()) if compiled_order(g) else 0
 
     def __enter__(self) -> _Replays:
         return self
@@ -388,30 +389,51 @@ class _Replays:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _one(self, parts):
-        if self.pool is not None:
-            self.ref.result()  # (the graph's order found first)
         return replay_times(self.g, apply(self.base, parts))
 
     def add(self, key, parts) -> None:
         """A try: ``parts`` applied together (``key``: where its times are kept on the graph, or None)."""
         kept = self.g.memo.get(key) if key is not None else None
-        if kept is not None:
-            self.tries.append((key, kept, None, None))
+        self.tries.append([key, kept, None, parts])
+        if kept is not None or self.workers < 1:
+            return
+        if self.pool is None and sum(t[1] is None for t in self.tries) >= self.MIN_TRIES:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(self.workers)
+            for t in self.tries:
+                if t[1] is None:
+                    t[2] = self.pool.submit(self._one, t[3])
         elif self.pool is not None:
-            self.tries.append((key, None, self.pool.submit(self._one, parts), None))
-        else:
-            self.tries.append((key, None, None, parts))
+            self.tries[-1][2] = self.pool.submit(self._one, parts)
 
     def results(self) -> tuple:
         """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
-        ref = self.ref.result() if self.pool is not None else replay(self.g, self.base)
         out = []
         for key, kept, running, parts in self.tries:
-            t = kept if kept is not None else running.result() if running is not None else self._one(parts)
+            if kept is not None:
+                t = kept
+            elif running is not None and not running.cancel():  # started on a worker: its times
+                t = running.result()
+            else:
+                t = self._one(parts)
             if key is not None:
                 self.g.memo[key] = t
             out.append(t)
-        return ref, out
+        return self.ref, out
+
+
+def _spare_cores() -> int:
+    """Cores this process may use that the last minute's load leaves idle (besides the one it runs on)."""
+    import os
+
+    from holotrace.exec.pool import cpu_count
+
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # (no load average on this system: assume none spare)
+        return 0
+    return max(0, int(cpu_count() - 0.5 - load))
 
 
 def replays(g: JobGraph, base: Delays, tries: Sequence[Sequence[Candidate]]) -> list:
@@ -470,8 +492,7 @@ def saving_rows(fix, rank, target, evidence, t: tuple, steps: np.ndarray, measur
 
 def replay_times(g: JobGraph, d: Delays) -> tuple[np.ndarray, np.ndarray]:
     """Replayed job step times under delays ``d``: the steps and their times (ms)."""
-    from holotrace.analysis.critical_path.replay import solve
+    from holotrace.analysis.critical_path.replay import replay_step_ends
 
-    t, _ = solve(g, d)
-    tab = job_step_table(step_ends_table(g, t))
+    tab = job_step_table(replay_step_ends(g, d))
     return tab["step"].astype(np.int64), tab["time"] / 1e6

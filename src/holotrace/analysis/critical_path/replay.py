@@ -32,7 +32,9 @@ from holotrace.analysis.critical_path.step_times import (
     replay_step_tables,
     replay_tables,
     step_ends,
+    step_ends_of,
     step_ends_table,
+    step_points,
     step_table,
 )
 from holotrace.table import Table
@@ -59,6 +61,7 @@ __all__ = [
     "compiled_order",
     "gpu_idle",
     "replay",
+    "replay_step_ends",
     "replay_tables",
     "shared_base",
     "sweep_built",
@@ -213,31 +216,55 @@ def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray |
     top = _topology(g)
     if top is None:
         return None
+    v = np.empty(len(g.point_time))
+    args = _relax_args(g, top, d, dst, every)
+    if _relax_topo is None:
+        _relax_by_point(g, top, *args, v)
+    else:
+        _relax_topo(top.topo, top.prev, top.cpos, args[0], top.measured, top.head, top.esrc, top.eidx, *args[1:], v)
+    return v
+
+
+def _relax_args(g: JobGraph, top: _Topology, d: Delays, dst: np.ndarray, every: bool) -> tuple:
+    """What a replay under ``d`` gives the compiled relax besides the graph: the fixed points (by position in
+    topo), the chain delays and the cross delays (-inf: an edge that does not hold)."""
     fixed = top.fixed
     if not every:  # a dropped edge holds no longer: a first point it alone fed keeps its measured time
         has_in = np.zeros(len(g.point_time), dtype=bool)
         has_in[dst] = True
         fixed = (top.first & ~has_in[top.order])[top.cpos]
     cross = d.cross if every else np.where(d.keep, d.cross, -np.inf)
-    v = np.empty(len(g.point_time))
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    if _relax_topo is None:
-        _relax_by_point(g, top, fixed, f64(d.chain), f64(cross), v)
-        return v
-    _relax_topo(
-        top.topo,
-        top.prev,
-        top.cpos,
-        fixed,
-        top.measured,
-        top.head,
-        top.esrc,
-        top.eidx,
-        f64(d.chain),  # (read for chain positions after the first only)
-        f64(cross),
-        v,
-    )
-    return v
+    return fixed, f64(d.chain), f64(cross)  # (the chain delays are read for positions after a chain's first)
+
+
+def replay_step_ends(g: JobGraph, d: Delays) -> Table:
+    """``step_ends_table(g, solve(g, d)[0])``, the same table. Once the graph's topological order is known (the
+    compiled sweep, a first replay done), the times are kept by position in that order and only the steps' points
+    are read: no array of every point's time, no writes scattered over it."""
+    top = g.memo.get("topology") if _relax_topo is not None else None
+    at = _step_positions(g, top) if top is not None else None
+    if at is None:
+        return step_ends_table(g, solve(g, d)[0])
+    every = bool(d.keep.all())
+    fixed, dd, cross = _relax_args(g, top, d, g.dst if every else g.dst[d.keep], every)
+    vt = np.empty(len(g.point_time))
+    _relax_topo(top.topo, top.prev, top.cpos, fixed, top.measured, top.head, top.esrc, top.eidx, dd, cross, vt, False)
+    return step_ends_of(g, *(vt[a] for a in at))
+
+
+def _step_positions(g: JobGraph, top: _Topology) -> tuple | None:
+    """The positions in the topological order of the points a step table reads (kept on the graph); None when the
+    steps are grouped by label."""
+    if "step_positions" not in g.memo:
+        pts = step_points(g)
+        out = None
+        if pts is not None:
+            at = np.empty(len(top.topo), dtype=np.int64)
+            at[top.topo] = np.arange(len(top.topo))
+            out = tuple(at[p] for p in pts)
+        g.memo["step_positions"] = out
+    return g.memo["step_positions"]
 
 
 def _relax_by_point(g: JobGraph, top: _Topology, fixed: np.ndarray, dd: np.ndarray, w: np.ndarray, v: np.ndarray):
