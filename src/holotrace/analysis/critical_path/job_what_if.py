@@ -359,8 +359,8 @@ def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: 
 
 
 class _Replays:
-    """The unmodified replay (made at once, on this thread: it finds the graph's order, which every later replay
-    reads) and each try's (a list of candidates applied to ``base``), in the order added. With the compiled sweep
+    """The unmodified replay (on this thread, first: it finds the graph's order, which every later replay reads)
+    and each try's (a list of candidates applied to ``base``), in the order added. With the compiled sweep
     (it runs without the GIL), more than a few tries and a core to spare, they start on a worker thread as they
     are added (while this thread makes the next candidates); at :meth:`results` this thread replays those the
     worker has not started. Otherwise one after another at :meth:`results`. A try with a ``key`` already on the
@@ -375,11 +375,13 @@ class _Replays:
     MIN_TRIES = 4  # fewer are replayed on this thread (a worker's memory is not worth it)
 
     def __init__(self, g: JobGraph, base: Delays):
-        from holotrace.analysis.critical_path.replay import compiled_order
+        from holotrace.analysis.critical_path.replay import compiled_order, sweep_built
 
-        self.g, self.base, self.tries, self.pool = g, base, [], None
-        self.ref = replay(g, base)
-        self.workers = min(self.MAX_THREADS - 1, _spare_cores()) if compiled_order(g) else 0
+        self.g, self.base, self.tries, self.pool, self.ref = g, base, [], None, None
+        self.workers = min(self.MAX_THREADS - 1, _spare_cores()) if sweep_built() else 0
+        if self.workers > 0:  # (else made last, once the candidates' memory is free again)
+            self.ref = replay(g, base)
+            self.workers = self.workers if compiled_order(g) else 0
 
     def __enter__(self) -> _Replays:
         return self
@@ -409,6 +411,8 @@ class _Replays:
 
     def results(self) -> tuple:
         """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
+        if self.ref is None:
+            self.ref = replay(self.g, self.base)
         out = []
         for key, kept, running, parts in self.tries:
             if kept is not None:
