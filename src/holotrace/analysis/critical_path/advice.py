@@ -178,22 +178,29 @@ def job_advice(
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    names = lambda: [g.view.strings[int(g.view[int(r)]["name"][row])] for r, row in zip(g.node_rank[m], g.node_row[m])]
-    facts = JobFacts(
-        list(g.ranks()),
-        g.node_coll[m],
-        g.node_rank[m],
-        g.point_time[2 * m],
-        names,
-    )
+    facts = JobFacts(list(g.ranks()), g.node_coll[m], g.node_rank[m], g.point_time[2 * m], lambda: _Names(g, m))
     return _finish(facts, ref.step_tab, ref.rank_tab, per, ranks, steps, list(g.issues), g, ref)
+
+
+class _Names:
+    """The kernel names of graph nodes, read one at a time (a sentence names one or two)."""
+
+    def __init__(self, g: JobGraph, nodes: np.ndarray):
+        self.g, self.nodes = g, nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, i: int) -> str:
+        n = int(self.nodes[i])
+        return self.g.view.strings[int(self.g.view[int(self.g.node_rank[n])]["name"][self.g.node_row[n]])]
 
 
 @dataclass
 class JobFacts:
     """What the costliest-rank sentence reads of a job, whichever replay made it: the ranks, and per collective
-    member its instance, rank, measured start (on the job's common clock) and kernel name (``names()``, read only
-    when a sentence needs one)."""
+    member its instance, rank, measured start (on the job's common clock) and kernel name (``names()``: a sequence,
+    read only when a sentence needs one)."""
 
     ranks: list
     inst: np.ndarray

@@ -11,19 +11,31 @@ from holotrace.analysis.critical_path.replay import Delays, _covered
 from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 
-__all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "intervals", "sync_evidence"]
+__all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "gap_covers", "intervals", "sync_evidence"]
 
 
 def gap_cover(g: JobGraph, info, intervals: dict) -> np.ndarray:
     """Per chain position of a CPU gap: how much of it lies inside ``intervals`` ({(rank, thread): (starts, ends)}
-    on the job's clock, one rank-thread's intervals possibly nested)."""
+    on the job's clock, one rank-thread's intervals possibly nested); 0 elsewhere."""
     out = np.zeros(len(g.chain_order))
+    pos, cover = gap_covers(g, info, intervals)
+    out[pos] = cover
+    return out
+
+
+def gap_covers(g: JobGraph, info, intervals: dict) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gap_cover` at the gaps of the threads ``intervals`` names alone: their chain positions (each once)
+    and their covers."""
     pos, lo, hi, groups = _gaps(g, info)
+    at, cover = [], []
     for key, (s, e) in intervals.items():
         m = groups.get(key)
         if m is not None and len(s):
-            out[pos[m]] = _covered(s, e, lo[m], hi[m])
-    return out
+            at.append(pos[m])
+            cover.append(_covered(s, e, lo[m], hi[m]))
+    if not at:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(at), np.concatenate(cover)
 
 
 def _gaps(g: JobGraph, info) -> tuple:
@@ -149,7 +161,7 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
 
 def cpu_op_covers(g, info, opts, gap_pos, base):
     """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
-    one's gap cover."""
+    one's gap covers (:func:`gap_covers`: chain positions and covers)."""
     view = g.view
     ranks = np.unique(g.node_rank[g.chain_order[gap_pos] // 2]).tolist()
     if opts.cpu_ops is not None:
@@ -161,4 +173,4 @@ def cpu_op_covers(g, info, opts, gap_pos, base):
         mine = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
         mine[np.asarray(ids, dtype=np.int64)] = True
         rows = {r: np.flatnonzero(mine[view[r]["name"]]) for r in ranks}
-        yield label, gap_cover(g, info, intervals(g, rows))
+        yield label, gap_covers(g, info, intervals(g, rows))

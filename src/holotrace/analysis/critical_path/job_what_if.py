@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from holotrace.analysis.critical_path.host_time import cpu_op_covers, cpu_op_totals, gap_cover, intervals, sync_evidence
+from holotrace.analysis.critical_path.host_time import (
+    cpu_op_covers,
+    cpu_op_totals,
+    gap_covers,
+    intervals,
+    sync_evidence,
+)
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import (
     Delays,
@@ -160,10 +166,12 @@ def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
     return edit
 
 
-def _less_host(cover: np.ndarray, factor: float) -> Callable[[Delays], None]:
-    """An edit: each host gap loses ``factor`` times the part of it covered (``cover``, per chain position)."""
-    m = np.flatnonzero(cover > 0)  # kept: the covered positions and their cover, not a value per position
-    less = cover[m] * factor
+def _less_host(covers: tuple, factor: float) -> Callable[[Delays], None]:
+    """An edit: each host gap loses ``factor`` times the part of it covered (``covers``: chain positions, each once,
+    and their covers)."""
+    pos, cover = covers
+    hit = cover > 0
+    m, less = pos[hit], cover[hit] * factor  # kept: the covered positions and their cover
 
     def edit(d: Delays) -> None:
         d.chain[m] = np.maximum(d.chain[m] - less, 0.0)
@@ -254,8 +262,8 @@ def iter_candidates(
         is_dl[dl_ids] = True
         in_graph = set(g.ranks())
         rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
-        cover = gap_cover(g, info, intervals(g, rows))
-        if cover.any():
+        cover = gap_covers(g, info, intervals(g, rows))
+        if cover[1].any():
             yield (
                 Candidate(
                     "data_loading",
