@@ -343,7 +343,8 @@ fail:
  *   What relax_topo reads of a graph, from a topological order ``topo`` (a permutation of the points) of the
  *   chains ``order``/``first`` (``fixed`` per chain position) and the cross edges ``src``/``dst`` (int64): written
  *   into prev, cpos, fixed_k (per position k in topo), head (n + 1) and esrc, eidx (per edge; the edges into a
- *   point in ascending edge order). topo and the six outputs' index arrays: all int32 or all int64. */
+ *   point in ascending edge order). topo and the six outputs' index arrays: all int32 or all int64; fewer than
+ *   2**31 - 1 points and edges. */
 static PyObject *topo_layout(PyObject *self, PyObject *args) {
     PyObject *o[12];
     const char *names[12] = {"topo", "order", "first", "fixed", "src", "dst",
@@ -372,8 +373,12 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
     const int64_t *order = b[1].buf, *src = b[4].buf, *dst = b[5].buf;
     const uint8_t *first = b[2].buf, *fixed = b[3].buf;
     uint8_t *fixed_k = b[8].buf;
-    int64_t *at = malloc(sizeof(int64_t) * (n ? n : 1)), *pos = malloc(sizeof(int64_t) * (n ? n : 1));
-    int64_t *fill = malloc(sizeof(int64_t) * (n + 1));
+    if (n >= INT32_MAX || e >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: too many points or edges");
+        goto fail;
+    }
+    int32_t *at = malloc(sizeof(int32_t) * (n ? n : 1)), *pos = malloc(sizeof(int32_t) * (n ? n : 1));
+    int32_t *fill = malloc(sizeof(int32_t) * (n + 1));
     if (!at || !pos || !fill) {
         free(at), free(pos), free(fill);
         PyErr_NoMemory();
@@ -384,12 +389,12 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) at[i] = -1, pos[i] = -1;
     for (Py_ssize_t i = 0; i < n && ok; i++) {
         if (order[i] < 0 || order[i] >= n || pos[order[i]] >= 0) ok = 0; /* not a permutation */
-        else pos[order[i]] = i;
+        else pos[order[i]] = (int32_t)i;
     }
     for (Py_ssize_t k = 0; k < n && ok; k++) {
         int64_t p = isz == 4 ? (int64_t)((const int32_t *)b[0].buf)[k] : ((const int64_t *)b[0].buf)[k];
         if (p < 0 || p >= n || at[p] >= 0) ok = 0;
-        else at[p] = k;
+        else at[p] = (int32_t)k;
     }
     for (Py_ssize_t q = 0; q < e && ok; q++)
         if (src[q] < 0 || src[q] >= n || dst[q] < 0 || dst[q] >= n) ok = 0;
@@ -409,7 +414,7 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
         }                                                                                       \
         for (Py_ssize_t k = 0; k <= n; k++) head[k] = (IT)fill[k];                              \
         for (Py_ssize_t q = 0; q < e; q++) {                                                    \
-            int64_t a = fill[at[dst[q]]]++;                                                     \
+            int32_t a = fill[at[dst[q]]]++;                                                     \
             eidx[a] = (IT)q;                                                                    \
             esrc[a] = (IT)at[src[q]];                                                           \
         }                                                                                       \

@@ -331,7 +331,7 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
 def _layout(topo, order, first, fixed, src, dst) -> tuple:
     """:class:`_Topology`'s ``cpos, prev, fixed, head, esrc, eidx`` from the order ``topo`` (compiled when built)."""
     n, e, it = len(topo), len(src), topo.dtype
-    if _topo_layout is not None:
+    if _topo_layout is not None and max(n, e) < 2**31 - 1:
         prev, cpos, head = np.empty(n, dtype=it), np.empty(n, dtype=it), np.empty(n + 1, dtype=it)
         fixed_k, esrc, eidx = np.empty(n, dtype=bool), np.empty(e, dtype=it), np.empty(e, dtype=it)
         _topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx)
