@@ -91,14 +91,13 @@ class Delays:
 
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
-    n_pts = len(g.point_time)
-    order, first = g.chain_order, g.chain_first
+    first = g.chain_first
     lag = g.chain_lag
-    best = np.full(n_pts, np.inf)  # per point: the smallest lag into it
-    best[order] = lag
-    best[order[first]] = np.inf
-    np.minimum.at(best, g.dst, g.lag)
-    chain_bind = lag <= best[order]
+    at = g.point_of_position()[g.dst]  # (by chain position: the cross edges' destinations)
+    best = lag.copy()  # per position: the smallest lag into its point
+    best[first] = np.inf
+    np.minimum.at(best, at, g.lag)
+    chain_bind = lag <= best
     chain_bind &= ~first
     # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
     chain = np.minimum(lag, 0.0)
@@ -106,9 +105,7 @@ def base_delays(g: JobGraph) -> Delays:
     np.copyto(chain, lag, where=chain_bind)
     del lag
     chain[first] = 0.0
-    chain_wins = np.zeros(n_pts, dtype=bool)
-    chain_wins[order] = chain_bind
-    cross_bind = (g.lag <= best[g.dst]) & ~chain_wins[g.dst]
+    cross_bind = (g.lag <= best[at]) & ~chain_bind[at]
     cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
 
