@@ -103,12 +103,20 @@ class WhatIfOptions:
 @dataclass
 class NodeInfo:
     """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks; made when
-    first read: only the host-time fixes read it)."""
+    first read: only the host-time fixes read it); the chain positions of GPU compute (made when first read)."""
 
     name: np.ndarray
     comm: np.ndarray
     graph: JobGraph | None = field(default=None, repr=False)
     _thread: np.ndarray | None = field(default=None, repr=False)
+    _compute: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def compute(self) -> np.ndarray:
+        """Chain positions of GPU compute (``straggler_fix.compute_positions``), made when first read."""
+        if self._compute is None:
+            self._compute = compute_positions(self.graph, self.comm)
+        return self._compute
 
     @property
     def thread(self) -> np.ndarray:
@@ -204,7 +212,7 @@ def iter_candidates(
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
-            tables = StragglerTables.of(g, base, kdf, info.comm)
+            tables = StragglerTables.of(g, base, kdf, info.comm, compute=info.compute)
             strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
             if shared:
                 g.memo["straggler_candidates"] = strag
@@ -298,7 +306,7 @@ def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node
 
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
-    comp = compute_positions(g, info.comm)
+    comp = info.compute if info.graph is g else compute_positions(g, info.comm)
     cn = g.chain_order[comp] >> 1
     return Table({"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
 
