@@ -116,6 +116,7 @@ def test_cpu_parents_are_the_call_graphs():
 
 def test_replays_on_threads_equal_one_by_one(folder, monkeypatch):
     """The fixes' replays, run on threads, give the times one by one gives, in the order of the fixes."""
+    from holotrace.analysis.critical_path import fix_replays
     from holotrace.analysis.critical_path import job_what_if as jw
     from holotrace.exec import pool
 
@@ -126,9 +127,9 @@ def test_replays_on_threads_equal_one_by_one(folder, monkeypatch):
     assert len(tries) > 2
     one_by_one = [jw.replay_times(g, jw.apply(base, t)) for t in tries]
     monkeypatch.setattr(pool, "cpu_count", lambda: 4)
-    monkeypatch.setattr(jw, "_spare_cores", lambda: 2)
-    monkeypatch.setattr(jw._Replays, "MAX_THREADS", 3)  # two workers and this thread
-    monkeypatch.setattr(jw._Replays, "MIN_TRIES", 1)
+    monkeypatch.setattr(fix_replays, "_spare_cores", lambda: 2)
+    monkeypatch.setattr(fix_replays.FixReplays, "MAX_THREADS", 3)  # two workers and this thread
+    monkeypatch.setattr(fix_replays.FixReplays, "MIN_TRIES", 1)
     on_threads = jw.replays(g, base, tries)
     assert len(on_threads) == len(one_by_one)
     for (s1, t1), (s2, t2) in zip(on_threads, one_by_one):
