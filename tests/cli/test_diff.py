@@ -169,3 +169,36 @@ def test_per_name_statistics_by_hand(dtype):
     assert mean.tolist() == [2.0, 20.0] and p50.tolist() == [2.0, 20.0]
     assert p95 == pytest.approx([2.9, 29.0])  # sorted 1,2,3: 2 + 0.9 * (3 - 2); 10,30: 10 + 0.95 * 20
     assert per_step.tolist() == [[3.0, 3.0], [10.0, 30.0]]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_merged_groups_sorted_from_the_per_rank_groups(dtype):
+    """The merged groups' order made from the per-rank groups' sorted runs is the order sorted from scratch, and
+    the statistics from it the same (a large group id: the lookup table gives way to the search)."""
+    from holotrace.analysis.diff import _coarser, _group_stats, _sort_groups
+
+    rng = np.random.default_rng(3)
+    n_ranks = 4
+    for big in (0, 10**9):
+        key = rng.integers(0, 50, 5000) + big
+        rank = rng.integers(0, n_ranks, 5000)
+        dur = rng.integers(0, 10**6, 5000).astype(dtype)
+        step = rng.integers(0, 3, 5000)
+        fine = _sort_groups(key * n_ranks + rank, dur)
+        got, want = _coarser(*fine, n_ranks), _sort_groups(key, dur)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and got[1].dtype == want[1].dtype
+        for a, b in zip(_group_stats(key, dur, step, 3, got), _group_stats(key, dur, step, 3)):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_step_positions(dtype):
+    """Each iteration's position among the compared steps: the first position of a step listed twice, -1 for
+    any other iteration (below, between and above the steps, negative, and NaN for float iterations)."""
+    from holotrace.analysis.diff import _step_pos
+
+    it = np.array([-1, 0, 3, 5, 6, 7, 9, 12, 40], dtype=dtype)
+    assert _step_pos(it, [7, 5, 6]).tolist() == [-1, -1, -1, 1, 2, 0, -1, -1, -1]
+    assert _step_pos(it, [9, 3, 9]).tolist() == [-1, -1, 1, -1, -1, -1, 0, -1, -1]
+    if dtype == np.float64:
+        assert _step_pos(np.array([np.nan, 5.0]), [5]).tolist() == [-1, 0]

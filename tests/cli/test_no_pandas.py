@@ -44,6 +44,7 @@ SCRIPT = textwrap.dedent("""
         "printed": len(out.getvalue()),
         "loaded": sorted(m for m in ("pandas", "pyarrow") if m in sys.modules),
         "first": first,
+        "process_pool": "multiprocessing" in sys.modules,
     }))
 """)
 
@@ -78,3 +79,11 @@ def test_the_check_sees_pandas_where_it_is_imported(tmp_path):
     got = _run(["report", str(EXAMPLE), "-o", str(tmp_path / "r.html")], tmp_path / "cache")
     assert got["code"] in (0, 1), got
     assert "pandas" in got["loaded"] and got["first"].get("pandas", "").startswith("holotrace"), got
+
+
+def test_a_cached_summary_starts_no_process_pool_machinery(tmp_path):
+    # the process pool's modules (multiprocessing, concurrent.futures.process: ~35 ms) are imported only where a
+    # pool starts; a summary read from the cache runs in this process
+    _run(["summary", str(EXAMPLE)], tmp_path / "cache")
+    got = _run(["summary", str(EXAMPLE)], tmp_path / "cache")
+    assert got["code"] in (0, 1) and got["process_pool"] is False, got

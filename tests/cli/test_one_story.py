@@ -100,7 +100,7 @@ def test_advise_rank_narrows(tmp_path, capsys):
 def test_map_reduce_summary_tells_the_same_story(tmp_path, capsys, monkeypatch):
     """``summary --executor`` and an ingest folder carry the same ``costliest_rank`` as the job loaded here; past
     the limit on ranks for the driver's job graph, the scale-out replay (mapped over the rank files) tells it."""
-    import holotrace.scale.segment_run as segment_run
+    import holotrace.scale.replay_choice as replay_choice
 
     job = planted_job(tmp_path / "job", ranks=4, steps=2, layers=3, straggler=2)
     here = _json(capsys, "summary", str(job))["costliest_rank"]
@@ -109,6 +109,6 @@ def test_map_reduce_summary_tells_the_same_story(tmp_path, capsys, monkeypatch):
     assert main(["ingest", str(job), "--output", str(tmp_path / "ing"), "--quiet"]) == 0
     capsys.readouterr()
     assert _json(capsys, "summary", str(tmp_path / "ing"))["costliest_rank"] == here
-    monkeypatch.setattr(segment_run, "JOB_GRAPH_MAX_RANKS", 3)
+    monkeypatch.setattr(replay_choice, "JOB_GRAPH_MAX_RANKS", 3)
     assert _json(capsys, "summary", str(job), "--executor", "local", "--workers", "2")["costliest_rank"] == here
     assert _json(capsys, "summary", str(tmp_path / "ing"))["costliest_rank"] == here

@@ -207,3 +207,18 @@ def test_unique_ids_is_numpy_unique():
         want_u, want_inv = np.unique(ids, return_inverse=True)
         assert uniq.tolist() == want_u.tolist() and inv.tolist() == want_inv.tolist() and uniq.dtype == ids.dtype
     assert grouped.unique_ids(np.empty(0, dtype=np.int64))[0].shape == (0,)
+
+
+def test_wide_ids_in_runs_as_numpy_and_pandas():
+    """Ids of a wide range in runs of equal values (a rank's threads and streams): the unique values, inverse and
+    first-appearance codes of the runs' shortcut are numpy's and pandas' (long runs, short runs, one run)."""
+    rng = np.random.default_rng(11)
+    threads = rng.integers(0, 2**40, 6) * 1_000_003
+    for lengths in (rng.integers(1, 400, 300), rng.integers(1, 3, 3000), np.array([50])):
+        ids = np.repeat(threads[rng.integers(0, len(threads), len(lengths))], lengths)
+        uniq, inv = grouped.unique_ids(ids)
+        want_u, want_inv = np.unique(ids, return_inverse=True)
+        assert uniq.tolist() == want_u.tolist() and inv.tolist() == want_inv.tolist()
+        codes, uniques = grouped.factorize(ids)
+        want_codes, want_uniques = pd.factorize(ids)
+        assert codes.tolist() == want_codes.tolist() and uniques.tolist() == want_uniques.tolist()

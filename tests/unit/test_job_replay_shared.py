@@ -199,3 +199,20 @@ def test_compiled_layout_equals_numpy(folder, monkeypatch):
         bad[0] = bad[1]
         monkeypatch.undo()
         replay_mod._layout(bad, *args[1:])
+
+
+SINGLE_RANK = ["hta_cpu_only", "hta_amd_mi250", "hta_critical_path_cuda_event_sync", "kineto_h100_cuda_sync_small"]
+
+
+@pytest.mark.parametrize("name", SINGLE_RANK)
+def test_one_rank_answered_without_a_replay(name):
+    """A one-rank job: the costliest rank is that rank, as the replay would say, and no graph is built for it."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "data" / "traces" / name
+    job = holotrace.load(str(folder), cache=False)
+    assert len(job.ranks) == 1
+    c = costliest_rank(job)
+    view = job_view(job)
+    assert view.derived(("job_graph", tuple(view.ranks)), lambda: None) is None  # (nothing kept: none built)
+    assert c == job_advice(holotrace.load(str(folder), cache=False), only=("straggler",)).costliest

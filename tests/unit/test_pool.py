@@ -23,14 +23,16 @@ def _job(tmp_path, ranks=3):
 
 
 def test_asking_for_huge_worker_counts_starts_few_processes(tmp_path, monkeypatch):
+    import concurrent.futures
+
     started = []
-    real = pool.ProcessPoolExecutor
+    real = concurrent.futures.ProcessPoolExecutor
 
     def recording(*a, max_workers=None, **k):
         started.append(max_workers)
         return real(*a, max_workers=max_workers, **k)
 
-    monkeypatch.setattr(pool, "ProcessPoolExecutor", recording)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", recording)  # (the pool imports it when it starts)
     monkeypatch.setattr(pool, "cpu_count", lambda: 2)
     job = holotrace.load(_job(tmp_path), cache=False, workers=100_000)
     assert job.ranks == [0, 1, 2]

@@ -50,6 +50,20 @@ def test_columns_made_on_first_use_hold_the_model_values(tmp_path):
     assert len(linked) == 2 and np.array_equal(ic[linked], v["index"][v["partner"][linked]])
 
 
+def test_thread_ids_at_rows_without_the_whole_column(tmp_path):
+    from holotrace.model.view import take_rows
+
+    v = _view(tmp_path)[0]
+    rows = np.array([0, 2], dtype=np.int64)
+    pid, tid = v.at("pid", rows), v.at("tid", rows)
+    assert not v.cols.is_made("pid") and not v.cols.is_made("tid")  # read from the model's columns
+    assert pid.dtype == tid.dtype == np.int64
+    assert np.array_equal(pid, v["pid"][rows]) and np.array_equal(tid, v["tid"][rows])  # what the view makes
+    assert v.at("pid", rows) is not v["pid"] and np.array_equal(v.at("pid", rows), pid)  # (now from the view's own)
+    part = take_rows(v, np.array([1, 2], dtype=np.int64))  # a view of some rows: its own rows, not the model's
+    assert np.array_equal(part.at("tid", np.array([1])), v["tid"][[2]])
+
+
 def test_a_rank_view_pickles_with_every_column(tmp_path):
     import pickle
 

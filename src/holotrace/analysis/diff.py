@@ -31,7 +31,7 @@ import pandas as pd
 from holotrace.analysis import idle, launches, overlap, steps, temporal
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet, profiler_step_number
-from holotrace.model.view import JobView, RankView, job_view
+from holotrace.model.view import Columns, JobView, RankView, job_view
 from holotrace.text import hta_short_names as shorten_names
 
 __all__ = ["JobDiff", "diff_jobs", "FAMILIES", "METRICS", "NORMALISATIONS"]
@@ -87,7 +87,15 @@ def _steps_of(view: JobView, wanted: Optional[Sequence[int]]) -> list:
 
 
 def _step_pos(it: np.ndarray, step_list: list) -> np.ndarray:
-    """Position in ``step_list`` of each iteration (−1: not a compared step)."""
+    """Position in ``step_list`` of each iteration (−1: not a compared step; the first position of a step listed
+    twice). Integer iterations read a table over the step numbers; others are searched."""
+    sl = np.asarray(step_list, dtype=np.int64)
+    if it.dtype.kind in "iu" and len(sl) and 0 <= sl.min() and sl.max() <= 1 << 24:
+        u, first = np.unique(sl, return_index=True)
+        lut = np.full(int(u[-1]) + 2, -1, dtype=np.int64)  # the last entry: any iteration outside the steps
+        lut[u] = first
+        x = it.astype(np.int64, copy=False)
+        return lut[np.where((x >= 0) & (x <= u[-1]), x, len(lut) - 1)]
     order = np.argsort(np.asarray(step_list, dtype=np.int64), kind="stable")
     ss = np.asarray(step_list, dtype=np.float64)[order]
     at = np.minimum(np.searchsorted(ss, it), len(ss) - 1)
@@ -95,12 +103,19 @@ def _step_pos(it: np.ndarray, step_list: list) -> np.ndarray:
 
 
 def _take(v: RankView, rows: np.ndarray) -> RankView:
-    """``take_rows`` for a few rows of a large rank: ``partner`` renumbered by a search in ``rows``."""
-    cols = {k: a[rows] for k, a in v.cols.items()}
-    p = cols["partner"]
+    """``take_rows`` for a few rows of a large rank: ``partner`` renumbered by a search in ``rows``; the other
+    columns taken when an analysis first reads them (a column no metric reads is neither taken nor made on the
+    rank). ``row`` is taken at once: it tells :meth:`RankView.arg` which model rows the cell holds."""
+    src = v.cols
+    p = src["partner"][rows]
     at = np.minimum(np.searchsorted(rows, p), len(rows) - 1)
-    cols["partner"] = np.where((p >= 0) & (rows[at] == p), at, -1)
-    return RankView(v.rank, cols, v.model, v.clock_offset)
+    full = isinstance(src, Columns) and not src.is_made("row")  # (the rank's rows are the model's, in order)
+    made = {
+        "partner": np.where((p >= 0) & (rows[at] == p), at, -1),
+        "row": rows.astype(np.int64) if full else src["row"][rows],
+    }
+    makers = {k: (lambda k=k: src[k][rows]) for k in src if k not in made}
+    return RankView(v.rank, Columns(made, makers, list(src)), v.model, v.clock_offset)
 
 
 def _cells(view: JobView, step_list: list) -> tuple[JobView, np.ndarray]:
@@ -249,7 +264,7 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     )
     step = _step_pos(it, step_list) if step_list else np.zeros(len(it), dtype=np.int64)
     if step_list:
-        keep = step >= 0
+        keep = np.flatnonzero(step >= 0)
         fam, name, rank, step, dur = fam[keep], name[keep], rank[keep], step[keep], dur[keep]
     code = (name.astype(np.int64) + 1) * 3 + fam  # distinct (name, family): by a table over the job's strings
     present = np.zeros(3 * (len(view.strings) + 1), dtype=bool)
@@ -289,10 +304,26 @@ def _sort_groups(group: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.nda
     return group[order], dur[order]
 
 
-def _group_stats(group: np.ndarray, dur: np.ndarray, step: np.ndarray, n_steps: int) -> tuple:
+def _coarser(g: np.ndarray, x: np.ndarray, div: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_sort_groups(g // div, x)`` from ``g, x`` already sorted by group, then value: the finer groups' sorted
+    runs merged by a stable sort (which finds the runs), not sorted again from scratch; the same arrays."""
+    gc = g // div
+    if len(x) and x.dtype.kind in "iu" and x.min() >= 0:
+        bits = int(x.max()).bit_length()
+        if bits + int(gc.max()).bit_length() <= 63:
+            packed = np.sort((gc << bits) | x.astype(np.int64), kind="stable")
+            return packed >> bits, packed & ((1 << bits) - 1)
+    order = np.lexsort((x, gc))
+    return gc[order], x[order]
+
+
+def _group_stats(
+    group: np.ndarray, dur: np.ndarray, step: np.ndarray, n_steps: int, sorted_pair: Optional[tuple] = None
+) -> tuple:
     """Per distinct ``group``: the groups, count, total, mean, p50, p95 (linear interpolation, as pandas) and
-    the total of each step (groups × steps), in the unit of ``dur``."""
-    g, x = _sort_groups(group, dur)
+    the total of each step (groups × steps), in the unit of ``dur``; ``sorted_pair``: ``_sort_groups(group, dur)``
+    when the caller has it."""
+    g, x = _sort_groups(group, dur) if sorted_pair is None else sorted_pair
     start = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]])) if len(g) else np.empty(0, dtype=np.int64)
     count = np.diff(np.append(start, len(g)))
     total = np.add.reduceat(x, start).astype(np.float64) if len(g) else np.empty(0)
@@ -304,7 +335,12 @@ def _group_stats(group: np.ndarray, dur: np.ndarray, step: np.ndarray, n_steps: 
         return x[lo] + (x[hi] - x[lo]) * (at - lo)
 
     uniq = g[start]
-    slot = np.searchsorted(uniq, group)
+    if len(uniq) and 0 <= uniq[0] and uniq[-1] <= 4 * len(group) + 1024:  # group ids dense: a lookup table
+        lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+        lut[uniq] = np.arange(len(uniq))
+        slot = lut[group]
+    else:
+        slot = np.searchsorted(uniq, group)
     per_step = np.bincount(slot * n_steps + step, weights=dur, minlength=len(uniq) * n_steps).reshape(-1, n_steps)
     return uniq, count, total, total / np.maximum(count, 1), quantile(0.5), quantile(0.95), per_step
 
@@ -313,8 +349,10 @@ def _op_stats(o: _Ops, n_steps: int) -> pd.DataFrame:
     """Per (family, key, rank) and merged (rank −1): count, totals, instance statistics, per-step spread."""
     n_ranks = max(len(o.ranks), 1)
     frames = []
+    fine = None  # the per-rank groups sorted: the merged groups' order is made from it
     for group, per_rank in ((o.key * n_ranks + o.rank, True), (o.key, False)):
-        uniq, count, total, mean, p50, p95, per_step = _group_stats(group, o.dur, o.step, n_steps)
+        fine = _sort_groups(group, o.dur) if fine is None else _coarser(*fine, n_ranks)
+        uniq, count, total, mean, p50, p95, per_step = _group_stats(group, o.dur, o.step, n_steps, fine)
         total, mean, p50, p95, per_step = (o.us(a) for a in (total, mean, p50, p95, per_step))
         key = uniq // n_ranks if per_rank else uniq
         div = 1 if per_rank else n_ranks

@@ -276,20 +276,37 @@ def group_first_row(codes, n_groups: int) -> np.ndarray:
 
 def unique_ids(ids) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(ids, return_inverse=True)`` of integers: by a lookup table without a sort when their range is
-    at most a few times their number (string ids, ranks, packed pairs of them), else by numpy's sort."""
+    at most a few times their number (string ids, ranks, packed pairs of them), else by numpy's sort of the runs of
+    equal values (a rank's thread or stream of consecutive events: one sort of the runs, not of every event)."""
     ids = np.asarray(ids)
     if ids.dtype.kind not in "iu" or not len(ids):
         uniq, inv = np.unique(ids, return_inverse=True)
         return uniq, inv.reshape(-1).astype(np.int64, copy=False)
     lo, hi = int(ids.min()), int(ids.max())
     if hi - lo > 4 * len(ids) + 1024:
-        uniq, inv = np.unique(ids, return_inverse=True)
-        return uniq, inv.reshape(-1).astype(np.int64, copy=False)
+        uniq, _, inv = _unique_of_runs(ids)
+        return uniq, inv
     present = np.zeros(hi - lo + 1, dtype=bool)
     off = ids.astype(np.int64, copy=False) - lo
     present[off] = True
     code = np.cumsum(present, dtype=np.int64) - 1
     return (np.flatnonzero(present) + lo).astype(ids.dtype, copy=False), code[off]
+
+
+def _unique_of_runs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(x, return_index=True, return_inverse=True)`` (index and inverse as flat int64) of integers,
+    computed on the runs of equal consecutive values: the first row of a value is the first row of its first run.
+    Where runs are short, plain ``np.unique``."""
+    n = len(x)
+    cut = np.flatnonzero(x[1:] != x[:-1]) + 1
+    if len(cut) > n // 4:
+        u, first, inv = np.unique(x, return_index=True, return_inverse=True)
+        return u, first.astype(np.int64, copy=False), inv.reshape(-1).astype(np.int64, copy=False)
+    starts = np.empty(len(cut) + 1, dtype=np.int64)
+    starts[0], starts[1:] = 0, cut
+    u, first_run, inv = np.unique(x[starts], return_index=True, return_inverse=True)
+    lengths = np.diff(np.append(starts, n))
+    return u, starts[first_run], np.repeat(inv.reshape(-1).astype(np.int64, copy=False), lengths)
 
 
 def factorize(values) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +318,10 @@ def factorize(values) -> tuple[np.ndarray, np.ndarray]:
     x = values if rows is None else values[rows]
     if len(x) == 0:
         return codes, x[:0]
-    u, first, inv = np.unique(x, return_index=True, return_inverse=True)
+    if x.dtype.kind in "iu":
+        u, first, inv = _unique_of_runs(x)
+    else:
+        u, first, inv = np.unique(x, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(u), dtype=np.int64)
     rank[order] = np.arange(len(u))

@@ -59,7 +59,7 @@ class JobSummary:
             ``"ray"`` or ``"ingest"`` (read from an ingest folder).
         costliest_rank: the "one story" section (the rank that costs the job the most, and why), a
             :class:`~holotrace.analysis.critical_path.advice.CostliestRank` from ``costliest_rank(job)``: the job
-            graph's replay up to ``scale.segment_run.JOB_GRAPH_MAX_RANKS`` ranks (a summary mapped over the ranks
+            graph's replay up to ``scale.replay_choice.JOB_GRAPH_MAX_RANKS`` ranks (a summary mapped over the ranks
             loads them in the driver for it), the scale-out replay at collective granularity above.
     """
 

@@ -202,7 +202,7 @@ def trace_ranks(args: argparse.Namespace) -> tuple[str | None, list[int]]:
 
 def replay_of(args: argparse.Namespace, n_ranks: int) -> str:
     """``"graph"`` or ``"segments"``: the replay ``--replay`` (or the number of ranks) asks for."""
-    from holotrace.scale.segment_run import choose_replay
+    from holotrace.scale.replay_choice import choose_replay
 
     return choose_replay(n_ranks, getattr(args, "replay", None))
 

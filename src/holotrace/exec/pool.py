@@ -10,10 +10,8 @@ runs without the GIL); ``plan`` splits the cores between processes and threads.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Optional, TypeVar
 
 T = TypeVar("T")
@@ -133,6 +131,9 @@ def _with_pool(fn, items: Sequence, workers: int, on_done, keep, caller_works: b
     def take() -> Optional[int]:
         with lock:
             return next(order, None)
+
+    import multiprocessing as mp  # (imported here: a command that maps in one process never needs it)
+    from concurrent.futures import ProcessPoolExecutor
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     procs = workers - 1 if caller_works else workers

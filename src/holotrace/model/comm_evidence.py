@@ -114,7 +114,8 @@ def _launched_under(cols, g, ops, op_kind, op_rule, table: RuleTable, ktype, kin
     op_thread = _thread_key(pid[ops], tid[ops])
     l_thread = _thread_key(pid[launch], tid[launch], like=(pid[ops], tid[ops]))
     rows_all, at_all = [], []
-    for t in np.unique(op_thread).tolist():  # one pass per thread that has collective ops (a few), not per event
+    # one pass per thread that has collective ops (a few), not per event: keys 0..k-1, each held by an op
+    for t in range(int(op_thread.max()) + 1 if len(op_thread) else 0):
         o = np.flatnonzero(op_thread == t)
         li = np.flatnonzero(l_thread == t)
         if not len(li):
@@ -152,8 +153,13 @@ def _launched_under(cols, g, ops, op_kind, op_rule, table: RuleTable, ktype, kin
 def _thread_key(pid: np.ndarray, tid: np.ndarray, like=None) -> np.ndarray:
     """One integer per (pid, tid) pair; with ``like``, keys of the pairs in ``like`` (others −1)."""
     ref_pid, ref_tid = (pid, tid) if like is None else like
-    pairs = np.unique(np.stack([ref_pid, ref_tid], 1), axis=0)  # few: the threads that hold collective ops
+    # the distinct pairs in (pid, tid) order (few: the threads that hold collective ops), as ``np.unique(...,
+    # axis=0)`` gives them, from the runs of equal pairs (a sort of the runs, not of every row)
+    ref_pid, ref_tid = np.asarray(ref_pid), np.asarray(ref_tid)
+    new = np.ones(len(ref_pid), dtype=bool)
+    new[1:] = (ref_pid[1:] != ref_pid[:-1]) | (ref_tid[1:] != ref_tid[:-1])
+    pairs = sorted(set(zip(ref_pid[new].tolist(), ref_tid[new].tolist())))
     out = np.full(len(pid), -1, dtype=np.int64)
-    for k, (p, t) in enumerate(pairs.tolist()):
+    for k, (p, t) in enumerate(pairs):
         out[(pid == p) & (tid == t)] = k
     return out

@@ -168,6 +168,20 @@ class RankView(Mapping):
             out = self._rows.setdefault(key, out)
         return out
 
+    def at(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """``self[column][rows]`` as int64, for ``pid`` and ``tid``: read from the model's column at those rows when
+        the view has not made its own int64 copy of the whole column and holds the model's rows in order (``row``
+        not made, as :meth:`arg` reads it): the same values, without that copy."""
+        cols = self.cols
+        if (
+            column in ("pid", "tid")
+            and isinstance(cols, Columns)
+            and not cols.is_made(column)
+            and not cols.is_made("row")
+        ):
+            return np.asarray(self.model[column])[rows].astype(np.int64)
+        return cols[column][rows]
+
     def derived(self, key: tuple, make: Callable[[], object]):
         """``make()``, computed once per rank view and kept under ``key`` (a tuple naming the analysis and every
         argument and rule flag the result depends on): for what several analyses of one command derive from

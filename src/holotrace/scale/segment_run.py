@@ -1,6 +1,6 @@
 """The job replay as two maps over the job's rank files and a reduce, on any executor (the scale-out replay).
 
-Up to :data:`JOB_GRAPH_MAX_RANKS` ranks, ``advise``, ``stragglers`` and ``summary`` replay the job graph of every
+Up to :data:`~holotrace.scale.replay_choice.JOB_GRAPH_MAX_RANKS` ranks, ``advise``, ``stragglers`` and ``summary`` replay the job graph of every
 rank in one process; above it they replay the job at collective granularity
 (:mod:`holotrace.analysis.critical_path.segment_replay`), whatever the executor, so the local pool and Ray give the
 same answer for every job. ``--replay graph|segments`` (or ``$HOLOTRACE_REPLAY``) chooses one path whatever the
@@ -14,7 +14,6 @@ driver never holds an event: what it keeps is O(collectives x what-ifs) per rank
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -30,31 +29,15 @@ from holotrace.analysis.critical_path.segments import (
     rank_collectives,
     rank_segments,
 )
-from holotrace.errors import AnalysisError, TraceFormatError
+from holotrace.errors import TraceFormatError
 from holotrace.exec.executor import Executor, LocalExecutor
 from holotrace.exec.retry import map_retrying
 from holotrace.exec.tasks import TaskFailed
 from holotrace.ingest.discover import discover
+from holotrace.scale.replay_choice import ENV_REPLAY, JOB_GRAPH_MAX_RANKS, REPLAY_CHOICES, choose_replay
 from holotrace.scale.run import RankTask, _Failed, _rules_files, _select, load_rank
 
 __all__ = ["ENV_REPLAY", "JOB_GRAPH_MAX_RANKS", "REPLAY_CHOICES", "choose_replay", "segment_advice"]
-
-JOB_GRAPH_MAX_RANKS = 64  # above this many ranks the job is replayed at collective granularity
-ENV_REPLAY = "HOLOTRACE_REPLAY"
-REPLAY_CHOICES = ("auto", "graph", "segments")
-
-
-def choose_replay(n_ranks: int, asked: Optional[str] = None) -> str:
-    """``"graph"`` up to :data:`JOB_GRAPH_MAX_RANKS` ranks, ``"segments"`` above; ``asked`` (or
-    ``$HOLOTRACE_REPLAY``) other than ``auto`` chooses instead."""
-    want = (asked or os.environ.get(ENV_REPLAY) or "auto").strip().lower()
-    if want not in REPLAY_CHOICES:
-        raise AnalysisError(
-            f"unknown replay {want!r} (from --replay or ${ENV_REPLAY})", fix=f"use one of {', '.join(REPLAY_CHOICES)}"
-        )
-    if want != "auto":
-        return want
-    return "segments" if n_ranks > JOB_GRAPH_MAX_RANKS else "graph"
 
 
 @dataclass(frozen=True)

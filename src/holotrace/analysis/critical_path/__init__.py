@@ -7,24 +7,18 @@
 * the whole job (every rank, cross-rank collective edges): :mod:`.collectives` (matching), :mod:`.job_graph`,
   :mod:`.replay` (its step tables: :mod:`.step_times`), :mod:`.job_what_if`, :mod:`.costliest` (which rank costs the job most, and why).
 
-The names below are the single-rank API, kept at the package level.
+The names below are the single-rank API, kept at the package level (imported on first use: the job's
+analyses do not import the single-rank path).
 """
 
-from holotrace.analysis.critical_path.path import (
-    BOUND_CLASSES,
-    CriticalPath,
-    breakdown,
-    critical_path,
-    longest_path,
-    solve,
-    summary,
-)
-from holotrace.analysis.critical_path.steps import (
-    per_step,
-    step_graphs,
-    step_paths,
-    step_rows,
-)
+import importlib
+
+_FROM = {
+    **dict.fromkeys(
+        ("BOUND_CLASSES", "CriticalPath", "breakdown", "critical_path", "longest_path", "solve", "summary"), "path"
+    ),
+    **dict.fromkeys(("per_step", "step_graphs", "step_paths", "step_rows"), "steps"),
+}
 
 __all__ = [
     "BOUND_CLASSES",
@@ -39,3 +33,13 @@ __all__ = [
     "step_rows",
     "summary",
 ]
+
+
+def __getattr__(name: str):
+    if name in _FROM:
+        return getattr(importlib.import_module(f"{__name__}.{_FROM[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted([*globals(), *__all__])

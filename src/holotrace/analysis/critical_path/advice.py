@@ -434,5 +434,24 @@ def _worst_collective(facts: JobFacts, r: int) -> str:
 
 def costliest_rank(source, *, replay: str = "graph") -> CostliestRank:
     """Which rank costs the job most, and why: the rank whose compute brought to the median saves the job most
-    (:func:`job_advice` with the straggler fix alone), else the rank with the longest step."""
+    (:func:`job_advice` with the straggler fix alone), else the rank with the longest step. A job of one rank
+    with nodes is answered without a replay: that rank is the answer whatever the replay finds."""
+    if replay == "graph":
+        only_rank = _only_rank(source)
+        if only_rank is not None:
+            return CostliestRank(only_rank, f"rank {only_rank} is the only rank", 0.0, None, only_rank)
     return job_advice(source, only=("straggler",), replay=replay).costliest
+
+
+def _only_rank(source) -> int | None:
+    """The job's one rank when it has exactly one and that rank has job-graph nodes (runtime calls, steps or GPU
+    operations: what :func:`~.job_graph.build_job_graph` makes nodes of), else None."""
+    from holotrace.analysis.critical_path.job_graph import has_nodes
+    from holotrace.model.classify import NATIVE
+    from holotrace.model.view import job_view
+
+    view = job_view(source, NATIVE)
+    if len(view.ranks) != 1:
+        return None
+    r = view.ranks[0]
+    return r if has_nodes(view, r) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from holotrace.analysis.endpoint_order import packed_order
+from holotrace.analysis.grouped import unique_ids
 from holotrace.model.classify import Kind
 
 __all__ = ["outer_calls"]
@@ -16,7 +17,7 @@ def outer_calls(rv) -> np.ndarray:
     sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
     if not len(sel):
         return sel
-    thread = rv["pid"][sel] * np.int64(1_000_003) + rv["tid"][sel]
+    thread = rv.at("pid", sel) * np.int64(1_000_003) + rv.at("tid", sel)
     order = _by_thread_time(thread, rv["ts"][sel], rv["dur"][sel])
     sel, thread = sel[order], thread[order]
     end = rv["end"][sel]
@@ -34,8 +35,7 @@ def _by_thread_time(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> np.n
     n = len(ts)
     if not n or ts.dtype.kind not in "iu" or dur.dtype.kind not in "iu":
         return np.lexsort((-dur, ts, thread))
-    uniq, codes = np.unique(thread, return_inverse=True)  # codes in the threads' order
-    codes = codes.reshape(-1)
+    uniq, codes = unique_ids(thread)  # codes in the threads' order
     lo = int(ts.min())
     span = int(ts.max()) - lo + 1
     if len(uniq) * span >= 2**62:

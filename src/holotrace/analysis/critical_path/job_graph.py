@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 import numpy as np
 
@@ -41,6 +40,12 @@ from holotrace.analysis.critical_path.collectives import (
     match_collectives,
     skew_issue,
     view_clock_offsets,
+)
+from holotrace.analysis.critical_path.edges import (
+    EDGE_KIND_NAMES,
+    EdgeKind,
+    NodeType,
+    cross_edges,
 )
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.analysis.grouped import factorize
@@ -55,61 +60,11 @@ __all__ = [
     "JobGraph",
     "NodeType",
     "build_job_graph",
+    "has_nodes",
     "release_job_graph",
     "clock_offsets",
     "skew_issue",
 ]
-
-STREAM_WAIT_WINDOW_NS = 10_000  # a stream wait is inferred when the operation starts within this of the other's end
-STREAM_WAIT_SLACK_NS = 2_000  # ... and at least this later than its own stream and launch explain
-SYNC_TOLERANCE_NS = 2_000  # a blocking call ends at most this before the GPU operation it waited for
-LAUNCH_FLOOR_QUANTILE = 5  # percentile of a rank's launch lags taken as its fastest launch
-
-SYNC_CALLS = frozenset(
-    {
-        "cudaDeviceSynchronize",
-        "cudaStreamSynchronize",
-        "cudaEventSynchronize",
-        "hipDeviceSynchronize",
-        "hipStreamSynchronize",
-        "hipEventSynchronize",
-    }
-)
-BLOCKING_COPIES = frozenset(
-    {
-        "cudaMemcpy",
-        "cudaMemcpyAsync",
-        "hipMemcpy",
-        "hipMemcpyAsync",
-        "hipMemcpyWithStream",
-        "cudaMemcpy2D",
-        "cudaMemcpy2DAsync",
-        "cuMemcpyDtoH",
-        "cuMemcpyAsync",
-    }
-)
-
-
-class NodeType(IntEnum):
-    CALL = 0
-    STEP_START = 1
-    STEP_END = 2
-    GPU = 3
-    ARRIVAL = 4
-
-
-class EdgeKind(IntEnum):
-    DURATION = 0
-    CPU_GAP = 1
-    GPU_GAP = 2
-    LAUNCH = 3
-    STREAM = 4
-    SYNC = 5
-    ARRIVE = 6
-    XFER = 7
-
-
-EDGE_KIND_NAMES = np.array([k.name.lower() for k in EdgeKind], dtype=object)
 
 
 @dataclass
@@ -208,6 +163,18 @@ class JobGraph:
         return pos
 
 
+def has_nodes(view, r: int) -> bool:
+    """Whether rank ``r`` has any node of the job graph: a runtime/driver call on a CPU thread, a ``ProfilerStep``
+    or a GPU operation on a stream (what :func:`_rank_nodes` makes nodes of)."""
+    rv = view[r]
+    kind, on_stream = rv["kind"], rv["stream"] != -1
+    if (np.isin(kind, [int(classify.Kind.RUNTIME), int(classify.Kind.DRIVER)]) & ~on_stream).any():
+        return True
+    if (np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY]) & on_stream).any():
+        return True
+    return bool(step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number)))
+
+
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
@@ -234,10 +201,10 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     # chains: CPU threads keyed by (pid, tid), GPU streams by (device, stream), numbered in order of first appearance
     thread = np.concatenate(
         [
-            rv["pid"][calls] * np.int64(1_000_003) + rv["tid"][calls],
-            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
-            rv["pid"][srows] * np.int64(1_000_003) + rv["tid"][srows],
-            -(rv["pid"][gpu] * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
+            rv.at("pid", calls) * np.int64(1_000_003) + rv.at("tid", calls),
+            rv.at("pid", srows) * np.int64(1_000_003) + rv.at("tid", srows),
+            rv.at("pid", srows) * np.int64(1_000_003) + rv.at("tid", srows),
+            -(rv.at("pid", gpu) * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
         ]
     )
     return {
@@ -365,7 +332,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     ckind[first] = -1
     pos = np.empty(len(order), dtype=np.int64)
     pos[order] = np.arange(len(order))
-    src, dst, kind, floor = _cross_edges(
+    src, dst, kind, floor = cross_edges(
         view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
     elag = pt[dst] - pt[src]
@@ -410,90 +377,3 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         origin,
         issues,
     )
-
-
-def _cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=True):
-    """``(src, dst, kind, floor)`` of the cross-chain edges (see the module docstring); ``span``: each rank's nodes
-    (a range); ``pos``: the position in ``order`` of every point; ``arrive``: with the ``ARRIVE`` edges (without
-    them, each arrival point is a fixed input)."""
-    S, D, K, F = [], [], [], []
-
-    def add(s, d, k, f):
-        S.append(np.asarray(s, dtype=np.int64))
-        D.append(np.asarray(d, dtype=np.int64))
-        K.append(np.full(len(s), int(k), dtype=np.int8))
-        F.append(np.broadcast_to(np.asarray(f, dtype=np.float64), (len(s),)).copy())
-
-    sync_ids = view.name_ids(set(SYNC_CALLS))
-    copy_ids = view.name_ids(set(BLOCKING_COPIES))
-    for r in chosen:
-        rv = view[r]
-        nodes = np.arange(*span[r])
-        call = nodes[node_type[nodes] == NodeType.CALL]
-        gpu = nodes[node_type[nodes] == NodeType.GPU]
-        if not len(gpu):
-            continue
-        # launch edges by correlation (a graph launch: every kernel with its correlation)
-        corr = rv["correlation"]
-        cc, gc = corr[node_row[call]], corr[node_row[gpu]]
-        okc = cc >= 0
-        srt = np.argsort(cc[okc], kind="stable")
-        ck, cn = cc[okc][srt], call[okc][srt]
-        at = np.searchsorted(ck, gc)
-        hit = (at < len(ck)) & (gc >= 0)
-        hit[hit] = ck[at[hit]] == gc[hit]
-        l_src, l_dst = 2 * cn[at[hit]], 2 * gpu[hit]
-        lags = pt[l_dst] - pt[l_src]
-        fl = np.percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
-        add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
-        # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
-        # operation of another stream of the same rank ends
-        s_pt = 2 * gpu  # per GPU operation: the latest its stream and its launch explain
-        explained = np.where(first[pos[s_pt]], -np.inf, pt[order[np.maximum(pos[s_pt] - 1, 0)]])
-        np.maximum.at(explained, np.flatnonzero(hit), pt[l_src])
-        slack = pt[s_pt] - explained
-        stream = rv["stream"][node_row[gpu]]
-        ends, end_nodes = pt[2 * gpu + 1], gpu
-        eo = np.argsort(ends, kind="stable")
-        for s in np.unique(stream):
-            cand = np.flatnonzero((stream == s) & (slack > STREAM_WAIT_SLACK_NS))
-            other = eo[stream[eo] != s]
-            if not len(cand) or not len(other):
-                continue
-            oe = ends[other]
-            j = np.searchsorted(oe, pt[s_pt[cand]], side="right") - 1
-            ok = j >= 0
-            gap = pt[s_pt[cand[ok]]] - oe[j[ok]]
-            good = (gap <= STREAM_WAIT_WINDOW_NS) & (oe[j[ok]] > explained[cand[ok]])
-            add(2 * end_nodes[other[j[ok][good]]] + 1, s_pt[cand[ok][good]], EdgeKind.STREAM, 0.0)
-        # host syncs: a blocking call ends right after the GPU operation it waited for
-        name = rv["name"][node_row[call]]
-        is_sync = np.isin(name, sync_ids)
-        is_copy = np.isin(name, copy_ids)
-        c_start, c_end = pt[2 * call], pt[2 * call + 1]
-        target = np.full(len(call), -1, dtype=np.int64)
-        if is_copy.any():
-            partner = rv["partner"][node_row[call]]
-            g_of_row = np.full(rv.n, -1, dtype=np.int64)
-            g_of_row[node_row[gpu]] = gpu
-            tg = np.where(is_copy & (partner >= 0), g_of_row[np.maximum(partner, 0)], -1)
-            target = np.where(tg >= 0, tg, target)
-        if is_sync.any():
-            oe = ends[eo]
-            j = np.searchsorted(oe, c_end + SYNC_TOLERANCE_NS, side="right") - 1
-            target = np.where(is_sync & (j >= 0), end_nodes[eo[np.maximum(j, 0)]], target)
-        ok = target >= 0
-        ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
-        add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
-    # collectives: member starts -> arrival point -> member ends
-    members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))
-    if len(members):
-        a = arr_node[node_coll[members]]
-        if arrive:
-            add(2 * members, 2 * a, EdgeKind.ARRIVE, 0.0)
-        xfer = pt[2 * members + 1] - pt[2 * a]
-        add(2 * a, 2 * members + 1, EdgeKind.XFER, np.clip(xfer, 0, None))
-    if not S:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z, np.zeros(0, dtype=np.int8), np.zeros(0)
-    return np.concatenate(S), np.concatenate(D), np.concatenate(K), np.concatenate(F)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from holotrace.analysis.critical_path.graph import build_graph, clip, cpu_rows
-from holotrace.analysis.critical_path.path import CriticalPath, breakdown, solve
 from holotrace.errors import AnalysisError
 from holotrace.model import classify
 from holotrace.model.classify import RuleSet
@@ -21,6 +20,8 @@ from holotrace.model.view import resolve
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from holotrace.analysis.critical_path.path import CriticalPath
 
 __all__ = ["per_step", "step_graphs", "step_paths", "step_rows", "step_windows"]
 
@@ -82,6 +83,8 @@ def step_graphs(
 ) -> Iterator[tuple[int, CriticalPath]]:
     """``(step number, solved CriticalPath)`` for every ``ProfilerStep`` of ``rank`` (or the given step numbers),
     in time order; ``whole_rank``: a rank without steps gives one graph of the whole rank, numbered -1."""
+    from holotrace.analysis.critical_path.path import CriticalPath, solve  # (the job's analyses need only step_rows)
+
     view = resolve(source, rules, ranks=[rank])
     rules = view.rules  # the one rule set: a view's own unless others are asked for
     rv = view[rank]
@@ -119,6 +122,8 @@ def per_step(
     ``zeroed_edges``: negative edge weights of the step's graph set to 0). ``paths``: a dict that receives each
     step's :class:`CriticalPath`."""
     import pandas as pd
+
+    from holotrace.analysis.critical_path.path import breakdown
 
     out = []
     for s, cp in step_graphs(source, rank=rank, steps=steps, rules=rules, data_load_events=data_load_events):
