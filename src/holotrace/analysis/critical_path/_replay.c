@@ -377,10 +377,10 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "topo_layout: too many points or edges");
         goto fail;
     }
-    int32_t *at = malloc(sizeof(int32_t) * (n ? n : 1)), *pos = malloc(sizeof(int32_t) * (n ? n : 1));
-    int32_t *fill = malloc(sizeof(int32_t) * (n + 1));
-    if (!at || !pos || !fill) {
-        free(at), free(pos), free(fill);
+    int32_t *at = malloc(sizeof(int32_t) * (n ? n : 1)), *pos = malloc(sizeof(int32_t) * (n + 1));
+    int32_t *fill = pos; /* (the chain positions read first, then the edges' slots counted in the same array) */
+    if (!at || !pos) {
+        free(at), free(pos);
         PyErr_NoMemory();
         goto fail;
     }
@@ -399,9 +399,6 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
     for (Py_ssize_t q = 0; q < e && ok; q++)
         if (src[q] < 0 || src[q] >= n || dst[q] < 0 || dst[q] >= n) ok = 0;
     if (ok) {
-        for (Py_ssize_t k = 0; k <= n; k++) fill[k] = 0;
-        for (Py_ssize_t q = 0; q < e; q++) fill[at[dst[q]] + 1]++;
-        for (Py_ssize_t k = 0; k < n; k++) fill[k + 1] += fill[k];
 #define LAYOUT(IT)                                                                              \
     do {                                                                                        \
         const IT *topo = b[0].buf;                                                              \
@@ -412,6 +409,9 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
             prev[k] = (IT)(first[i] || i == 0 ? -1 : at[order[i - 1]]);                         \
             fixed_k[k] = fixed[i];                                                              \
         }                                                                                       \
+        for (Py_ssize_t k = 0; k <= n; k++) fill[k] = 0;                                        \
+        for (Py_ssize_t q = 0; q < e; q++) fill[at[dst[q]] + 1]++;                              \
+        for (Py_ssize_t k = 0; k < n; k++) fill[k + 1] += fill[k];                              \
         for (Py_ssize_t k = 0; k <= n; k++) head[k] = (IT)fill[k];                              \
         for (Py_ssize_t q = 0; q < e; q++) {                                                    \
             int32_t a = fill[at[dst[q]]]++;                                                     \
@@ -426,7 +426,7 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
 #undef LAYOUT
     }
     Py_END_ALLOW_THREADS;
-    free(at), free(pos), free(fill);
+    free(at), free(pos);
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "topo_layout: an index is out of range or repeated");
         goto fail;

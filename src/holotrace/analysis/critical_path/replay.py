@@ -257,8 +257,8 @@ def _step_positions(g: JobGraph, top: _Topology) -> tuple | None:
         pts = step_points(g)
         out = None
         if pts is not None:
-            at = np.empty(len(top.topo), dtype=np.int64)
-            at[top.topo] = np.arange(len(top.topo))
+            at = np.empty(len(top.topo), dtype=top.topo.dtype)
+            at[top.topo] = np.arange(len(top.topo), dtype=top.topo.dtype)
             out = tuple(at[p] for p in pts)
         g.memo["step_positions"] = out
     return g.memo["step_positions"]
