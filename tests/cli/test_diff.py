@@ -159,7 +159,7 @@ def test_bad_input(jobs, tmp_path, capsys):
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float64])  # ns (one packed sort) and µs floats (two-key sort)
 def test_per_name_statistics_by_hand(dtype):
-    from holotrace.analysis.diff import _group_stats
+    from holotrace.analysis.diff_stats import group_stats as _group_stats
 
     group = np.array([1, 0, 0, 0, 1], dtype=np.int64)
     dur = np.array([10, 3, 1, 2, 30], dtype=dtype)
@@ -175,7 +175,9 @@ def test_per_name_statistics_by_hand(dtype):
 def test_merged_groups_sorted_from_the_per_rank_groups(dtype):
     """The merged groups' order made from the per-rank groups' sorted runs is the order sorted from scratch, and
     the statistics from it the same (a large group id: the lookup table gives way to the search)."""
-    from holotrace.analysis.diff import _coarser, _group_stats, _sort_groups
+    from holotrace.analysis.diff_stats import coarser as _coarser
+    from holotrace.analysis.diff_stats import group_stats as _group_stats
+    from holotrace.analysis.diff_stats import sort_groups as _sort_groups
 
     rng = np.random.default_rng(3)
     n_ranks = 4

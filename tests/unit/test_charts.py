@@ -125,7 +125,7 @@ def test_idle_causes_sums_streams_in_ms():
         }
     )
     c, shown = plots.idle_causes(idle)
-    assert shown.columns.tolist() == ["rank", "host_wait", "other"]
+    assert shown.columns == ["rank", "host_wait", "other"]
     assert shown["host_wait"].tolist() == [1.5, 0.0] and shown["other"].tolist() == [0.25, 2.0]
     assert [s.name for s in c.series] == ["host wait", "other"] and c.series[0].values.tolist() == [1.5, 0.0]
 

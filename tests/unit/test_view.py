@@ -94,3 +94,12 @@ def test_narrow_view_columns_keep_their_values_and_frames_keep_int64(tmp_path):
     assert stats["iteration"].tolist() == [200] and stats["iteration"].dtype == np.int64
     gpu = timeline.gpu_timeline(job)
     assert gpu["stream"].dtype == np.int64 and gpu["iteration"].dtype == np.int64
+
+
+def test_kind_in_is_numpys_isin():
+    rng = np.random.default_rng(2)
+    kind = rng.integers(-1, 14, 5000).astype(np.int8)
+    for codes in ((), (3,), (classify.Kind.RUNTIME, classify.Kind.DRIVER), classify.GPU_ACTIVITY, classify.CPU_KINDS):
+        want = np.isin(kind, [int(c) for c in codes])
+        assert np.array_equal(classify.kind_in(kind, codes), want) and classify.kind_in(kind, codes).dtype == bool
+    assert np.array_equal(classify.is_gpu_activity(kind), np.isin(kind, [int(c) for c in classify.GPU_ACTIVITY]))

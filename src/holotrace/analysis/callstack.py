@@ -44,7 +44,7 @@ import numpy as np
 from holotrace.analysis.endpoint_order import endpoint_order as _endpoint_order
 from holotrace.analysis.grouped import factorize
 from holotrace.model import classify
-from holotrace.model.classify import CPU_KINDS, RuleSet
+from holotrace.model.classify import CPU_KINDS, RuleSet, kind_in
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve
 
@@ -365,7 +365,7 @@ def call_graph(view, rank: int, *, rules: RuleSet | None = None, link_backward: 
         is_node = (stream == -1) & cpu_thread[thread] if n else np.zeros(0, dtype=bool)
         parent_ok = stream == -1
     else:
-        is_node = np.isin(rv["kind"], [int(k) for k in CPU_KINDS])
+        is_node = kind_in(rv["kind"], CPU_KINDS)
         g = int(thread.max()) + 1 if n else 0
         cpu_thread = np.bincount(thread, weights=is_node, minlength=g) > 0
         parent_ok = is_node
@@ -392,7 +392,7 @@ def cpu_parents(view, rank: int) -> np.ndarray:
     if view.rules.hta_table:
         return call_graph(view, rank, link_backward=False).parent
     rv = view[rank]
-    rows = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in CPU_KINDS]))
+    rows = np.flatnonzero(kind_in(rv["kind"], CPU_KINDS))
     dur = rv["dur"][rows]
     dur = np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
     thread = _thread_codes(rv["pid"][rows], rv["tid"][rows])  # (the CPU rows' threads: a parent is on its own)

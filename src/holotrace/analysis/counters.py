@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.findings import Finding, FindingCode
 from holotrace.model import classify
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import JobView, resolve, wide
+from holotrace.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("holotrace.analysis")
 
@@ -42,12 +45,14 @@ __all__ = [
     "CUDA_MAX_LAUNCH_QUEUE_PER_STREAM",
     "STATS",
     "queue_length",
+    "queue_length_tables",
     "queue_length_summary",
     "queue_length_findings",
     "time_blocked_on_full_queue",
     "blocked_on_full_queue",
     "trace_durations",
     "memory_bandwidth",
+    "memory_bandwidth_tables",
     "memory_bandwidth_summary",
     "memory_kind",
 ]
@@ -70,13 +75,29 @@ def queue_length(
     ``queue_length`` (int64, the value from ``ts`` on); index ``index`` = the event id of the launch call
     (``+1`` rows) or GPU operation (``-1`` rows). Rows: stream ascending, then time.
     """
+    return {r: _frame(t, "index") for r, t in queue_length_tables(source, rules=rules, ranks=ranks).items()}
+
+
+def queue_length_tables(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> dict[int, Table]:
+    """:func:`queue_length` as tables (:class:`~holotrace.table.Table`, no pandas): the frame's columns, then its
+    index as the column ``index``."""
     view = _view(source, rules)
     out = {}
     for r in view.select(ranks):
-        df = _queue_rank(view, r)
-        if df is not None:
-            out[r] = df
+        t = _queue_rank(view, r)
+        if t is not None:
+            out[r] = t
     return out
+
+
+def _frame(t: Table, index: str) -> pd.DataFrame:
+    """The frame of a series table: its last column ``index`` made the index (named ``index`` or unnamed)."""
+    import pandas as pd
+
+    cols = [c for c in t.columns if c != "index"]
+    return pd.DataFrame({c: t[c] for c in cols}, index=pd.Index(t["index"], name=index))
 
 
 def _launch_ids(view: JobView) -> np.ndarray:
@@ -84,7 +105,7 @@ def _launch_ids(view: JobView) -> np.ndarray:
     return view.name_ids(set(apis))
 
 
-def _queue_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
+def _queue_rank(view: JobView, r: int) -> Optional[Table]:
     rv = view[r]
     corr = rv["correlation"]
     launch = np.flatnonzero(np.isin(rv["name"], _launch_ids(view)) & (rv["index_correlation"] > 0))
@@ -112,17 +133,16 @@ def _queue_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     order = _order(rows_ts, stream, -delta, view.rules)
     stream, delta = stream[order], delta[order]
     ql = _grouped_cumsum(delta, stream)
-    df = pd.DataFrame(
+    return Table(
         {
             "ts": rows_ts[order],
             "pid": rv["pid"][src][order],
             "tid": rv["tid"][src][order],
             "stream": stream,
             "queue_length": ql,
-        },
-        index=pd.Index(index[order], name="index"),
+            "index": index[order],
+        }
     )
-    return df
 
 
 def _order(ts: np.ndarray, group: np.ndarray, tie: np.ndarray, rules: RuleSet) -> np.ndarray:
@@ -172,6 +192,8 @@ def queue_length_findings(series: Mapping[int, pd.DataFrame], *, view: Optional[
 
 def _describe(frame: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
     """pandas' ``describe()`` of ``value`` grouped by ``keys`` (MultiIndex columns ``(value, stat)``)."""
+    import pandas as pd
+
     if frame.empty:
         cols = pd.MultiIndex.from_product([[value], list(STATS)])
         idx = pd.MultiIndex.from_arrays([[] for _ in keys], names=keys)
@@ -186,6 +208,8 @@ def queue_length_summary(series: Mapping[int, pd.DataFrame], *, time_weighted: b
     ``time_weighted=True`` adds ``("queue_length", "time_mean")``: the mean weighted by how long each value
     holds, from the first to the last change point of the stream.
     """
+    import pandas as pd
+
     if not series:
         return None
     parts = [df[["stream", "queue_length", "ts"]].assign(rank=int(r)) for r, df in series.items()]
@@ -236,6 +260,8 @@ def blocked_on_full_queue(
     (over ``durations[rank]``). Under ``rules.hta_quirks`` only the last qualifying stream of each rank is
     kept (HTA's overwrite).
     """
+    import pandas as pd
+
     rows = []
     for r, df in series.items():
         if df.empty:
@@ -308,16 +334,24 @@ def memory_bandwidth(
     kind), ``memory_bw_gbps`` (float64 GB/s, value from ``ts`` on). Rows: kind ascending, then time (ends
     before starts at equal times). The index is the point's position (starts, then ends).
     """
+    return {r: _frame(t, None) for r, t in memory_bandwidth_tables(source, rules=rules, ranks=ranks).items()}
+
+
+def memory_bandwidth_tables(
+    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+) -> dict[int, Table]:
+    """:func:`memory_bandwidth` as tables (:class:`~holotrace.table.Table`, no pandas): the frame's columns, then its
+    index as the column ``index``."""
     view = _view(source, rules)
     out = {}
     for r in view.select(ranks):
-        df = _membw_rank(view, r)
-        if df is not None:
-            out[r] = df
+        t = _membw_rank(view, r)
+        if t is not None:
+            out[r] = t
     return out
 
 
-def _membw_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
+def _membw_rank(view: JobView, r: int) -> Optional[Table]:
     rv = view[r]
     sel = np.flatnonzero(rv["gpu"] & (rv["kernel_type"] == int(KernelType.MEMORY)))
     if not len(sel):
@@ -352,7 +386,7 @@ def _membw_rank(view: JobView, r: int) -> Optional[pd.DataFrame]:
     ts_out = pts[order]
     if view.rules.hta_table:
         ts_out = ts_out.astype(np.float64)
-    return pd.DataFrame({"ts": ts_out, "pid": pid[order], "name": kinds[k], "memory_bw_gbps": value}, index=order)
+    return Table({"ts": ts_out, "pid": pid[order], "name": kinds[k], "memory_bw_gbps": value, "index": order})
 
 
 def memory_bandwidth_summary(
@@ -362,6 +396,8 @@ def memory_bandwidth_summary(
     ``memory_bw_gbps`` (HTA's columns ``("memory_bw_gbps", stat)``); None when ``series`` is empty, an empty
     frame when no point is positive. ``time_weighted=True`` adds ``("memory_bw_gbps", "time_mean")``: the
     mean bandwidth while at least one copy of the kind runs."""
+    import pandas as pd
+
     if not series:
         return None
     frame = pd.concat(

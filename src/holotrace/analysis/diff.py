@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from holotrace.analysis import idle, launches, overlap, steps, temporal
+from holotrace.analysis.diff_stats import coarser, group_stats, sort_groups
 from holotrace.errors import AnalysisError
 from holotrace.model.classify import NATIVE, Kind, RuleSet, profiler_step_number
 from holotrace.model.view import Columns, JobView, RankView, job_view
@@ -292,67 +293,14 @@ def _op_rows(view: JobView, step_list: list, how: str) -> _Ops:
     return _Ops(key_id[slot[code]] if len(code) else code, rank, step, dur, view.us, table, names, list(view.ranks))
 
 
-def _sort_groups(group: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``group`` and ``dur`` sorted by group, then duration: one sort of ``group << bits | dur`` when both fit
-    in 63 bits (integer ns), else a two-key sort."""
-    if len(dur) and dur.dtype.kind in "iu" and dur.min() >= 0:
-        bits = int(dur.max()).bit_length()
-        if bits + int(group.max()).bit_length() <= 63:
-            packed = np.sort((group << bits) | dur.astype(np.int64))
-            return packed >> bits, packed & ((1 << bits) - 1)
-    order = np.lexsort((dur, group))
-    return group[order], dur[order]
-
-
-def _coarser(g: np.ndarray, x: np.ndarray, div: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_sort_groups(g // div, x)`` from ``g, x`` already sorted by group, then value: the finer groups' sorted
-    runs merged by a stable sort (which finds the runs), not sorted again from scratch; the same arrays."""
-    gc = g // div
-    if len(x) and x.dtype.kind in "iu" and x.min() >= 0:
-        bits = int(x.max()).bit_length()
-        if bits + int(gc.max()).bit_length() <= 63:
-            packed = np.sort((gc << bits) | x.astype(np.int64), kind="stable")
-            return packed >> bits, packed & ((1 << bits) - 1)
-    order = np.lexsort((x, gc))
-    return gc[order], x[order]
-
-
-def _group_stats(
-    group: np.ndarray, dur: np.ndarray, step: np.ndarray, n_steps: int, sorted_pair: Optional[tuple] = None
-) -> tuple:
-    """Per distinct ``group``: the groups, count, total, mean, p50, p95 (linear interpolation, as pandas) and
-    the total of each step (groups × steps), in the unit of ``dur``; ``sorted_pair``: ``_sort_groups(group, dur)``
-    when the caller has it."""
-    g, x = _sort_groups(group, dur) if sorted_pair is None else sorted_pair
-    start = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]])) if len(g) else np.empty(0, dtype=np.int64)
-    count = np.diff(np.append(start, len(g)))
-    total = np.add.reduceat(x, start).astype(np.float64) if len(g) else np.empty(0)
-
-    def quantile(q: float) -> np.ndarray:
-        at = start + q * (count - 1)
-        lo = np.floor(at).astype(np.int64)
-        hi = np.minimum(lo + 1, start + count - 1)
-        return x[lo] + (x[hi] - x[lo]) * (at - lo)
-
-    uniq = g[start]
-    if len(uniq) and 0 <= uniq[0] and uniq[-1] <= 4 * len(group) + 1024:  # group ids dense: a lookup table
-        lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
-        lut[uniq] = np.arange(len(uniq))
-        slot = lut[group]
-    else:
-        slot = np.searchsorted(uniq, group)
-    per_step = np.bincount(slot * n_steps + step, weights=dur, minlength=len(uniq) * n_steps).reshape(-1, n_steps)
-    return uniq, count, total, total / np.maximum(count, 1), quantile(0.5), quantile(0.95), per_step
-
-
 def _op_stats(o: _Ops, n_steps: int) -> pd.DataFrame:
     """Per (family, key, rank) and merged (rank −1): count, totals, instance statistics, per-step spread."""
     n_ranks = max(len(o.ranks), 1)
     frames = []
     fine = None  # the per-rank groups sorted: the merged groups' order is made from it
     for group, per_rank in ((o.key * n_ranks + o.rank, True), (o.key, False)):
-        fine = _sort_groups(group, o.dur) if fine is None else _coarser(*fine, n_ranks)
-        uniq, count, total, mean, p50, p95, per_step = _group_stats(group, o.dur, o.step, n_steps, fine)
+        fine = sort_groups(group, o.dur) if fine is None else coarser(*fine, n_ranks)
+        uniq, count, total, mean, p50, p95, per_step = group_stats(group, o.dur, o.step, n_steps, fine)
         total, mean, p50, p95, per_step = (o.us(a) for a in (total, mean, p50, p95, per_step))
         key = uniq // n_ranks if per_rank else uniq
         div = 1 if per_rank else n_ranks

@@ -29,7 +29,7 @@ import pandas as pd
 
 from holotrace.analysis.callstack import build_call_graph
 from holotrace.errors import AnalysisError
-from holotrace.model.classify import NATIVE, Kind
+from holotrace.model.classify import NATIVE, Kind, kind_in
 from holotrace.model.view import job_view
 
 __all__ = [
@@ -141,7 +141,7 @@ def memory_timeline(source, *, ranks: Optional[Sequence[int]] = None) -> pd.Data
 def _cpu_ops(job, rank: int):
     view = job_view(job, NATIVE, ranks=[rank])
     rv = view[rank]
-    ops = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in OPERATOR_KINDS]))
+    ops = np.flatnonzero(kind_in(rv["kind"], OPERATOR_KINDS))
     return view, rv, ops
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from holotrace.analysis import intervals
-from holotrace.model.classify import Kind, RuleSet
+from holotrace.model.classify import Kind, RuleSet, kind_in
 from holotrace.model.view import JobView, RankView, resolve
 from holotrace.table import Table
 
@@ -34,7 +34,7 @@ def _step_rows(view: JobView, v: RankView, rules: RuleSet) -> tuple[np.ndarray, 
     names = v["name"]
     rows = np.flatnonzero((per >= 0)[names])  # the few rows named ProfilerStep#N, then their kind
     if not rules.hta_table:
-        rows = rows[np.isin(v["kind"][rows], [int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)])]
+        rows = rows[kind_in(v["kind"][rows], (Kind.CPU_OP, Kind.USER_ANNOTATION))]
     num = per[names[rows]]
     rows.flags.writeable = num.flags.writeable = False
     return rows, num

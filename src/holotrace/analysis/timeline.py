@@ -31,17 +31,28 @@ stream, start, then event index.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
 from holotrace.analysis import intervals
+from holotrace.analysis.grouped import unique_ids
 from holotrace.errors import HolotraceError
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.view import JobView, resolve, wide
+from holotrace.table import Table
 
-__all__ = ["TIMELINE_COLUMNS", "gpu_timeline", "stream_spans", "view_origin", "TimelineWindowError"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "TIMELINE_COLUMNS",
+    "gpu_timeline",
+    "gpu_timeline_table",
+    "stream_spans",
+    "view_origin",
+    "TimelineWindowError",
+]
 
 TIMELINE_COLUMNS = (
     "rank",
@@ -57,6 +68,7 @@ TIMELINE_COLUMNS = (
     "iteration",
     "index",
 )
+_TEXT = ("task", "name", "cat", "kernel_type")
 _TYPE_NAMES = np.array([KernelType(i).name for i in range(len(KernelType))] + [""], dtype=object)  # −1 → ""
 
 
@@ -89,12 +101,9 @@ def _check_window(window) -> Optional[tuple[float, float]]:
 
 
 def _empty(view: JobView) -> pd.DataFrame:
-    out = pd.DataFrame(
-        {
-            c: pd.Series([], dtype=object if c in ("task", "name", "cat", "kernel_type") else np.int64)
-            for c in TIMELINE_COLUMNS
-        }
-    )
+    import pandas as pd
+
+    out = pd.DataFrame({c: pd.Series([], dtype=object if c in _TEXT else np.int64) for c in TIMELINE_COLUMNS})
     out.attrs.update(origin=view_origin(view), unit_ns=view.unit_ns)
     return out
 
@@ -117,6 +126,33 @@ def gpu_timeline(
         window: ``(start, end)`` from the view's origin, in the view's unit; rows are cut to it.
     """
     view = resolve(source, rules)
+    table, origin = _timeline(view, ranks, streams, iterations, window)
+    if table is None:
+        return _empty(view)
+    df = table.to_pandas(copy=False)
+    df.attrs.update(origin=origin, unit_ns=view.unit_ns)
+    return df
+
+
+def gpu_timeline_table(
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    streams: Optional[Sequence[int]] = None,
+    iterations: Optional[Sequence[int]] = None,
+    window: Optional[tuple[float, float]] = None,
+) -> Table:
+    """:func:`gpu_timeline` as a :class:`~holotrace.table.Table` (the same columns and rows; no pandas)."""
+    view = resolve(source, rules)
+    table, _ = _timeline(view, ranks, streams, iterations, window)
+    if table is None:
+        return Table({c: np.zeros(0, dtype=object if c in _TEXT else np.int64) for c in TIMELINE_COLUMNS})
+    return table
+
+
+def _timeline(view: JobView, ranks, streams, iterations, window) -> tuple[Optional[Table], int]:
+    """The timeline's table (None when no operation is kept) and the view's origin."""
     win = _check_window(window)
     origin = view_origin(view)
     parts = []
@@ -140,42 +176,43 @@ def gpu_timeline(
         if win is not None:
             start, stop = np.maximum(ts, win[0]).astype(ts.dtype), np.minimum(end, win[1]).astype(end.dtype)
         parts.append(
-            pd.DataFrame(
-                {
-                    "rank": np.full(len(rows), r, dtype=np.int64),
-                    "stream": wide(stream[rows]),
-                    "start": start,
-                    "end": stop,
-                    "ts": ts,
-                    "dur": v["dur"][rows],
-                    "name": v["name"][rows],
-                    "cat": v["cat"][rows],
-                    "kernel_type": v["kernel_type"][rows].astype(np.int64),
-                    "iteration": wide(v["iteration"][rows]),
-                    "index": v["index"][rows],
-                }
-            )
+            {
+                "rank": np.full(len(rows), r, dtype=np.int64),
+                "stream": wide(stream[rows]),
+                "start": start,
+                "end": stop,
+                "ts": ts,
+                "dur": v["dur"][rows],
+                "name": v["name"][rows],
+                "cat": v["cat"][rows],
+                "kernel_type": v["kernel_type"][rows].astype(np.int64),
+                "iteration": wide(v["iteration"][rows]),
+                "index": v["index"][rows],
+            }
         )
-    if not parts or not sum(len(p) for p in parts):
-        return _empty(view)
-    df = pd.concat(parts, ignore_index=True)
-    df = df.sort_values(["rank", "stream", "start", "index"], kind="stable", ignore_index=True)
-    for col in ("name", "cat"):  # decoded once per distinct id
-        uniq, inv = np.unique(df[col].to_numpy(), return_inverse=True)
-        df[col] = view.names(uniq)[inv.reshape(-1)]
-    kt = df["kernel_type"].to_numpy()
-    df["kernel_type"] = _TYPE_NAMES[np.where(kt >= 0, kt, len(_TYPE_NAMES) - 1)]
-    pairs, inv = np.unique(df[["rank", "stream"]].to_numpy(), axis=0, return_inverse=True)
-    labels = np.array([f"rank {a} stream {b}" for a, b in pairs.tolist()], dtype=object)
-    df.insert(2, "task", labels[inv.reshape(-1)])
-    df = df[list(TIMELINE_COLUMNS)]
-    df.attrs.update(origin=origin, unit_ns=view.unit_ns)
-    return df
+    if not parts or not sum(len(p["rank"]) for p in parts):
+        return None, origin
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.lexsort((col["index"], col["start"], col["stream"], col["rank"]))  # stable: rank, stream, start, index
+    col = {k: a[order] for k, a in col.items()}
+    for c in ("name", "cat"):  # decoded once per distinct id
+        uniq, inv = unique_ids(col[c])
+        col[c] = view.names(uniq)[inv]
+    kt = col["kernel_type"]
+    col["kernel_type"] = _TYPE_NAMES[np.where(kt >= 0, kt, len(_TYPE_NAMES) - 1)]
+    lo = int(col["stream"].min())
+    width = int(col["stream"].max()) - lo + 1
+    pairs, inv = unique_ids(col["rank"] * width + (col["stream"] - lo))  # (rank, stream) pairs, in their order
+    labels = np.array([f"rank {k // width} stream {k % width + lo}" for k in pairs.tolist()], dtype=object)
+    col["task"] = labels[inv]
+    return Table({c: col[c] for c in TIMELINE_COLUMNS}), origin
 
 
 def stream_spans(frame: pd.DataFrame) -> pd.DataFrame:
     """Per ``rank, stream`` of a :func:`gpu_timeline` frame: ``operations``, ``first_start``, ``last_end``,
     ``busy`` (union of the rows' ``[start, end)``) and ``busy_pctg`` (percent of ``last_end - first_start``)."""
+    import pandas as pd
+
     cols = ["rank", "stream", "operations", "first_start", "last_end", "busy", "busy_pctg"]
     if not len(frame):
         return pd.DataFrame({c: pd.Series([], dtype=np.float64 if c == "busy_pctg" else np.int64) for c in cols})

@@ -3,7 +3,8 @@
 Findings first, then GPU time per rank, idle causes and overlap, step times and the slowest rank, top kernels
 with their per-rank distributions, launch delays, queue length and memory bandwidth, the critical path with
 the ranked fixes, and a zoomable GPU timeline of one step. Every number comes from the analyses under
-holotrace's rules; the file inlines its style and script and opens with no network.
+holotrace's rules; the file inlines its style and script and opens with no network. The analyses hand the
+renderer tables (:class:`~holotrace.table.Table`): no pandas is imported.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pandas as pd
+import numpy as np
 
 from holotrace import findings as findings_mod
 from holotrace.analysis import counters, launches, steps
 from holotrace.analysis.job_summary import findings_frame, summarize_job
-from holotrace.analysis.timeline import gpu_timeline
+from holotrace.analysis.timeline import gpu_timeline_table
 from holotrace.commands._dest import writes
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
@@ -95,11 +96,26 @@ def write_report(data: dict, output) -> int:
     return write_html(render_report(data), output)
 
 
-def _findings(findings) -> pd.DataFrame:
-    f = findings_frame(findings).to_pandas()
-    f = f[f["code"].isin(findings_mod.AFFECTING_CODES) | (f["severity"] == "error")]
-    order = f["severity"].map({"error": 0, "warning": 1, "info": 2}).fillna(3)
-    return f.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}  # then any other
+
+
+def _findings(findings) -> Table:
+    """The findings that affect the numbers, and every error: errors first, then warnings, then the rest."""
+    f = findings_frame(findings)
+    code, severity = f["code"].tolist(), f["severity"].tolist()
+    keep = np.array([c in findings_mod.AFFECTING_CODES or s == "error" for c, s in zip(code, severity)], dtype=bool)
+    rows = np.flatnonzero(keep)
+    order = np.array([_SEVERITY_ORDER.get(severity[i], 3) for i in rows.tolist()], dtype=np.int64)
+    return f.take(rows[np.argsort(order, kind="stable")])
+
+
+def _devices(job) -> str:
+    """``N x device`` per device type of the ranks, the most common first (ties in rank order)."""
+    counts: dict = {}
+    for r in job.ranks:
+        d = job.rank(r).device_type
+        counts[d] = counts.get(d, 0) + 1
+    return ", ".join(f"{n} x {d}" for d, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def _ranks_text(job) -> str:
@@ -124,18 +140,19 @@ def _span_ms(view) -> float:
 
 def _critical(view, rank: int, step, enabled: bool) -> dict:
     from holotrace.analysis import critical_path as cpm
+    from holotrace.analysis.critical_path.path import bound_table
 
     if not enabled:
         return {"critical_path": None, "critical_path_note": "left out (--no-critical-path)"}
     wanted = None if step is None else [step]
-    paths: dict = {}
     try:
-        cpm.per_step(view, rank=rank, steps=wanted, rules=NATIVE, paths=paths)
+        paths = dict(cpm.step_paths(view, rank=rank, steps=wanted, rules=NATIVE))
     except AnalysisError as e:  # the rank has no such step
         return {"critical_path": None, "critical_path_note": f"not computed: {e.problem}"}
     one = paths.get(step) if step is not None else next(iter(paths.values()), None)
-    cp = cpm.breakdown(one) if one is not None else None
-    cp = cp if cp is not None else pd.DataFrame(columns=["bound_by", "duration"])
+    cp = bound_table(one) if one is not None else None
+    if cp is None:
+        cp = Table({"bound_by": np.empty(0, dtype=object), "duration": np.empty(0, dtype=np.float64)})
     return {"critical_path": cp, "critical_path_rank": rank, "critical_path_step": step}
 
 
@@ -162,9 +179,9 @@ def report_data(
         "launch_stats": lambda: launches.launch_stats_table(  # tables: the launches' text stays Python objects
             view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
         ),
-        "queue_length": lambda: counters.queue_length(view, rules=NATIVE),
-        "memory_bandwidth": lambda: counters.memory_bandwidth(view, rules=NATIVE),
-        "timeline": lambda: gpu_timeline(view, rules=NATIVE, iterations=None if step is None else [step]),
+        "queue_length": lambda: counters.queue_length_tables(view, rules=NATIVE),
+        "memory_bandwidth": lambda: counters.memory_bandwidth_tables(view, rules=NATIVE),
+        "timeline": lambda: gpu_timeline_table(view, rules=NATIVE, iterations=None if step is None else [step]),
     }
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         chosen: dict = {}
@@ -175,11 +192,11 @@ def report_data(
         # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
         # critical path is shown
         advice = job_advice(view, replay=choose_replay(len(view.ranks)))
-        costliest, fixes = advice.costliest, advice.fixes
+        costliest, fixes = advice.costliest, advice.fix_table
         del advice  # (and the job graph with what its replays kept: the rest of the report never reads it)
         release_job_graph(view)
 
-        def start_critical(ss: pd.DataFrame) -> None:  # the rank is known: its critical path starts first
+        def start_critical(ss) -> None:  # the rank is known: its critical path starts first
             cp_rank = (
                 critical_path_rank
                 if critical_path_rank is not None
@@ -203,10 +220,10 @@ def report_data(
             launch_stats=lambda: chosen["launch_stats"].result(),
         )
         js.costliest_rank = costliest
-        ss = js.frames["straggler_summary"].to_pandas() if len(view.ranks) > 1 else None
+        ss = Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None
         res = {k: f.result() for k, f in chosen.items()}
         cp = res.pop("cp")
-    f = lambda k: Table.of(js.frames[k]).to_pandas()  # noqa: E731  (the report's renderers read these as frames)
+    f = lambda k: Table.of(js.frames[k])  # noqa: E731
     res.update(
         tb=f("temporal"),
         types_by_rank=f("kernel_types_by_rank"),
@@ -220,12 +237,11 @@ def report_data(
     from holotrace.render.report import gpu_time_split
 
     la = launches.all_launches_table(res["launch_stats"])
-    devices = pd.Series([job.rank(r).device_type for r in job.ranks]).value_counts()
     meta = {
         "name": Path(str(job.path)).name,
         "path": str(job.path),
         "ranks_text": _ranks_text(job),
-        "devices": ", ".join(f"{n} x {d}" for d, n in devices.items()),
+        "devices": _devices(job),
         "steps_text": _steps_text(step_list),
         "span_ms": _span_ms(view),
         "warning": job.cross_rank_warning,
@@ -248,7 +264,7 @@ def report_data(
         "top_kernels": res["top_kernels"],
         "rank_distribution": res["rank_distribution"],
         "launches": la,
-        "launch_summary": launches.launch_summary_table(res["launch_stats"]).to_pandas(),
+        "launch_summary": launches.launch_summary_table(res["launch_stats"]),
         "launch_delay_cutoff": launch_delay_cutoff,
         "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
         "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},

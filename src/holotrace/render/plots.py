@@ -4,18 +4,19 @@ One function per plot; none draws. The HTML report renders the descriptions as i
 (:mod:`holotrace.render.report_svg`), the facade's ``visualize=True`` as plotly figures
 (:mod:`holotrace.render.plotly_figures`); either renderer draws any description. The first group reads the
 HTA-shaped frames the facade returns, the second the frames of the analyses under holotrace's rules that the
-report shows (times in µs, shown in ms); the comparison report's plots are in :mod:`holotrace.render.diff_plots`.
-Frames are never modified. Needs neither plotly nor a browser.
+report shows (times in µs, shown in ms), which read tables (:class:`holotrace.table.Table`) or frames and import
+no pandas; the comparison report's plots are in :mod:`holotrace.render.diff_plots`. Frames are never modified. Needs
+neither plotly nor a browser.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
-import pandas as pd
 
+from holotrace.analysis import grouped
 from holotrace.render.charts import (
     Bars,
     Gantt,
@@ -29,7 +30,12 @@ from holotrace.render.charts import (
     StripGroup,
     Table,
 )
+from holotrace.render.groups import first_seen, pivot_sum, rows_by, texts
+from holotrace.table import Table as Columns
 from holotrace.text import fit_names
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     # the facade's figures (HTA's frames)
@@ -131,6 +137,8 @@ def kernel_per_rank(kernels: pd.DataFrame) -> list[Bars]:
 
 def idle_per_stream(idle: pd.DataFrame, pctg: bool = True) -> list[StackedBars]:
     """One chart per rank: idle time (ratio, or µs) per stream, stacked by idle category."""
+    import pandas as pd
+
     y = "idle_time_ratio" if pctg else "idle_time"
     out = []
     for rank, part in idle.groupby("rank", sort=False):
@@ -272,16 +280,17 @@ def trace_diff_bars(df: pd.DataFrame, columns: Sequence[str], names: Sequence[st
 # ============================================================================ the report's plots (holotrace's frames)
 
 
-def gpu_time(split: pd.DataFrame) -> StackedBars:
+def gpu_time(split) -> StackedBars:
     """Per rank: compute, communication, memory, (other,) idle ms over the GPU span, stacked
-    (the report's ``gpu_time_split`` frame)."""
+    (the report's ``gpu_time_split`` table)."""
+    split = Columns.of(split)
     cols = ["compute", "communication", "memory", "idle"]
-    if split["other_ms"].sum() > 0:
+    if np.sum(split["other_ms"]) > 0:
         cols.insert(3, "other")
     return StackedBars(
         name="gpu-time",
         title="GPU time per rank",
-        labels=_rank_labels(split["rank"]),
+        labels=_rank_labels(split["rank"].tolist()),
         series=[Series(c, split[f"{c}_ms"]) for c in cols],
         unit="ms",
         digits=2,
@@ -289,16 +298,18 @@ def gpu_time(split: pd.DataFrame) -> StackedBars:
     )
 
 
-def idle_causes(idle: pd.DataFrame) -> tuple[StackedBars, pd.DataFrame]:
-    """Idle ms per rank by cause, summed over streams (``idle.idle_breakdown``), and the frame it shows
-    (``rank`` and one ms column per cause)."""
-    piv = idle.pivot_table(index="rank", columns="idle_category", values="idle_us", aggfunc="sum", fill_value=0.0)
-    cats = [c for c in ("host_wait", "kernel_wait", "other") if c in piv.columns]
-    shown = pd.DataFrame({"rank": piv.index.to_numpy(), **{c: piv[c].to_numpy() / 1e3 for c in cats}})
+def idle_causes(idle) -> tuple[StackedBars, Columns]:
+    """Idle ms per rank by cause, summed over streams (``idle.idle_breakdown``), and the table it shows
+    (``rank`` and one ms column per cause; the sums as pandas' pivot table makes them)."""
+    idle = Columns.of(idle)
+    ranks, cats_u, sums = pivot_sum(idle["rank"], idle["idle_category"], idle["idle_us"])
+    have = texts(cats_u)
+    cats = [c for c in ("host_wait", "kernel_wait", "other") if c in have]
+    shown = Columns({"rank": ranks, **{c: sums[:, have.index(c)] / 1e3 for c in cats}})
     chart = StackedBars(
         name="idle-causes",
         title="Idle time by cause",
-        labels=_rank_labels(shown["rank"]),
+        labels=_rank_labels(shown["rank"].tolist()),
         series=[Series(c.replace("_", " "), shown[c]) for c in cats],
         unit="ms",
         digits=2,
@@ -307,24 +318,27 @@ def idle_causes(idle: pd.DataFrame) -> tuple[StackedBars, pd.DataFrame]:
     return chart, shown
 
 
-def step_times(st: pd.DataFrame) -> Strip:
+def step_times(st) -> Strip:
     """Each rank's step times (``steps.step_times``), one dot per step."""
+    st = Columns.of(st)
+    dur, step = np.asarray(st["dur_us"]), st["step"]
     groups = [
-        StripGroup(f"rank {r}", g["dur_us"].to_numpy() / 1e3, [f"step {s}" for s in g["step"]])
-        for r, g in st.groupby("rank", sort=True)
+        StripGroup(f"rank {r}", dur[rows] / 1e3, [f"step {s}" for s in step[rows].tolist()])
+        for r, rows in rows_by(st["rank"], sort=True)
     ]
     return Strip(name="step-times", title="Step time per rank", groups=groups, unit="ms", digits=2)
 
 
-def collective_waits(ss: pd.DataFrame, slowest: int) -> Bars:
+def collective_waits(ss, slowest: int) -> Bars:
     """Time each rank waited in collectives (``stragglers.straggler_summary``, by rank), the slowest outlined."""
-    ss = ss.sort_values("rank")
-    hit = np.flatnonzero(ss["rank"].to_numpy() == slowest)
+    ss = Columns.of(ss)
+    ss = ss.take(np.argsort(ss["rank"], kind="stable"))
+    hit = np.flatnonzero(ss["rank"] == slowest)
     return Bars(
         name="collective-waits",
         title="Time waited in collectives per rank",
-        labels=_rank_labels(ss["rank"]),
-        series=[Series("waited", ss["wait_us"].to_numpy() / 1e3)],
+        labels=_rank_labels(ss["rank"].tolist()),
+        series=[Series("waited", np.asarray(ss["wait_us"]) / 1e3)],
         unit="ms waited in collectives",
         digits=2,
         highlight=int(hit[0]) if len(hit) else -1,
@@ -332,39 +346,45 @@ def collective_waits(ss: pd.DataFrame, slowest: int) -> Bars:
     )
 
 
-def top_kernels(top: pd.DataFrame) -> Bars:
+def top_kernels(top) -> Bars:
     """Total time of the top kernels over all ranks (``kernels.top_kernels``), names shortened."""
-    short = fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)
+    top = Columns.of(top)
+    names = texts(top["name"])
     return Bars(
         name="top-kernels",
         title="Top kernels by total time",
-        labels=short,
-        series=[Series("total", top["sum_us"].to_numpy() / 1e3, hover=top["name"].astype(str).tolist())],
+        labels=fit_names(names, LABEL_WIDTH),
+        series=[Series("total", np.asarray(top["sum_us"]) / 1e3, hover=names)],
         unit="ms (all ranks)",
         digits=2,
         horizontal=True,
     )
 
 
-def kernel_rank_spread(top: pd.DataFrame, dist: pd.DataFrame) -> Strip:
+def kernel_rank_spread(top, dist) -> Strip:
     """Per top kernel, its time on each rank (``kernels.rank_distribution``)."""
+    top, dist = Columns.of(top), Columns.of(dist)
+    by_name: dict = {}
+    for i, k in enumerate(dist["name"].tolist()):
+        by_name.setdefault(k, []).append(i)
+    total, rank = np.asarray(dist["sum_us"]), dist["rank"]
     groups = []
-    by_name = {k: g for k, g in dist.groupby("name", sort=False)}
-    for name, short in zip(top["name"], fit_names(top["name"].astype(str).tolist(), LABEL_WIDTH)):
-        g = by_name.get(name, dist.iloc[:0])
-        groups.append(StripGroup(str(short), g["sum_us"].to_numpy() / 1e3, [f"rank {r}" for r in g["rank"]]))
+    for name, short in zip(top["name"].tolist(), fit_names(texts(top["name"]), LABEL_WIDTH)):
+        rows = np.array(by_name.get(name, []), dtype=np.int64)
+        groups.append(StripGroup(str(short), total[rows] / 1e3, [f"rank {r}" for r in rank[rows].tolist()]))
     return Strip(
         name="kernel-ranks", title="Per-rank time of each top kernel", groups=groups, unit="ms per rank", digits=2
     )
 
 
-def kernel_types(types: pd.DataFrame) -> Bars:
+def kernel_types(types) -> Bars:
     """GPU time by kernel type over all ranks (``kernels.type_breakdown``)."""
+    types = Columns.of(types)
     return Bars(
         name="kernel-types",
         title="GPU time by kernel type",
-        labels=types["kernel_type"].astype(str).tolist(),
-        series=[Series("time", types["time_us"].to_numpy() / 1e3)],
+        labels=texts(types["kernel_type"]),
+        series=[Series("time", np.asarray(types["time_us"]) / 1e3)],
         unit="ms (all ranks)",
         digits=2,
         horizontal=True,
@@ -384,34 +404,33 @@ def launch_delay(delays, cutoff: Optional[float]) -> Histogram:
 
 
 def counter_lines(
-    series: Mapping[int, pd.DataFrame], column: str, *, name: str, title: str, unit: str, by_name: bool
+    series: Mapping[int, object], column: str, *, name: str, title: str, unit: str, by_name: bool
 ) -> Lines:
     """A counter per rank over time (``counters.queue_length`` / ``memory_bandwidth``: ``ts`` in ns), one line
     per rank (and per counter ``name`` when ``by_name``), x in ms from the first sample of all ranks."""
+    series = {r: Columns.of(s) for r, s in series.items()}
     t0 = min(int(s["ts"].min()) for s in series.values() if len(s))
     lines = []
     for r, s in sorted(series.items()):
-        groups = list(s.groupby("name", sort=True)) if by_name else [("", s)]
-        for g, part in groups:
-            lines.append(
-                Line(f"rank {r}" + (f" {g}" if g else ""), (part["ts"].to_numpy() - t0) / 1e6, part[column].to_numpy())
-            )
+        groups = rows_by(s["name"], sort=True) if by_name else [("", slice(None))]
+        ts, y = np.asarray(s["ts"]), np.asarray(s[column])
+        for g, rows in groups:
+            lines.append(Line(f"rank {r}" + (f" {g}" if g else ""), (ts[rows] - t0) / 1e6, y[rows]))
     return Lines(name=name, title=title, series=lines, x_unit="ms from the first sample", y_unit=unit)
 
 
-def critical_path(cp: pd.DataFrame) -> tuple[Bars, pd.DataFrame]:
-    """Time on one step's critical path by what bounds it (``critical_path.breakdown``: ``duration`` in ns), and
-    the frame it shows (``bound_by``, ``ms``, ``pct``)."""
-    agg = cp.groupby("bound_by", sort=False)["duration"].sum()
-    agg = agg[agg.index.astype(str) != ""].sort_values(ascending=False)
-    tot = agg.sum()
-    frame = pd.DataFrame(
-        {
-            "bound_by": agg.index.astype(str),
-            "ms": agg.to_numpy() / 1e6,
-            "pct": 100 * agg.to_numpy() / tot if tot else 0.0,
-        }
-    )
+def critical_path(cp) -> tuple[Bars, Columns]:
+    """Time on one step's critical path by what bounds it (``critical_path.breakdown`` or ``bound_table``:
+    ``duration`` in ns), and the table it shows (``bound_by``, ``ms``, ``pct``): the classes in order of their
+    first edge, summed as pandas' groupby sums, largest first."""
+    cp = Columns.of(cp)
+    codes, uniq = grouped.factorize(np.asarray(cp["bound_by"], dtype=object))
+    sums = grouped.group_sum(codes, np.asarray(cp["duration"], dtype=np.float64), len(uniq))
+    labels = np.array([str(x) for x in uniq.tolist()], dtype=object)
+    keep = np.flatnonzero(labels != "")
+    keep = keep[np.argsort(-sums[keep], kind="stable")]
+    ms, tot = sums[keep], sums[keep].sum()
+    frame = Columns({"bound_by": labels[keep], "ms": ms / 1e6, "pct": 100 * ms / tot if tot else np.zeros(len(keep))})
     chart = Bars(
         name="critical-path",
         title="Critical path by what bounds it",
@@ -424,20 +443,21 @@ def critical_path(cp: pd.DataFrame) -> tuple[Bars, pd.DataFrame]:
     return chart, frame
 
 
-def what_if(top: pd.DataFrame) -> Bars:
+def what_if(top) -> Bars:
     """Job step time each fix would save (``label``, ``saving_ms``: per step, mean over the steps)."""
+    top = Columns.of(top)
     return Bars(
         name="what-if",
         title="What to fix first",
-        labels=top["label"].astype(str).tolist(),
-        series=[Series("saving", top["saving_ms"].to_numpy(dtype=float))],
+        labels=texts(top["label"]),
+        series=[Series("saving", np.asarray(top["saving_ms"], dtype=float))],
         unit="ms saved per job step",
         digits=3,
         horizontal=True,
     )
 
 
-def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
+def gpu_timeline(tl, step=None) -> Gantt:
     """GPU operations (a ``timeline.gpu_timeline`` frame, times in ns) on one lane per rank and stream, coloured
     by kernel type, names shortened; times from the first operation's start."""
     caption = f"step {step}" if step is not None else "the whole trace"
@@ -450,19 +470,20 @@ def gpu_timeline(tl: pd.DataFrame, step=None) -> Gantt:
         caption=caption,
         x_title=f"µs from the first operation of {caption}",
     )
+    tl = Columns.of(tl)
     if tl.empty:
         e = np.zeros(0, np.int64)
         return Gantt(lanes=(), lane=e, start=e, dur=e, kind=e, label=e, names=(), **common)
-    rank, stream = tl["rank"].to_numpy(np.int64), tl["stream"].to_numpy(np.int64)
+    rank, stream = np.asarray(tl["rank"], dtype=np.int64), np.asarray(tl["stream"], dtype=np.int64)
     smin = int(stream.min())
     width = int(stream.max()) - smin + 1
     keys, lane = np.unique(rank * width + (stream - smin), return_inverse=True)  # lanes by rank, then stream
-    start = tl["start"].to_numpy(np.int64)
-    end = tl["end"].to_numpy(np.int64)
+    start = np.asarray(tl["start"], dtype=np.int64)
+    end = np.asarray(tl["end"], dtype=np.int64)
     t0 = int(start.min())
     order = np.lexsort((start, lane))
-    codes, uniq = pd.factorize(tl["name"], use_na_sentinel=False)  # names and types: one decode per distinct value
-    tcodes, tuniq = pd.factorize(tl["kernel_type"], use_na_sentinel=False)
+    codes, uniq = first_seen(tl["name"])  # names and types: one decode per distinct value
+    tcodes, tuniq = first_seen(tl["kernel_type"])
     kind = np.array([KERNEL_TYPES.index(t) if t in KERNEL_TYPES else 3 for t in map(str, tuniq)] or [3])[tcodes]
     return Gantt(
         lanes=[f"rank {k // width} stream {k % width + smin}" for k in keys.tolist()],

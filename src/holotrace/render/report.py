@@ -5,7 +5,8 @@ slowest rank, kernels, launches and counters, the critical path, and a zoomable 
 HTML document with its style sheet and script inlined: it opens with no network. Every plot is built by
 :mod:`holotrace.render.plots` (the same builders the facade's figures come from) and drawn by
 :mod:`holotrace.render.report_svg`: inline SVG, and the timeline a canvas drawn by the inlined script from JSON.
-Every number shown comes from a frame; tables carry ``data-table`` names so the shown values can be checked.
+Every number shown comes from a table (a :class:`holotrace.table.Table`, or a pandas frame read as one: no pandas is
+imported here); tables carry ``data-table`` names so the shown values can be checked.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
-import pandas as pd
 
+from holotrace.analysis import grouped
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
+from holotrace.render.groups import pivot_sum, texts
 from holotrace.render.report_assets import SCRIPT, STYLE
 from holotrace.table import Table
 from holotrace.text import fit_names
@@ -56,15 +58,17 @@ def page(title: str, sections: Sequence[tuple[str, str, str]], *, subtitle: str 
     )
 
 
-def table(name: str, df: pd.DataFrame, cols: Sequence[tuple[str, str, Optional[int]]], *, max_rows: int = 40) -> str:
-    """An HTML table of ``df``: ``cols`` is ``(header, column, decimals)``, decimals None for text."""
+def table(name: str, df, cols: Sequence[tuple[str, str, Optional[int]]], *, max_rows: int = 40) -> str:
+    """An HTML table of ``df`` (a table or a frame): ``cols`` is ``(header, column, decimals)``, decimals None for
+    text."""
+    df = Table.of(df)
     head = "".join(f'<th class="{"t" if d is None else "n"}">{escape(h)}</th>' for h, _, d in cols)
+    values = {c: df[c][:max_rows].tolist() for _, c, _ in cols}
     rows = []
-    for rec in df.head(max_rows).itertuples(index=False):
-        r = rec._asdict()
+    for i in range(min(len(df), max_rows)):
         cells = []
         for _, c, d in cols:
-            v = r[c]
+            v = values[c][i]
             if d is None:
                 cells.append(f'<td class="t">{escape(str(v))}</td>')
             elif v is None or (isinstance(v, float) and not np.isfinite(v)):
@@ -82,6 +86,11 @@ def _note(text: str) -> str:
 
 def _empty_note(text: str) -> str:
     return f'<p class="note empty">{escape(text)}</p>'
+
+
+def _with(t: Table, **cols) -> Table:
+    """``t`` with more columns (as a frame's ``assign``)."""
+    return Table({**dict(t.items()), **cols}, n=len(t))
 
 
 # ---------------------------------------------------------------------------------------------- job
@@ -105,7 +114,7 @@ def _job_section(d: Mapping[str, Any]) -> str:
         + "".join(f'<tr><td>{escape(k)}</td><td class="t">{escape(str(v))}</td></tr>' for k, v in facts)
         + "</table>"
     )
-    f = d["findings"]
+    f = Table.of(d["findings"])
     html += f"<h3>Findings that affect the numbers ({len(f)})</h3>"
     if not len(f):
         return html + '<p class="finding" data-findings="0">none</p>'
@@ -122,25 +131,26 @@ def _job_section(d: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------- GPU time
 
 
-def gpu_time_split(tb: pd.DataFrame, types_by_rank: pd.DataFrame) -> pd.DataFrame:
+def gpu_time_split(tb, types_by_rank) -> Table:
     """Per rank: ``compute_ms, communication_ms, memory_ms, other_ms, idle_ms`` over the GPU span, from the
     temporal breakdown and the exclusive kernel-type times (an overlap counts for its first type: computation
-    wins over communication, which wins over memory), so the four parts and idle add up to the span."""
-    t = types_by_rank.copy()
-    lab = t["kernel_type"].astype(str)
-    part = np.select(
-        [lab.str.startswith("COMPUTATION"), lab.str.startswith("COMMUNICATION"), lab.str.startswith("MEMORY")],
-        ["compute", "communication", "memory"],
-        "other",
-    )
-    t["part"] = part
-    piv = t.pivot_table(index="rank", columns="part", values="time_us", aggfunc="sum", fill_value=0.0)
-    out = pd.DataFrame({"rank": tb["rank"].to_numpy()})
+    wins over communication, which wins over memory), so the four parts and idle add up to the span. Tables or
+    frames in, a table out."""
+    tb, t = Table.of(tb), Table.of(types_by_rank)
+    prefix = {"COMPUTATION": "compute", "COMMUNICATION": "communication", "MEMORY": "memory"}
+    part = [next((p for k, p in prefix.items() if x.startswith(k)), "other") for x in texts(t["kernel_type"])]
+    ranks, parts, sums = pivot_sum(t["rank"], np.array(part, dtype=object), t["time_us"])
+    rank = tb["rank"]
+    pos = np.clip(np.searchsorted(ranks, rank), 0, max(len(ranks) - 1, 0))
+    found = ranks[pos] == rank if len(ranks) else np.zeros(len(rank), dtype=bool)
+    have = texts(parts)
+    cols = {"rank": rank}
     for p in ("compute", "communication", "memory", "other"):
-        out[f"{p}_ms"] = out["rank"].map(piv[p] if p in piv else pd.Series(dtype=float)).fillna(0.0).to_numpy() / 1e3
-    out["idle_ms"] = tb["idle_us"].to_numpy() / 1e3
-    out["span_ms"] = tb["span_us"].to_numpy() / 1e3
-    return out
+        got = sums[pos, have.index(p)] if p in have else np.zeros(len(rank))
+        cols[f"{p}_ms"] = np.where(found, got, 0.0) / 1e3
+    cols["idle_ms"] = np.asarray(tb["idle_us"]) / 1e3
+    cols["span_ms"] = np.asarray(tb["span_us"]) / 1e3
+    return Table(cols)
 
 
 def _gpu_section(d: Mapping[str, Any]) -> str:
@@ -162,7 +172,7 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
         "span = first to last GPU operation of the rank; where kinds of work overlap, computation "
         "counts first, then communication, then memory, so the parts add up to the span."
     )
-    idle = d["idle"]
+    idle = Table.of(d["idle"])
     html += "<h3>Idle time by cause</h3>"
     if idle.empty:
         html += _empty_note("no GPU operations, so no idle gaps")
@@ -178,9 +188,9 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
             "idle gaps between GPU operations on each stream, summed over streams: host wait = the GPU "
             "waited for the CPU to launch; kernel wait = a short gap between kernels; other = the rest."
         )
-    ov = d["overlap"]
+    ov = Table.of(d["overlap"])
     html += "<h3>Communication hidden behind compute</h3>"
-    comm = ov[ov["has_communication"]] if len(ov) else ov
+    comm = ov.take(np.asarray(ov["has_communication"], dtype=bool)) if len(ov) else ov
     if comm.empty:
         html += _empty_note("no communication kernels")
     else:
@@ -197,33 +207,43 @@ def _gpu_section(d: Mapping[str, Any]) -> str:
 
 
 def _steps_section(d: Mapping[str, Any]) -> str:
-    st = d["steps"]
+    st = Table.of(d["steps"])
     html = "<h3>Step time per rank</h3>"
     if st.empty:
         html += _empty_note("no ProfilerStep annotations: the trace has no steps")
     else:
         html += svg.render(plots.step_times(st))
-        per = st.groupby("rank")["dur_us"].agg(["count", "median", "max"]).reset_index()
+        ranks, code = np.unique(st["rank"], return_inverse=True)  # per rank: count, median, max (as pandas' agg)
+        code, dur, k = code.reshape(-1), np.asarray(st["dur_us"], dtype=np.float64), len(ranks)
+        per = Table(
+            {
+                "rank": ranks,
+                "count": grouped.group_count(code, k, dur),
+                "median": grouped.group_median(code, dur, k) / 1e3,
+                "max": grouped.group_max(code, dur, k) / 1e3,
+            }
+        )
         html += table(
             "step_times",
-            per.assign(median=per["median"] / 1e3, max=per["max"] / 1e3),
+            per,
             [("rank", "rank", 0), ("steps", "count", 0), ("median ms", "median", 3), ("max ms", "max", 3)],
         )
     ss = d["straggler_summary"]
     html += "<h3>The slowest rank and its evidence</h3>"
-    if ss is None or ss.empty:
+    if ss is None or not len(ss):
         return html + _empty_note("no collectives matched across ranks (single rank or no communication)")
-    slow = ss.iloc[0]
+    ss = Table.of(ss)
+    slow_rank = int(ss["rank"][0])
     html += (
-        f'<p data-slowest-rank="{int(slow["rank"])}">Rank <b>{int(slow["rank"])}</b> arrived last at collectives '
-        f"in {int(slow['steps_as_straggler'])} step(s); the other ranks waited {svg.fmt(slow['waited_for_us'] / 1e3, 2)}"
-        " ms for it in all, while it waited the least.</p>"
+        f'<p data-slowest-rank="{slow_rank}">Rank <b>{slow_rank}</b> arrived last at collectives '
+        f"in {int(ss['steps_as_straggler'][0])} step(s); the other ranks waited "
+        f"{svg.fmt(float(ss['waited_for_us'][0]) / 1e3, 2)} ms for it in all, while it waited the least.</p>"
     )
-    html += svg.render(plots.collective_waits(ss, int(slow["rank"])))
-    ss = ss.sort_values("rank")
+    html += svg.render(plots.collective_waits(ss, slow_rank))
+    ss = ss.take(np.argsort(ss["rank"], kind="stable"))
     html += table(
         "stragglers",
-        ss.assign(wait_ms=ss["wait_us"] / 1e3, waited_for_ms=ss["waited_for_us"] / 1e3),
+        _with(ss, wait_ms=ss["wait_us"] / 1e3, waited_for_ms=ss["waited_for_us"] / 1e3),
         [
             ("rank", "rank", 0),
             ("steps as straggler", "steps_as_straggler", 0),
@@ -241,7 +261,7 @@ def _steps_section(d: Mapping[str, Any]) -> str:
 
 
 def _kernels_section(d: Mapping[str, Any]) -> str:
-    top, dist = d["top_kernels"], d["rank_distribution"]
+    top, dist = Table.of(d["top_kernels"]), Table.of(d["rank_distribution"])
     html = "<h3>Top kernels by total time</h3>"
     if top.empty:
         return html + _empty_note("no GPU kernels")
@@ -249,7 +269,7 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
     html += svg.render(chart)
     html += table(
         "top_kernels",
-        top.assign(short=list(chart.labels), sum_ms=top["sum_us"] / 1e3),
+        _with(top, short=list(chart.labels), sum_ms=top["sum_us"] / 1e3),
         [
             ("kernel", "short", None),
             ("type", "kernel_type", None),
@@ -258,16 +278,16 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
             ("mean us", "mean_us", 1),
         ],
     )
-    if len(dist) and dist["rank"].nunique() > 1:
+    if len(dist) and len(np.unique(dist["rank"])) > 1:
         html += "<h3>Per-rank time of each top kernel</h3>"
         html += svg.render(plots.kernel_rank_spread(top, dist))
         html += _note("one dot per rank; the rank with the most time is named: a straggler or an imbalance stands out.")
-    types = d["types"]
+    types = Table.of(d["types"])
     html += "<h3>GPU time by kernel type</h3>"
     html += svg.render(plots.kernel_types(types))
     html += table(
         "kernel_types",
-        types.assign(time_ms=types["time_us"] / 1e3),
+        _with(types, time_ms=types["time_us"] / 1e3),
         [("type", "kernel_type", None), ("time ms", "time_ms", 2), ("%", "pctg", 1)],
     )
     return html
@@ -309,7 +329,7 @@ def _launches_section(d: Mapping[str, Any]) -> str:
             ],
         )
         pick = _largest(delay, 10)
-        worst = pd.DataFrame(
+        worst = Table(
             {
                 "rank": la["rank"][pick],
                 "iteration": la["iteration"][pick],
@@ -350,20 +370,20 @@ def _launches_section(d: Mapping[str, Any]) -> str:
 FIXES_SHOWN = 10  # fixes on the report's chart and table
 
 
-def _fix_rows(fixes: pd.DataFrame, n: int = FIXES_SHOWN) -> pd.DataFrame:
+def _fix_rows(fixes, n: int = FIXES_SHOWN) -> Table:
     """The first ``n`` fixes of ``advice.job_advice`` with a label (fix, target, rank: never two alike), the rank
     as text ('job' when job-wide) and the evidence joined."""
-    top = fixes.head(n).reset_index(drop=True)
-    rank_text = ["job" if r is None or r != r else str(int(r)) for r in top["rank"]]
-    target = [t if isinstance(t, str) and t else "" for t in top["target"]]
+    top = Table.of(fixes).head(n)
+    rank_text = ["job" if r is None or r != r else str(int(r)) for r in top["rank"].tolist()]
+    target = [t if isinstance(t, str) and t else "" for t in top["target"].tolist()]
     short = fit_names([t for t in target if t], plots.LABEL_WIDTH) if any(target) else []
     it = iter(short)
     label = [
         f"{f}" + (f" {next(it)}" if t else "") + (f" (rank {r})" if r != "job" else "")
-        for f, t, r in zip(top["fix"], target, rank_text)
+        for f, t, r in zip(top["fix"].tolist(), target, rank_text)
     ]
     evidence = [", ".join(e) if isinstance(e, (list, tuple)) else "" for e in top["evidence"]]
-    return top.assign(label=label, rank_text=rank_text, evidence_text=evidence)
+    return _with(top, label=label, rank_text=rank_text, evidence_text=evidence)
 
 
 def _critical_section(d: Mapping[str, Any]) -> str:
@@ -372,6 +392,7 @@ def _critical_section(d: Mapping[str, Any]) -> str:
         return _empty_note(d.get("critical_path_note") or "not computed")
     rank, step = d["critical_path_rank"], d["critical_path_step"]
     html = f"<h3>Critical path of step {step} on rank {rank}</h3>"
+    cp = Table.of(cp)
     if cp.empty:
         html += _empty_note("no critical path could be built for this step")
     else:
@@ -379,7 +400,7 @@ def _critical_section(d: Mapping[str, Any]) -> str:
         html += svg.render(chart)
         html += table("critical_path", frame, [("bound by", "bound_by", None), ("ms", "ms", 2), ("%", "pct", 1)])
     html += "<h3>What to fix first (the whole job, replayed)</h3>"
-    if fixes is None or fixes.empty:
+    if fixes is None or Table.of(fixes).empty:
         return html + _empty_note("no fix shortens the job's replayed step")
     top = _fix_rows(fixes)
     html += svg.render(plots.what_if(top))
@@ -401,19 +422,20 @@ def _critical_section(d: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------- timeline
 
 
-def timeline_data(tl: pd.DataFrame, step) -> dict:
+def timeline_data(tl, step) -> dict:
     """The timeline's JSON (:func:`holotrace.render.report_svg.gantt_json` of :func:`plots.gpu_timeline`)."""
     return svg.gantt_json(plots.gpu_timeline(tl, step))
 
 
 def _timeline_section(d: Mapping[str, Any]) -> str:
     tl, step = d["timeline"], d["timeline_step"]
-    if tl is None or tl.empty:
+    if tl is None or Table.of(tl).empty:
         return _empty_note("no GPU operations to show")
+    tl = Table.of(tl)
     total, note = len(tl), ""
     if total > MAX_TIMELINE_OPS:  # keep the file attachable: the first operations of the step, all ranks
-        cut = np.partition(tl["start"].to_numpy(), MAX_TIMELINE_OPS)[MAX_TIMELINE_OPS]
-        tl = tl[tl["start"].to_numpy() < cut]
+        cut = np.partition(tl["start"], MAX_TIMELINE_OPS)[MAX_TIMELINE_OPS]
+        tl = tl.take(tl["start"] < cut)
         note = (
             f" Only the first {len(tl):,} of {total:,} operations are drawn (the step's first "
             f"{(cut - tl['start'].min()) / 1e6:,.2f} ms); choose a shorter step with --timeline-step."

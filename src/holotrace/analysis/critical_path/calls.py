@@ -7,14 +7,14 @@ import numpy as np
 
 from holotrace.analysis.endpoint_order import packed_order
 from holotrace.analysis.grouped import unique_ids
-from holotrace.model.classify import Kind
+from holotrace.model.classify import Kind, kind_in
 
 __all__ = ["outer_calls"]
 
 
 def outer_calls(rv) -> np.ndarray:
     """Rows of runtime/driver calls on CPU threads, outermost only (a call inside another is part of it)."""
-    sel = np.flatnonzero(np.isin(rv["kind"], [int(Kind.RUNTIME), int(Kind.DRIVER)]) & (rv["stream"] == -1))
+    sel = np.flatnonzero(kind_in(rv["kind"], (Kind.RUNTIME, Kind.DRIVER)) & (rv["stream"] == -1))
     if not len(sel):
         return sel
     thread = rv.at("pid", sel) * np.int64(1_000_003) + rv.at("tid", sel)

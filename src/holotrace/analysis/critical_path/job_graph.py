@@ -60,7 +60,6 @@ __all__ = [
     "JobGraph",
     "NodeType",
     "build_job_graph",
-    "has_nodes",
     "release_job_graph",
     "clock_offsets",
     "skew_issue",
@@ -163,18 +162,6 @@ class JobGraph:
         return pos
 
 
-def has_nodes(view, r: int) -> bool:
-    """Whether rank ``r`` has any node of the job graph: a runtime/driver call on a CPU thread, a ``ProfilerStep``
-    or a GPU operation on a stream (what :func:`_rank_nodes` makes nodes of)."""
-    rv = view[r]
-    kind, on_stream = rv["kind"], rv["stream"] != -1
-    if (np.isin(kind, [int(classify.Kind.RUNTIME), int(classify.Kind.DRIVER)]) & ~on_stream).any():
-        return True
-    if (np.isin(kind, [int(k) for k in classify.GPU_ACTIVITY]) & on_stream).any():
-        return True
-    return bool(step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number)))
-
-
 def _rank_nodes(view, r: int, base: int) -> dict:
     """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
     rv = view[r]
@@ -182,7 +169,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
     srows = np.array([row for _, row in steps], dtype=np.int64)
     snum = np.array([s for s, _ in steps], dtype=np.int64)
-    gpu = np.flatnonzero(np.isin(rv["kind"], [int(k) for k in classify.GPU_ACTIVITY]) & (rv["stream"] != -1))
+    gpu = np.flatnonzero(classify.is_gpu_activity(rv["kind"]) & (rv["stream"] != -1))
     ts, dur = rv["ts"], rv["dur"]
     rows = np.concatenate([calls, srows, srows, gpu])
     ntype = np.concatenate(

@@ -33,6 +33,7 @@ from holotrace.analysis.critical_path.longest import dag_longest_path
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, KernelType, RuleSet
 from holotrace.model.view import job_view
+from holotrace.table import Table
 from holotrace.text import hta_short_names as shorten_names
 
 log = logging.getLogger("holotrace.critical_path")
@@ -190,15 +191,10 @@ def _bound_by(
     return out
 
 
-def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
-    """One row per critical-path edge, in path order: ``event_idx, duration, type, s_name, cat, pid, tid, stream,
-    index, bound_by`` (HTA's columns; ``cat`` as text) plus ``ts``/``event_dur`` of the attributed event.
-    ``duration`` is the edge's weight as built (HTA keeps negative weights here; holotrace's rules use the path's
-    weight). None when there is no path."""
-    import pandas as pd
-
-    if not cp.success:
-        return None
+def _edges(cp: CriticalPath, short: bool = True):
+    """The path's edges with what :func:`breakdown` and :func:`bound_table` read of them: edge ids, attributed
+    rows (``ok``: a row; ``r``: clipped to one), each edge's position in the distinct short names, those names
+    (None unless ``short`` or HTA's rules need them), edge types, ``bound_by`` and ``duration``."""
     g, v = cp.graph, cp.view
     e = cp.path_edges
     rows = g.attr[e]
@@ -208,10 +204,33 @@ def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
     ids_u, inv = np.unique(np.where(ok, v["name"][r], -1), return_inverse=True)
     inv = inv.reshape(-1)
     full_u = cp.strings.decode(ids_u)
-    short_u = shorten_names(full_u)
+    short_u = shorten_names(full_u) if short or cp.rules.hta_quirks or cp.rules.hta_table else None
     etype = g.type[e]
     bound = _bound_by(cp, etype, rows, inv, short_u, full_u)
     dur = g.weight[e] if cp.rules.hta_quirks else cp.graph_weight[e]
+    return e, rows, ok, r, inv, short_u, etype, bound, dur
+
+
+def bound_table(cp: CriticalPath) -> Optional[Table]:
+    """``bound_by`` and ``duration`` of :func:`breakdown` (one row per critical-path edge, in path order) as a
+    :class:`~holotrace.table.Table`, without pandas; None when there is no path."""
+    if not cp.success:
+        return None
+    *_, bound, dur = _edges(cp, short=False)
+    return Table({"bound_by": bound, "duration": dur.astype(np.float64)})
+
+
+def breakdown(cp: CriticalPath) -> Optional[pd.DataFrame]:
+    """One row per critical-path edge, in path order: ``event_idx, duration, type, s_name, cat, pid, tid, stream,
+    index, bound_by`` (HTA's columns; ``cat`` as text) plus ``ts``/``event_dur`` of the attributed event.
+    ``duration`` is the edge's weight as built (HTA keeps negative weights here; holotrace's rules use the path's
+    weight). None when there is no path."""
+    import pandas as pd
+
+    if not cp.success:
+        return None
+    v = cp.view
+    e, rows, ok, r, inv, short_u, etype, bound, dur = _edges(cp)
     idx = np.where(ok, v["index"][r].astype(np.float64), np.where(rows == -2, -1.0, np.nan))
     cat_u, cat_inv = np.unique(np.where(ok, v["cat"][r], -1), return_inverse=True)
 
