@@ -114,6 +114,93 @@ def test_cpu_parents_are_the_call_graphs():
         assert np.array_equal(got[cpu], want[cpu])
 
 
+def test_replays_on_threads_equal_one_by_one(folder, monkeypatch):
+    """The fixes' replays, run on threads, give the times one by one gives, in the order of the fixes."""
+    from holotrace.analysis.critical_path import fix_replays
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.exec import pool
+
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    base = shared_base(g)
+    replay(g, base)
+    tries = [[c] for c in jw.candidates(g, base, jw.node_info(g), jw.WhatIfOptions())]
+    assert len(tries) > 2
+    one_by_one = [jw.replay_times(g, jw.apply(base, t)) for t in tries]
+    monkeypatch.setattr(pool, "cpu_count", lambda: 4)
+    monkeypatch.setattr(fix_replays, "_spare_cores", lambda: 2)
+    monkeypatch.setattr(fix_replays.FixReplays, "MAX_THREADS", 3)  # two workers and this thread
+    monkeypatch.setattr(fix_replays.FixReplays, "MIN_TRIES", 1)
+    on_threads = jw.replays(g, base, tries)
+    assert len(on_threads) == len(one_by_one)
+    for (s1, t1), (s2, t2) in zip(on_threads, one_by_one):
+        assert np.array_equal(s1, s2) and np.array_equal(t1, t2)
+
+
+def test_relax_of_a_build_before_relax_topo(folder, monkeypatch):
+    """A compiled replay built before ``relax_topo`` replays by ``relax``: the same times."""
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._relax_topo is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    base = shared_base(g)
+    replay(g, base)
+    tries = [[c] for c in jw.candidates(g, base, jw.node_info(g), jw.WhatIfOptions())]
+    tries.append([c for t in tries for c in t])  # every edit at once (host synchronisation dropped too)
+    now = [solve(g, jw.apply(base, t))[0] for t in tries]
+    monkeypatch.setattr(replay_mod, "_relax_topo", None)
+    for t, want in zip(tries, now):
+        assert np.array_equal(solve(g, jw.apply(base, t))[0], want)
+
+
+def test_relax_topo_checks_its_indices(folder):
+    """The compiled relax over the topological layout refuses an index out of range or not before its point."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._relax_topo is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    d = shared_base(g)
+    replay(g, d)
+    top = replay_mod._topology(g)
+    args = [top.topo, top.prev, top.cpos, top.fixed, top.measured, top.head, top.esrc, top.eidx, d.chain, d.cross]
+    v = np.empty(len(g.point_time))
+    replay_mod._relax_topo(*args, v)
+    assert np.array_equal(v, solve(g, d)[0])
+    for i, bad in ((1, len(top.prev) - 1), (2, len(top.cpos)), (6, len(top.topo) - 1)):
+        a = [x.copy() for x in args]
+        if not len(a[i]):
+            continue
+        a[i][-1 if i != 6 else 0] = bad
+        with pytest.raises(ValueError):
+            replay_mod._relax_topo(*a, np.empty(len(g.point_time)))
+
+
+def test_compiled_layout_equals_numpy(folder, monkeypatch):
+    """The topological layout the replays read: the compiled one is numpy's, array for array."""
+    from holotrace.analysis.critical_path import replay as replay_mod
+
+    if replay_mod._topo_layout is None:
+        pytest.skip("the compiled replay is not built")
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    replay(g)
+    top = replay_mod._topology(g)
+    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    has_in = np.zeros(len(g.point_time), dtype=bool)
+    has_in[g.dst] = True
+    args = (top.topo, top.order, top.first, top.first & ~has_in[top.order], i64(g.src), i64(g.dst))
+    compiled = replay_mod._layout(*args)
+    monkeypatch.setattr(replay_mod, "_topo_layout", None)
+    for a, b in zip(compiled, replay_mod._layout(*args)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    with pytest.raises(ValueError):  # not a permutation
+        bad = top.topo.copy()
+        bad[0] = bad[1]
+        monkeypatch.undo()
+        replay_mod._layout(bad, *args[1:])
+
+
 SINGLE_RANK = ["hta_cpu_only", "hta_amd_mi250", "hta_critical_path_cuda_event_sync", "kineto_h100_cuda_sync_small"]
 
 

@@ -10,6 +10,7 @@ and the two recvs another; by peer, each send is paired with the recv of its rec
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import holotrace
@@ -93,3 +94,19 @@ def test_reduce_of_summaries_pairs_the_same(tmp_path):
     here = collective_waits(job)
     assert len(here) == 4
     assert reduced[["rank", "wait_us", "last_arrival"]].equals(here[["rank", "wait_us", "last_arrival"]])
+
+
+def test_distinct_key_rows_are_numpys():
+    """The collectives' group keys: the distinct rows of integer columns ascending and each row's code, as
+    ``np.unique(axis=0, return_inverse=True)`` gives them (negative and wide values, one to four columns)."""
+    from holotrace.analysis.critical_path.collectives import _keys
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, k = int(rng.integers(1, 300)), int(rng.integers(1, 5))
+        cols = [rng.integers(-3, 4, n) * 10 ** int(rng.integers(0, 12)) for _ in range(k)]
+        u, inv = _keys(*cols)
+        want_u, want_inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        assert np.array_equal(u, want_u) and u.shape == want_u.shape and np.array_equal(inv, want_inv.reshape(-1))
+    u, inv = _keys(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert u.shape == (0, 2) and inv.shape == (0,)

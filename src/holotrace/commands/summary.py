@@ -17,7 +17,7 @@ import numpy as np
 
 from holotrace import findings as findings_mod
 from holotrace.analysis import idle
-from holotrace.analysis.critical_path.advice import LONGEST_VS_LAST
+from holotrace.analysis.critical_path.costliest import LONGEST_VS_LAST
 from holotrace.analysis.job_summary import JobSummary, summarize_job
 from holotrace.commands._load import add_load_options, add_replay_option, load_job, replay_of
 from holotrace.commands._output import Report, Section, add_output_options, emit
@@ -80,14 +80,22 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
     if not _wants_map(args):
         from concurrent.futures import ThreadPoolExecutor
 
-        from holotrace.analysis.critical_path.advice import costliest_rank
+        from holotrace.analysis.critical_path.costliest import one_rank
         from holotrace.model.classify import NATIVE
         from holotrace.model.view import job_view
 
         job = load_job(args)
         view = job_view(job, NATIVE)  # one view: the replay and the per-rank summaries read it at once
+        replay = replay_of(args, len(job.ranks))
+        answer = one_rank(view) if replay == "graph" else None  # (one rank: no replay, not even its import)
+        if answer is not None:
+            js = summarize_job(job, view=view, top=top)
+            js.costliest_rank = answer
+            return js
+        from holotrace.analysis.critical_path.advice import costliest_rank
+
         with ThreadPoolExecutor(1) as pool:
-            story = pool.submit(costliest_rank, view, replay=replay_of(args, len(job.ranks)))  # the one story
+            story = pool.submit(costliest_rank, view, replay=replay)  # the one story
             js = summarize_job(job, view=view, top=top)
             js.costliest_rank = story.result()
         return js
@@ -130,7 +138,8 @@ def _costliest_in_driver(args: argparse.Namespace, js: JobSummary):
     ``--replay graph``) the driver loads the ranks (decoded on the executor, or read back from the ingest folder)
     and replays the job graph; above it, the scale-out replay maps its two phases over the rank files on the same
     executor and replays the job at collective granularity."""
-    from holotrace.analysis.critical_path.advice import CostliestRank, costliest_rank
+    from holotrace.analysis.critical_path.advice import costliest_rank
+    from holotrace.analysis.critical_path.costliest import CostliestRank
     from holotrace.commands._load import segment_advice_of, trace_ranks
 
     if not js.ranks:

@@ -5,7 +5,7 @@
   :mod:`.steps` (the one step loop: ``step_graphs``, ``step_paths``, ``per_step``), :mod:`.what_if` (re-timing
   one rank's step graphs);
 * the whole job (every rank, cross-rank collective edges): :mod:`.collectives` (matching), :mod:`.job_graph`,
-  :mod:`.replay` (its step tables: :mod:`.step_times`), :mod:`.job_what_if`, :mod:`.costliest` (which rank costs the job most, and why).
+  :mod:`.replay` (its step tables: :mod:`.step_times`), :mod:`.job_what_if`, :mod:`.advice` (the fixes ranked), :mod:`.costliest` (which rank costs the job most, and why).
 
 The names below are the single-rank API, kept at the package level (imported on first use: the job's
 analyses do not import the single-rank path).

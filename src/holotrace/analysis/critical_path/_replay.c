@@ -17,10 +17,14 @@
  *   out       float64[n] per point, written: the replayed time, the latest of its incoming edges
  *   topo      int64[n]   written: the points in the order they were settled (a topological order); int32 too
  *
- * Every point is settled once, after all its inputs (Kahn's order). Returns the number of points settled: n when
- * the graph has no cycle; fewer when it has one (the caller then solves by passes).
+ * Every point is settled once, after all its inputs (Kahn's order; a point whose chain successor it frees goes on
+ * with that successor at once, so the order runs along chains: the replays that read the points in this order
+ * read each chain's delays in sequence). Returns the number of points settled: n when the graph has no cycle;
+ * fewer when it has one (the caller then solves by passes). Each point's time is the maximum of its inputs
+ * whatever the order they arrive in.
  *
- * In relax, topo, pos, in_head and in_edge are all int64 or all int32 (INDEX_BYTES: the sizes this build takes).
+ * In relax, topo, pos, in_head and in_edge are all int64 or all int32 (INDEX_BYTES: the sizes this build takes);
+ * in relax_topo, its six index arrays likewise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -85,11 +89,12 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     int32_t *indeg = calloc(n ? n : 1, sizeof(int32_t));
     int32_t *head = calloc(n + 1, sizeof(int32_t));
     int32_t *adj = malloc(sizeof(int32_t) * (e ? e : 1));
-    /* the queue (topo), read front to back, is the order the points settle in */
-#define QSET(k, p) (narrow ? (void)(topo4[k] = (int32_t)(p)) : (void)(topo8[k] = (p)))
-#define QGET(k) (narrow ? (int64_t)topo4[k] : topo8[k])
-    if (!pos || !indeg || !head || !adj) {
-        free(pos), free(indeg), free(head), free(adj);
+    int32_t *queue = malloc(sizeof(int32_t) * (n ? n : 1)); /* the points ready, read front to back */
+#define QSET(k, p) (queue[k] = (int32_t)(p))
+#define QGET(k) ((int64_t)queue[k])
+#define SETTLED(k, p) (narrow ? (void)(topo4[k] = (int32_t)(p)) : (void)(topo8[k] = (p)))
+    if (!pos || !indeg || !head || !adj || !queue) {
+        free(pos), free(indeg), free(head), free(adj), free(queue);
         PyErr_NoMemory();
         goto fail;
     }
@@ -120,27 +125,32 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
         while (qh < qt) {
             int64_t p = QGET(qh);
             qh++;
-            double t = v[p];
-            done++;
-            Py_ssize_t i = pos[p];
-            if (i + 1 < n && !first[i + 1]) {
-                int64_t q = order[i + 1];
-                double x = t + dd[i + 1];
-                if (x > v[q]) v[q] = x;
-                if (--indeg[q] == 0) QSET(qt, q), qt++;
-            }
-            for (int32_t a = head[p]; a < head[p + 1]; a++) {
-                int64_t k = adj[a], q = dst[k];
-                double x = t + w[k];
-                if (x > v[q]) v[q] = x;
-                if (--indeg[q] == 0) QSET(qt, q), qt++;
+            while (p >= 0) { /* p, then its chain successor while settling p frees it */
+                double t = v[p];
+                SETTLED(done, p);
+                done++;
+                for (int32_t a = head[p]; a < head[p + 1]; a++) {
+                    int64_t k = adj[a], q = dst[k];
+                    double x = t + w[k];
+                    if (x > v[q]) v[q] = x;
+                    if (--indeg[q] == 0) QSET(qt, q), qt++;
+                }
+                Py_ssize_t i = pos[p];
+                p = -1;
+                if (i + 1 < n && !first[i + 1]) {
+                    int64_t q = order[i + 1];
+                    double x = t + dd[i + 1];
+                    if (x > v[q]) v[q] = x;
+                    if (--indeg[q] == 0) p = q;
+                }
             }
         }
     }
     Py_END_ALLOW_THREADS;
 #undef QSET
 #undef QGET
-    free(pos), free(indeg), free(head), free(adj);
+#undef SETTLED
+    free(pos), free(indeg), free(head), free(adj), free(queue);
     if (n < 0) {
         PyErr_NoMemory();
         goto fail;
@@ -234,8 +244,204 @@ fail:
     return NULL;
 }
 
+/* relax_topo's loop for index arrays of type IT: the points are read and written in topological order (vt, by
+ * position k in topo), each point's chain predecessor and the sources of its cross edges named by their positions
+ * in topo, so the reads follow the order the points settle in; every time is also written by point (out). Each
+ * index is checked where it is read (a bad one stops the loop: ok = 0). */
+#define RELAX_TOPO_LOOP(IT)                                                                                 \
+    do {                                                                                                    \
+        const IT *topo = b[0].buf, *prev = b[1].buf, *cpos = b[2].buf, *head = b[5].buf, *esrc = b[6].buf, \
+                 *eidx = b[7].buf;                                                                          \
+        if (head[0] != 0 || head[n] != e) ok = 0;                                                           \
+        for (Py_ssize_t k = 0; k < n && ok; k++) {                                                          \
+            int64_t p = topo[k], j = prev[k], c = cpos[k], lo = head[k], hi = head[k + 1];                  \
+            if (p < 0 || p >= n || j < -1 || j >= k || c < 0 || c >= n || hi < lo || hi > e) {              \
+                ok = 0;                                                                                     \
+                break;                                                                                      \
+            }                                                                                               \
+            double x = fixed[k] ? measured[p] : -INFINITY;                                                  \
+            if (j >= 0) {                                                                                   \
+                double y = vt[j] + dd[c];                                                                   \
+                if (y > x) x = y;                                                                           \
+            }                                                                                               \
+            for (int64_t a = lo; a < hi; a++) {                                                             \
+                int64_t s = esrc[a], q = eidx[a];                                                           \
+                if (s < 0 || s >= k || q < 0 || q >= e) {                                                   \
+                    ok = 0;                                                                                 \
+                    break;                                                                                  \
+                }                                                                                           \
+                double y = vt[s] + w[q];                                                                    \
+                if (y > x) x = y;                                                                           \
+            }                                                                                               \
+            vt[k] = x;                                                                                      \
+            if (by_point) v[p] = x;                                                                         \
+        }                                                                                                   \
+    } while (0)
+
+/* relax_topo(topo, prev, cpos, fixed, measured, head, esrc, eidx, dd, w, out, by_point=1) -> None
+ *
+ *   relax with the graph laid out in topological order (k: a position in topo): prev[k] the position of the
+ *   point's chain predecessor (-1: none; always before k), cpos[k] its chain position (dd is read there),
+ *   fixed[k] whether it keeps its measured time (measured: by point), its cross edges esrc[head[k]:head[k + 1]]
+ *   (their sources' positions, each before k) with their delays w[eidx[...]] (the edges into a point in the
+ *   order relax reads them). The same times as relax: each point the same maximum, taken in the same order.
+ *   ``out``: the times by point (``by_point``), or by position in topo (then nothing else is written). */
+static PyObject *relax_topo(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    const char *names[11] = {"topo", "prev", "cpos", "fixed", "measured", "head", "esrc", "eidx", "dd", "w", "out"};
+    const Py_ssize_t sizes[11] = {0, 0, 0, 1, 8, 0, 0, 0, 8, 8, 8};
+    Py_buffer b[11];
+    int got = 0;
+    int by_point = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|p", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &by_point))
+        return NULL;
+    for (; got < 11; got++)
+        if (get(o[got], &b[got], sizes[got], got == 10, names[got]) < 0) goto fail;
+    const Py_ssize_t isz = b[0].itemsize;
+    if (b[1].itemsize != isz || b[2].itemsize != isz || b[5].itemsize != isz || b[6].itemsize != isz ||
+        b[7].itemsize != isz) {
+        PyErr_SetString(PyExc_TypeError, "relax_topo: the index arrays differ in item size");
+        goto fail;
+    }
+    Py_ssize_t n = b[0].len / isz, e = b[9].len / 8;
+    if (b[1].len / isz != n || b[2].len / isz != n || b[3].len != n || b[4].len / 8 != n ||
+        b[5].len / isz != n + 1 || b[6].len / isz != e || b[7].len / isz != e || b[8].len / 8 != n ||
+        b[10].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "relax_topo: array lengths disagree");
+        goto fail;
+    }
+    const uint8_t *fixed = b[3].buf;
+    const double *measured = b[4].buf, *dd = b[8].buf, *w = b[9].buf;
+    double *v = b[10].buf;
+    int ok = 1;
+    double *vt = by_point ? malloc(sizeof(double) * (n ? n : 1)) : v; /* (by position: the output itself) */
+    if (!vt) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    if (isz == 4)
+        RELAX_TOPO_LOOP(int32_t);
+    else
+        RELAX_TOPO_LOOP(int64_t);
+    Py_END_ALLOW_THREADS;
+    if (by_point) free(vt);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "relax_topo: an index is out of range (or not before its point)");
+        goto fail;
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
+/* topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx) -> None
+ *
+ *   What relax_topo reads of a graph, from a topological order ``topo`` (a permutation of the points) of the
+ *   chains ``order``/``first`` (``fixed`` per chain position) and the cross edges ``src``/``dst`` (int64): written
+ *   into prev, cpos, fixed_k (per position k in topo), head (n + 1) and esrc, eidx (per edge; the edges into a
+ *   point in ascending edge order). topo and the six outputs' index arrays: all int32 or all int64; fewer than
+ *   2**31 - 1 points and edges. */
+static PyObject *topo_layout(PyObject *self, PyObject *args) {
+    PyObject *o[12];
+    const char *names[12] = {"topo", "order", "first", "fixed", "src", "dst",
+                             "prev", "cpos", "fixed_k", "head", "esrc", "eidx"};
+    const Py_ssize_t sizes[12] = {0, 8, 1, 1, 8, 8, 0, 0, 1, 0, 0, 0};
+    Py_buffer b[12];
+    int got = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11]))
+        return NULL;
+    for (; got < 12; got++)
+        if (get(o[got], &b[got], sizes[got], got >= 6, names[got]) < 0) goto fail;
+    const Py_ssize_t isz = b[0].itemsize;
+    if (b[6].itemsize != isz || b[7].itemsize != isz || b[9].itemsize != isz || b[10].itemsize != isz ||
+        b[11].itemsize != isz) {
+        PyErr_SetString(PyExc_TypeError, "topo_layout: the index arrays differ in item size");
+        goto fail;
+    }
+    Py_ssize_t n = b[0].len / isz, e = b[4].len / 8;
+    if (b[1].len / 8 != n || b[2].len != n || b[3].len != n || b[5].len / 8 != e || b[6].len / isz != n ||
+        b[7].len / isz != n || b[8].len != n || b[9].len / isz != n + 1 || b[10].len / isz != e ||
+        b[11].len / isz != e) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: array lengths disagree");
+        goto fail;
+    }
+    const int64_t *order = b[1].buf, *src = b[4].buf, *dst = b[5].buf;
+    const uint8_t *first = b[2].buf, *fixed = b[3].buf;
+    uint8_t *fixed_k = b[8].buf;
+    if (n >= INT32_MAX || e >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: too many points or edges");
+        goto fail;
+    }
+    int32_t *at = malloc(sizeof(int32_t) * (n ? n : 1)), *pos = malloc(sizeof(int32_t) * (n + 1));
+    int32_t *fill = pos; /* (the chain positions read first, then the edges' slots counted in the same array) */
+    if (!at || !pos) {
+        free(at), free(pos);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) at[i] = -1, pos[i] = -1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        if (order[i] < 0 || order[i] >= n || pos[order[i]] >= 0) ok = 0; /* not a permutation */
+        else pos[order[i]] = (int32_t)i;
+    }
+    for (Py_ssize_t k = 0; k < n && ok; k++) {
+        int64_t p = isz == 4 ? (int64_t)((const int32_t *)b[0].buf)[k] : ((const int64_t *)b[0].buf)[k];
+        if (p < 0 || p >= n || at[p] >= 0) ok = 0;
+        else at[p] = (int32_t)k;
+    }
+    for (Py_ssize_t q = 0; q < e && ok; q++)
+        if (src[q] < 0 || src[q] >= n || dst[q] < 0 || dst[q] >= n) ok = 0;
+    if (ok) {
+#define LAYOUT(IT)                                                                              \
+    do {                                                                                        \
+        const IT *topo = b[0].buf;                                                              \
+        IT *prev = b[6].buf, *cpos = b[7].buf, *head = b[9].buf, *esrc = b[10].buf, *eidx = b[11].buf; \
+        for (Py_ssize_t k = 0; k < n; k++) {                                                    \
+            int64_t i = pos[topo[k]];                                                           \
+            cpos[k] = (IT)i;                                                                    \
+            prev[k] = (IT)(first[i] || i == 0 ? -1 : at[order[i - 1]]);                         \
+            fixed_k[k] = fixed[i];                                                              \
+        }                                                                                       \
+        for (Py_ssize_t k = 0; k <= n; k++) fill[k] = 0;                                        \
+        for (Py_ssize_t q = 0; q < e; q++) fill[at[dst[q]] + 1]++;                              \
+        for (Py_ssize_t k = 0; k < n; k++) fill[k + 1] += fill[k];                              \
+        for (Py_ssize_t k = 0; k <= n; k++) head[k] = (IT)fill[k];                              \
+        for (Py_ssize_t q = 0; q < e; q++) {                                                    \
+            int32_t a = fill[at[dst[q]]]++;                                                     \
+            eidx[a] = (IT)q;                                                                    \
+            esrc[a] = (IT)at[src[q]];                                                           \
+        }                                                                                       \
+    } while (0)
+        if (isz == 4)
+            LAYOUT(int32_t);
+        else
+            LAYOUT(int64_t);
+#undef LAYOUT
+    }
+    Py_END_ALLOW_THREADS;
+    free(at), free(pos);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "topo_layout: an index is out of range or repeated");
+        goto fail;
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"topo_layout", topo_layout, METH_VARARGS, "What relax_topo reads of a graph, from a topological order."},
     {"relax", relax, METH_VARARGS, "Every point, in a topological order, set to the latest of its inputs."},
+    {"relax_topo", relax_topo, METH_VARARGS, "relax, with the graph laid out in the topological order."},
     {"sweep", sweep, METH_VARARGS, "Replayed time of every point of the job graph in one topological sweep."},
     {NULL, NULL, 0, NULL},
 };

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from holotrace.analysis.critical_path import job_what_if as jw
+from holotrace.analysis.critical_path.costliest import LONGEST_VS_LAST, CostliestRank, one_rank
 from holotrace.analysis.critical_path.job_graph import (
     JobGraph,
     NodeType,
@@ -42,26 +43,6 @@ __all__ = [
 
 SPEEDUPS = ("kernel", "cpu_op")  # fixes that assume work can be made faster, not waste removed
 WASTE_FIRST_PCT = 5.0  # a waste fix saving at least this % of the step ranks before every speed-up
-
-LONGEST_VS_LAST = (
-    "'Longest step' is the rank whose own step takes longest; 'arrives last' is the rank the others "
-    "wait for in collectives: a rank can have the longest step only because it waits for a late one."
-)
-
-
-@dataclass
-class CostliestRank:
-    """The rank whose fix saves the job most, why (one sentence, evidence named), and the two ranks the
-    question is often confused with."""
-
-    rank: int | None
-    why: str
-    saving_ms: float = 0.0
-    arrives_last: int | None = None
-    longest_step: int | None = None
-
-    def as_dict(self) -> dict:
-        return {"rank": self.rank, "why": self.why}
 
 
 @dataclass
@@ -174,26 +155,33 @@ def job_advice(
     base = shared_base(g)
     info = jw.node_info(g)
     needed = set(only or jw.FIXES) | {x for c in combine for x in c}
-    cands = jw.candidates(g, base, info, opts, only=sorted(needed))
+    cands = jw.iter_candidates(g, base, info, opts, only=sorted(needed))  # (each replayed while the next is made)
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    names = lambda: [g.view.strings[int(g.view[int(r)]["name"][row])] for r, row in zip(g.node_rank[m], g.node_row[m])]
-    facts = JobFacts(
-        list(g.ranks()),
-        g.node_coll[m],
-        g.node_rank[m],
-        g.point_time[2 * m],
-        names,
-    )
+    facts = JobFacts(list(g.ranks()), g.node_coll[m], g.node_rank[m], g.point_time[2 * m], lambda: _Names(g, m))
     return _finish(facts, ref.step_tab, ref.rank_tab, per, ranks, steps, list(g.issues), g, ref)
+
+
+class _Names:
+    """The kernel names of graph nodes, read one at a time (a sentence names one or two)."""
+
+    def __init__(self, g: JobGraph, nodes: np.ndarray):
+        self.g, self.nodes = g, nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, i: int) -> str:
+        n = int(self.nodes[i])
+        return self.g.view.strings[int(self.g.view[int(self.g.node_rank[n])]["name"][self.g.node_row[n]])]
 
 
 @dataclass
 class JobFacts:
     """What the costliest-rank sentence reads of a job, whichever replay made it: the ranks, and per collective
-    member its instance, rank, measured start (on the job's common clock) and kernel name (``names()``, read only
-    when a sentence needs one)."""
+    member its instance, rank, measured start (on the job's common clock) and kernel name (``names()``: a sequence,
+    read only when a sentence needs one)."""
 
     ranks: list
     inst: np.ndarray
@@ -428,23 +416,10 @@ def _worst_collective(facts: JobFacts, r: int) -> str:
 def costliest_rank(source, *, replay: str = "graph") -> CostliestRank:
     """Which rank costs the job most, and why: the rank whose compute brought to the median saves the job most
     (:func:`job_advice` with the straggler fix alone), else the rank with the longest step. A job of one rank
-    with nodes is answered without a replay: that rank is the answer whatever the replay finds."""
+    with nodes is answered without a replay (:func:`~.costliest.one_rank`): that rank is the answer whatever the
+    replay finds."""
     if replay == "graph":
-        only_rank = _only_rank(source)
-        if only_rank is not None:
-            return CostliestRank(only_rank, f"rank {only_rank} is the only rank", 0.0, None, only_rank)
+        answer = one_rank(source)
+        if answer is not None:
+            return answer
     return job_advice(source, only=("straggler",), replay=replay).costliest
-
-
-def _only_rank(source) -> int | None:
-    """The job's one rank when it has exactly one and that rank has job-graph nodes (runtime calls, steps or GPU
-    operations: what :func:`~.job_graph.build_job_graph` makes nodes of), else None."""
-    from holotrace.analysis.critical_path.job_graph import has_nodes
-    from holotrace.model.classify import NATIVE
-    from holotrace.model.view import job_view
-
-    view = job_view(source, NATIVE)
-    if len(view.ranks) != 1:
-        return None
-    r = view.ranks[0]
-    return r if has_nodes(view, r) else None

@@ -74,8 +74,17 @@ def _keys(*cols) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of integer columns (ascending, as a sorted groupby's keys) and each row's code."""
     if not len(cols[0]):
         return np.zeros((0, len(cols)), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    u, inv = np.unique(np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1), axis=0, return_inverse=True)
-    return u, inv.reshape(-1)
+    a = [np.asarray(c, dtype=np.int64) for c in cols]
+    order = np.lexsort(a[::-1])  # the rows in ascending order, the first column first (np.unique(axis=0)'s order)
+    s = [c[order] for c in a]
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for c in s:
+        new[1:] |= c[1:] != c[:-1]
+    code = np.cumsum(new, dtype=np.int64) - 1
+    inv = np.empty(len(order), dtype=np.int64)
+    inv[order] = code
+    return np.stack([c[new] for c in s], axis=1), inv
 
 
 def _cumcount(codes: np.ndarray) -> np.ndarray:

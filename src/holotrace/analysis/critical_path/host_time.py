@@ -8,22 +8,34 @@ import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays, _covered
-from holotrace.analysis.grouped import group_sum
+from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 
-__all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "intervals", "sync_evidence"]
+__all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "gap_covers", "intervals", "sync_evidence"]
 
 
 def gap_cover(g: JobGraph, info, intervals: dict) -> np.ndarray:
     """Per chain position of a CPU gap: how much of it lies inside ``intervals`` ({(rank, thread): (starts, ends)}
-    on the job's clock, one rank-thread's intervals possibly nested)."""
+    on the job's clock, one rank-thread's intervals possibly nested); 0 elsewhere."""
     out = np.zeros(len(g.chain_order))
+    pos, cover = gap_covers(g, info, intervals)
+    out[pos] = cover
+    return out
+
+
+def gap_covers(g: JobGraph, info, intervals: dict) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gap_cover` at the gaps of the threads ``intervals`` names alone: their chain positions (each once)
+    and their covers."""
     pos, lo, hi, groups = _gaps(g, info)
+    at, cover = [], []
     for key, (s, e) in intervals.items():
         m = groups.get(key)
         if m is not None and len(s):
-            out[pos[m]] = _covered(s, e, lo[m], hi[m])
-    return out
+            at.append(pos[m])
+            cover.append(_covered(s, e, lo[m], hi[m]))
+    if not at:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(at), np.concatenate(cover)
 
 
 def _gaps(g: JobGraph, info) -> tuple:
@@ -35,10 +47,10 @@ def _gaps(g: JobGraph, info) -> tuple:
     node = g.chain_order[pos] // 2
     hi = g.point_time[g.chain_order[pos]]
     lo = g.point_time[g.chain_order[pos - 1]]
-    rk, th = g.node_rank[node], info.thread[node]
+    rk, th = g.node_rank[node], _threads(g, pos, node)
     # a CPU chain is one (rank, thread), its positions consecutive: the gaps of a (rank, thread) are one run of
     # chains, in ascending positions
-    ch = g.chain_id[pos]
+    ch = np.searchsorted(np.flatnonzero(g.chain_first), pos, side="right")  # (the chain of each: its number + 1)
     cut = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]]) if len(pos) else np.zeros(0, dtype=np.int64)
     bounds = zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist())
     groups = {(int(rk[a]), int(th[a])): np.arange(a, b) for a, b in bounds}
@@ -49,6 +61,21 @@ def _gaps(g: JobGraph, info) -> tuple:
         groups = {(int(rk[srt[a]]), int(th[srt[a]])): srt[a:b] for a, b in bounds}
     g.memo["cpu_gaps"] = out = (pos, lo, hi, groups)
     return out
+
+
+def _threads(g: JobGraph, pos: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """The thread key of the nodes at chain positions ``pos`` (ascending), as ``NodeInfo.thread`` gives it: read
+    rank by rank for these nodes only."""
+    th = np.full(len(pos), -1, dtype=np.int64)
+    for r, span in g.rank_positions().items():
+        a, b = np.searchsorted(pos, [span.start, span.stop]).tolist()
+        if a == b:
+            continue
+        nd = node[a:b]
+        cpu = g.node_type[nd] != NodeType.GPU
+        rows, rv = g.node_row[nd[cpu]], g.view[r]
+        th[a:b][cpu] = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
+    return th
 
 
 def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
@@ -126,15 +153,15 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
         up = parent[rows]
         ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
         ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
-        ids, at = np.unique(rv["name"][up[ok]], return_inverse=True)
-        for k, v in zip(ids.tolist(), group_sum(at.reshape(-1), base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
+        ids, at = unique_ids(rv["name"][up[ok]])
+        for k, v in zip(ids.tolist(), group_sum(at, base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
 
 
 def cpu_op_covers(g, info, opts, gap_pos, base):
     """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
-    one's gap cover."""
+    one's gap covers (:func:`gap_covers`: chain positions and covers)."""
     view = g.view
     ranks = np.unique(g.node_rank[g.chain_order[gap_pos] // 2]).tolist()
     if opts.cpu_ops is not None:
@@ -143,5 +170,7 @@ def cpu_op_covers(g, info, opts, gap_pos, base):
         top = sorted(cpu_op_totals(g, info, gap_pos, base).items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
         named = [(view.strings[i], [i]) for i, _ in top]
     for label, ids in named:
-        rows = {r: np.flatnonzero(np.isin(view[r]["name"], ids)) for r in ranks}
-        yield label, gap_cover(g, info, intervals(g, rows))
+        mine = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
+        mine[np.asarray(ids, dtype=np.int64)] = True
+        rows = {r: np.flatnonzero(mine[view[r]["name"]]) for r in ranks}
+        yield label, gap_covers(g, info, intervals(g, rows))

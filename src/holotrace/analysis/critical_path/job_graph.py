@@ -60,7 +60,6 @@ __all__ = [
     "JobGraph",
     "NodeType",
     "build_job_graph",
-    "has_nodes",
     "release_job_graph",
     "clock_offsets",
     "skew_issue",
@@ -161,18 +160,6 @@ class JobGraph:
         pos = np.empty(len(self.chain_order), dtype=np.int64)
         pos[self.chain_order] = np.arange(len(self.chain_order))
         return pos
-
-
-def has_nodes(view, r: int) -> bool:
-    """Whether rank ``r`` has any node of the job graph: a runtime/driver call on a CPU thread, a ``ProfilerStep``
-    or a GPU operation on a stream (what :func:`_rank_nodes` makes nodes of)."""
-    rv = view[r]
-    kind, on_stream = rv["kind"], rv["stream"] != -1
-    if (classify.kind_in(kind, (classify.Kind.RUNTIME, classify.Kind.DRIVER)) & ~on_stream).any():
-        return True
-    if (classify.is_gpu_activity(kind) & on_stream).any():
-        return True
-    return bool(step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number)))
 
 
 def _rank_nodes(view, r: int, base: int) -> dict:

@@ -22,20 +22,22 @@ Fixes combine (``combine=[("straggler", "communication")]``): their edits are ap
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from holotrace.analysis.critical_path.host_time import cpu_op_covers, cpu_op_totals, gap_cover, intervals, sync_evidence
-from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
-from holotrace.analysis.critical_path.replay import (
-    Delays,
-    job_step_table,
-    replay,
-    step_ends_table,
+from holotrace.analysis.critical_path.fix_replays import FixReplays, apply, replay_times, replays
+from holotrace.analysis.critical_path.host_time import (
+    cpu_op_covers,
+    cpu_op_totals,
+    gap_covers,
+    intervals,
+    sync_evidence,
 )
+from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
+from holotrace.analysis.critical_path.replay import Delays
 from holotrace.analysis.critical_path.straggler_fix import (
     StragglerTables,
     compute_positions,
@@ -43,7 +45,7 @@ from holotrace.analysis.critical_path.straggler_fix import (
     straggler_edit,
     waits_caused,
 )
-from holotrace.analysis.grouped import group_sum
+from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 from holotrace.model.classify import KernelType
 from holotrace.table import Table
@@ -57,7 +59,10 @@ __all__ = [
     "NodeInfo",
     "WhatIfOptions",
     "apply",
+    "replay_times",
+    "replays",
     "candidates",
+    "iter_candidates",
     "compute_table",
     "cpu_op_totals",
     "evaluate",
@@ -97,12 +102,20 @@ class WhatIfOptions:
 @dataclass
 class NodeInfo:
     """Per node: name id, whether a communication kernel, and the CPU thread key (calls and step marks; made when
-    first read: only the host-time fixes read it)."""
+    first read: only the host-time fixes read it); the chain positions of GPU compute (made when first read)."""
 
     name: np.ndarray
     comm: np.ndarray
     graph: JobGraph | None = field(default=None, repr=False)
     _thread: np.ndarray | None = field(default=None, repr=False)
+    _compute: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def compute(self) -> np.ndarray:
+        """Chain positions of GPU compute (``straggler_fix.compute_positions``), made when first read."""
+        if self._compute is None:
+            self._compute = compute_positions(self.graph, self.comm)
+        return self._compute
 
     @property
     def thread(self) -> np.ndarray:
@@ -160,10 +173,12 @@ def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
     return edit
 
 
-def _less_host(cover: np.ndarray, factor: float) -> Callable[[Delays], None]:
-    """An edit: each host gap loses ``factor`` times the part of it covered (``cover``, per chain position)."""
-    m = np.flatnonzero(cover > 0)  # kept: the covered positions and their cover, not a value per position
-    less = cover[m] * factor
+def _less_host(covers: tuple, factor: float) -> Callable[[Delays], None]:
+    """An edit: each host gap loses ``factor`` times the part of it covered (``covers``: chain positions, each once,
+    and their covers)."""
+    pos, cover = covers
+    hit = cover > 0
+    m, less = pos[hit], cover[hit] * factor  # kept: the covered positions and their cover
 
     def edit(d: Delays) -> None:
         d.chain[m] = np.maximum(d.chain[m] - less, 0.0)
@@ -176,9 +191,15 @@ def candidates(
 ) -> list[Candidate]:
     """The fixes worth trying on this job (see the module docstring), each with its delay edit and evidence;
     ``only``: just these fixes."""
+    return list(iter_candidates(g, base, info, opts, only=only))
+
+
+def iter_candidates(
+    g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *, only: Sequence[str] | None = None
+) -> Iterator[Candidate]:
+    """:func:`candidates`, each as soon as it is made (its replay can start while the next is made)."""
     want = set(only or FIXES)
     view = g.view
-    out: list[Candidate] = []
     gpu = g.node_type == NodeType.GPU
     durations = want & {"communication", "launch_overhead", "kernel"}  # (the fixes that read every duration)
     dur_pos = np.flatnonzero(g.chain_kind == EdgeKind.DURATION) if durations else np.zeros(0, dtype=np.int64)
@@ -190,18 +211,18 @@ def candidates(
         shared = base is g.memo.get("base")  # the same on every call: kept on the graph
         strag = g.memo.get("straggler_candidates") if shared else None
         if strag is None:
-            tables = StragglerTables.of(g, base, kdf, info.comm)
+            tables = StragglerTables.of(g, base, kdf, info.comm, compute=info.compute)
             strag = [_straggler(g, info, tables, r) for r in straggler_candidates(g, kdf)]
             if shared:
                 g.memo["straggler_candidates"] = strag
-        out.extend(strag)
+        yield from strag
     # communication
     cpos = dur_pos[info.comm[dur_node]] if "communication" in want else dur_pos[:0]
     xf = g.kind == EdgeKind.XFER if "communication" in want else None
     if "communication" in want and (len(cpos) or xf.any()):
         f = 0.0 if opts.comm_speedup is None else 1.0 / opts.comm_speedup
         names = _top_names(view, g, info, cpos, base.chain[cpos], opts.top)
-        out.append(Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
+        yield (Candidate("communication", None, None, _scale(cpos, f, cross=xf), names))
     # launch overhead
     lpos = _launch_positions(g, info, dur_pos, dur_node) if "launch_overhead" in want else dur_pos[:0]
     if len(lpos):
@@ -212,7 +233,7 @@ def candidates(
             d.chain[lpos] = np.minimum(d.chain[lpos], floor)
             d.cross[le] = np.minimum(d.cross[le], g.floor[le])
 
-        out.append(
+        yield (
             Candidate(
                 "launch_overhead",
                 None,
@@ -225,20 +246,21 @@ def candidates(
     se = np.flatnonzero(g.kind == EdgeKind.SYNC) if "host_sync" in want else dur_pos[:0]
     if len(se):
         waited = se[base.cross[se] >= 0]
-        out.append(Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
+        yield (Candidate("host_sync", None, None, _drop(se), sync_evidence(g, info, waited, opts.top)))
     # kernels
     if "kernel" in want and len(kdf):
+        kpos = dur_pos[(gpu & ~info.comm)[dur_node]]  # the durations of compute kernels, and their names
+        kname = info.name[g.chain_order[kpos] >> 1]
         if opts.kernel_match:
             ids = view.name_ids(lambda s: opts.kernel_match in s)
-            targets = [(opts.kernel_match, np.isin(info.name, ids))]
+            targets = [(opts.kernel_match, np.isin(kname, ids))]
         elif opts.kernels is not None:
-            targets = [(k, np.isin(info.name, view.name_ids({k}))) for k in opts.kernels]
+            targets = [(k, np.isin(kname, view.name_ids({k}))) for k in opts.kernels]
         else:
             top, _ = heaviest(kdf["name"], kdf["t"])
-            targets = [(view.strings[int(i)], info.name == i) for i in top[: opts.top]]
+            targets = [(view.strings[int(i)], kname == i) for i in top[: opts.top]]
         for label, m in targets:
-            kp = dur_pos[(gpu & ~info.comm & m)[dur_node]]
-            out.append(Candidate("kernel", None, label, _scale(kp, 1.0 / opts.speedup), [label]))
+            yield (Candidate("kernel", None, label, _scale(kpos[m], 1.0 / opts.speedup), [label]))
     # data loading, CPU operators (host time between calls inside them)
     gap_pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
     if len(gap_pos) and "data_loading" in want:
@@ -247,9 +269,9 @@ def candidates(
         is_dl[dl_ids] = True
         in_graph = set(g.ranks())
         rows = {r: np.flatnonzero(is_dl[view[r]["name"]]) for r in view.ranks if r in in_graph}
-        cover = gap_cover(g, info, intervals(g, rows))
-        if cover.any():
-            out.append(
+        cover = gap_covers(g, info, intervals(g, rows))
+        if cover[1].any():
+            yield (
                 Candidate(
                     "data_loading",
                     None,
@@ -261,16 +283,15 @@ def candidates(
     if len(gap_pos) and "cpu_op" in want:
         for label, cov in cpu_op_covers(g, info, opts, gap_pos, base):
             k = 1.0 - 1.0 / opts.speedup
-            out.append(Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
+            yield (Candidate("cpu_op", None, label, _less_host(cov, k), [label]))
     # kernel gaps
     gg = np.flatnonzero(g.chain_kind == EdgeKind.GPU_GAP)
     if len(gg) and (base.chain[gg] > 0).any() and "kernel_gaps" in want:
-        out.append(
+        yield (
             Candidate(
                 "kernel_gaps", None, None, _scale(gg, 0.0), _top_names(view, g, info, gg, base.chain[gg], opts.top)
             )
         )
-    return out
 
 
 def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node: np.ndarray) -> np.ndarray:
@@ -284,7 +305,7 @@ def _launch_positions(g: JobGraph, info: NodeInfo, dur_pos: np.ndarray, dur_node
 
 def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
-    comp = compute_positions(g, info.comm)
+    comp = info.compute if info.graph is g else compute_positions(g, info.comm)
     cn = g.chain_order[comp] >> 1
     return Table({"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
 
@@ -292,8 +313,8 @@ def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
 def heaviest(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``keys`` by the sum of their ``weight``, heaviest first (equal sums: ascending keys), and the
     sums: ``Series(weight).groupby(keys).sum().sort_values(ascending=False, kind="stable")``."""
-    u, at = np.unique(keys, return_inverse=True)
-    sums = group_sum(at.reshape(-1), weight, len(u))
+    u, at = unique_ids(keys)  # (name ids: a lookup table, no sort)
+    sums = group_sum(at, weight, len(u))
     o = np.argsort(-sums, kind="stable")
     return u[o], sums[o]
 
@@ -311,36 +332,36 @@ def _top_names(view, g, info, pos, weight, n) -> list:
     return [view.strings[int(i)] for i, w in zip(ids[:n].tolist(), sums[:n].tolist()) if i >= 0 and w > 0]
 
 
-def apply(base: Delays, cands: Sequence[Candidate]) -> Delays:
-    d = base.copy()
-    for c in cands:
-        c.edit(d)
-    return d
-
-
-def evaluate(g: JobGraph, base: Delays, cands: Sequence[Candidate], *, combine: Sequence[Sequence[str]] = ()):
+def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: Sequence[Sequence[str]] = ()):
     """One row per fix and step: ``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms, measured_ms,
-    evidence``; combined fixes (lists of fix names) are added as ``a+b``."""
+    evidence``; combined fixes (lists of fix names) are added as ``a+b``.
+
+    With the compiled sweep, the replays run on threads (it runs without the GIL), the unmodified one first, each
+    fix's as soon as ``cands`` (an iterator too: :func:`iter_candidates`) gives it, while the next is made. Each
+    replay is a function of its own delays, so the times are the same whichever thread replays them, whenever, and
+    the rows come in the fixes' order."""
     shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
-    ref = replay(g, base)
+    with FixReplays(g, base) as runs:
+        kept, tried = [], []
+        for c in cands:
+            kept.append(c)
+            tried.append((c.fix, c.rank, c.target, [c], c.evidence))
+            runs.add(("straggler", c.rank) if shared and c.fix == "straggler" else None, [c])
+        for combo in combine:
+            parts = []
+            for name in combo:
+                hit = [c for c in kept if c.fix == name]
+                if hit:
+                    parts.append(hit[0])
+            if parts:
+                tried.append(
+                    ("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence])
+                )
+                runs.add(None, parts)
+        ref, times = runs.results()
     steps = ref.step_tab["step"], ref.step_tab["measured_ms"], ref.step_tab["replayed_ms"]
     rows = []
-    tried = [(c.fix, c.rank, c.target, [c], c.evidence) for c in cands]
-    for combo in combine:
-        parts = []
-        for name in combo:
-            hit = [c for c in cands if c.fix == name]
-            if hit:
-                parts.append(hit[0])
-        if parts:
-            tried.append(("+".join(c.fix for c in parts), None, None, parts, [e for c in parts for e in c.evidence]))
-    for fix, rank, target, parts, ev in tried:
-        key = ("straggler", rank) if shared and fix == "straggler" else None  # its edit depends on the rank alone
-        t = g.memo.get(key) if key else None
-        if t is None:
-            t = replay_times(g, apply(base, parts))
-            if key:
-                g.memo[key] = t
+    for (fix, rank, target, _, ev), t in zip(tried, times):
         rows += saving_rows(fix, rank, target, ev, t, *steps)
     return ref, Table.from_records(rows, SAVING_COLUMNS)
 
@@ -388,12 +409,3 @@ def saving_rows(fix, rank, target, evidence, t: tuple, steps: np.ndarray, measur
             }
         )
     return rows
-
-
-def replay_times(g: JobGraph, d: Delays) -> tuple[np.ndarray, np.ndarray]:
-    """Replayed job step times under delays ``d``: the steps and their times (ms)."""
-    from holotrace.analysis.critical_path.replay import solve
-
-    t, _ = solve(g, d)
-    tab = job_step_table(step_ends_table(g, t))
-    return tab["step"].astype(np.int64), tab["time"] / 1e6

@@ -32,7 +32,9 @@ from holotrace.analysis.critical_path.step_times import (
     replay_step_tables,
     replay_tables,
     step_ends,
+    step_ends_of,
     step_ends_table,
+    step_points,
     step_table,
 )
 from holotrace.table import Table
@@ -43,8 +45,10 @@ try:
     from holotrace.analysis.critical_path._replay import sweep as _sweep
 
     _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
+    _relax_topo = getattr(_compiled, "relax_topo", None)  # (a build before it: relax, the same times)
+    _topo_layout = getattr(_compiled, "topo_layout", None)
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
-    _sweep = _relax = None
+    _sweep = _relax = _relax_topo = _topo_layout = None
     _NARROW = False
 
 if TYPE_CHECKING:
@@ -54,10 +58,13 @@ __all__ = [
     "Delays",
     "Replay",
     "base_delays",
+    "compiled_order",
     "gpu_idle",
     "replay",
+    "replay_step_ends",
     "replay_tables",
     "shared_base",
+    "sweep_built",
     "solve",
     "job_step_table",
     "replay_step_tables",
@@ -84,14 +91,13 @@ class Delays:
 
 def base_delays(g: JobGraph) -> Delays:
     """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
-    n_pts = len(g.point_time)
-    order, first = g.chain_order, g.chain_first
+    first = g.chain_first
     lag = g.chain_lag
-    best = np.full(n_pts, np.inf)  # per point: the smallest lag into it
-    best[order] = lag
-    best[order[first]] = np.inf
-    np.minimum.at(best, g.dst, g.lag)
-    chain_bind = lag <= best[order]
+    at = g.point_of_position()[g.dst]  # (by chain position: the cross edges' destinations)
+    best = lag.copy()  # per position: the smallest lag into its point
+    best[first] = np.inf
+    np.minimum.at(best, at, g.lag)
+    chain_bind = lag <= best
     chain_bind &= ~first
     # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
     chain = np.minimum(lag, 0.0)
@@ -99,9 +105,7 @@ def base_delays(g: JobGraph) -> Delays:
     np.copyto(chain, lag, where=chain_bind)
     del lag
     chain[first] = 0.0
-    chain_wins = np.zeros(n_pts, dtype=bool)
-    chain_wins[order] = chain_bind
-    cross_bind = (g.lag <= best[g.dst]) & ~chain_wins[g.dst]
+    cross_bind = (g.lag <= best[at]) & ~chain_bind[at]
     cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
 
@@ -188,6 +192,18 @@ def solve(
     return v, passes
 
 
+def sweep_built() -> bool:
+    """Whether the compiled sweep is built (a replay then runs without the GIL)."""
+    return _sweep is not None
+
+
+def compiled_order(g: JobGraph) -> bool:
+    """Whether replays of ``g`` run the compiled sweep in one pass (it is built and the graph has no cycle): then
+    each replay reads only what is kept on the graph (found once) and its own delays, and replays may run on
+    threads."""
+    return _sweep is not None and _topology(g) is not None
+
+
 def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray | None:
     """The compiled sweep's times, or None when the graph has a cycle. The order the points settle in and the
     edges into each point do not depend on the delays: they are kept on the graph, and each replay is one pass."""
@@ -197,44 +213,90 @@ def _swept(g: JobGraph, d: Delays, dst: np.ndarray, every: bool) -> np.ndarray |
     top = _topology(g)
     if top is None:
         return None
+    v = np.empty(len(g.point_time))
+    args = _relax_args(g, top, d, dst, every)
+    if _relax_topo is None:
+        _relax_by_point(g, top, *args, v)
+    else:
+        _relax_topo(top.topo, top.prev, top.cpos, args[0], top.measured, top.head, top.esrc, top.eidx, *args[1:], v)
+    return v
+
+
+def _relax_args(g: JobGraph, top: _Topology, d: Delays, dst: np.ndarray, every: bool) -> tuple:
+    """What a replay under ``d`` gives the compiled relax besides the graph: the fixed points (by position in
+    topo), the chain delays and the cross delays (-inf: an edge that does not hold)."""
     fixed = top.fixed
     if not every:  # a dropped edge holds no longer: a first point it alone fed keeps its measured time
         has_in = np.zeros(len(g.point_time), dtype=bool)
         has_in[dst] = True
-        fixed = top.first & ~has_in[top.order]
+        fixed = (top.first & ~has_in[top.order])[top.cpos]
     cross = d.cross if every else np.where(d.keep, d.cross, -np.inf)
-    v = np.empty(len(g.point_time))
     f64 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    _relax(
-        top.topo,
-        top.pos,
-        top.order,
-        top.first,
-        f64(d.chain),  # (read for chain positions after the first only)
-        fixed,
-        top.measured,
-        top.in_head,
-        top.in_edge,
-        top.src,
-        f64(cross),
-        v,
-    )
-    return v
+    return fixed, f64(d.chain), f64(cross)  # (the chain delays are read for positions after a chain's first)
+
+
+def replay_step_ends(g: JobGraph, d: Delays) -> Table:
+    """``step_ends_table(g, solve(g, d)[0])``, the same table. Once the graph's topological order is known (the
+    compiled sweep, a first replay done), the times are kept by position in that order and only the steps' points
+    are read: no array of every point's time, no writes scattered over it."""
+    top = g.memo.get("topology") if _relax_topo is not None else None
+    at = _step_positions(g, top) if top is not None else None
+    if at is None:
+        return step_ends_table(g, solve(g, d)[0])
+    every = bool(d.keep.all())
+    fixed, dd, cross = _relax_args(g, top, d, g.dst if every else g.dst[d.keep], every)
+    vt = np.empty(len(g.point_time))
+    _relax_topo(top.topo, top.prev, top.cpos, fixed, top.measured, top.head, top.esrc, top.eidx, dd, cross, vt, False)
+    return step_ends_of(g, *(vt[a] for a in at))
+
+
+def _step_positions(g: JobGraph, top: _Topology) -> tuple | None:
+    """The positions in the topological order of the points a step table reads (kept on the graph); None when the
+    steps are grouped by label."""
+    if "step_positions" not in g.memo:
+        pts = step_points(g)
+        out = None
+        if pts is not None:
+            at = np.empty(len(top.topo), dtype=top.topo.dtype)
+            at[top.topo] = np.arange(len(top.topo), dtype=top.topo.dtype)
+            out = tuple(at[p] for p in pts)
+        g.memo["step_positions"] = out
+    return g.memo["step_positions"]
+
+
+def _relax_by_point(g: JobGraph, top: _Topology, fixed: np.ndarray, dd: np.ndarray, w: np.ndarray, v: np.ndarray):
+    """The replay by the compiled relax of a build before relax_topo: the same points in the same order, each
+    the same maximum (the graph by point, found once)."""
+    if "topology_by_point" not in g.memo:
+        n, it = len(top.topo), top.topo.dtype
+        pos = np.empty(n, dtype=it)
+        pos[top.order] = np.arange(n, dtype=it)
+        dst = np.ascontiguousarray(g.dst, dtype=np.int64)
+        in_head = np.zeros(n + 1, dtype=it)
+        in_head[1:] = np.cumsum(np.bincount(dst, minlength=n))
+        src = np.ascontiguousarray(g.src, dtype=np.int64)
+        g.memo["topology_by_point"] = (pos, in_head, np.argsort(dst, kind="stable").astype(it, copy=False), src)
+    pos, in_head, in_edge, src = g.memo["topology_by_point"]
+    by_pos = np.empty(len(fixed), dtype=bool)
+    by_pos[top.cpos] = fixed
+    _relax(top.topo, pos, top.order, top.first, dd, by_pos, top.measured, in_head, in_edge, src, w, v)
 
 
 @dataclass
 class _Topology:
-    """What the compiled sweep reads of a graph, whatever the delays (contiguous arrays)."""
+    """What the compiled sweep reads of a graph, whatever the delays (contiguous arrays), laid out in the order the
+    points settle in: position ``k`` is the point ``topo[k]``."""
 
     topo: np.ndarray  # the points in an order that settles each after its inputs (every edge held; a subset too)
-    pos: np.ndarray  # chain position of every point
+    cpos: np.ndarray  # per k: the point's chain position (its chain delay is read there)
+    prev: np.ndarray  # per k: the position in topo of the point's chain predecessor (-1: the first of its chain)
+    fixed: np.ndarray  # per k: kept at its measured time (a chain's first point without an incoming edge)
+    head: np.ndarray  # the cross edges into topo[k]: esrc[head[k]:head[k + 1]], in edge order
+    esrc: np.ndarray  # ... their sources' positions in topo
+    eidx: np.ndarray  # ... and the edges themselves (their delays are read there)
     order: np.ndarray  # chain_order
     first: np.ndarray  # chain_first
     measured: np.ndarray  # point_time
-    src: np.ndarray  # the cross edges' sources
-    in_head: np.ndarray  # the cross edges into point p: in_edge[in_head[p]:in_head[p + 1]]
-    in_edge: np.ndarray
-    fixed: np.ndarray  # chain positions kept at their measured time (every edge held)
 
 
 def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None) -> _Topology | None:
@@ -258,14 +320,32 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     del dd, w
     out = None
     if settled == n:
-        in_edge = np.argsort(dst, kind="stable").astype(it, copy=False)
-        in_head = np.zeros(n + 1, dtype=it)
-        np.cumsum(np.bincount(dst, minlength=n), out=in_head[1:])
-        pos = np.empty(n, dtype=it)
-        pos[order] = np.arange(n, dtype=it)
-        out = _Topology(topo, pos, order, first, measured, src, in_head, in_edge, fixed)
+        out = _Topology(topo, *_layout(topo, order, first, fixed, src, dst), order, first, measured)
     g.memo["topology"] = out
     return out
+
+
+def _layout(topo, order, first, fixed, src, dst) -> tuple:
+    """:class:`_Topology`'s ``cpos, prev, fixed, head, esrc, eidx`` from the order ``topo`` (compiled when built)."""
+    n, e, it = len(topo), len(src), topo.dtype
+    if _topo_layout is not None and max(n, e) < 2**31 - 1:
+        prev, cpos, head = np.empty(n, dtype=it), np.empty(n, dtype=it), np.empty(n + 1, dtype=it)
+        fixed_k, esrc, eidx = np.empty(n, dtype=bool), np.empty(e, dtype=it), np.empty(e, dtype=it)
+        _topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx)
+        return cpos, prev, fixed_k, head, esrc, eidx
+    at = np.empty(n, dtype=it)  # per point: its position in topo
+    at[topo] = np.arange(n, dtype=it)
+    pos = np.empty(n, dtype=it)
+    pos[order] = np.arange(n, dtype=it)
+    cpos = pos[topo]
+    del pos
+    prev = at[order[np.maximum(cpos - 1, 0)]]
+    prev[first[cpos]] = -1
+    dk = at[dst]
+    eidx = np.argsort(dk, kind="stable").astype(it, copy=False)  # (into a point: ascending edges, as relax)
+    head = np.zeros(n + 1, dtype=it)
+    head[1:] = np.cumsum(np.bincount(dk, minlength=n))  # (summed in int64: into int32 directly is slow)
+    return cpos, prev, fixed[cpos], head, at[src[eidx]], eidx
 
 
 def _settle(g, v, pos, src, dst, w, dd, first, fixed_pos, local, *, by_dst: bool = False):

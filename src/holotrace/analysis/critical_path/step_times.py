@@ -23,7 +23,9 @@ __all__ = [
     "replay_step_tables",
     "replay_tables",
     "step_ends",
+    "step_ends_of",
     "step_ends_table",
+    "step_points",
     "step_table",
 ]
 
@@ -32,17 +34,36 @@ def step_ends_table(g: JobGraph, t: np.ndarray) -> Table:
     """Per (rank, step): the step's start (its ``ProfilerStep`` start) and end (the later of its ``ProfilerStep``
     end and its last GPU operation's end), from point times ``t``. A job without any ``ProfilerStep`` is one step,
     numbered -1, per rank from its first call or GPU operation to the end of its last."""
-    rk, st = g.node_rank, g.node_step
     idx = _step_index(g)
     if idx is None:
         return _step_ends_grouped(g, t)
-    marks, ends, gpu, cut, row = idx
-    end = t[2 * ends + 1].astype(np.float64)
+    marks, ends, gpu, _, _ = idx
+    return _ends_table(g, idx, t[2 * marks], t[2 * ends + 1], t[2 * gpu + 1])
+
+
+def step_points(g: JobGraph) -> tuple | None:
+    """The points :func:`step_ends_table` reads (each step's start, its ``ProfilerStep`` end, its GPU operations'
+    ends), None when the steps are grouped by label; :func:`step_ends_of` takes their times."""
+    idx = _step_index(g)
+    if idx is None:
+        return None
+    marks, ends, gpu, _, _ = idx
+    return 2 * marks, 2 * ends + 1, 2 * gpu + 1
+
+
+def step_ends_of(g: JobGraph, start: np.ndarray, end: np.ndarray, gpu_end: np.ndarray) -> Table:
+    """:func:`step_ends_table` from the times of the :func:`step_points` alone."""
+    return _ends_table(g, _step_index(g), start, end, gpu_end)
+
+
+def _ends_table(g: JobGraph, idx: tuple, start: np.ndarray, end: np.ndarray, gpu_end: np.ndarray) -> Table:
+    marks, _, gpu, cut, row = idx
+    end = end.astype(np.float64)
     if len(gpu):
         last = np.full(len(marks), np.nan)
-        last[row] = np.maximum.reduceat(t[2 * gpu + 1], cut)
+        last[row] = np.maximum.reduceat(gpu_end, cut)
         end = np.fmax(end, last)
-    return Table({"rank": rk[marks], "step": st[marks], "start": t[2 * marks], "end": end})
+    return Table({"rank": g.node_rank[marks], "step": g.node_step[marks], "start": start, "end": end})
 
 
 def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:

@@ -180,10 +180,13 @@ class StragglerTables:
     medians: tuple | None = None  # ((steps, compute), (steps, host)) of the median rank, from the whole job
 
     @classmethod
-    def of(cls, g: JobGraph, base: Delays, kdf: Table, comm: np.ndarray) -> StragglerTables:
+    def of(
+        cls, g: JobGraph, base: Delays, kdf: Table, comm: np.ndarray, *, compute: np.ndarray | None = None
+    ) -> StragglerTables:
+        """The tables of ``g`` under ``base`` (``compute``: :func:`compute_positions` of ``comm``, if made)."""
         ck, order = g.chain_kind, g.chain_order
         call = np.repeat(g.node_type == NodeType.CALL, 2)  # per point
-        compute = compute_positions(g, comm)
+        compute = compute_positions(g, comm) if compute is None else compute
         kpos, kstep, hpos, hstep, host = {}, {}, {}, {}, []
         for r, span in g.rank_positions().items():  # (rank by rank: the temporaries are one rank's)
             kk = ck[span]
