@@ -395,7 +395,7 @@ def cpu_parents(view, rank: int) -> np.ndarray:
     rows = np.flatnonzero(kind_in(rv["kind"], CPU_KINDS))
     dur = rv["dur"][rows]
     dur = np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
-    thread = _thread_codes(rv["pid"][rows], rv["tid"][rows])  # (the CPU rows' threads: a parent is on its own)
+    thread = _thread_codes(rv.at("pid", rows), rv.at("tid", rows))  # (the CPU rows' threads: a parent is on its own)
     _, parent_r = _nest(thread, rv["ts"][rows], dur, rv["index"][rows])
     parent = np.full(rv.n, -1, dtype=np.int64)
     has = np.flatnonzero(parent_r >= 0)

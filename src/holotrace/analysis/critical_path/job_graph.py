@@ -124,7 +124,10 @@ class JobGraph:
     def ranks(self) -> list[int]:
         """The ranks that have nodes, ascending (kept on the graph)."""
         if "ranks" not in self.memo:
-            self.memo["ranks"] = np.unique(self.node_rank[self.node_rank >= 0]).tolist()
+            rk = self.node_rank  # (the ranks' nodes lie in runs, one after another: a sort of the runs' ranks)
+            cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
+            runs = rk[cut]
+            self.memo["ranks"] = sorted(set(runs[runs >= 0].tolist()))
         return self.memo["ranks"]
 
     def rank_nodes(self, r: int) -> np.ndarray:
