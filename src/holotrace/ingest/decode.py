@@ -357,7 +357,7 @@ def decode_into(
     _scan.trim()  # the pieces' buffers are gone: give their memory back
     if not spill.rows("events") and not spill.columns("events"):  # no events: the schema's columns, empty
         spill.append("events", {col: np.empty(0, dtype=dt) for col, dt in event_columns()})
-    phase_counts = tables.phase_counts
+    phase_counts = dict(sorted(tables.phase_counts.items()))  # (by phase: the same order whatever the pieces)
     problems = tables.problems + problems
     for k in ("B", "E", "b", "e", "n"):
         if phase_counts.get(k):
