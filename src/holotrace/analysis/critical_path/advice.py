@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from holotrace.analysis.critical_path import job_what_if as jw
-from holotrace.analysis.critical_path.costliest import LONGEST_VS_LAST, CostliestRank, one_rank
+from holotrace.analysis.critical_path.costliest import LONGEST_VS_LAST, CostliestRank, one_rank, only_rank
 from holotrace.analysis.critical_path.job_graph import (
     JobGraph,
     NodeType,
@@ -343,7 +343,7 @@ def _costliest(facts: JobFacts, rank_steps: Table, per: Table, rep: Table) -> Co
     mean_step = group_mean(at.reshape(-1), rs["measured_ms"], len(by_rank))
     longest = int(_first_max(by_rank, mean_step)) if len(by_rank) else ranks[0]
     if len(ranks) == 1:
-        return CostliestRank(ranks[0], f"rank {ranks[0]} is the only rank", 0.0, None, ranks[0])
+        return only_rank(ranks[0])
     n = max(len(rep), 1)
     c_ranks, caused = rank_waits(facts.inst, facts.rank, facts.start)
     top = _first_max(c_ranks, caused)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from holotrace.model import classify
 
-__all__ = ["LONGEST_VS_LAST", "CostliestRank", "has_nodes", "one_rank"]
+__all__ = ["LONGEST_VS_LAST", "CostliestRank", "has_nodes", "one_rank", "only_rank"]
 
 LONGEST_VS_LAST = (
     "'Longest step' is the rank whose own step takes longest; 'arrives last' is the rank the others "
@@ -40,7 +40,11 @@ def one_rank(source) -> CostliestRank | None:
     view = job_view(source, classify.NATIVE)
     if len(view.ranks) != 1 or not has_nodes(view, view.ranks[0]):
         return None
-    r = view.ranks[0]
+    return only_rank(view.ranks[0])
+
+
+def only_rank(r: int) -> CostliestRank:
+    """The answer for a job whose one rank is ``r`` (the replay's answer too)."""
     return CostliestRank(r, f"rank {r} is the only rank", 0.0, None, r)
 
 
