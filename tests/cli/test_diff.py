@@ -204,3 +204,11 @@ def test_step_positions(dtype):
     assert _step_pos(it, [9, 3, 9]).tolist() == [-1, -1, 1, -1, -1, -1, 0, -1, -1]
     if dtype == np.float64:
         assert _step_pos(np.array([np.nan, 5.0]), [5]).tolist() == [-1, 0]
+
+
+def test_step_positions_of_huge_step_numbers():
+    """Step numbers far above the rows' count are searched, not tabled (no allocation sized by a trace's number)."""
+    from holotrace.analysis.diff import _step_pos
+
+    it = np.array([2**40, 3, 2**40 + 1], dtype=np.int64)
+    assert _step_pos(it, [2**40 + 1, 2**40]).tolist() == [1, -1, 0]

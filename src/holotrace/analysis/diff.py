@@ -91,7 +91,8 @@ def _step_pos(it: np.ndarray, step_list: list) -> np.ndarray:
     """Position in ``step_list`` of each iteration (−1: not a compared step; the first position of a step listed
     twice). Integer iterations read a table over the step numbers; others are searched."""
     sl = np.asarray(step_list, dtype=np.int64)
-    if it.dtype.kind in "iu" and len(sl) and 0 <= sl.min() and sl.max() <= 1 << 24:
+    # (a table no larger than a few times the rows: a step number read from the trace never sizes an allocation)
+    if it.dtype.kind in "iu" and len(sl) and 0 <= sl.min() and sl.max() <= 4 * (len(it) + len(sl)) + 1024:
         u, first = np.unique(sl, return_index=True)
         lut = np.full(int(u[-1]) + 2, -1, dtype=np.int64)  # the last entry: any iteration outside the steps
         lut[u] = first
