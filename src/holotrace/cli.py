@@ -131,10 +131,11 @@ def command() -> None:
         code = main()
     except SystemExit as e:
         code = e.code
-    if isinstance(code, str):  # as sys.exit prints a text and exits with 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # as sys.exit prints any other object and exits with 1
         print(code, file=sys.stderr)
         code = 1
-    code = 0 if code is None else int(code)
     import atexit
     import threading
 
