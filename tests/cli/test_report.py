@@ -176,3 +176,14 @@ def test_timeline_keeps_the_first_operations_of_a_long_step(monkeypatch):
     cut = np.sort(tl["start"].to_numpy())[1000]
     kept = int((tl["start"].to_numpy() < cut).sum())
     assert kept <= 1000 and f'data-events="{kept}"' in html and f"Only the first {kept:,} of {len(tl):,}" in html
+
+
+def test_sections_rendered_beside_the_advice_are_the_same_html():
+    from holotrace.commands.report import report_data
+    from holotrace.render.report import ADVICE_FREE, render_report
+
+    job = holotrace.load(str(JOB), cache=False)
+    frames = report_data(job, critical_path_rank=1)
+    drawn = report_data(job, critical_path_rank=1, render=True)
+    assert sorted(drawn["rendered"]) == sorted(ADVICE_FREE) and "timeline" not in drawn  # (their frames let go)
+    assert render_report(drawn) == render_report(frames)

@@ -134,3 +134,17 @@ def _mark_or_fail(item):
     _time.sleep(0.05)
     open(f"{folder}/{i}", "w").close()
     return i
+
+
+def test_one_thread_maps_on_the_calling_thread():
+    import threading
+
+    def where(x):
+        return threading.get_ident()
+
+    with pool.one_thread():
+        assert set(pool.thread_map(where, range(8)).values()) == {threading.get_ident()}
+        with pool.one_thread():
+            pass
+        assert set(pool.thread_map(where, range(8)).values()) == {threading.get_ident()}  # (still, after a nested one)
+    assert list(pool.thread_map(lambda x: x * 2, [1, 2, 3]).values()) == [2, 4, 6]

@@ -10,7 +10,6 @@ renderer tables (:class:`~holotrace.table.Table`): no pandas is imported.
 from __future__ import annotations
 
 import argparse
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from holotrace.commands._dest import writes
 from holotrace.commands._load import add_load_options, load_job
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
+from holotrace.exec.pool import one_thread
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 from holotrace.render.html_file import write_html
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         critical_path=not args.no_critical_path,
         critical_path_rank=args.critical_path_rank,
         launch_delay_cutoff=args.launch_delay_cutoff,
+        render=True,
     )
     size = write_report(data, args.output)
     print(f"wrote {args.output} ({size / 1e6:.2f} MB)")
@@ -164,8 +165,19 @@ def report_data(
     critical_path: bool = True,
     critical_path_rank=None,
     launch_delay_cutoff: float = 100.0,
+    render: bool = False,
 ) -> dict:
-    """Every frame the report shows, computed under holotrace's rules (analyses run on threads)."""
+    """Every frame the report shows, computed under holotrace's rules.
+
+    The job's advice (its fixes and costliest rank) runs on this thread; what does not read it (the summary, the
+    launches, the counters, the timeline: functions of the view alone) runs beside it on another, and with
+    ``render`` that thread also renders the sections made of them alone (``rendered``: their HTML by section id,
+    which :func:`~holotrace.render.report.render_report` takes as they are). Then the critical path of the rank the
+    advice names."""
+    from holotrace.analysis.critical_path.advice import job_advice
+    from holotrace.analysis.critical_path.job_graph import release_job_graph
+    from holotrace.scale.segment_run import choose_replay
+
     view = job_view(job, NATIVE)
     step_list = steps.profiler_steps(view, rules=NATIVE)
     if timeline_step is not None and timeline_step not in step_list:
@@ -175,69 +187,30 @@ def report_data(
             fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps",
         )
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
-    jobs = {
-        "launch_stats": lambda: launches.launch_stats_table(  # tables: the launches' text stays Python objects
-            view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
-        ),
-        "queue_length": lambda: counters.queue_length_tables(view, rules=NATIVE),
-        "memory_bandwidth": lambda: counters.memory_bandwidth_tables(view, rules=NATIVE),
-        "timeline": lambda: gpu_timeline_table(view, rules=NATIVE, iterations=None if step is None else [step]),
-    }
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        chosen: dict = {}
-        from holotrace.analysis.critical_path.advice import job_advice
-        from holotrace.analysis.critical_path.job_graph import release_job_graph
-        from holotrace.scale.segment_run import choose_replay
-
+    replay = choose_replay(len(view.ranks))
+    parents = _parents_for(view, replay)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        side = pool.submit(_independent, job, view, step, top, launch_delay_cutoff, parents, render)
         # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
         # critical path is shown
-        advice = job_advice(view, replay=choose_replay(len(view.ranks)))
+        advice = job_advice(view, replay=replay)
         costliest, fixes = advice.costliest, advice.fix_table
         del advice  # (and the job graph with what its replays kept: the rest of the report never reads it)
         release_job_graph(view)
-
-        def start_critical(ss) -> None:  # the rank is known: its critical path starts first
-            cp_rank = (
-                critical_path_rank
-                if critical_path_rank is not None
-                else (costliest.rank if costliest.rank is not None else view.ranks[0])
-            )
-            if cp_rank not in view.ranks:
-                raise AnalysisError(
-                    f"--critical-path-rank {cp_rank} is not a rank of the job",
-                    path=job.path,
-                    fix=f"choose one of {view.ranks}",
-                )
-            chosen["cp"] = pool.submit(_critical, view, cp_rank, step, critical_path)
-            chosen.update({k: pool.submit(f) for k, f in jobs.items()})
-
-        js = summarize_job(
-            job,
-            view=view,
-            top=top,
-            launch_delay_cutoff=launch_delay_cutoff,
-            on_stragglers=start_critical,
-            launch_stats=lambda: chosen["launch_stats"].result(),
+        cp_rank = (
+            critical_path_rank
+            if critical_path_rank is not None
+            else (costliest.rank if costliest.rank is not None else view.ranks[0])
         )
-        js.costliest_rank = costliest
-        ss = Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None
-        res = {k: f.result() for k, f in chosen.items()}
-        cp = res.pop("cp")
-    f = lambda k: Table.of(js.frames[k])  # noqa: E731
-    res.update(
-        tb=f("temporal"),
-        types_by_rank=f("kernel_types_by_rank"),
-        types=f("kernel_types"),
-        idle=f("idle"),
-        overlap=f("overlap"),
-        steps=f("steps"),
-        top_kernels=f("top_kernels"),
-        rank_distribution=f("kernel_rank_distribution"),
-    )
-    from holotrace.render.report import gpu_time_split
-
-    la = launches.all_launches_table(res["launch_stats"])
-    meta = {
+        if cp_rank not in view.ranks:
+            raise AnalysisError(
+                f"--critical-path-rank {cp_rank} is not a rank of the job",
+                path=job.path,
+                fix=f"choose one of {view.ranks}",
+            )
+        cp = _critical(view, cp_rank, step, critical_path)
+        data = side.result()
+    data["meta"] = {
         "name": Path(str(job.path)).name,
         "path": str(job.path),
         "ranks_text": _ranks_text(job),
@@ -250,26 +223,79 @@ def report_data(
         "steps": step_list,
         "subtitle": "numbers under holotrace's rules: exact nanoseconds, every event, every step",
     }
-    return {
-        "meta": meta,
+    data["fixes"] = fixes if critical_path else None
+    data.update(cp)
+    return data
+
+
+def _parents_for(view, replay: str):
+    """What makes the CPU parents the advice's CPU-operator and host-sync fixes read (the job graph's replay reads
+    them, the segment replay does not), to run beside the advice; None when it needs none."""
+    if replay != "graph" or len(view.ranks) < 2:
+        return None
+    from holotrace.analysis.critical_path.host_time import cpu_parents_later
+
+    return cpu_parents_later(view, view.ranks)
+
+
+def _rows(t) -> bool:
+    return t is not None and len(t) > 0
+
+
+def _columns(t: Table, *names: str) -> Table:
+    """``t`` with only the columns ``names`` (the others let go)."""
+    return Table({c: t[c] for c in names}, n=len(t))
+
+
+def _independent(*args) -> dict:
+    """:func:`_frames` on one thread (beside the advice)."""
+    with one_thread():
+        return _frames(*args)
+
+
+def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, render: bool) -> dict:
+    """The report's frames that do not read the advice (and, with ``render``, their sections' HTML in their
+    stead)."""
+    if parents is not None:
+        parents()
+    # the counters' series: only the columns drawn are kept
+    queue = counters.queue_length_tables(view, rules=NATIVE) or {}
+    queue = {r: _columns(s, "ts", "queue_length") for r, s in queue.items() if _rows(s)}
+    bandwidth = counters.memory_bandwidth_tables(view, rules=NATIVE) or {}
+    timeline = gpu_timeline_table(view, rules=NATIVE, iterations=None if step is None else [step])
+    launch_stats = launches.launch_stats_table(  # tables: the launches' text stays Python objects
+        view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
+    )
+    js = summarize_job(
+        job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, launch_stats=lambda: launch_stats
+    )
+    from holotrace.render.report import gpu_time_split
+
+    f = lambda k: Table.of(js.frames[k])  # noqa: E731
+    tb, types_by_rank = f("temporal"), f("kernel_types_by_rank")
+    data = {
         "findings": _findings(js.findings),
-        "gpu_split": gpu_time_split(res["tb"], res["types_by_rank"]),
-        "temporal": res["tb"],
-        "types_by_rank": res["types_by_rank"],
-        "types": res["types"],
-        "idle": res["idle"],
-        "overlap": res["overlap"],
-        "steps": res["steps"],
-        "straggler_summary": ss,
-        "top_kernels": res["top_kernels"],
-        "rank_distribution": res["rank_distribution"],
-        "launches": la,
-        "launch_summary": launches.launch_summary_table(res["launch_stats"]),
+        "gpu_split": gpu_time_split(tb, types_by_rank),
+        "temporal": tb,
+        "types_by_rank": types_by_rank,
+        "types": f("kernel_types"),
+        "idle": f("idle"),
+        "overlap": f("overlap"),
+        "steps": f("steps"),
+        "straggler_summary": Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None,
+        "top_kernels": f("top_kernels"),
+        "rank_distribution": f("kernel_rank_distribution"),
+        "launches": launches.all_launches_table(launch_stats),
+        "launch_summary": launches.launch_summary_table(launch_stats),
         "launch_delay_cutoff": launch_delay_cutoff,
-        "queue_length": {r: s for r, s in (res["queue_length"] or {}).items() if s is not None and len(s)},
-        "memory_bandwidth": {r: s for r, s in (res["memory_bandwidth"] or {}).items() if s is not None and len(s)},
-        "timeline": res["timeline"],
+        "queue_length": queue,
+        "memory_bandwidth": {r: s for r, s in bandwidth.items() if _rows(s)},
+        "timeline": timeline,
         "timeline_step": step,
-        "fixes": fixes if critical_path else None,
-        **cp,
     }
+    if render:  # their frames are let go once drawn (the advice is still running: its peak is the report's)
+        from holotrace.render.report import render_sections
+
+        del js, launch_stats, queue, bandwidth, timeline
+        return {"findings": data["findings"], "rendered": render_sections(data)}
+    return data

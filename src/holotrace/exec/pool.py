@@ -11,7 +11,9 @@ runs without the GIL); ``plan`` splits the cores between processes and threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Optional, TypeVar
 
 T = TypeVar("T")
@@ -203,10 +205,26 @@ def _delegate(executor, fn, items, on_done) -> list:
     return results
 
 
+_here = threading.local()
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """:func:`thread_map` called on this thread inside the block maps on this thread alone (for work that already
+    runs beside other work: its own threads would take the core the other work runs on)."""
+    before = getattr(_here, "one", False)
+    _here.one = True
+    try:
+        yield
+    finally:
+        _here.one = before
+
+
 def thread_map(fn: Callable[[T], R], items: Sequence[T]) -> dict:
-    """``{x: fn(x)}`` on threads, one per core at most (for numpy/pyarrow work, which releases the GIL)."""
+    """``{x: fn(x)}`` on threads, one per core at most (for numpy/pyarrow work, which releases the GIL); on the
+    calling thread inside :func:`one_thread`."""
     items = list(items)
-    workers = min(cpu_count(), len(items))
+    workers = 1 if getattr(_here, "one", False) else min(cpu_count(), len(items))
     if workers > 1:
         from concurrent.futures import ThreadPoolExecutor
 

@@ -459,7 +459,18 @@ _BUILDERS = {
 }
 
 
+ADVICE_FREE = ("gpu-time", "steps", "kernels", "launches", "timeline")  # sections that read neither the advice nor meta
+
+
+def render_sections(d: Mapping[str, Any], ids: Sequence[str] = ADVICE_FREE) -> dict:
+    """The HTML of the sections ``ids`` (by id), from the frames they read: a command renders them while other work
+    runs, and :func:`render_report` takes them from ``d["rendered"]`` as they are."""
+    return {sid: _BUILDERS[sid](d) for sid in ids}
+
+
 def render_report(d: Mapping[str, Any]) -> str:
-    """The report's HTML from the frames in ``d`` (see :mod:`holotrace.commands.report` for the keys)."""
-    sections = [(sid, _TITLES[sid], _BUILDERS[sid](d)) for sid in SECTIONS]
+    """The report's HTML from the frames in ``d`` (see :mod:`holotrace.commands.report` for the keys); the sections
+    in ``d["rendered"]`` (:func:`render_sections`) as they are."""
+    done = d.get("rendered") or {}
+    sections = [(sid, _TITLES[sid], done[sid] if sid in done else _BUILDERS[sid](d)) for sid in SECTIONS]
     return page(f"holotrace report: {d['meta']['name']}", sections, subtitle=d["meta"].get("subtitle", ""))

@@ -4,6 +4,9 @@ waited longest (see :mod:`holotrace.analysis.critical_path.job_what_if`; ``info`
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
@@ -11,7 +14,15 @@ from holotrace.analysis.critical_path.replay import Delays, _covered
 from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 
-__all__ = ["cpu_op_covers", "cpu_op_totals", "gap_cover", "gap_covers", "intervals", "sync_evidence"]
+__all__ = [
+    "cpu_op_covers",
+    "cpu_op_totals",
+    "cpu_parents_later",
+    "gap_cover",
+    "gap_covers",
+    "intervals",
+    "sync_evidence",
+]
 
 
 def gap_cover(g: JobGraph, info, intervals: dict) -> np.ndarray:
@@ -24,18 +35,56 @@ def gap_cover(g: JobGraph, info, intervals: dict) -> np.ndarray:
 
 
 def gap_covers(g: JobGraph, info, intervals: dict) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`gap_cover` at the gaps of the threads ``intervals`` names alone: their chain positions (each once)
-    and their covers."""
+    """:func:`gap_cover` at the gaps of the threads ``intervals`` names alone: chain positions (each once) and
+    covers, every gap with a cover among them (a thread's gaps in time order: those the intervals reach; else all
+    its gaps)."""
     pos, lo, hi, groups = _gaps(g, info)
+    ordered = g.memo.setdefault("cpu_gaps_ordered", {})
     at, cover = [], []
     for key, (s, e) in intervals.items():
         m = groups.get(key)
-        if m is not None and len(s):
-            at.append(pos[m])
-            cover.append(_covered(s, e, lo[m], hi[m]))
+        if m is None or not len(s):
+            continue
+        if key not in ordered:
+            ordered[key] = _ascending(lo[m]) and _ascending(hi[m])
+        if ordered[key]:
+            m, c = _covered_ordered(s, e, lo[m], hi[m], m)
+        else:
+            c = _covered(s, e, lo[m], hi[m])
+        at.append(pos[m])
+        cover.append(c)
     if not at:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     return np.concatenate(at), np.concatenate(cover)
+
+
+def _ascending(x: np.ndarray) -> bool:
+    return bool(np.all(x[1:] >= x[:-1]))
+
+
+def _covered_ordered(s, e, lo, hi, m) -> tuple[np.ndarray, np.ndarray]:
+    """``replay._covered(s, e, lo, hi)`` at the windows the intervals reach (the windows' starts and ends each in
+    ascending order): those windows of ``m`` and their covers, the same numbers."""
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], np.maximum.accumulate(e[o])
+    new = np.r_[True, s[1:] > e[:-1]]
+    us = s[new]
+    ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+    # the windows each union meets: end after its start, start before its end (a run, the windows being ordered)
+    a = np.searchsorted(hi, us, side="right")
+    b = np.searchsorted(lo, ue, side="left")
+    some = a < b
+    n = len(lo)
+    depth = np.cumsum(np.bincount(a[some], minlength=n + 1) - np.bincount(b[some], minlength=n + 1))
+    w = np.flatnonzero(depth[:n] > 0)
+    cum = np.r_[0.0, np.cumsum(ue - us)]
+
+    def upto(x):
+        i = np.searchsorted(us, x, side="right")
+        j = np.maximum(i - 1, 0)
+        return np.where(i > 0, cum[j] + np.clip(np.minimum(x, ue[j]) - us[j], 0, None), 0.0)
+
+    return m[w], upto(hi[w]) - upto(lo[w])
 
 
 def _gaps(g: JobGraph, info) -> tuple:
@@ -79,7 +128,7 @@ def _threads(g: JobGraph, pos: np.ndarray, node: np.ndarray) -> np.ndarray:
 
 
 def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
-    """{(rank, thread): (starts, ends)} on the job's clock for the given rows of each rank."""
+    """{(rank, thread): (starts, ends)} on the job's clock for the given rows of each rank (ascending rows)."""
     out = {}
     for r, rows in rows_of_rank.items():
         if not len(rows):
@@ -87,10 +136,21 @@ def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
         rv = g.view[r]
         shift = _shift(g, r)
         th = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
-        for t in np.unique(th):
-            sel = rows[th == t]
-            out[(r, int(t))] = ((rv["ts"][sel] + shift).astype(np.float64), (rv["end"][sel] + shift).astype(np.float64))
+        ts, end = rv["ts"][rows], rv["end"][rows]
+        for t, sel in _by_thread(th):
+            out[(r, t)] = ((ts[sel] + shift).astype(np.float64), (end[sel] + shift).astype(np.float64))
     return out
+
+
+def _by_thread(th: np.ndarray) -> list:
+    """``(key, positions)`` per distinct key of ``th``, ascending keys, positions ascending: slices where each key
+    is one run (a thread's rows together), else masks."""
+    cut = np.flatnonzero(th[1:] != th[:-1]) + 1
+    first = th[np.r_[0, cut]].tolist()
+    if len(set(first)) == len(first):
+        bounds = np.r_[0, cut, len(th)].tolist()
+        return sorted((t, slice(a, b)) for t, a, b in zip(first, bounds, bounds[1:]))
+    return [(t, th == t) for t in sorted(set(first))]
 
 
 def _shift(g: JobGraph, r: int) -> int:
@@ -135,28 +195,74 @@ def sync_evidence(g, info, edges, n) -> list:
 def _parents(view, r: int) -> np.ndarray:
     """The parent row of every row of rank ``r`` on its own thread (the call graph without the backward link), built
     once per view: the host-sync evidence and the CPU operator fixes both read it."""
+    return _parents_once(view, r).get()
+
+
+def cpu_parents_later(view, ranks) -> Callable[[], None]:
+    """Reserve on ``view`` the CPU parents of ``ranks`` that the CPU-operator and host-sync fixes read, and return
+    what makes them: a command can run it on another thread while the job graph is built. A fix that asks for a
+    rank's parents first makes them itself; one that asks while they are being made waits for them (each rank's
+    are made once)."""
+    once = [_parents_once(view, r) for r in ranks]  # (reserved here: the slots exist before either thread reads)
+
+    def make() -> None:
+        for o in once:
+            o.get()
+
+    return make
+
+
+def _parents_once(view, r: int) -> _Once:
     from holotrace.analysis.callstack import cpu_parents
 
-    return view.derived(("cpu_parents", r), lambda: cpu_parents(view, r))
+    return view.derived(("cpu_parents", r), lambda: _Once(lambda: cpu_parents(view, r)))
+
+
+class _Once:
+    """A value made once, by the first thread that asks; the others wait for it."""
+
+    __slots__ = ("_make", "_lock", "_value")
+
+    def __init__(self, make: Callable[[], np.ndarray]):
+        self._make, self._lock, self._value = make, threading.Lock(), None
+
+    def get(self) -> np.ndarray:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._make()
+                    self._make = None
+        return self._value
 
 
 def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
     """Per CPU operator (name id): the host time between calls inside it (ns, every rank of the graph)."""
     view = g.view
     dst = g.chain_order[gap_pos] // 2
+    wait = base.chain[gap_pos]
+    call = g.node_type[dst] == NodeType.CALL
     tot: dict = {}
-    for r in np.unique(g.node_rank[dst]).tolist():
+    for r, sel in _by_rank(g.node_rank[dst]):
         rv = view[r]
-        parent = _parents(view, r)
-        sel = g.node_rank[dst] == r
-        rows = g.node_row[dst[sel]]
-        up = parent[rows]
-        ok = (up >= 0) & (g.node_type[dst[sel]] == NodeType.CALL)
+        up = _parents(view, r)[g.node_row[dst[sel]]]
+        ok = (up >= 0) & call[sel]
         ok[ok] = rv["kind"][up[ok]] == int(classify.Kind.CPU_OP)
         ids, at = unique_ids(rv["name"][up[ok]])
-        for k, v in zip(ids.tolist(), group_sum(at, base.chain[gap_pos[sel]][ok], len(ids)).tolist()):
+        for k, v in zip(ids.tolist(), group_sum(at, wait[sel][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
+
+
+def _by_rank(rank: np.ndarray) -> list:
+    """``(rank, positions)`` per rank, ascending ranks, positions in their order: slices where the ranks ascend."""
+    if _ascending(rank):
+        cut = np.flatnonzero(rank[1:] != rank[:-1]) + 1
+        bounds = np.r_[0, cut, len(rank)].tolist()
+        return [(int(rank[a]), slice(a, b)) for a, b in zip(bounds, bounds[1:])]
+    o = np.argsort(rank, kind="stable")
+    cut = np.flatnonzero(rank[o][1:] != rank[o][:-1]) + 1
+    bounds = np.r_[0, cut, len(rank)].tolist()
+    return [(int(rank[o[a]]), o[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
 def cpu_op_covers(g, info, opts, gap_pos, base):
@@ -169,8 +275,30 @@ def cpu_op_covers(g, info, opts, gap_pos, base):
     else:
         top = sorted(cpu_op_totals(g, info, gap_pos, base).items(), key=lambda kv: (-kv[1], kv[0]))[: opts.top]
         named = [(view.strings[i], [i]) for i, _ in top]
-    for label, ids in named:
-        mine = np.zeros(len(view.strings) + 1, dtype=bool)  # per string id (the last entry: id -1)
-        mine[np.asarray(ids, dtype=np.int64)] = True
-        rows = {r: np.flatnonzero(mine[view[r]["name"]]) for r in ranks}
+    for label, rows in zip([n for n, _ in named], _rows_named(view, ranks, [ids for _, ids in named])):
         yield label, gap_covers(g, info, intervals(g, rows))
+
+
+def _rows_named(view, ranks: list, named: list) -> list:
+    """Per list of string ids: {rank: the rows with one of those names} (every list found in one pass over a rank's
+    names when no id is in two lists)."""
+    ids = [np.asarray(i, dtype=np.int64) for i in named]
+    code = np.full(len(view.strings) + 1, -1, dtype=np.int16)  # per string id (the last entry: id -1)
+    for j, i in enumerate(ids):
+        code[i] = j
+    if len(ids) >= 2**15 or sum(len(np.unique(i)) for i in ids) != int((code >= 0).sum()):
+        out = []
+        for i in ids:  # (a name in two lists: each its own pass)
+            mine = np.zeros(len(view.strings) + 1, dtype=bool)
+            mine[i] = True
+            out.append({r: np.flatnonzero(mine[view[r]["name"]]) for r in ranks})
+        return out
+    out = [{} for _ in ids]
+    for r in ranks:
+        c = code[view[r]["name"]]
+        hit = np.flatnonzero(c >= 0)
+        o = np.argsort(c[hit], kind="stable")  # (each list's rows ascending)
+        bounds = np.searchsorted(c[hit][o], np.arange(len(ids) + 1)).tolist()
+        for j in range(len(ids)):
+            out[j][r] = hit[o[bounds[j] : bounds[j + 1]]]
+    return out
