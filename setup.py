@@ -1,4 +1,5 @@
-"""Build of the compiled event scanner, the job replay's sweep and the group sums; everything else is in pyproject.toml."""
+"""Build of the compiled event scanner, the job replay's sweep, the group sums and the call-stack sweep; everything else
+is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -23,6 +24,11 @@ setup(
             "holotrace.analysis._grouped",
             sources=["src/holotrace/analysis/_grouped.c"],
             extra_compile_args=["-O2", "-std=gnu99", "-ffp-contract=off"],
+        ),
+        Extension(
+            "holotrace.analysis._callstack",
+            sources=["src/holotrace/analysis/_callstack.c"],
+            extra_compile_args=["-O2", "-std=gnu99"],
         ),
     ]
 )

@@ -48,6 +48,11 @@ from holotrace.model.classify import CPU_KINDS, RuleSet, kind_in
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve
 
+try:
+    from holotrace.analysis import _callstack as _sweep
+except ImportError:  # (a source tree without the compiled sweep: the same levels and parents by sorts and searches)
+    _sweep = None
+
 __all__ = [
     "CallGraph",
     "build_call_graph",
@@ -158,6 +163,9 @@ def _nest(thread: np.ndarray, ts: np.ndarray, dur: np.ndarray, index: np.ndarray
     if m == 0:
         return level, parent
     node, is_open = _endpoint_order(thread, ts, dur, index)
+    if _sweep is not None:  # (the compiled sweep: a stack, no temporaries)
+        _sweep.nest(node, is_open, level, parent)
+        return level, parent
     delta = is_open.view(np.int8) * np.int8(2) - np.int8(1)  # (small types: fewer pages to touch)
     before = np.cumsum(delta, dtype=np.int32 if m < 2**30 else np.int64)
     before -= delta  # stack size before each endpoint (threads are balanced)
@@ -394,10 +402,14 @@ def cpu_parents(view, rank: int) -> np.ndarray:
     rv = view[rank]
     rows = np.flatnonzero(kind_in(rv["kind"], CPU_KINDS))
     dur = rv["dur"][rows]
-    dur = np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
+    dur = np.maximum(dur, 0) if dur.dtype.kind in "iu" else np.where(np.isfinite(dur), np.maximum(dur, 0), 0)
     thread = _thread_codes(rv.at("pid", rows), rv.at("tid", rows))  # (the CPU rows' threads: a parent is on its own)
-    _, parent_r = _nest(thread, rv["ts"][rows], dur, rv["index"][rows])
+    ts, index = rv["ts"][rows], rv["index"][rows]
     parent = np.full(rv.n, -1, dtype=np.int64)
+    if _sweep is not None and len(rows):  # (the sweep writes the rows' parents: no per-event arrays)
+        _sweep.nest(*_endpoint_order(thread, ts, dur, index), np.zeros(0, dtype=np.int64), parent, rows)
+        return parent
+    _, parent_r = _nest(thread, ts, dur, index)
     has = np.flatnonzero(parent_r >= 0)
     parent[rows[has]] = rows[parent_r[has]]
     return parent
