@@ -126,3 +126,19 @@ def test_devices_in_value_counts_order(devices):
     job = SimpleNamespace(ranks=list(range(len(devices))), rank=lambda r: SimpleNamespace(device_type=devices[r]))
     want = ", ".join(f"{n} x {d}" for d, n in pd.Series(devices).value_counts().items())
     assert _devices(job) == want
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_histogram_bin_counts_are_numpys(seed):
+    from holotrace.render.report_svg import bin_counts
+
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 20, int(rng.integers(1, 300))).astype(np.float64) * rng.choice([1.0, 0.5, 0.1])
+    lo, hi = float(x.min()) - rng.choice([0.0, 1.0]), float(x.max()) + rng.choice([0.0, 1.0])
+    ties = np.sort(rng.choice(x, 6))  # (equal edges: empty bins)
+    for edges in (np.linspace(lo, hi if hi > lo else lo + 1, int(rng.integers(2, 45))), np.unique(x), ties):
+        if len(edges) < 2:
+            continue
+        assert bin_counts(x, edges).tolist() == np.histogram(x, edges)[0].tolist()
+    edges = np.geomspace(max(lo, 0.05), max(hi, 1.0), 41)
+    assert bin_counts(x, edges).tolist() == np.histogram(x, edges)[0].tolist()

@@ -246,6 +246,20 @@ def _pie(c: ch.Pie) -> str:
     return _svg(c, width, h, body, f"pie of {len(vals)} shares")
 
 
+def bin_counts(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(x, edges)[0]`` without sorting ``x``: per bin the values in ``[e[i], e[i + 1])``, the last bin
+    closed, values outside the edges left out (edges ascending)."""
+    last = len(edges) - 2
+    i = np.searchsorted(edges, x, side="right") - 1
+    i[x == edges[-1]] = last
+    return np.bincount(i[(i >= 0) & (i <= last)], minlength=last + 1)
+
+
+def _points(x: np.ndarray, y: np.ndarray) -> str:
+    """SVG points ``x,y`` with one decimal each, space-separated."""
+    return " ".join(map("{:.1f},{:.1f}".format, x.tolist(), y.tolist()))
+
+
 def _histogram(c: ch.Histogram) -> str:
     """Counts in bins (:func:`charts.histogram_edges`) on a log count scale, an optional cutoff line."""
     edges = ch.histogram_edges(c)
@@ -254,7 +268,7 @@ def _histogram(c: ch.Histogram) -> str:
         return _empty(c, "histogram")
     x, log = ch.histogram_values(c), c.log
     lo, hi = float(edges[0]), float(edges[-1])
-    counts, _ = np.histogram(x, edges)
+    counts = bin_counts(x, edges)
     bins = len(counts)
     left, bottom, top = 60, 34, 10
     pw, ph = width - left - 50, height - bottom - top
@@ -359,12 +373,10 @@ def _lines(c: ch.Lines) -> str:
         sx, sy = (np.repeat(px, 2)[1:], np.repeat(py, 2)[:-1]) if c.step else (px, py)  # step: a value holds
         if c.stacked:
             bx, by = below if below is not None else (sx[[-1, 0]], np.full(2, top + ph))
-            ring = " ".join(
-                f"{a:.1f},{b:.1f}" for a, b in zip(np.concatenate([sx, bx[::-1]]), np.concatenate([sy, by[::-1]]))
-            )
+            ring = _points(np.concatenate([sx, bx[::-1]]), np.concatenate([sy, by[::-1]]))
             body.append(f'<polygon points="{ring}" fill="{escape(colours[i])}" fill-opacity="0.8" stroke="none"/>')
             below = (sx, sy)
-        pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx, sy))
+        pts = _points(sx, sy)
         body.append(
             f'<polyline class="mark" points="{pts}" fill="none" stroke="{escape(colours[i])}" '
             f'stroke-width="1.3"><title>{escape(s.name)}: max {float(s.y.max()):,.4g} {escape(c.y_unit)}'
