@@ -187,3 +187,24 @@ def test_sections_rendered_beside_the_advice_are_the_same_html():
     drawn = report_data(job, critical_path_rank=1, render=True)
     assert sorted(drawn["rendered"]) == sorted(ADVICE_FREE) and "timeline" not in drawn  # (their frames let go)
     assert render_report(drawn) == render_report(frames)
+
+
+def test_critical_path_made_ahead_or_here_the_same(monkeypatch):
+    """The critical path made on the side thread while the advice runs (of the rank asked for or guessed), or made
+    after the advice (the side thread late, or its guess another rank): the same report."""
+    from holotrace.commands import report as report_mod
+    from holotrace.render.report import render_report
+
+    job = holotrace.load(str(JOB), cache=False)
+    html = render_report(report_mod.report_data(job))
+    claimed = []
+    real_claim = report_mod._Ahead.claim
+    monkeypatch.setattr(report_mod._Ahead, "claim", lambda self, r: claimed.append(real_claim(self, r)) or claimed[-1])
+    for guess in (0, 1):  # (one of them is the advice's rank)
+        monkeypatch.setattr(report_mod._Ahead, "guess", lambda self, ss, g=guess: setattr(self, "rank", g))
+        assert render_report(report_mod.report_data(job, render=True)) == html
+    monkeypatch.setattr(report_mod._Ahead, "make", lambda self: None)  # (the advice done first: nothing made ahead)
+    assert render_report(report_mod.report_data(job)) == html
+    assert claimed[-1] is False
+    with pytest.raises(holotrace.errors.AnalysisError, match="critical-path-rank 7"):
+        report_mod.report_data(job, critical_path_rank=7)

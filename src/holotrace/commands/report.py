@@ -10,6 +10,7 @@ renderer tables (:class:`~holotrace.table.Table`): no pandas is imported.
 from __future__ import annotations
 
 import argparse
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -189,11 +190,16 @@ def report_data(
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
     replay = choose_replay(len(view.ranks))
     parents = _parents_for(view, replay)
+    ahead = _Ahead(view, step, critical_path, critical_path_rank)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        side = pool.submit(_independent, job, view, step, top, launch_delay_cutoff, parents, render)
+        side = pool.submit(_independent, job, view, step, top, launch_delay_cutoff, parents, render, ahead)
         # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
         # critical path is shown
-        advice = job_advice(view, replay=replay)
+        try:
+            advice = job_advice(view, replay=replay)
+        except BaseException:
+            ahead.claim(None)  # (nothing more made ahead: the error is raised once the other thread is done)
+            raise
         costliest, fixes = advice.costliest, advice.fix_table
         del advice  # (and the job graph with what its replays kept: the rest of the report never reads it)
         release_job_graph(view)
@@ -208,8 +214,12 @@ def report_data(
                 path=job.path,
                 fix=f"choose one of {view.ranks}",
             )
-        cp = _critical(view, cp_rank, step, critical_path)
-        data = side.result()
+        if ahead.claim(cp_rank):  # (made on the other thread: its rank is the one shown)
+            data = side.result()
+            cp = ahead.result()
+        else:
+            cp = _critical(view, cp_rank, step, critical_path)
+            data = side.result()
     data["meta"] = {
         "name": Path(str(job.path)).name,
         "path": str(job.path),
@@ -247,13 +257,62 @@ def _columns(t: Table, *names: str) -> Table:
     return Table({c: t[c] for c in names}, n=len(t))
 
 
+class _Ahead:
+    """The critical path made on the side thread while the advice runs, of the rank the report will show: the one
+    asked for, else the rank the others wait for longest at collectives (as a rule the advice's costliest rank; a
+    job of one rank: that rank). Made only if the advice is still running when the side thread is done; the advice's
+    thread takes it when it is of the rank the advice names (:meth:`claim`), else makes its own."""
+
+    def __init__(self, view, step, enabled: bool, rank):
+        self.view, self.step, self.enabled = view, step, enabled
+        ranks = list(view.ranks)
+        self.rank = rank if rank in ranks else None if rank is not None else ranks[0] if len(ranks) == 1 else None
+        self._asked = rank is not None
+        self._lock = threading.Lock()
+        self._done = self._making = False
+        self._out = None
+
+    def guess(self, straggler_summary) -> None:
+        """The rank the others wait for longest (none when nobody waits), unless a rank was asked for."""
+        if self._asked or straggler_summary is None or not len(straggler_summary):
+            return
+        waited = np.asarray(straggler_summary["waited_for_us"], dtype=np.float64)
+        if np.nanmax(waited) > 0:
+            self.rank = int(np.asarray(straggler_summary["rank"])[int(np.nanargmax(waited))])
+
+    def make(self) -> None:
+        """On the side thread, last: the critical path of the rank guessed, if the advice is still running."""
+        with self._lock:
+            if self._done or self.rank is None:
+                return
+            self._making = True
+        try:
+            self._out = (_critical(self.view, self.rank, self.step, self.enabled), None)
+        except Exception as e:  # (raised where it is read: only if its rank is the one shown)
+            self._out = (None, e)
+
+    def claim(self, rank) -> bool:
+        """The advice is done: whether the critical path of ``rank`` is made (or being made) on the side thread."""
+        with self._lock:
+            self._done = True
+            return self._making and rank == self.rank
+
+    def result(self) -> dict:
+        out, error = self._out
+        if error is not None:
+            raise error
+        return out
+
+
 def _independent(*args) -> dict:
-    """:func:`_frames` on one thread (beside the advice)."""
+    """:func:`_frames` on one thread (beside the advice), then the critical path made ahead."""
     with one_thread():
-        return _frames(*args)
+        data = _frames(*args)
+    args[-1].make()
+    return data
 
 
-def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, render: bool) -> dict:
+def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, render: bool, ahead=None) -> dict:
     """The report's frames that do not read the advice (and, with ``render``, their sections' HTML in their
     stead)."""
     if parents is not None:
@@ -269,6 +328,8 @@ def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, rend
     js = summarize_job(
         job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, launch_stats=lambda: launch_stats
     )
+    if ahead is not None and len(view.ranks) > 1:
+        ahead.guess(js.frames["straggler_summary"])
     from holotrace.render.report import gpu_time_split
 
     f = lambda k: Table.of(js.frames[k])  # noqa: E731
