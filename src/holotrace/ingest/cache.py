@@ -45,7 +45,8 @@ from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
 from holotrace.ingest import ids_used
 from holotrace.ingest._read import crc32
-from holotrace.ingest.decode import DecodedFile, Problem
+from holotrace.ingest.columns import Problem
+from holotrace.ingest.decoded import DecodedFile
 from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
 
