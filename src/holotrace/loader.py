@@ -31,7 +31,7 @@ from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
 from holotrace.ingest import _scan, store
 from holotrace.ingest import cache as cache_mod
-from holotrace.ingest.decode import DecodedFile, decode_into, set_tables
+from holotrace.ingest.decoded import DecodedFile, set_tables
 from holotrace.ingest.discover import discover
 from holotrace.ingest.renumber import holding_moved as _holding_moved
 from holotrace.ingest.renumber import renumber as _renumber
@@ -170,6 +170,8 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
 def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
     s = task.session  # with a cache, the file's CRC-32 is taken while decoding (for its entry)
+    from holotrace.ingest.decode import decode_into  # (a cache hit never imports the decoder)
+
     with Spill(memory=spill_memory(task.path)) as spill:
         d = decode_into(task.path, spill, all_args=s.all_args, workers=task.threads, on_bytes=on_bytes, checksum=s.on)
         derive(spill, d.strings)

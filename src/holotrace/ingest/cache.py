@@ -1,9 +1,8 @@
 """On-disk cache of decoded files: each entry is the packed column file a load maps.
 
-One entry (a folder) per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/holotrace``, else ``~/.cache/holotrace``), named by the file's absolute path, the
-decoder's format and the caller's tag. Nothing is ever written next to the traces unless the caller
-passes that folder as ``cache_dir``.
+One entry (a folder) per trace file under the user's cache dir (``$HOLOTRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/
+holotrace``, else ``~/.cache/holotrace``), named by the file's absolute path, the decoder's format and the caller's
+tag. Nothing is ever written next to the traces unless the caller passes that folder as ``cache_dir``.
 
 An entry holds ``columns.bin`` (every table's columns, uncompressed, at aligned offsets: see
 :mod:`holotrace.ingest.store`) and ``info.json`` (the layout, the file's metadata and string table).
@@ -45,7 +44,8 @@ from holotrace.atomic import kill_point, sweep, temp_name
 from holotrace.errors import HolotraceError
 from holotrace.ingest import ids_used
 from holotrace.ingest._read import crc32
-from holotrace.ingest.decode import DecodedFile, Problem
+from holotrace.ingest.columns import Problem
+from holotrace.ingest.decoded import DecodedFile
 from holotrace.ingest.store import MAGIC
 from holotrace.schema import FORMAT_VERSION
 

@@ -10,6 +10,8 @@ Every doubt becomes a finding; ``strict=True`` turns the serious ones into a
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -17,13 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-import msgspec
-
 from holotrace.errors import HolotraceError, JobConsistencyError, TraceFormatError, TraceNotFoundError, TraceReadError
 from holotrace.findings import Finding, FindingCode, rank_ranges
-from holotrace.ingest._read import NotATraceError
+from holotrace.ingest._read import NotATraceError, raw_bytes
 from holotrace.ingest._read import split_header as _split_header
-from holotrace.ingest.decode import iter_bytes
 
 SNIFF_BYTES = 4 * 1024 * 1024
 MAX_RANK = 1 << 24  # ranks and world sizes at or above this are not believed (no job is that large)
@@ -56,8 +55,7 @@ def sniff(path: Path) -> dict:
     Raises a HolotraceError subclass when the file is not a Kineto trace.
     """
     buf = bytearray()
-    problems: list = []
-    for b in iter_bytes(path, 1 << 20, problems):
+    for b in raw_bytes(Path(path), 1 << 20, _unreported, None, None):
         buf += b
         end, fmt = _split_header(bytes(buf), str(path)) if len(buf) >= 1 else (-1, "object")
         if end >= 0 or len(buf) >= SNIFF_BYTES:
@@ -77,6 +75,8 @@ def sniff(path: Path) -> dict:
             )
         return {}
     if end < 0:
+        import msgspec  # (the decoder's JSON library: a load that decodes nothing imports it only here)
+
         try:  # a whole JSON document without the key is another kind of file; a cut one is a damaged trace
             msgspec.json.decode(bytes(buf))
         except (msgspec.DecodeError, RecursionError):
@@ -92,6 +92,11 @@ def sniff(path: Path) -> dict:
     head = head[: head.rfind(b'"traceEvents"')].rstrip()
     if head.endswith(b","):
         head = head[:-1]
+    top = _plain_header(head + b"}")
+    if top is not None:
+        return {k: top[k] for k in _HEADER_KEYS if k in top}
+    import msgspec
+
     try:
         raw = msgspec.json.decode(head + b"}", type=dict[str, msgspec.Raw])
     except (msgspec.DecodeError, RecursionError) as e:
@@ -99,13 +104,44 @@ def sniff(path: Path) -> dict:
             f"not valid JSON before 'traceEvents' ({e})", path=path, fix="the file is damaged; re-export the trace"
         ) from None
     meta = {}
-    for k in ("distributedInfo", "schemaVersion", "deviceProperties"):
+    for k in _HEADER_KEYS:
         if k in raw:
             try:
                 meta[k] = msgspec.json.decode(raw[k])
             except (msgspec.DecodeError, RecursionError):
                 pass
     return meta
+
+
+def _unreported(kind: str, detail: str) -> None:
+    """A gzip stream cut or damaged in a file's head: what precedes it is read (the decoder reports the problem)."""
+
+
+_HEADER_KEYS = ("distributedInfo", "schemaVersion", "deviceProperties")
+
+
+def _plain_header(text: bytes) -> Optional[dict]:
+    """``text`` (a trace's head, closed) decoded by the standard library's ``json`` when that gives what the JSON
+    library of the decoder (msgspec) gives, else None: no NaN or Infinity, no number out of a float's range, no
+    surrogate escape (the decoder refuses those) and an object at the top."""
+    if b"\\ud" in text or b"\\uD" in text:
+        return None
+    try:
+        top = json.loads(text, parse_constant=_refuse, parse_float=_finite)
+    except (ValueError, RecursionError):  # (JSONDecodeError and UnicodeDecodeError are ValueErrors)
+        return None
+    return top if isinstance(top, dict) else None
+
+
+def _refuse(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    x = float(text)
+    if x in (math.inf, -math.inf):
+        raise ValueError(f"{text} is out of range")
+    return x
 
 
 def _rank_of(header: dict) -> Optional[int]:

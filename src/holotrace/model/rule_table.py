@@ -108,9 +108,15 @@ class Rule:
     family: str
     type: KernelType
     kind: int  # a CommKind, or KIND_FROM_ARGS
-    pattern: re.Pattern
+    regex: str
     source: str  # the file (a label for the built-in table)
     line: int
+
+    @property
+    def pattern(self) -> re.Pattern:
+        """The compiled ``regex`` (compiled on first use and kept by ``re``: most names match no rule, and those
+        that match one are tried against the rules only then)."""
+        return re.compile(self.regex)
 
     @property
     def label(self) -> str:
@@ -122,8 +128,9 @@ class Rule:
         return "args" if self.kind == KIND_FROM_ARGS else CommKind(self.kind).label
 
 
-def parse_rules(text: str, source: str) -> list[Rule]:
-    """The rules of a rules file's text; a bad line raises :class:`RulesError` naming ``source`` and the line."""
+def parse_rules(text: str, source: str, *, check: bool = True) -> list[Rule]:
+    """The rules of a rules file's text; a bad line raises :class:`RulesError` naming ``source`` and the line
+    (``check`` False: the patterns are not compiled here, for the built-in file, which the tests check)."""
     out = []
     for no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -155,10 +162,11 @@ def parse_rules(text: str, source: str) -> list[Rule]:
                 fix="use one of " + ", ".join(_KINDS) + (", args" if on == "op" else ""),
             )
         try:
-            rx = re.compile(pattern)
+            if check:
+                re.compile(pattern)
         except re.error as e:
             raise RulesError(where + f"bad regular expression {pattern!r}: {e}", path=source) from None
-        out.append(Rule(on, family, _TYPES[type_], kind_code, rx, source, no))
+        out.append(Rule(on, family, _TYPES[type_], kind_code, pattern, source, no))
     return out
 
 
@@ -225,7 +233,7 @@ class RuleTable:
 
 def _any_of(rules: Iterable[Rule]) -> Optional[re.Pattern]:
     """One expression matching where any rule matches (a first test; most names match none)."""
-    parts = [f"(?:{r.pattern.pattern})" for r in rules]
+    parts = [f"(?:{r.regex})" for r in rules]
     return re.compile("|".join(parts)) if parts else None
 
 
@@ -237,7 +245,9 @@ def default_table() -> RuleTable:
     """The built-in table (``default.rules``, shipped in the package), read once."""
     if not _DEFAULT:
         _DEFAULT.append(
-            RuleTable(tuple(parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"), str(DEFAULT_RULES_FILE))))
+            RuleTable(
+                tuple(parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"), str(DEFAULT_RULES_FILE), check=False))
+            )
         )
     return _DEFAULT[0]
 

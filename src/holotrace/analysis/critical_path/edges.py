@@ -8,6 +8,8 @@ from enum import IntEnum
 
 import numpy as np
 
+from holotrace.exec.pool import thread_map
+
 __all__ = [
     "BLOCKING_COPIES",
     "EDGE_KIND_NAMES",
@@ -88,8 +90,9 @@ def cross_edges(view, chosen, span, node_row, node_type, node_coll, arr_node, pt
     sync_ids = view.name_ids(set(SYNC_CALLS))
     copy_ids = view.name_ids(set(BLOCKING_COPIES))
     args = (view, span, node_row, node_type, pt, order, first, pos, sync_ids, copy_ids)
+    per = thread_map(lambda r: _rank_edges(r, *args), chosen)  # (numpy on threads; added in rank order)
     for r in chosen:
-        for e in _rank_edges(r, *args):
+        for e in per.pop(r):
             add(*e)
     # collectives: member starts -> arrival point -> member ends
     members = np.flatnonzero((node_coll >= 0) & (node_type == NodeType.GPU))

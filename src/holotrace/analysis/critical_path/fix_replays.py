@@ -23,29 +23,36 @@ def apply(base: Delays, cands: Sequence) -> Delays:
 
 
 class FixReplays:
-    """The unmodified replay (on this thread, first: it finds the graph's order, which every later replay reads)
-    and each try's (a list of candidates applied to ``base``), in the order added. With the compiled sweep
-    (it runs without the GIL), more than a few tries and a core to spare, they start on a worker thread as they
-    are added (while this thread makes the next candidates); at :meth:`results` this thread replays those the
-    worker has not started. Otherwise one after another at :meth:`results`. A try with a ``key`` already on the
-    graph's memo is not replayed again, and its times are kept there. Each replay is a function of its own delays:
-    the times are the same whichever thread replays them, whenever.
+    """The unmodified replay and each try's (a list of candidates applied to ``base``), in the order added.
 
-    (Measured on the 8-rank job, two cores: with the other core idle, the worker takes the replays off the
-    command's path; with it busy, the two threads share one core and the command is slower, and the worker's
-    replays in flight add ~50 MB to the peak either way. Hence a worker only with a core to spare.)"""
+    With the compiled sweep (it runs without the GIL) and more than one core, the unmodified replay starts on a
+    worker thread at once, while this thread makes the candidates; every later replay reads the graph's order it
+    finds, so a try replays after it. With more than a few tries and a core to spare by the load average, tries
+    start on the worker as they are added; at :meth:`results` the tries not started are shared between the worker
+    and this thread. Otherwise, one after another at :meth:`results` (the unmodified replay last made, once the
+    candidates' memory is free again). A try with a ``key`` already on the graph's memo is not replayed again, and
+    its times are kept there. Each replay is a function of its own delays: the times are the same whichever
+    thread replays them, whenever.
+
+    (Measured on the 8-rank job, two cores: the unmodified replay beside the making of the candidates takes it off
+    the command's path. Tries in flight on the worker while candidates are made add ~50 MB to the peak, and with
+    the other core busy the two threads share one: hence tries as they come only with a core to spare.)"""
 
     MAX_THREADS = 2  # this thread and the workers (each replay in flight holds a copy of the delays and its times)
-    MIN_TRIES = 4  # fewer are replayed on this thread (a worker's memory is not worth it)
+    MIN_TRIES = 4  # fewer wait for :meth:`results` (a worker's memory while candidates are made is not worth it)
 
     def __init__(self, g: JobGraph, base: Delays):
-        from holotrace.analysis.critical_path.replay import compiled_order, sweep_built
+        from holotrace.analysis.critical_path.replay import sweep_built
+        from holotrace.exec.pool import cpu_count
 
         self.g, self.base, self.tries, self.pool, self.ref = g, base, [], None, None
-        self.workers = min(self.MAX_THREADS - 1, _spare_cores()) if sweep_built() else 0
-        if self.workers > 0:  # (else made last, once the candidates' memory is free again)
-            self.ref = replay(g, base)
-            self.workers = self.workers if compiled_order(g) else 0
+        threads = min(self.MAX_THREADS, cpu_count()) if sweep_built() else 1
+        self.workers = min(threads - 1, _spare_cores())  # workers for tries as they are added
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(threads - 1)
+            self.ref = self.pool.submit(replay, g, base)
 
     def __enter__(self) -> FixReplays:
         return self
@@ -57,26 +64,37 @@ class FixReplays:
     def _one(self, parts):
         return replay_times(self.g, apply(self.base, parts))
 
+    def _threaded(self) -> bool:
+        """Whether tries may run on the worker: the unmodified replay found the graph's order (no cycle)."""
+        from holotrace.analysis.critical_path.replay import compiled_order
+
+        return self.pool is not None and compiled_order(self.g)
+
     def add(self, key, parts) -> None:
         """A try: ``parts`` applied together (``key``: where its times are kept on the graph, or None)."""
         kept = self.g.memo.get(key) if key is not None else None
         self.tries.append([key, kept, None, parts])
         if kept is not None or self.workers < 1:
             return
-        if self.pool is None and sum(t[1] is None for t in self.tries) >= self.MIN_TRIES:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self.pool = ThreadPoolExecutor(self.workers)
-            for t in self.tries:
-                if t[1] is None:
-                    t[2] = self.pool.submit(self._one, t[3])
-        elif self.pool is not None:
-            self.tries[-1][2] = self.pool.submit(self._one, parts)
+        waiting = [t for t in self.tries if t[1] is None and t[2] is None]
+        if not self.ref.done() or not (len(waiting) >= self.MIN_TRIES or any(t[2] is not None for t in self.tries)):
+            return  # (a try replays after the unmodified replay: it reads the order that one finds)
+        if not self._threaded():
+            self.workers = 0
+            return
+        for t in waiting:
+            t[2] = self.pool.submit(self._one, t[3])
 
     def results(self) -> tuple:
         """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
-        if self.ref is None:
-            self.ref = replay(self.g, self.base)
+        from holotrace.analysis.critical_path.replay import replay as replay_of
+
+        ref = self.ref.result() if self.ref is not None else replay_of(self.g, self.base)
+        self.ref = ref
+        waiting = [t for t in self.tries if t[1] is None and t[2] is None]
+        if len(waiting) >= self.MIN_TRIES and self._threaded():  # every other try on the worker, the rest here
+            for t in waiting[1::2]:
+                t[2] = self.pool.submit(self._one, t[3])
         out = []
         for key, kept, running, parts in self.tries:
             if kept is not None:
@@ -88,7 +106,7 @@ class FixReplays:
             if key is not None:
                 self.g.memo[key] = t
             out.append(t)
-        return self.ref, out
+        return ref, out
 
 
 def _spare_cores() -> int:

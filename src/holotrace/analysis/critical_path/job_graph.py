@@ -49,6 +49,7 @@ from holotrace.analysis.critical_path.edges import (
 )
 from holotrace.analysis.critical_path.steps import step_rows
 from holotrace.analysis.grouped import factorize
+from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
@@ -250,7 +251,7 @@ def release_job_graph(source, *, ranks: Sequence[int] | None = None) -> None:
 def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph:
     base = {r: (int(view[r]["ts"].min()) if view[r].n else 0) for r in chosen}
     common = {r: base[r] + view[r].clock_offset for r in chosen}
-    per = {r: _rank_nodes(view, r, base[r]) for r in chosen}
+    per = thread_map(lambda r: _rank_nodes(view, r, base[r]), chosen)  # (numpy on threads)
     if frame is None:
         origin = min(common.values()) if common else 0
         match = match_collectives(view, ranks=chosen)
