@@ -136,8 +136,8 @@ def _queue_rank(view: JobView, r: int) -> Optional[Table]:
     return Table(
         {
             "ts": rows_ts[order],
-            "pid": rv["pid"][src][order],
-            "tid": rv["tid"][src][order],
+            "pid": rv.at("pid", src)[order],  # (read at these rows: no int64 copy of the whole columns)
+            "tid": rv.at("tid", src)[order],
             "stream": stream,
             "queue_length": ql,
             "index": index[order],
@@ -374,7 +374,7 @@ def _membw_rank(view: JobView, r: int) -> Optional[Table]:
     delta = np.concatenate([bw, -bw])
     active = np.concatenate([np.ones(n, dtype=np.int64), -np.ones(n, dtype=np.int64)])
     k = np.concatenate([kind, kind])
-    pid = np.concatenate([rv["pid"][sel], rv["pid"][sel]])
+    pid = np.concatenate([rv.at("pid", sel)] * 2)
     order = _order(pts, k, active, view.rules)
     k, delta, active = k[order], delta[order], active[order]
     value = np.empty(2 * n, dtype=np.float64)

@@ -123,7 +123,7 @@ def _threads(g: JobGraph, pos: np.ndarray, node: np.ndarray) -> np.ndarray:
         nd = node[a:b]
         cpu = g.node_type[nd] != NodeType.GPU
         rows, rv = g.node_row[nd[cpu]], g.view[r]
-        th[a:b][cpu] = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
+        th[a:b][cpu] = rv.at("pid", rows) * np.int64(1_000_003) + rv.at("tid", rows)
     return th
 
 
@@ -135,7 +135,7 @@ def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
             continue
         rv = g.view[r]
         shift = _shift(g, r)
-        th = rv["pid"][rows] * np.int64(1_000_003) + rv["tid"][rows]
+        th = rv.at("pid", rows) * np.int64(1_000_003) + rv.at("tid", rows)
         ts, end = rv["ts"][rows], rv["end"][rows]
         for t, sel in _by_thread(th):
             out[(r, t)] = ((ts[sel] + shift).astype(np.float64), (end[sel] + shift).astype(np.float64))
