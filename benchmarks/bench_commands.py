@@ -7,8 +7,10 @@ analyses the summary shows, in HTA's interpreter, in the same run.
     python benchmarks/bench_commands.py --trace-dir JOB --src before=/path/to/old/src --src after=src
     python benchmarks/bench_commands.py --trace-dir RANK --commands summary --hta-python ~/hta-venv/bin/python
 
-Each process runs under ``/usr/bin/time``: wall time, CPU time (user + system: the steadier figure on a shared
-machine) and the largest resident set. A source tree is put first on ``PYTHONPATH``; its cache is a folder of its
+Each process runs as the installed ``holotrace`` console script runs it (``from holotrace.cli import command``) and
+is measured from its start until it is reaped: wall time (to the microsecond), CPU time (user + system, its own
+resource usage: the steadier figure on a shared machine) and the largest resident set. The trees' cached runs are
+interleaved (one run of each tree in turn). A source tree is put first on ``PYTHONPATH``; its cache is a folder of its
 own, so trees with other cache formats do not meet. The 1-minute load average is printed with every row: other
 work on the machine stretches wall times.
 """
@@ -22,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -46,28 +49,38 @@ print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "analyses_s": t3 - t2}
 """
 
 
+# what the installed ``holotrace`` console script runs (not ``-m holotrace.cli``, which adds runpy's imports)
+CONSOLE_SCRIPT = "import sys; from holotrace.cli import command; sys.exit(command())"
+
+
 def timed(cmd: list[str], env: dict) -> dict:
-    """Run ``cmd`` under /usr/bin/time; wall, CPU and peak RSS of the process."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+    """Run ``cmd``; its wall time (to the microsecond, from start to reaped), CPU and peak RSS (the child's own
+    resource usage, as ``wait4`` reports it)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         load = os.getloadavg()[0]
-        full = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf.name, *cmd]
-        r = subprocess.run(full, env=env, capture_output=True, text=True)
-        wall, user, system, rss_kb = tf.read().split()[-4:]
-    out = {
-        "wall_s": float(wall),
-        "cpu_s": float(user) + float(system),
-        "peak_mb": int(rss_kb) / 1024,
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    res = {
+        "wall_s": wall,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "peak_mb": ru.ru_maxrss / 1024,
         "load": load,
-        "ok": r.returncode == 0,
-        "stdout": r.stdout[-2000:],
+        "ok": p.returncode == 0,
+        "stdout": stdout[-2000:],
     }
-    if r.returncode != 0:
-        out["error"] = (r.stderr.strip().splitlines() or ["?"])[-1]
-    return out
+    if p.returncode != 0:
+        res["error"] = (stderr.strip().splitlines() or ["?"])[-1]
+    return res
 
 
 def command_line(command: str, trace_dir: str, cache: str, out_dir: str) -> list[str]:
-    cmd = [sys.executable, "-m", "holotrace.cli", command, trace_dir, "--cache-dir", cache, "--quiet"]
+    cmd = [sys.executable, "-c", CONSOLE_SCRIPT, command, trace_dir, "--cache-dir", cache, "--quiet"]
     if command == "report":
         cmd += ["-o", os.path.join(out_dir, "report.html")]
     if command == "critical-path":
@@ -91,20 +104,25 @@ def main(argv=None) -> int:
     commands = [c for c in a.commands.split(",") if c]
     rows, raw = [], []
     with tempfile.TemporaryDirectory(prefix="holotrace-bench-cmd-") as tmp:
-        for label, src in trees:
-            env = {**os.environ, "PYTHONPATH": os.path.abspath(src)}
-            cache = os.path.join(tmp, f"cache-{label}")
-            for command in commands:
-                runs = []
+        envs = {label: {**os.environ, "PYTHONPATH": os.path.abspath(src)} for label, src in trees}
+        for command in commands:
+            runs = {label: [] for label, _ in trees}
+            for label, _ in trees:
                 if not a.no_cold:
                     cold_cache = os.path.join(tmp, f"cold-{label}-{command}")
-                    runs.append(("cold", timed(command_line(command, a.trace_dir, cold_cache, tmp), env)))
+                    runs[label].append(
+                        ("cold", timed(command_line(command, a.trace_dir, cold_cache, tmp), envs[label]))
+                    )
+                cache = os.path.join(tmp, f"cache-{label}")
                 if not os.path.isdir(cache):  # the cached runs' folder, filled once per tree
-                    timed(command_line("summary", a.trace_dir, cache, tmp), env)
-                for _ in range(a.repeat):
-                    runs.append(("cached", timed(command_line(command, a.trace_dir, cache, tmp), env)))
+                    timed(command_line("summary", a.trace_dir, cache, tmp), envs[label])
+            for _ in range(a.repeat):  # the trees' cached runs interleaved: a drift of the machine hits them alike
+                for label, _ in trees:
+                    cache = os.path.join(tmp, f"cache-{label}")
+                    runs[label].append(("cached", timed(command_line(command, a.trace_dir, cache, tmp), envs[label])))
+            for label, _ in trees:
                 for mode in ("cold", "cached"):
-                    ms = [m for k, m in runs if k == mode]
+                    ms = [m for k, m in runs[label] if k == mode]
                     if not ms:
                         continue
                     bad = [m["error"] for m in ms if not m["ok"]]
@@ -114,10 +132,10 @@ def main(argv=None) -> int:
                             command,
                             mode,
                             len(ms),
-                            statistics.median(m["wall_s"] for m in ms),
-                            min(m["wall_s"] for m in ms),
-                            statistics.median(m["cpu_s"] for m in ms),
-                            max(m["peak_mb"] for m in ms),
+                            f"{statistics.median(m['wall_s'] for m in ms):.3f}",
+                            f"{min(m['wall_s'] for m in ms):.3f}",
+                            f"{statistics.median(m['cpu_s'] for m in ms):.2f}",
+                            f"{max(m['peak_mb'] for m in ms):.0f}",
                             f"{min(m['load'] for m in ms):.1f}-{max(m['load'] for m in ms):.1f}",
                             "ok" if not bad else bad[0],
                         ]
@@ -136,10 +154,10 @@ def main(argv=None) -> int:
                         "load + 5 analyses",
                         "-",
                         1,
-                        m["wall_s"],
-                        m["wall_s"],
-                        m["cpu_s"],
-                        m["peak_mb"],
+                        f"{m['wall_s']:.2f}",
+                        f"{m['wall_s']:.2f}",
+                        f"{m['cpu_s']:.2f}",
+                        f"{m['peak_mb']:.0f}",
                         f"{m['load']:.1f}",
                         "ok" if m["ok"] else m.get("error"),
                     ]

@@ -468,12 +468,14 @@ def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) ->
 def to_file(out: PieceOut, rmx: np.ndarray, base: int, used: Optional[IdsUsed] = None) -> None:
     """Renumber a piece's tables in place: string ids into the file's (``rmx``, last entry -1), rows from ``base``;
     ``used`` is told which file ids each id column holds."""
+    n = int(rmx.max(initial=-1)) + 1  # (more than any file id of the piece)
     for table, cols in out.tables.items():
         id_cols = ID_COLUMNS[table]
         for k, v in cols.items():
             if k in id_cols:
+                ids = rmx[v]
                 if used is not None:
-                    used.mark(table, k, v, rmx)
-                cols[k] = compact_ints(rmx[v])
+                    used.mark(table, k, ids, n)
+                cols[k] = compact_ints(ids)
             elif k == "index":
                 cols[k] = v + base

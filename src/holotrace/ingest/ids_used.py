@@ -20,19 +20,15 @@ class IdsUsed:
     def __init__(self) -> None:
         self._masks: dict[tuple[str, str], np.ndarray] = {}
 
-    def mark(self, table: str, column: str, local: np.ndarray, rmx: np.ndarray) -> None:
-        """Mark the file ids ``rmx[local]`` (piece-local ids; -1 reads ``rmx``'s last entry, -1, and marks nothing)."""
+    def mark(self, table: str, column: str, ids: np.ndarray, n: int) -> None:
+        """Mark the file ids ``ids`` (a piece's column renumbered into the file's ids; -1, no string, marks
+        nothing); ``n``: more than the largest of them. A mask keeps one slot past its ids, the one -1 writes."""
         m = self._masks.get((table, column))
-        if m is not None and int(local.max(initial=-1)) < 0:  # no id in this piece (an arg most events lack)
-            return
-        seen = np.zeros(len(rmx), dtype=bool)
-        seen[local] = True
-        ids = rmx[:-1][seen[:-1]]
-        n = int(rmx[:-1].max(initial=-1)) + 1
-        if m is None or len(m) < n:
-            grown = np.zeros(max(n, 2 * len(m) if m is not None else n), dtype=bool)
+        if m is None or len(m) <= n:
+            cap = max(n, 2 * (len(m) - 1)) if m is not None else n
+            grown = np.zeros(cap + 1, dtype=bool)
             if m is not None:
-                grown[: len(m)] = m
+                grown[: len(m) - 1] = m[:-1]
             self._masks[(table, column)] = m = grown
         m[ids] = True
 
@@ -41,7 +37,7 @@ class IdsUsed:
         out: dict[str, dict[str, np.ndarray]] = {}
         for (t, c), m in sorted(self._masks.items()):  # the same order whatever the pieces
             full = np.zeros(n, dtype=bool)
-            k = min(n, len(m))
+            k = min(n, len(m) - 1)
             full[:k] = m[:k]
             out.setdefault(t, {})[c] = full
         return out
