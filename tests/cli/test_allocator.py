@@ -29,16 +29,3 @@ def test_tuned_on_glibc():
 @pytest.mark.parametrize("env", [{"MALLOC_ARENA_MAX": "2"}, {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}])
 def test_left_alone_where_the_user_tuned_it(env):
     assert _tuned(**env) == "False"
-
-
-def test_the_report_shares_one_heap_where_the_command_tunes_it():
-    r = subprocess.run(
-        [sys.executable, "-c", "from holotrace.commands.report import shared_heap; print(shared_heap())"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"},
-    )
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == str(GLIBC)
-    assert _tuned(MALLOC_ARENA_MAX="2") == "False"  # (the user's tuning: neither is set)

@@ -63,7 +63,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    shared_heap()
     job = load_job(args)
     data = report_data(
         job,
@@ -77,27 +76,6 @@ def run(args: argparse.Namespace) -> int:
     size = write_report(data, args.output)
     print(f"wrote {args.output} ({size / 1e6:.2f} MB)")
     return 0
-
-
-_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
-
-
-def shared_heap() -> bool:
-    """The report's threads allocate from one glibc heap (arena), so that what one frees the other reuses. Each
-    thread would otherwise get a heap of its own, and the memory one frees (kept for reuse by the command's
-    allocator tuning, :func:`holotrace.cli.tune_allocator`) could serve only that thread: on the 8 x 100 MB job,
-    743 -> 680 MB of peak and 0.45 -> 0.29 s of system time. Only where the command tunes the allocator (glibc, not
-    tuned by the user). True when it was set."""
-    from holotrace.cli import tune_allocator
-
-    if not tune_allocator():
-        return False
-    import ctypes
-
-    try:
-        return bool(ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 1))
-    except (OSError, AttributeError):
-        return False
 
 
 COMMAND = Command(
