@@ -216,3 +216,24 @@ def test_one_rank_answered_without_a_replay(name):
     view = job_view(job)
     assert view.derived(("job_graph", tuple(view.ranks)), lambda: None) is None  # (nothing kept: none built)
     assert c == job_advice(holotrace.load(str(folder), cache=False), only=("straggler",)).costliest
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4])
+def test_advice_whatever_the_threads(folder, monkeypatch, cores):
+    """The unmodified replay on a worker beside the making of the candidates, the tries shared at the end (two
+    cores or more), or everything on this thread (one): the same fix table and replayed steps."""
+    from holotrace.analysis.critical_path import fix_replays
+    from holotrace.exec import pool
+
+    def advice_with(n: int):
+        monkeypatch.setattr(pool, "cpu_count", lambda: n)
+        monkeypatch.setattr(fix_replays, "_spare_cores", lambda: max(0, n - 1))
+        a = job_advice(holotrace.load(str(folder), cache=False), combine=[["straggler", "communication"]])
+        return a.step_savings, a.replay_table
+
+    monkeypatch.setattr(fix_replays.FixReplays, "MIN_TRIES", 1)
+    one_fixes, one_steps = advice_with(1)
+    fixes, steps = advice_with(cores)
+    assert len(one_fixes) > 2 and len(one_steps) > 0
+    assert fixes.to_pandas().equals(one_fixes.to_pandas())
+    assert steps.to_pandas().equals(one_steps.to_pandas())
