@@ -93,3 +93,40 @@ def test_cpu_parents_made_beside_are_the_ones_read(tmp_path):
     for r in view.ranks:
         assert got[r] is ht._parents(view, r)  # made once
         assert got[r].tolist() == cpu_parents(view, r).tolist()
+
+
+def _gaps_by_every_position(g):
+    """The CPU gaps' groups as first made: each gap's chain searched, each gap's rank and thread read."""
+    from holotrace.analysis.critical_path.job_graph import EdgeKind
+
+    pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
+    node = g.chain_order[pos] // 2
+    rk, th = g.node_rank[node], ht._threads(g, pos, node)
+    srt = np.lexsort((th, rk))
+    cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
+    bounds = zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
+    return {(int(rk[srt[a]]), int(th[srt[a]])): srt[a:b].tolist() for a, b in bounds}
+
+
+def test_gaps_grouped_by_chain_runs_as_by_every_gap():
+    from corpus import DATA
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.analysis.critical_path.job_graph import build_job_graph
+
+    g = build_job_graph(holotrace.load(str(DATA / "traces" / "hta_trace_filter_2rank"), cache=False))
+    info = jw.node_info(g)
+    pos, lo, hi, groups = ht._gaps(g, info)
+    assert len(groups) >= 2 and len(pos) > 1000
+    assert {k: v.tolist() for k, v in groups.items()} == _gaps_by_every_position(g)
+    # a (rank, thread) on two chains: grouped by key
+    g.memo.pop("cpu_gaps")
+    first = np.flatnonzero(g.chain_first)
+    split = int(pos[len(pos) // 2])
+    g.chain_first[split] = True  # (a chain cut in two: the same thread on both halves)
+    try:
+        again = ht._gaps(g, info)[3]
+    finally:
+        g.chain_first[split] = False
+        g.memo.pop("cpu_gaps")
+    assert {k: v.tolist() for k, v in again.items()} == {k: v.tolist() for k, v in groups.items()}
+    assert len(first) == int(g.chain_first.sum())

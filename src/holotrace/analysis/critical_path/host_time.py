@@ -93,17 +93,20 @@ def _gaps(g: JobGraph, info) -> tuple:
     if "cpu_gaps" in g.memo:
         return g.memo["cpu_gaps"]
     pos = np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP)
-    node = g.chain_order[pos] // 2
     hi = g.point_time[g.chain_order[pos]]
     lo = g.point_time[g.chain_order[pos - 1]]
-    rk, th = g.node_rank[node], _threads(g, pos, node)
     # a CPU chain is one (rank, thread), its positions consecutive: the gaps of a (rank, thread) are one run of
-    # chains, in ascending positions
-    ch = np.searchsorted(np.flatnonzero(g.chain_first), pos, side="right")  # (the chain of each: its number + 1)
-    cut = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]]) if len(pos) else np.zeros(0, dtype=np.int64)
-    bounds = zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist())
-    groups = {(int(rk[a]), int(th[a])): np.arange(a, b) for a, b in bounds}
+    # chains, in ascending positions. A run starts at a gap with a chain's first point at or before it and after the
+    # previous gap (a search per chain, not per gap); its rank and thread are read there
+    cut = np.unique(np.r_[0, np.searchsorted(pos, np.flatnonzero(g.chain_first))]) if len(pos) else pos[:0]
+    cut = cut[cut < len(pos)]
+    bounds = list(zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist()))
+    node = g.chain_order[pos[cut]] // 2
+    keys = zip(g.node_rank[node].tolist(), _threads(g, pos[cut], node).tolist())
+    groups = {k: np.arange(a, b) for k, (a, b) in zip(keys, bounds)}
     if len(groups) != len(cut):  # (a (rank, thread) on more than one chain: grouped by key)
+        node = g.chain_order[pos] // 2
+        rk, th = g.node_rank[node], _threads(g, pos, node)
         srt = np.lexsort((th, rk))  # stable: ascending positions within a (rank, thread)
         cut = np.flatnonzero(np.r_[True, (rk[srt][1:] != rk[srt][:-1]) | (th[srt][1:] != th[srt][:-1])])
         bounds = zip(cut.tolist(), np.r_[cut[1:], len(srt)].tolist())
