@@ -346,7 +346,9 @@ def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, rend
         "straggler_summary": Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None,
         "top_kernels": f("top_kernels"),
         "rank_distribution": f("kernel_rank_distribution"),
-        "launches": launches.all_launches_table(launch_stats),
+        "launches": launches.all_launches_table(  # (the columns drawn: every delay, the worst ones' step and kernel)
+            {r: _columns(t, "iteration", "kernel", "launch_delay") for r, t in launch_stats.items()}
+        ),
         "launch_summary": launches.launch_summary_table(launch_stats),
         "launch_delay_cutoff": launch_delay_cutoff,
         "queue_length": queue,
