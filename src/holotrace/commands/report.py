@@ -177,7 +177,7 @@ def report_data(
     advice names."""
     from holotrace.analysis.critical_path.advice import job_advice
     from holotrace.analysis.critical_path.job_graph import release_job_graph
-    from holotrace.scale.segment_run import choose_replay
+    from holotrace.scale.replay_choice import choose_replay
 
     view = job_view(job, NATIVE)
     step_list = steps.profiler_steps(view, rules=NATIVE)
