@@ -7,6 +7,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -208,3 +209,23 @@ def test_critical_path_made_ahead_or_here_the_same(monkeypatch):
     assert claimed[-1] is False
     with pytest.raises(holotrace.errors.AnalysisError, match="critical-path-rank 7"):
         report_mod.report_data(job, critical_path_rank=7)
+
+
+def test_the_rank_guessed_ahead():
+    from holotrace.commands.report import _Ahead
+    from holotrace.table import Table
+
+    view = SimpleNamespace(ranks=[0, 1, 2])
+    ahead = _Ahead(view, 5, True, None)
+    ahead.guess(Table({"rank": np.array([2, 0, 1]), "waited_for_us": np.array([np.nan, 3.0, 3.0])}))
+    assert ahead.rank == 0  # (the first of the longest waits; no wait read as none)
+    nobody = _Ahead(view, 5, True, None)
+    nobody.guess(Table({"rank": np.array([0, 1]), "waited_for_us": np.array([0.0, np.nan])}))
+    assert nobody.rank is None
+    asked = _Ahead(view, 5, True, 1)
+    asked.guess(Table({"rank": np.array([2]), "waited_for_us": np.array([9.0])}))
+    assert (
+        asked.rank == 1
+        and _Ahead(view, 5, True, 7).rank is None
+        and _Ahead(SimpleNamespace(ranks=[4]), 5, True, None).rank == 4
+    )

@@ -276,9 +276,9 @@ class _Ahead:
         """The rank the others wait for longest (none when nobody waits), unless a rank was asked for."""
         if self._asked or straggler_summary is None or not len(straggler_summary):
             return
-        waited = np.asarray(straggler_summary["waited_for_us"], dtype=np.float64)
-        if np.nanmax(waited) > 0:
-            self.rank = int(np.asarray(straggler_summary["rank"])[int(np.nanargmax(waited))])
+        waited = np.nan_to_num(np.asarray(straggler_summary["waited_for_us"], dtype=np.float64), nan=0.0)
+        if waited.max() > 0:
+            self.rank = int(np.asarray(straggler_summary["rank"])[int(np.argmax(waited))])
 
     def make(self) -> None:
         """On the side thread, last: the critical path of the rank guessed, if the advice is still running."""
