@@ -13,6 +13,7 @@ analysis ``advise`` and ``summary`` also report: ``costliest_rank`` in the JSON 
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from holotrace.analysis.critical_path.advice import costliest_rank
 from holotrace.commands._load import add_load_options, add_replay_option, load_job, replay_of
 from holotrace.commands._output import Report, Section, add_output_options, emit
 from holotrace.commands.base import Command
+from holotrace.exec.pool import one_thread
 from holotrace.model.classify import NATIVE
 from holotrace.model.view import job_view
 from holotrace.table import Table
@@ -62,6 +64,25 @@ def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
     """Collective waits per step and rank, the stragglers, and HTA's candidates (pure); ``replay``: which replay
     finds the costliest rank (``"graph"`` or ``"segments"``)."""
     view = job_view(job, NATIVE)
+    with ThreadPoolExecutor(1) as pool:
+        story = pool.submit(costliest_rank, view, replay=replay)  # the longer path (the job replay), with its threads
+        with one_thread():  # the tables beside it, on this thread alone
+            header, sections, data, cand = _tables(job, view, candidates)
+        costliest = story.result()
+    header.append(f"costliest rank: {costliest.why}")
+    meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
+    return Report(
+        title="holotrace stragglers: who waits for whom in collectives",
+        sections=sections,
+        header=header,
+        data=data,
+        meta=meta,
+        objects={"costliest_rank": costliest.as_dict()},
+    )
+
+
+def _tables(job, view, candidates: int) -> tuple:
+    """The report's header lines, sections, data tables and HTA's candidates (everything but the costliest rank)."""
     waits = _strag.collective_waits_table(view, rules=NATIVE)
     rep = _strag.straggler_report_table(waits)
     summ = _strag.straggler_summary_table(rep)
@@ -119,15 +140,4 @@ def build_report(job, *, candidates: int = 2, replay: str = "graph") -> Report:
         )
     cand = _strag.potential_stragglers(view, rules=NATIVE, num_candidates=candidates) if len(job.ranks) >= 2 else []
     header.append(f"HTA late-start candidates: {cand if cand else 'none'}")
-    costliest = costliest_rank(view, replay=replay)
-    header.append(f"costliest rank: {costliest.why}")
-    meta = {"path": job.path, "ranks": list(job.ranks), "hta_candidates": cand}
-    data = {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}
-    return Report(
-        title="holotrace stragglers: who waits for whom in collectives",
-        sections=sections,
-        header=header,
-        data=data,
-        meta=meta,
-        objects={"costliest_rank": costliest.as_dict()},
-    )
+    return header, sections, {"straggler_summary": summ, "straggler_report": rep, "collective_waits": waits}, cand
