@@ -44,17 +44,14 @@ def test_covers_where_the_intervals_reach_equal_every_covers(seed):
     assert set(np.flatnonzero(full > 0).tolist()) <= set(((at - 7) // 3).tolist())
 
 
-def test_by_thread_and_by_rank_group_as_unique_and_masks():
+def test_groups_as_unique_and_masks():
     rng = np.random.default_rng(1)
-    for th in (np.repeat([5, 2, 9], [3, 4, 2]), rng.integers(0, 4, 50), np.zeros(1, dtype=np.int64)):
-        groups = ht._by_thread(th)
+    for th in (np.repeat([5, 2, 9], [3, 4, 2]), rng.integers(0, 4, 50), np.zeros(1, dtype=np.int64), np.arange(6)):
+        groups = ht._groups(th)
         assert [t for t, _ in groups] == np.unique(th).tolist()
         for t, sel in groups:
             assert np.arange(len(th))[sel].tolist() == np.flatnonzero(th == t).tolist()
-        by_rank = ht._by_rank(th)
-        assert [r for r, _ in by_rank] == np.unique(th).tolist()
-        for r, sel in by_rank:
-            assert np.arange(len(th))[sel].tolist() == np.flatnonzero(th == r).tolist()
+    assert ht._groups(np.zeros(0, dtype=np.int64)) == []
 
 
 def _job(tmp_path, ranks=2):
@@ -130,3 +127,16 @@ def test_gaps_grouped_by_chain_runs_as_by_every_gap():
         g.memo.pop("cpu_gaps")
     assert {k: v.tolist() for k, v in again.items()} == {k: v.tolist() for k, v in groups.items()}
     assert len(first) == int(g.chain_first.sum())
+
+
+def test_cpu_op_totals_without_cpu_gaps(tmp_path):
+    """A graph part without CPU gaps (a rank's segment with no calls between others) holds no operator's time."""
+    from holotrace.analysis.critical_path import job_what_if as jw
+    from holotrace.analysis.critical_path.job_graph import EdgeKind, build_job_graph
+    from holotrace.analysis.critical_path.replay import shared_base
+
+    g = build_job_graph(_job(tmp_path))
+    base = shared_base(g)
+    none = np.zeros(0, dtype=np.int64)
+    assert ht.cpu_op_totals(g, jw.node_info(g), none, base) == {}
+    assert ht.cpu_op_totals(g, jw.node_info(g), np.flatnonzero(g.chain_kind == EdgeKind.CPU_GAP), base)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
-from holotrace.analysis.critical_path.replay import Delays, _covered
+from holotrace.analysis.critical_path.replay import Delays, _cover_of, _covered, _union
 from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
 
@@ -65,11 +65,7 @@ def _ascending(x: np.ndarray) -> bool:
 def _covered_ordered(s, e, lo, hi, m) -> tuple[np.ndarray, np.ndarray]:
     """``replay._covered(s, e, lo, hi)`` at the windows the intervals reach (the windows' starts and ends each in
     ascending order): those windows of ``m`` and their covers, the same numbers."""
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], np.maximum.accumulate(e[o])
-    new = np.r_[True, s[1:] > e[:-1]]
-    us = s[new]
-    ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+    us, ue = _union(s, e)
     # the windows each union meets: end after its start, start before its end (a run, the windows being ordered)
     a = np.searchsorted(hi, us, side="right")
     b = np.searchsorted(lo, ue, side="left")
@@ -77,14 +73,7 @@ def _covered_ordered(s, e, lo, hi, m) -> tuple[np.ndarray, np.ndarray]:
     n = len(lo)
     depth = np.cumsum(np.bincount(a[some], minlength=n + 1) - np.bincount(b[some], minlength=n + 1))
     w = np.flatnonzero(depth[:n] > 0)
-    cum = np.r_[0.0, np.cumsum(ue - us)]
-
-    def upto(x):
-        i = np.searchsorted(us, x, side="right")
-        j = np.maximum(i - 1, 0)
-        return np.where(i > 0, cum[j] + np.clip(np.minimum(x, ue[j]) - us[j], 0, None), 0.0)
-
-    return m[w], upto(hi[w]) - upto(lo[w])
+    return m[w], _cover_of(us, ue, lo[w], hi[w])
 
 
 def _gaps(g: JobGraph, info) -> tuple:
@@ -140,20 +129,25 @@ def intervals(g: JobGraph, rows_of_rank: dict) -> dict:
         shift = _shift(g, r)
         th = rv.at("pid", rows) * np.int64(1_000_003) + rv.at("tid", rows)
         ts, end = rv["ts"][rows], rv["end"][rows]
-        for t, sel in _by_thread(th):
+        for t, sel in _groups(th):
             out[(r, t)] = ((ts[sel] + shift).astype(np.float64), (end[sel] + shift).astype(np.float64))
     return out
 
 
-def _by_thread(th: np.ndarray) -> list:
-    """``(key, positions)`` per distinct key of ``th``, ascending keys, positions ascending: slices where each key
-    is one run (a thread's rows together), else masks."""
-    cut = np.flatnonzero(th[1:] != th[:-1]) + 1
-    first = th[np.r_[0, cut]].tolist()
+def _groups(keys: np.ndarray) -> list:
+    """``(key, positions)`` per distinct key of ``keys``, ascending keys, each key's positions ascending: slices
+    where each key is one run (a thread's rows together, the ranks in order), else the positions of a stable sort."""
+    if not len(keys):
+        return []
+    cut = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    first = keys[np.r_[0, cut]].tolist()
     if len(set(first)) == len(first):
-        bounds = np.r_[0, cut, len(th)].tolist()
-        return sorted((t, slice(a, b)) for t, a, b in zip(first, bounds, bounds[1:]))
-    return [(t, th == t) for t in sorted(set(first))]
+        bounds = np.r_[0, cut, len(keys)].tolist()
+        return sorted((k, slice(a, b)) for k, a, b in zip(first, bounds, bounds[1:]))
+    o = np.argsort(keys, kind="stable")
+    cut = np.flatnonzero(keys[o][1:] != keys[o][:-1]) + 1
+    bounds = np.r_[0, cut, len(keys)].tolist()
+    return [(int(keys[o[a]]), o[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
 def _shift(g: JobGraph, r: int) -> int:
@@ -245,7 +239,7 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
     wait = base.chain[gap_pos]
     call = g.node_type[dst] == NodeType.CALL
     tot: dict = {}
-    for r, sel in _by_rank(g.node_rank[dst]):
+    for r, sel in _groups(g.node_rank[dst]):
         rv = view[r]
         up = _parents(view, r)[g.node_row[dst[sel]]]
         ok = (up >= 0) & call[sel]
@@ -254,18 +248,6 @@ def cpu_op_totals(g: JobGraph, info, gap_pos: np.ndarray, base: Delays) -> dict:
         for k, v in zip(ids.tolist(), group_sum(at, wait[sel][ok], len(ids)).tolist()):
             tot[int(k)] = tot.get(int(k), 0.0) + float(v)
     return tot
-
-
-def _by_rank(rank: np.ndarray) -> list:
-    """``(rank, positions)`` per rank, ascending ranks, positions in their order: slices where the ranks ascend."""
-    if _ascending(rank):
-        cut = np.flatnonzero(rank[1:] != rank[:-1]) + 1
-        bounds = np.r_[0, cut, len(rank)].tolist()
-        return [(int(rank[a]), slice(a, b)) for a, b in zip(bounds, bounds[1:])]
-    o = np.argsort(rank, kind="stable")
-    cut = np.flatnonzero(rank[o][1:] != rank[o][:-1]) + 1
-    bounds = np.r_[0, cut, len(rank)].tolist()
-    return [(int(rank[o[a]]), o[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
 def cpu_op_covers(g, info, opts, gap_pos, base):

@@ -473,11 +473,19 @@ def _covered(s: np.ndarray, e: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np
     """Length of the union of intervals ``[s, e)`` inside each window ``[lo, hi)``."""
     if not len(s):
         return np.zeros(len(lo))
+    return _cover_of(*_union(s, e), lo, hi)
+
+
+def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals ``[s, e)`` (at least one) as disjoint runs ``[us, ue)``, ascending."""
     o = np.argsort(s, kind="stable")
     s, e = s[o], np.maximum.accumulate(e[o])
     new = np.r_[True, s[1:] > e[:-1]]
-    us = s[new]
-    ue = np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+    return s[new], np.r_[e[np.flatnonzero(new)[1:] - 1], e[-1:]]
+
+
+def _cover_of(us: np.ndarray, ue: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Length of the runs ``[us, ue)`` (:func:`_union`) inside each window ``[lo, hi)``."""
     cum = np.r_[0.0, np.cumsum(ue - us)]
 
     def upto(x):
