@@ -188,11 +188,17 @@ def report_data(
             fix=f"choose one of {step_list}" if step_list else "leave --timeline-step out: the trace has no steps",
         )
     step = timeline_step if timeline_step is not None else (step_list[len(step_list) // 2] if step_list else None)
+    if critical_path_rank is not None and critical_path_rank not in view.ranks:
+        raise AnalysisError(
+            f"--critical-path-rank {critical_path_rank} is not a rank of the job",
+            path=job.path,
+            fix=f"choose one of {view.ranks}",
+        )
     replay = choose_replay(len(view.ranks))
     parents = _parents_for(view, replay)
     ahead = _Ahead(view, step, critical_path, critical_path_rank)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        side = pool.submit(_independent, job, view, step, top, launch_delay_cutoff, parents, render, ahead)
+        side = pool.submit(_independent, ahead, job, view, step, top, launch_delay_cutoff, parents, render)
         # the one story (the replay advise uses for this many ranks): its fixes are the report's, its rank's
         # critical path is shown
         try:
@@ -208,12 +214,6 @@ def report_data(
             if critical_path_rank is not None
             else (costliest.rank if costliest.rank is not None else view.ranks[0])
         )
-        if cp_rank not in view.ranks:
-            raise AnalysisError(
-                f"--critical-path-rank {cp_rank} is not a rank of the job",
-                path=job.path,
-                fix=f"choose one of {view.ranks}",
-            )
         if ahead.claim(cp_rank):  # (made on the other thread: its rank is the one shown)
             data = side.result()
             cp = ahead.result()
@@ -266,7 +266,10 @@ class _Ahead:
     def __init__(self, view, step, enabled: bool, rank):
         self.view, self.step, self.enabled = view, step, enabled
         ranks = list(view.ranks)
-        self.rank = rank if rank in ranks else None if rank is not None else ranks[0] if len(ranks) == 1 else None
+        if rank is not None:  # the rank asked for (none ahead if it is not the job's)
+            self.rank = rank if rank in ranks else None
+        else:  # guessed later (:meth:`guess`); a job of one rank: that rank
+            self.rank = ranks[0] if len(ranks) == 1 else None
         self._asked = rank is not None
         self._lock = threading.Lock()
         self._done = self._making = False
@@ -304,11 +307,11 @@ class _Ahead:
         return out
 
 
-def _independent(*args) -> dict:
+def _independent(ahead: _Ahead, *frame_args) -> dict:
     """:func:`_frames` on one thread (beside the advice), then the critical path made ahead."""
     with one_thread():
-        data = _frames(*args)
-    args[-1].make()
+        data = _frames(*frame_args, ahead=ahead)
+    ahead.make()
     return data
 
 
