@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import JobGraph
-from holotrace.analysis.critical_path.replay import Delays, job_step_table, replay
+from holotrace.analysis.critical_path.replay import Delays, compiled_order, job_step_table, replay, sweep_built
 
 __all__ = ["FixReplays", "apply", "replay_times", "replays"]
 
@@ -42,17 +42,16 @@ class FixReplays:
     MIN_TRIES = 4  # fewer wait for :meth:`results` (a worker's memory while candidates are made is not worth it)
 
     def __init__(self, g: JobGraph, base: Delays):
-        from holotrace.analysis.critical_path.replay import sweep_built
         from holotrace.exec.pool import cpu_count
 
-        self.g, self.base, self.tries, self.pool, self.ref = g, base, [], None, None
+        self.g, self.base, self.tries, self.pool, self.ref_run = g, base, [], None, None
         threads = min(self.MAX_THREADS, cpu_count()) if sweep_built() else 1
         self.workers = min(threads - 1, _spare_cores())  # workers for tries as they are added
         if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(threads - 1)
-            self.ref = self.pool.submit(replay, g, base)
+            self.ref_run = self.pool.submit(replay, g, base)  # the unmodified replay, on the worker
 
     def __enter__(self) -> FixReplays:
         return self
@@ -66,8 +65,6 @@ class FixReplays:
 
     def _threaded(self) -> bool:
         """Whether tries may run on the worker: the unmodified replay found the graph's order (no cycle)."""
-        from holotrace.analysis.critical_path.replay import compiled_order
-
         return self.pool is not None and compiled_order(self.g)
 
     def add(self, key, parts) -> None:
@@ -77,7 +74,7 @@ class FixReplays:
         if kept is not None or self.workers < 1:
             return
         waiting = [t for t in self.tries if t[1] is None and t[2] is None]
-        if not self.ref.done() or not (len(waiting) >= self.MIN_TRIES or any(t[2] is not None for t in self.tries)):
+        if not self.ref_run.done() or not (len(waiting) >= self.MIN_TRIES or any(t[2] is not None for t in self.tries)):
             return  # (a try replays after the unmodified replay: it reads the order that one finds)
         if not self._threaded():
             self.workers = 0
@@ -87,10 +84,7 @@ class FixReplays:
 
     def results(self) -> tuple:
         """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
-        from holotrace.analysis.critical_path.replay import replay as replay_of
-
-        ref = self.ref.result() if self.ref is not None else replay_of(self.g, self.base)
-        self.ref = ref
+        ref = self.ref_run.result() if self.ref_run is not None else replay(self.g, self.base)
         waiting = [t for t in self.tries if t[1] is None and t[2] is None]
         if len(waiting) >= self.MIN_TRIES and self._threaded():  # every other try on the worker, the rest here
             for t in waiting[1::2]:
