@@ -156,6 +156,7 @@ def test_a_load_leaves_no_temporary_files_and_maps_its_columns(tmp_path, monkeyp
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # (a file this small is otherwise used from memory, not mapped)
     job = holotrace.load(_builder().write(tmp_path / "t.json"), cache=False)
     assert list(tmp.iterdir()) == []
     t = job.rank(0)
@@ -170,6 +171,7 @@ def test_no_room_for_the_columns_is_a_typed_error(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Spill, "pack", full)
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # (the columns go through files, so they are packed)
     path = _builder().write(tmp_path / "t.json")
     with pytest.raises(TraceReadError) as e:
         holotrace.load(path, cache=False)
@@ -182,6 +184,8 @@ def test_an_unusable_temporary_folder_is_a_typed_error(tmp_path, monkeypatch):
 
     path = _builder().write(tmp_path / "t.json")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))  # as if TMPDIR named a folder that went
+    assert holotrace.load(path, cache=False).rank(0).n_events > 60  # one small file: decoded in memory, no folder used
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # columns that go through files need the folder
     with pytest.raises(TraceReadError) as e:
         holotrace.load(path, cache=False)
     assert "no-such-folder" in str(e.value) and "TMPDIR" in str(e.value) and str(path) in str(e.value)
@@ -203,7 +207,7 @@ def test_mapped_ranks_hold_no_file_descriptors(tmp_path):
 def test_a_failed_load_leaves_no_decoded_files(tmp_path, monkeypatch):
     import tempfile
 
-    from holotrace import loader
+    from holotrace.loader import one_file
 
     for r in range(3):
         tb = _builder()
@@ -220,7 +224,57 @@ def test_a_failed_load_leaves_no_decoded_files(tmp_path, monkeypatch):
             raise RuntimeError("interrupted")
         return open_packed(*a, **k)
 
-    monkeypatch.setattr(loader, "open_packed", failing)
+    monkeypatch.setattr(one_file, "open_packed", failing)
     with pytest.raises(RuntimeError):
         holotrace.load(tmp_path / "job", cache=False, workers=1)
     assert list(tmp.iterdir()) == []  # the third rank's decoded columns were removed, not left behind
+
+
+def _entry(cache: Path) -> tuple[bytes, dict]:
+    import json
+
+    (entry,) = [p for p in cache.iterdir() if (p / "info.json").exists()]
+    info = json.loads((entry / "info.json").read_text())
+    return (entry / "columns.bin").read_bytes()[store.HEADER :], info
+
+
+def test_one_file_decoded_here_is_used_from_memory_and_cached_as_a_mapped_load_would(tmp_path, monkeypatch):
+    from holotrace.ingest import cache as cache_mod
+
+    path = _builder().write(tmp_path / "t.json")
+    mapped_cache, held_cache = tmp_path / "mapped", tmp_path / "held"
+    with monkeypatch.context() as m:
+        m.setattr(store, "SPILL_MEMORY", 0)  # columns through files, packed, then mapped
+        mapped = holotrace.load(path, cache_dir=mapped_cache)
+        cache_mod.flush()
+    held = holotrace.load(path, cache_dir=held_cache)  # the columns joined in memory, packed on a thread
+    cache_mod.flush()
+    a, b = mapped.rank(0).columns, held.rank(0).columns
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        assert not b[k].flags.writeable, k  # read-only, as mapped columns are
+    assert [f.code for f in mapped.findings] == [f.code for f in held.findings]
+    cols_a, info_a = _entry(mapped_cache)
+    cols_b, info_b = _entry(held_cache)
+    assert cols_a == cols_b  # the same packed columns after the header (whose token differs)
+    differ = {k for k in info_a if info_a[k] != info_b.get(k)}
+    assert differ <= {"token", "crc32", "columns_stat"} and set(info_a) == set(info_b)
+    assert cache_mod.verify(path, held_cache, tag=holotrace.loader.CACHE_TAG) == "ok"  # its CRC-32 is the file's
+    again = holotrace.load(path, cache_dir=held_cache)  # a cache hit: mapped from the entry written on the thread
+    np.testing.assert_array_equal(again.rank(0).columns["ts_ns"], b["ts_ns"])
+
+
+def test_one_file_without_a_cache_writes_no_packed_file(tmp_path, monkeypatch):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    packed = []
+    real = Spill.pack
+    monkeypatch.setattr(Spill, "pack", lambda self, *a: packed.append(a) or real(self, *a))
+    job = holotrace.load(_builder().write(tmp_path / "t.json"), cache=False)
+    assert packed == [] and list(tmp.iterdir()) == [] and job.rank(0).n_events > 60

@@ -98,6 +98,18 @@ class _Column:
         self.nbytes += a.nbytes
         self.rows += len(a)
 
+    def join(self) -> np.ndarray:
+        """The parts held in memory as one read-only array in the packed dtype; it becomes the column's only part
+        (so :meth:`Spill.pack` writes it as it is)."""
+        out = np.empty(self.rows, dtype=self.dtype)
+        pos = 0
+        for a in self.parts or ():
+            out[pos : pos + len(a)] = a
+            pos += len(a)
+        out.flags.writeable = False  # (as a mapped column is: the packed file is written from it meanwhile)
+        self.parts, self.segments, self.nbytes = [out], [(out.dtype, len(out), 0)], out.nbytes
+        return out
+
     def to_file(self, path: Path) -> None:
         """Move the parts held in memory into the file ``path`` (appends go there from now on)."""
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -201,6 +213,16 @@ class Spill:
         c = self._cols[table][name]
         return c.read(a, c.rows if b is None else b)
 
+    def join(self, order: dict[str, list[str]]) -> dict[str, dict[str, np.ndarray]]:
+        """Every column held in memory joined into one read-only array, {table: {column: array}} in the order
+        :meth:`pack` writes them (then packing writes these arrays as they are)."""
+        if not self.in_memory:
+            raise ValueError("the spill's columns are in files, not in memory")
+        return {
+            table: {name: cols[name].join() for name in _pack_order(cols, order.get(table, ()))}
+            for table, cols in self._cols.items()
+        }
+
     def pack(self, path: Path, order: dict[str, list[str]], token: bytes) -> dict:
         """Write every column into the packed file ``path``; returns its layout (for :func:`open_packed`).
 
@@ -216,11 +238,8 @@ class Spill:
             _write_header(fd, token, crc)
             pos = HEADER
             for table, cols in self._cols.items():
-                names = [k for k in order.get(table, ()) if k in cols] + [
-                    k for k in cols if k not in order.get(table, ())
-                ]
                 out = layout[table] = {}
-                for name in names:
+                for name in _pack_order(cols, order.get(table, ())):
                     c = cols[name]
                     dt = c.dtype
                     out[name] = [pos, c.rows, dt.str]
@@ -290,6 +309,11 @@ class PackedWriter:
             os.close(self._fd)
             self._fd = -1
         return self.layout
+
+
+def _pack_order(cols: dict, order) -> list[str]:
+    """A table's column names as packed: those ``order`` names (the ones present), then the others as appended."""
+    return [k for k in order if k in cols] + [k for k in cols if k not in order]
 
 
 def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int, crc: Optional[Crc32] = None) -> int:
