@@ -108,7 +108,8 @@ def _launch_ids(view: JobView) -> np.ndarray:
 def _queue_rank(view: JobView, r: int) -> Optional[Table]:
     rv = view[r]
     corr = rv["correlation"]
-    launch = np.flatnonzero(np.isin(rv["name"], _launch_ids(view)) & (rv["index_correlation"] > 0))
+    launch = np.flatnonzero(np.isin(rv["name"], _launch_ids(view)))
+    launch = launch[rv.at("index_correlation", launch) > 0]  # (read at the launches only)
     if not len(launch):
         return None
     gpu_rows = (rv["stream"] != -1) if view.rules.hta_table else rv["gpu"]
