@@ -338,8 +338,8 @@ def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, rend
     if ahead is not None and len(view.ranks) > 1:
         ahead.guess(js.frames["straggler_summary"])
     # the counters' series: only the columns drawn are kept
-    queue = counters.queue_length_tables(view, rules=NATIVE) or {}
-    data["queue_length"] = {r: _columns(s, "ts", "queue_length") for r, s in queue.items() if _rows(s)}
+    queue = counters.queue_length_tables(view, rules=NATIVE, columns=("ts", "queue_length")) or {}
+    data["queue_length"] = {r: s for r, s in queue.items() if _rows(s)}
     del queue
     bandwidth = counters.memory_bandwidth_tables(view, rules=NATIVE) or {}
     data["memory_bandwidth"] = {r: s for r, s in bandwidth.items() if _rows(s)}
