@@ -112,9 +112,10 @@ def _load_file(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None)
         return _Failed(e)
 
 
-def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded:
+def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded | InMemory:
     """One file: its columns decoded and derived into a packed file (in a cache work folder, else a private
-    temporary folder) that the parent maps (cache hits were taken by :func:`load` already)."""
+    temporary folder) that the parent maps, or held in memory (:func:`_in_memory`) (cache hits were taken by
+    :func:`load` already)."""
     fp = task.session.fingerprint(task.path)  # the file as it is decoded: its entry describes it
     gc_was = gc.isenabled()
     gc.disable()  # no cycles are created while decoding; the collector only costs time
@@ -182,11 +183,11 @@ class InMemory:
 
 
 def _in_memory(d: DecodedFile, spill: Spill, session: CacheSession, fp) -> InMemory:
-    """A file whose columns are all in memory (a file of up to a few hundred MB) decoded in the loading process:
-    its columns joined are its tables at once, and its packed file (the cache entry) is written on a thread while
-    the analyses run (:func:`~holotrace.ingest.cache.flush` waits for it; at exit too). Without a cache there is no
-    packed file at all. The 100 MB generated rank's ``summary``, cold: the 0.03-0.09 s pack no longer waited for,
-    the join 0.02 s."""
+    """A file whose columns are all in memory (a JSON of up to about 180 MB) decoded in the loading process: its
+    columns joined are its tables at once, and its packed file (the cache entry) is written on a thread while the
+    analyses run (:func:`~holotrace.ingest.cache.flush` waits for it; at exit too). Without a cache there is no
+    packed file at all. The 100 MB generated rank, in process: the load returns in 0.30 s instead of 0.36 s
+    (medians), 0.32 s with its cache write; 0.29 s instead of 0.36 s without a cache."""
     try:
         set_tables(d, spill.join(_ORDER))
         d.checks = rank_checks(d.events, d.strings)
