@@ -82,7 +82,7 @@ class LoadTask:
     path: str
     session: CacheSession
     threads: int = 1
-    at_once: bool = False  # decoded in the loading process: columns held in memory are used as they are
+    at_once: bool = False  # decoded in the loading process: the spill's columns are used as they are
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,9 @@ def _load_file(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None)
         return _Failed(e)
 
 
-def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded | InMemory:
+def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded | Ready:
     """One file: its columns decoded and derived into a packed file (in a cache work folder, else a private
-    temporary folder) that the parent maps, or held in memory (:func:`_in_memory`) (cache hits were taken by
+    temporary folder) that the parent maps, or ready to use as they are (:func:`_ready`) (cache hits were taken by
     :func:`load` already)."""
     fp = task.session.fingerprint(task.path)  # the file as it is decoded: its entry describes it
     gc_was = gc.isenabled()
@@ -128,9 +128,9 @@ def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]
             gc.enable()
 
 
-def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded | InMemory:
+def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded | Ready:
     """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one); with
-    ``task.at_once`` and every column held in memory, the columns are used as they are (:func:`_in_memory`)."""
+    ``task.at_once``, the spill's columns are used as they are (:func:`_ready`)."""
     s = task.session  # with a cache, the file's CRC-32 is taken while decoding (for its entry)
     from holotrace.ingest.decode import decode_into  # (a cache hit never imports the decoder)
 
@@ -139,9 +139,9 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded | InMemory:
         d = decode_into(task.path, spill, all_args=s.all_args, workers=task.threads, on_bytes=on_bytes, checksum=s.on)
         derive(spill, d.strings)
         _scan.trim()  # derivation's chunks are gone: give their memory back
-        if task.at_once and spill.in_memory:
+        if task.at_once:
             spill, held = None, spill  # (its columns now belong to the decoded file and its cache write)
-            return _in_memory(d, held, task.session, fp)
+            return _ready(d, held, task.session, fp)
         token = os.urandom(16)
         work = task.session.work_folder()
         cached = work is not None
@@ -176,30 +176,30 @@ def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded | InMemory:
 
 
 @dataclass
-class InMemory:
-    """A file decoded in the loading process whose columns are in memory, ready to use (nothing to map)."""
+class Ready:
+    """A file decoded in the loading process, its columns ready to use as they are (nothing to map)."""
 
     file: DecodedFile
 
 
-def _in_memory(d: DecodedFile, spill: Spill, session: CacheSession, fp) -> InMemory:
-    """A file whose columns are all in memory (a JSON of up to about 180 MB) decoded in the loading process: its
-    columns joined are its tables at once, and its packed file (the cache entry) is written on a thread while the
-    analyses run (:func:`~holotrace.ingest.cache.flush` waits for it; at exit too). Without a cache there is no
-    packed file at all. The 100 MB generated rank, in process: the load returns in 0.30 s instead of 0.36 s
-    (medians), 0.32 s with its cache write; 0.29 s instead of 0.36 s without a cache."""
+def _ready(d: DecodedFile, spill: Spill, session: CacheSession, fp) -> Ready:
+    """A file decoded in the loading process: its tables are the spill's columns as they are, joined in memory (a
+    JSON of up to about 180 MB) or their files mapped, and its packed file (the cache entry) is written from them
+    on a thread while the analyses run (:func:`~holotrace.ingest.cache.flush` waits for it; at exit too). Without a
+    cache there is no packed file at all. The 100 MB generated rank, in process: the load returns in 0.30 s instead
+    of 0.36 s (medians), 0.32 s with its cache write; 0.29 s instead of 0.36 s without a cache."""
     try:
-        set_tables(d, spill.join(_ORDER))
+        set_tables(d, spill.join(_ORDER) if spill.in_memory else spill.mapped(_ORDER))
         d.checks = rank_checks(d.events, d.strings)
         work = session.work_folder()
     except BaseException:
         spill.close()
         raise
     if work is None:
-        spill.close()
+        spill.close()  # (a mapped column file outlives its folder)
     else:
         cache_mod.in_background(functools.partial(_pack_and_keep, d, spill, work, session, fp))
-    return InMemory(d)
+    return Ready(d)
 
 
 def _pack_and_keep(d: DecodedFile, spill: Spill, work: Path, session: CacheSession, fp) -> None:
@@ -231,7 +231,7 @@ def _read_back_checks(work: Path, layout, token: bytes, d: DecodedFile):
 def _map(r, session: CacheSession) -> DecodedFile:
     """Map a file's packed columns (a cache hit, or a worker's :class:`Decoded`); then the worker's folder
     becomes the file's cache entry (on a thread), or goes."""
-    if isinstance(r, InMemory):
+    if isinstance(r, Ready):
         return r.file
     if not isinstance(r, Decoded):
         set_tables(r, open_packed(*r.packed))
