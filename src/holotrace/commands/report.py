@@ -19,6 +19,7 @@ import numpy as np
 from holotrace import findings as findings_mod
 from holotrace.analysis import counters, launches, steps
 from holotrace.analysis.job_summary import findings_frame, summarize_job
+from holotrace.analysis.rank_summary import LEAVE_OUT_ABLE
 from holotrace.analysis.timeline import gpu_timeline_table
 from holotrace.commands._dest import writes
 from holotrace.commands._load import add_load_options, load_job
@@ -376,7 +377,12 @@ def _launch_frames(job, view, top: int, launch_delay_cutoff: float) -> tuple:
         view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
     )
     js = summarize_job(
-        job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, launch_stats=lambda: launch_stats
+        job,
+        view=view,
+        top=top,
+        launch_delay_cutoff=launch_delay_cutoff,
+        launch_stats=lambda: launch_stats,
+        leave_out=LEAVE_OUT_ABLE,  # (per-step and per-kernel detail the report does not draw)
     )
     drawn = launches.all_launches_table(  # (the columns drawn: every delay, the worst ones' step and kernel)
         {r: _columns(t, "iteration", "kernel", "launch_delay") for r, t in launch_stats.items()}
