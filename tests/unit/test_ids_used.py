@@ -114,3 +114,40 @@ def test_masks_round_trip_and_a_damaged_one_is_a_miss(tmp_path):
     (entry / "info.json").write_text(json.dumps(info))
     assert cache.load(f, cdir, False, loader.CACHE_TAG) is None
     assert _as_text(holotrace.load(folder, cache_dir=cdir)) == _as_text(holotrace.load(folder, cache=False))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_compiled_renumbering_is_the_gather_and_marks(dtype):
+    from holotrace.schema import compact_ints
+
+    rng = np.random.default_rng(7)
+    for k, spread in ((5, 100), (90, 40_000), (90, 3_000_000)):  # file ids that fit int8/int16, int16/int32, int32
+        local = rng.integers(-1, k, 500).astype(dtype)
+        rmx = np.append(rng.choice(spread, size=k, replace=False).astype(np.int32), np.int32(-1))
+        want_ids = compact_ints(rmx[local])
+        want = ids_used.IdsUsed()
+        want.mark("events", "name", rmx[local], int(rmx.max()) + 1)
+        got = ids_used.IdsUsed()
+        ids = got.renumber("events", "name", local, rmx, int(rmx.max()) + 1)
+        assert ids.dtype == want_ids.dtype and np.array_equal(ids, want_ids)
+        n = int(rmx.max()) + 2
+        for t, cols in want.masks(n).items():
+            for c, m in cols.items():
+                assert np.array_equal(got.masks(n)[t][c], m)
+    empty = ids_used.IdsUsed().renumber("events", "name", np.zeros(0, dtype=dtype), rmx, 10)
+    assert len(empty) == 0
+
+
+def test_compiled_renumbering_refuses_ids_outside_the_remap():
+    from holotrace.ingest import _scan
+
+    rmx = np.array([3, 1, -1], dtype=np.int32)
+    out = np.empty(2, dtype=np.int32)
+    mask = np.zeros(5, dtype=np.uint8)
+    with pytest.raises(ValueError, match="outside"):
+        _scan.renumber(np.array([0, 2], dtype=np.int16), rmx, out, mask)  # 2 is the remap's -1 slot, not an id
+    with pytest.raises(ValueError, match="outside"):
+        _scan.renumber(np.array([0], dtype=np.int16), rmx, out[:1], np.zeros(3, dtype=np.uint8))  # id 3: no slot
+    mask = np.zeros(5, dtype=np.uint8)  # (a refused call may have marked some ids already)
+    assert _scan.renumber(np.array([1, -1], dtype=np.int8), rmx, out, mask) == (-1, 1)
+    assert out.tolist() == [1, -1] and mask.tolist() == [0, 1, 0, 0, 1]

@@ -473,9 +473,6 @@ def to_file(out: PieceOut, rmx: np.ndarray, base: int, used: Optional[IdsUsed] =
         id_cols = ID_COLUMNS[table]
         for k, v in cols.items():
             if k in id_cols:
-                ids = rmx[v]
-                if used is not None:
-                    used.mark(table, k, ids, n)
-                cols[k] = compact_ints(ids)
+                cols[k] = compact_ints(rmx[v]) if used is None else used.renumber(table, k, v, rmx, n)
             elif k == "index":
                 cols[k] = v + base

@@ -12,6 +12,9 @@ import base64
 
 import numpy as np
 
+from holotrace.ingest import _scan
+from holotrace.schema import compact_ints
+
 
 class IdsUsed:
     """Which of the file's string ids each id column holds, gathered piece by piece: the loader renumbers a
@@ -23,6 +26,27 @@ class IdsUsed:
     def mark(self, table: str, column: str, ids: np.ndarray, n: int) -> None:
         """Mark the file ids ``ids`` (a piece's column renumbered into the file's ids; -1, no string, marks
         nothing); ``n``: more than the largest of them. A mask keeps one slot past its ids, the one -1 writes."""
+        self._mask(table, column, n)[ids] = True
+
+    def renumber(self, table: str, column: str, local: np.ndarray, rmx: np.ndarray, n: int) -> np.ndarray:
+        """A piece's column of string ids ``local`` as the file's ids (``rmx[local]``, -1 reading ``rmx``'s last
+        entry), marked (as :meth:`mark`), in the smallest signed type that holds them (``schema.compact_ints``);
+        one compiled pass (``_scan.renumber``) where ``local`` is a column of signed ints and ``rmx`` int32."""
+        m = self._mask(table, column, n)
+        if rmx.dtype != np.int32 or local.dtype.kind != "i" or not len(local):
+            ids = rmx[local]
+            m[ids] = True
+            return compact_ints(ids)
+        out = np.empty(len(local), dtype=np.int32)
+        lo, hi = _scan.renumber(np.ascontiguousarray(local), np.ascontiguousarray(rmx), out, m.view(np.uint8))
+        for dt in (np.int8, np.int16):
+            info = np.iinfo(dt)
+            if info.min <= lo and hi <= info.max:
+                return out.astype(dt)
+        return out
+
+    def _mask(self, table: str, column: str, n: int) -> np.ndarray:
+        """The column's mask, grown to hold ids below ``n`` (and its last slot, the one -1 writes)."""
         m = self._masks.get((table, column))
         if m is None or len(m) <= n:
             cap = max(n, 2 * (len(m) - 1)) if m is not None else n
@@ -30,7 +54,7 @@ class IdsUsed:
             if m is not None:
                 grown[: len(m) - 1] = m[:-1]
             self._masks[(table, column)] = m = grown
-        m[ids] = True
+        return m
 
     def masks(self, n: int) -> dict[str, dict[str, np.ndarray]]:
         """{table: {column: mask of length ``n``, True where the column holds that file id}}."""
