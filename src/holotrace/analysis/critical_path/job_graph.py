@@ -74,10 +74,10 @@ class JobGraph:
 
     view: object = field(repr=False)
     node_rank: np.ndarray  # rank (-1 for arrival points)
-    node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points)
+    node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points); int32 below 2**31
     node_type: np.ndarray  # NodeType
     node_step: np.ndarray  # ProfilerStep number (-1 none)
-    node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none)
+    node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none); int32 below 2**31
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
     chain_order: np.ndarray  # points sorted by chain, then time
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
@@ -199,13 +199,19 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         ]
     )
     return {
-        "rows": rows,
+        "rows": rows.astype(_index_dtype(rv.n)),  # (rows of one rank's view: int32 below 2**31)
         "type": ntype,
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
         "chain": factorize(thread)[0].astype(np.int32),
     }
+
+
+def _index_dtype(n: int) -> type:
+    """The narrowest of int32 and int64 that holds the indices 0..n and -1 (the graph's rows and collective
+    instances: half the memory of int64; they only index arrays and compare, never enter a product)."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 @dataclass
@@ -276,7 +282,7 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     # the ranks' node arrays, concatenated now: freed before the bigger arrays below
     per.clear()
     parts.clear()
-    node_coll = np.full(len(node_rank), -1, dtype=np.int64)
+    node_coll = np.full(len(node_rank), -1, dtype=_index_dtype(match.n_instances))  # (int32 below 2**31)
     # collective instances -> GPU nodes
     k = match.table
     n_inst = match.n_instances
@@ -297,12 +303,12 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
         arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
     arr_node = len(node_rank) + np.arange(n_inst)
     node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
-    node_row = np.concatenate([node_row, np.full(n_inst, -1)])
+    node_row = np.concatenate([node_row, np.full(n_inst, -1, dtype=node_row.dtype)])
     node_type = np.concatenate([node_type, np.full(n_inst, NodeType.ARRIVAL, dtype=np.int8)])
     inst_step = np.full(n_inst, -1, dtype=np.int64)
     inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
     node_step = np.concatenate([node_step, inst_step])
-    node_coll = np.concatenate([node_coll, np.arange(n_inst)])
+    node_coll = np.concatenate([node_coll, np.arange(n_inst, dtype=node_coll.dtype)])
     start = np.concatenate([start, arr_time])
     dur = np.concatenate([dur, np.zeros(n_inst)])
     n = len(node_rank)

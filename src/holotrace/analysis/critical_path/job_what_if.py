@@ -133,7 +133,8 @@ class NodeInfo:
 
 def node_info(g: JobGraph) -> NodeInfo:
     n = g.n_nodes
-    name = np.full(n, -1, dtype=np.int64)
+    # (the views' string ids: int32 when every rank's are, half the memory of int64)
+    name = np.full(n, -1, dtype=np.result_type(np.int32, *(g.view[r]["name"].dtype for r in g.ranks())))
     comm = np.zeros(n, dtype=bool)
     for r in g.ranks():
         sel = g.rank_nodes(r)
