@@ -73,10 +73,10 @@ class JobGraph:
     point (point ``2 * n`` is node n's start, ``2 * n + 1`` its end), edge arrays one per cross-chain edge."""
 
     view: object = field(repr=False)
-    node_rank: np.ndarray  # rank (-1 for arrival points)
+    node_rank: np.ndarray  # rank (-1 for arrival points); int32 below 2**31 (tables read it as int64)
     node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points); int32 below 2**31
     node_type: np.ndarray  # NodeType
-    node_step: np.ndarray  # ProfilerStep number (-1 none)
+    node_step: np.ndarray  # ProfilerStep number (-1 none); int32 where every step fits (tables read it as int64)
     node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none); int32 below 2**31
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
     chain_order: np.ndarray  # points sorted by chain, then time
@@ -269,13 +269,16 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
     span = dict(zip(chosen, zip(np.cumsum([0] + n_per[:-1]).tolist(), np.cumsum(n_per).tolist())))  # a rank's nodes
+    rank_t = _index_dtype(max([abs(r) for r in chosen], default=0))
     node_rank = (
-        np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
+        np.concatenate([np.full(n, r, dtype=rank_t) for (r, _, _), n in zip(parts, n_per)])
         if parts
-        else np.zeros(0, np.int64)
+        else np.zeros(0, rank_t)
     )
     cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
     node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
+    if len(node_step) and -(2**31) < int(node_step.min()) and int(node_step.max()) < 2**31 - 1:
+        node_step = node_step.astype(np.int32)  # (step numbers: int32 when they fit)
     ck = chain_ids([p for _, p, _ in parts])
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
@@ -302,10 +305,10 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     if frame is not None:
         arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
     arr_node = len(node_rank) + np.arange(n_inst)
-    node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
+    node_rank = np.concatenate([node_rank, np.full(n_inst, -1, dtype=node_rank.dtype)])
     node_row = np.concatenate([node_row, np.full(n_inst, -1, dtype=node_row.dtype)])
     node_type = np.concatenate([node_type, np.full(n_inst, NodeType.ARRIVAL, dtype=np.int8)])
-    inst_step = np.full(n_inst, -1, dtype=np.int64)
+    inst_step = np.full(n_inst, -1, dtype=node_step.dtype)
     inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
     node_step = np.concatenate([node_step, inst_step])
     node_coll = np.concatenate([node_coll, np.arange(n_inst, dtype=node_coll.dtype)])
