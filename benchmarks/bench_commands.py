@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,9 @@ def main(argv=None) -> int:
         "--src", action="append", default=[], metavar="LABEL=DIR", help="a source tree to measure (default: src/)"
     )
     p.add_argument("--no-cold", action="store_true", help="only cached runs (the cache is filled first)")
+    p.add_argument(
+        "--cold-repeat", type=int, default=1, help="cold runs per command, each with an empty cache folder (default 1)"
+    )
     p.add_argument("--hta-python", default=None, help="HTA's interpreter: its load + the summary's analyses")
     p.add_argument("--results", default=None, help="write every measurement as JSON here")
     a = p.parse_args(argv)
@@ -107,12 +111,14 @@ def main(argv=None) -> int:
         envs = {label: {**os.environ, "PYTHONPATH": os.path.abspath(src)} for label, src in trees}
         for command in commands:
             runs = {label: [] for label, _ in trees}
-            for label, _ in trees:
-                if not a.no_cold:
-                    cold_cache = os.path.join(tmp, f"cold-{label}-{command}")
+            for k in range(0 if a.no_cold else a.cold_repeat):  # cold runs interleaved too, each in a new folder
+                for label, _ in trees:
+                    cold_cache = os.path.join(tmp, f"cold-{label}-{command}-{k}")
                     runs[label].append(
                         ("cold", timed(command_line(command, a.trace_dir, cold_cache, tmp), envs[label]))
                     )
+                    shutil.rmtree(cold_cache, ignore_errors=True)  # (its entries' pages leave the page cache with it)
+            for label, _ in trees:
                 cache = os.path.join(tmp, f"cache-{label}")
                 if not os.path.isdir(cache):  # the cached runs' folder, filled once per tree
                     timed(command_line("summary", a.trace_dir, cache, tmp), envs[label])

@@ -72,6 +72,7 @@ def _time_phases():
     """Seconds spent in each stage of holotrace's load (in this process; workers' stages are not seen)."""
     from holotrace import loader
 
+    one_file = getattr(loader, "one_file", loader)  # (where a file is decoded, derived and packed)
     spent = {}
 
     def timed(name, fn):
@@ -84,14 +85,20 @@ def _time_phases():
 
         return run
 
-    for attr, name in (
-        ("decode_into", "decode"),
-        ("derive", "classify+links+steps"),
-        ("validate_job", "validate"),
-        ("discover", "discover"),
+    for mod, attr, name in (
+        (one_file, "decode_into", "decode"),
+        (one_file, "derive", "classify+links+steps"),
+        (loader, "validate_job", "validate"),
+        (loader, "discover", "discover"),
     ):
-        if hasattr(loader, attr):
-            setattr(loader, attr, timed(name, getattr(loader, attr)))
+        if hasattr(mod, attr):
+            setattr(mod, attr, timed(name, getattr(mod, attr)))
+    try:  # the decoder is imported by the task that decodes a file, from its own module
+        from holotrace.ingest import decode as decode_mod
+
+        decode_mod.decode_into = timed("decode", decode_mod.decode_into)
+    except ImportError:
+        pass
     if hasattr(loader, "Spill"):
         loader.Spill.pack = timed("pack columns", loader.Spill.pack)
     if hasattr(loader, "cache_mod"):  # the entry is committed on a thread after load() returns: timed there

@@ -52,6 +52,18 @@ def test_counter_tables_are_the_frames(job, rules):
 
 
 @pytest.mark.parametrize("rules", [NATIVE, HTA], ids=["native", "hta"])
+def test_queue_length_tables_with_some_columns(job, rules):
+    view = job_view(job, rules)
+    full = counters.queue_length_tables(view)
+    some = counters.queue_length_tables(job_view(job, rules), columns=("queue_length", "ts"))
+    assert some.keys() == full.keys() and full
+    for r, t in some.items():
+        assert list(t.columns) == ["queue_length", "ts"]
+        for c in t.columns:
+            np.testing.assert_array_equal(t[c], full[r][c])
+
+
+@pytest.mark.parametrize("rules", [NATIVE, HTA], ids=["native", "hta"])
 def test_timeline_table_is_the_frame(job, rules):
     view = job_view(job, rules)
     steps = sorted({int(s) for s in view[view.ranks[0]]["iteration"].tolist()} - {-1})

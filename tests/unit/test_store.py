@@ -156,6 +156,7 @@ def test_a_load_leaves_no_temporary_files_and_maps_its_columns(tmp_path, monkeyp
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # (a file this small is otherwise used from memory, not mapped)
     job = holotrace.load(_builder().write(tmp_path / "t.json"), cache=False)
     assert list(tmp.iterdir()) == []
     t = job.rank(0)
@@ -169,7 +170,8 @@ def test_no_room_for_the_columns_is_a_typed_error(tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Spill, "pack", full)
+    monkeypatch.setattr(store, "_write_all", full)  # the spill's files, and a packed file, cannot be written
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # (the columns go to files from the first piece)
     path = _builder().write(tmp_path / "t.json")
     with pytest.raises(TraceReadError) as e:
         holotrace.load(path, cache=False)
@@ -182,6 +184,8 @@ def test_an_unusable_temporary_folder_is_a_typed_error(tmp_path, monkeypatch):
 
     path = _builder().write(tmp_path / "t.json")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))  # as if TMPDIR named a folder that went
+    assert holotrace.load(path, cache=False).rank(0).n_events > 60  # one small file: decoded in memory, no folder used
+    monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # columns that go through files need the folder
     with pytest.raises(TraceReadError) as e:
         holotrace.load(path, cache=False)
     assert "no-such-folder" in str(e.value) and "TMPDIR" in str(e.value) and str(path) in str(e.value)
@@ -203,7 +207,7 @@ def test_mapped_ranks_hold_no_file_descriptors(tmp_path):
 def test_a_failed_load_leaves_no_decoded_files(tmp_path, monkeypatch):
     import tempfile
 
-    from holotrace import loader
+    from holotrace.loader import one_file
 
     for r in range(3):
         tb = _builder()
@@ -220,7 +224,95 @@ def test_a_failed_load_leaves_no_decoded_files(tmp_path, monkeypatch):
             raise RuntimeError("interrupted")
         return open_packed(*a, **k)
 
-    monkeypatch.setattr(loader, "open_packed", failing)
+    monkeypatch.setattr(one_file, "open_packed", failing)
     with pytest.raises(RuntimeError):
         holotrace.load(tmp_path / "job", cache=False, workers=1)
     assert list(tmp.iterdir()) == []  # the third rank's decoded columns were removed, not left behind
+
+
+def _entry(cache: Path, path: Path) -> tuple[bytes, dict]:
+    import json
+
+    from holotrace.ingest import cache as cache_mod
+
+    entry = cache / cache_mod.key_for(path, tag=holotrace.loader.CACHE_TAG)
+    info = json.loads((entry / "info.json").read_text())
+    return (entry / "columns.bin").read_bytes()[store.HEADER :], info
+
+
+@pytest.mark.parametrize("in_files", [False, True], ids=["joined-in-memory", "files-mapped"])
+def test_one_file_decoded_here_is_used_as_it_is_and_cached_as_a_pool_load_would(tmp_path, monkeypatch, in_files):
+    from holotrace.ingest import cache as cache_mod
+
+    if in_files:
+        monkeypatch.setattr(store, "SPILL_MEMORY", 0)  # the columns in files from the first piece
+    for r in range(2):
+        tb = _builder()
+        tb.rank, tb.world_size = r, 2
+        path = tb.write(tmp_path / "job")
+    first = tmp_path / "job" / "rank-0.pt.trace.json"
+    pool = holotrace.load(tmp_path / "job", cache_dir=tmp_path / "pool", workers=1)  # each file packed, then mapped
+    one = holotrace.load(first, cache_dir=tmp_path / "one")  # one file: its columns as they are, packed on a thread
+    cache_mod.flush()
+    a, b = pool.rank(0).columns, one.rank(0).columns  # (the first file's string ids are the job's)
+    assert list(a) == list(b) and path != first
+    for k in a:
+        assert a[k].dtype == b[k].dtype, k
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        assert not b[k].flags.writeable, k  # read-only, as mapped columns are
+    assert [f.code for f in pool.findings if f.rank == 0] == [f.code for f in one.findings if f.rank == 0]
+    cols_a, info_a = _entry(tmp_path / "pool", first)
+    cols_b, info_b = _entry(tmp_path / "one", first)
+    assert cols_a == cols_b  # the same packed columns after the header (whose token differs)
+    differ = {k for k in info_a if info_a[k] != info_b.get(k)}
+    assert differ <= {"token", "crc32", "columns_stat"} and set(info_a) == set(info_b)
+    assert cache_mod.verify(first, tmp_path / "one", tag=holotrace.loader.CACHE_TAG) == "ok"  # its CRC-32 is right
+    again = holotrace.load(first, cache_dir=tmp_path / "one")  # a cache hit: mapped from the entry the thread wrote
+    np.testing.assert_array_equal(again.rank(0).columns["ts_ns"], b["ts_ns"])
+
+
+def test_a_column_in_a_file_is_held_in_its_widest_type_as_pieces_come():
+    pieces = [
+        np.array([], dtype=np.int64),  # (an empty piece does not widen the column)
+        np.array([1, -2], dtype=np.int8),
+        np.array([300, 7], dtype=np.int16),
+        np.array([5], dtype=np.int8),
+        np.array([], dtype=np.int64),
+        np.array([70_000], dtype=np.int32),
+        np.array([-1, 2], dtype=np.int16),
+    ]
+    want = np.concatenate([p for p in pieces if len(p)])
+    packed = {}
+    for memory in (None, 0):  # held in memory (joined when packed), and in a file from the first piece
+        with Spill(memory=memory) as sp:
+            for p in pieces:
+                sp.append("t", {"c": p})
+            if memory == 0:
+                got = sp.mapped({})["t"]["c"]
+                assert got.dtype == want.dtype == np.int32 and not got.flags.writeable
+                np.testing.assert_array_equal(got, want)
+                np.testing.assert_array_equal(sp.read("t", "c", 2, 5), want[2:5])
+            layout = sp.pack(Path(sp.folder) / "packed", {}, b"t" * 16)
+            packed[memory] = (layout, (Path(sp.folder) / "packed").read_bytes())
+            col = open_packed(Path(sp.folder) / "packed", layout)["t"]["c"]
+            np.testing.assert_array_equal(col, want)
+    assert packed[None] == packed[0]  # the same packed file either way
+    with Spill(memory=0) as sp:  # a column of empty pieces only: the first piece's type
+        sp.append("t", {"c": np.array([], dtype=np.int16), "d": np.array([1])})  # (d's bytes: to files)
+        sp.append("t", {"c": np.array([], dtype=np.int64), "d": np.array([2])})
+        assert not sp.in_memory
+        assert sp.mapped({})["t"]["c"].dtype == np.int16
+
+
+def test_one_file_without_a_cache_writes_no_packed_file(tmp_path, monkeypatch):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    packed = []
+    real = Spill.pack
+    monkeypatch.setattr(Spill, "pack", lambda self, *a: packed.append(a) or real(self, *a))
+    job = holotrace.load(_builder().write(tmp_path / "t.json"), cache=False)
+    assert packed == [] and list(tmp.iterdir()) == [] and job.rank(0).n_events > 60

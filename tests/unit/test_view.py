@@ -64,6 +64,21 @@ def test_thread_ids_at_rows_without_the_whole_column(tmp_path):
     assert np.array_equal(part.at("tid", np.array([1])), v["tid"][[2]])
 
 
+def test_index_correlation_at_rows_without_the_whole_column(tmp_path):
+    from holotrace.model.view import take_rows
+
+    v = _view(tmp_path)[0]
+    rows = np.arange(v.n, dtype=np.int64)[::-1]  # every row, in another order
+    at = v.at("index_correlation", rows)
+    assert not v.cols.is_made("index_correlation") and at.dtype == np.int64
+    whole = v["index_correlation"]  # the column made (every row): the same values
+    assert np.array_equal(at, whole[rows]) and sorted(set(at.tolist())) == sorted(set(whole.tolist()))
+    assert (at > 0).sum() == 2 and (at == -1).any()  # the linked launch and kernel; rows without a correlation
+    assert np.array_equal(v.at("index_correlation", rows[:0]), whole[:0])
+    part = take_rows(_view(tmp_path)[0], np.array([1, 2], dtype=np.int64))  # a view of some rows: its own column
+    assert np.array_equal(part.at("index_correlation", np.array([0, 1])), part["index_correlation"])
+
+
 def test_a_rank_view_pickles_with_every_column(tmp_path):
     import pickle
 

@@ -79,17 +79,25 @@ def queue_length(
 
 
 def queue_length_tables(
-    source, *, rules: Optional[RuleSet] = None, ranks: Optional[Sequence[int]] = None
+    source,
+    *,
+    rules: Optional[RuleSet] = None,
+    ranks: Optional[Sequence[int]] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> dict[int, Table]:
     """:func:`queue_length` as tables (:class:`~holotrace.table.Table`, no pandas): the frame's columns, then its
-    index as the column ``index``."""
+    index as the column ``index``; ``columns``: only these (in this order), the others not made."""
     view = _view(source, rules)
     out = {}
     for r in view.select(ranks):
-        t = _queue_rank(view, r)
+        t = _queue_rank(view, r, QUEUE_COLUMNS if columns is None else tuple(columns))
         if t is not None:
             out[r] = t
     return out
+
+
+#: the columns of :func:`queue_length_tables`
+QUEUE_COLUMNS = ("ts", "pid", "tid", "stream", "queue_length", "index")
 
 
 def _frame(t: Table, index: str) -> pd.DataFrame:
@@ -105,10 +113,11 @@ def _launch_ids(view: JobView) -> np.ndarray:
     return view.name_ids(set(apis))
 
 
-def _queue_rank(view: JobView, r: int) -> Optional[Table]:
+def _queue_rank(view: JobView, r: int, columns: tuple = QUEUE_COLUMNS) -> Optional[Table]:
     rv = view[r]
     corr = rv["correlation"]
-    launch = np.flatnonzero(np.isin(rv["name"], _launch_ids(view)) & (rv["index_correlation"] > 0))
+    launch = np.flatnonzero(np.isin(rv["name"], _launch_ids(view)))
+    launch = launch[rv.at("index_correlation", launch) > 0]  # (read at the launches only)
     if not len(launch):
         return None
     gpu_rows = (rv["stream"] != -1) if view.rules.hta_table else rv["gpu"]
@@ -129,20 +138,17 @@ def _queue_rank(view: JobView, r: int) -> Optional[Table]:
     delta = np.concatenate([np.ones(n_up, dtype=np.int64), -np.ones(len(gpu), dtype=np.int64)])
     src = np.concatenate([matched, gpu])  # the GPU row giving stream/pid/tid
     stream = wide(rv["stream"][src])
-    index = np.concatenate([rv["index"][l_rows], rv["index"][gpu]])
     order = _order(rows_ts, stream, -delta, view.rules)
     stream, delta = stream[order], delta[order]
-    ql = _grouped_cumsum(delta, stream)
-    return Table(
-        {
-            "ts": rows_ts[order],
-            "pid": rv.at("pid", src)[order],  # (read at these rows: no int64 copy of the whole columns)
-            "tid": rv.at("tid", src)[order],
-            "stream": stream,
-            "queue_length": ql,
-            "index": index[order],
-        }
-    )
+    make = {
+        "ts": lambda: rows_ts[order],
+        "pid": lambda: rv.at("pid", src)[order],  # (read at these rows: no int64 copy of the whole columns)
+        "tid": lambda: rv.at("tid", src)[order],
+        "stream": lambda: stream,
+        "queue_length": lambda: _grouped_cumsum(delta, stream),
+        "index": lambda: np.concatenate([rv["index"][l_rows], rv["index"][gpu]])[order],
+    }
+    return Table({c: make[c]() for c in columns})
 
 
 def _order(ts: np.ndarray, group: np.ndarray, tie: np.ndarray, rules: RuleSet) -> np.ndarray:

@@ -10,7 +10,7 @@ rendered from it are the same in each case.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -114,6 +114,7 @@ def summarize_job(
     launch_delay_cutoff: float = 100.0,
     on_stragglers: Optional[Callable[[object], None]] = None,
     launch_stats: Optional[Callable[[], dict]] = None,
+    leave_out: Collection[str] = (),
 ) -> JobSummary:
     """The summary of a job held in this process: each rank's summary from one view (on threads), reduced.
 
@@ -126,6 +127,8 @@ def summarize_job(
             collectives are reduced first), before the other per-rank work.
         launch_stats: gives the job's :func:`holotrace.analysis.launches.launch_stats` (``details=True``, the
             same cutoff) when the caller computes them anyway (e.g. a future); asked for after ``on_stragglers``.
+        leave_out: frames not computed, empty in the result (``rank_summary.LEAVE_OUT_ABLE``): for a caller that
+            does not show them.
     """
     view = view if view is not None else job_view(job, NATIVE)
     reducer = Reducer()
@@ -139,7 +142,12 @@ def summarize_job(
 
     def one(r: int):
         return rank_summary(
-            view, r, launch_delay_cutoff=launch_delay_cutoff, collectives=collectives[r], launch_stats=stats.get(r)
+            view,
+            r,
+            launch_delay_cutoff=launch_delay_cutoff,
+            collectives=collectives[r],
+            launch_stats=stats.get(r),
+            leave_out=leave_out,
         )
 
     per_rank = thread_map(one, view.ranks)

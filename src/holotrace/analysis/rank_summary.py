@@ -15,6 +15,7 @@ one rank); the reduce moves them to the job's origin exactly.
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -84,6 +85,11 @@ class RankSummary:
         return int(total)
 
 
+#: the frames of a rank's summary that a caller may leave out (``rank_summary(leave_out=...)``): per-step and
+#: per-kernel detail that only the full tables show
+LEAVE_OUT_ABLE = ("temporal_by_step", "kernel_stats", "idle_interval_stats")
+
+
 def rank_summary(
     source,
     rank: Optional[int] = None,
@@ -92,6 +98,7 @@ def rank_summary(
     launch_delay_cutoff: float = 100.0,
     collectives: Optional[Table] = None,
     launch_stats=None,
+    leave_out: Collection[str] = (),
 ) -> RankSummary:
     """The summary of ``rank`` (default: the source's only or first rank) under holotrace's rules.
 
@@ -102,22 +109,28 @@ def rank_summary(
         collectives: the rank's :func:`rank_collectives` when the caller has them already.
         launch_stats: the rank's frame (or table) of :func:`holotrace.analysis.launches.launch_stats`
             (``details=True``, the same cutoff) when the caller has it already.
+        leave_out: frames not computed (empty, with their columns): those of :data:`LEAVE_OUT_ABLE` a caller
+            never shows.
     """
+    unknown = set(leave_out) - set(LEAVE_OUT_ABLE)
+    if unknown:
+        raise ValueError(f"frames that cannot be left out: {sorted(unknown)}")
     view = job_view(source, NATIVE)
     r = int(view.ranks[0] if rank is None else view.select([rank])[0])
     sel = [r]
     origin = view.first_ts()
     all_names = len(view.strings) + 1  # a "top" that keeps every kernel
     dist = kernels.rank_distribution_table(view, rules=NATIVE, ranks=sel, top=all_names)
+    only = lambda k: [] if k in leave_out else sel  # noqa: E731  (no rank: the empty frame, with its columns)
     frames = {
         "temporal": temporal.breakdown_table(view, rules=NATIVE, ranks=sel),
-        "temporal_by_step": temporal.breakdown_table(view, rules=NATIVE, ranks=sel, per_step=True),
+        "temporal_by_step": temporal.breakdown_table(view, rules=NATIVE, ranks=only("temporal_by_step"), per_step=True),
         "kernel_types_by_rank": kernels.type_breakdown_table(view, rules=NATIVE, ranks=sel, by_rank=True),
-        "kernel_stats": kernels.kernel_stats_table(view, rules=NATIVE, ranks=sel),
+        "kernel_stats": kernels.kernel_stats_table(view, rules=NATIVE, ranks=only("kernel_stats")),
         "kernel_rank_stats": Table({c: dist[c] for c in dist.columns if c != "sum_vs_median"}, n=len(dist)),
         "gpu_ops": kernels.top_kernels_table(view, rules=NATIVE, ranks=sel, top=all_names),
         "idle": idle.idle_breakdown_table(view, rules=NATIVE, ranks=sel),
-        "idle_interval_stats": idle.idle_interval_stats_table(view, rules=NATIVE, ranks=sel),
+        "idle_interval_stats": idle.idle_interval_stats_table(view, rules=NATIVE, ranks=only("idle_interval_stats")),
         "overlap": overlap.comm_comp_overlap_table(view, rules=NATIVE, ranks=sel),
         "steps": steps.step_times_table(view, rules=NATIVE, ranks=sel),
         "collectives": rank_collectives(view, r) if collectives is None else Table.of(collectives),

@@ -19,6 +19,7 @@ import numpy as np
 from holotrace import findings as findings_mod
 from holotrace.analysis import counters, launches, steps
 from holotrace.analysis.job_summary import findings_frame, summarize_job
+from holotrace.analysis.rank_summary import LEAVE_OUT_ABLE
 from holotrace.analysis.timeline import gpu_timeline_table
 from holotrace.commands._dest import writes
 from holotrace.commands._load import add_load_options, load_job
@@ -317,51 +318,73 @@ def _independent(ahead: _Ahead, *frame_args) -> dict:
 
 def _frames(job, view, step, top: int, launch_delay_cutoff: float, parents, render: bool, ahead=None) -> dict:
     """The report's frames that do not read the advice (and, with ``render``, their sections' HTML in their
-    stead)."""
+    stead: each section drawn as soon as its frames are made, and they are let go, so the frames of one section
+    at most are held beside the advice)."""
     if parents is not None:
         parents()
-    # the counters' series: only the columns drawn are kept
-    queue = counters.queue_length_tables(view, rules=NATIVE) or {}
-    queue = {r: _columns(s, "ts", "queue_length") for r, s in queue.items() if _rows(s)}
-    bandwidth = counters.memory_bandwidth_tables(view, rules=NATIVE) or {}
-    timeline = gpu_timeline_table(view, rules=NATIVE, iterations=None if step is None else [step])
-    launch_stats = launches.launch_stats_table(  # tables: the launches' text stays Python objects
-        view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
-    )
-    js = summarize_job(
-        job, view=view, top=top, launch_delay_cutoff=launch_delay_cutoff, launch_stats=lambda: launch_stats
-    )
+    data: dict = {"launch_delay_cutoff": launch_delay_cutoff, "timeline_step": step}
+    rendered: dict = {}
+
+    def drawn(section: str, *keys: str) -> None:
+        if render:
+            from holotrace.render.report import render_sections
+
+            rendered.update(render_sections(data, (section,)))
+            for k in keys:
+                del data[k]
+
+    data["timeline"] = gpu_timeline_table(view, rules=NATIVE, iterations=None if step is None else [step])
+    drawn("timeline", "timeline")
+    js, data["launches"], data["launch_summary"] = _launch_frames(job, view, top, launch_delay_cutoff)
     if ahead is not None and len(view.ranks) > 1:
         ahead.guess(js.frames["straggler_summary"])
+    # the counters' series: only the columns drawn are kept
+    queue = counters.queue_length_tables(view, rules=NATIVE, columns=("ts", "queue_length")) or {}
+    data["queue_length"] = {r: s for r, s in queue.items() if _rows(s)}
+    del queue
+    bandwidth = counters.memory_bandwidth_tables(view, rules=NATIVE) or {}
+    data["memory_bandwidth"] = {r: s for r, s in bandwidth.items() if _rows(s)}
+    del bandwidth
+    drawn("launches", "launches", "launch_summary", "queue_length", "memory_bandwidth")
     from holotrace.render.report import gpu_time_split
 
     f = lambda k: Table.of(js.frames[k])  # noqa: E731
     tb, types_by_rank = f("temporal"), f("kernel_types_by_rank")
-    data = {
-        "findings": _findings(js.findings),
-        "gpu_split": gpu_time_split(tb, types_by_rank),
-        "temporal": tb,
-        "types_by_rank": types_by_rank,
-        "types": f("kernel_types"),
-        "idle": f("idle"),
-        "overlap": f("overlap"),
-        "steps": f("steps"),
-        "straggler_summary": Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None,
-        "top_kernels": f("top_kernels"),
-        "rank_distribution": f("kernel_rank_distribution"),
-        "launches": launches.all_launches_table(  # (the columns drawn: every delay, the worst ones' step and kernel)
-            {r: _columns(t, "iteration", "kernel", "launch_delay") for r, t in launch_stats.items()}
-        ),
-        "launch_summary": launches.launch_summary_table(launch_stats),
-        "launch_delay_cutoff": launch_delay_cutoff,
-        "queue_length": queue,
-        "memory_bandwidth": {r: s for r, s in bandwidth.items() if _rows(s)},
-        "timeline": timeline,
-        "timeline_step": step,
-    }
-    if render:  # their frames are let go once drawn (the advice is still running: its peak is the report's)
-        from holotrace.render.report import render_sections
-
-        del js, launch_stats, queue, bandwidth, timeline
-        return {"findings": data["findings"], "rendered": render_sections(data)}
+    data.update(
+        findings=_findings(js.findings),
+        gpu_split=gpu_time_split(tb, types_by_rank),
+        temporal=tb,
+        types_by_rank=types_by_rank,
+        types=f("kernel_types"),
+        idle=f("idle"),
+        overlap=f("overlap"),
+        steps=f("steps"),
+        straggler_summary=Table.of(js.frames["straggler_summary"]) if len(view.ranks) > 1 else None,
+        top_kernels=f("top_kernels"),
+        rank_distribution=f("kernel_rank_distribution"),
+    )
+    if render:
+        for section in ("gpu-time", "steps", "kernels"):
+            drawn(section)
+        return {"findings": data["findings"], "rendered": rendered}
     return data
+
+
+def _launch_frames(job, view, top: int, launch_delay_cutoff: float) -> tuple:
+    """The job's summary (which reads the launches' statistics) and the launch frames the report draws; the
+    statistics are let go on return."""
+    launch_stats = launches.launch_stats_table(  # tables: the launches' text stays Python objects
+        view, rules=NATIVE, launch_delay_cutoff=launch_delay_cutoff, details=True
+    )
+    js = summarize_job(
+        job,
+        view=view,
+        top=top,
+        launch_delay_cutoff=launch_delay_cutoff,
+        launch_stats=lambda: launch_stats,
+        leave_out=LEAVE_OUT_ABLE,  # (per-step and per-kernel detail the report does not draw)
+    )
+    drawn = launches.all_launches_table(  # (the columns drawn: every delay, the worst ones' step and kernel)
+        {r: _columns(t, "iteration", "kernel", "launch_delay") for r, t in launch_stats.items()}
+    )
+    return js, drawn, launches.launch_summary_table(launch_stats)

@@ -37,6 +37,7 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -287,16 +288,12 @@ def work_dir(cache_dir: Optional[Path]) -> Optional[Path]:
         return None
 
 
-def commit_in_background(
-    d: DecodedFile, work: Path, cache_dir: Path, all_args: bool = False, tag: str = "", fp: Optional[dict] = None
-) -> None:
-    """:func:`commit` on a thread, so analyses can start at once; ``flush()`` waits for it (it also runs
-    at interpreter exit)."""
+def in_background(write: Callable[[], object]) -> None:
+    """Run a cache write (e.g. :func:`commit`) on a thread of its own, so analyses can start at once; ``flush()``
+    waits for it (it also runs at interpreter exit)."""
     import threading
 
-    t = threading.Thread(
-        target=commit, args=(d, work, cache_dir, all_args, tag, fp), name="holotrace-cache-write", daemon=False
-    )
+    t = threading.Thread(target=write, name="holotrace-cache-write", daemon=False)
     t.start()
     _pending.append(t)
 

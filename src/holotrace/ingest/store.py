@@ -9,12 +9,14 @@ a loaded rank's columns are views of the mapping, paged in by the operating syst
 reads them and dropped by it under memory pressure. The packed file is also what the cache keeps.
 
 A column may be appended in pieces of different integer widths (each piece is stored in the smallest
-type that holds it); the packed column has the widest of them, as concatenating the pieces would give.
+type that holds it); the packed column has the widest of them, as concatenating the pieces would give. A column
+in a file holds the widest so far (its rows are rewritten when a wider piece comes), so that its file is the
+packed column's bytes: a file decoded in the loading process is used from the spill as it is (:meth:`Spill.join`,
+:meth:`Spill.mapped`) while its packed file is written.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import shutil
 import tempfile
@@ -25,6 +27,7 @@ import numpy as np
 
 from holotrace.atomic import sweep, temp_name
 from holotrace.ingest._read import Crc32
+from holotrace.ingest.mapping import map_file
 
 MAGIC = b"HOLOTRACE-COLUMNS-1\n"
 HEADER = 64  # bytes before the first column: the magic and a 16-byte token, zero-padded
@@ -72,10 +75,11 @@ class _Column:
     """One column: segments of (dtype, rows, byte offset) appended in order, held in memory (``parts``, one array
     per segment) until :meth:`to_file` moves them into a spill file of their own."""
 
-    __slots__ = ("fd", "segments", "rows", "nbytes", "parts")
+    __slots__ = ("fd", "path", "segments", "rows", "nbytes", "parts")
 
     def __init__(self):
         self.fd = -1
+        self.path: Optional[Path] = None
         self.segments: list[tuple[np.dtype, int, int]] = []
         self.parts: Optional[list[np.ndarray]] = []  # None once in a file
         self.rows = 0
@@ -88,19 +92,50 @@ class _Column:
                 a = a.copy()
             self.parts.append(a)
             self.segments.append((a.dtype, len(a), self.nbytes))
-        else:
-            if self.segments and self.segments[-1][0] == a.dtype:  # grow the last segment
-                dt, rows, off = self.segments[-1]
-                self.segments[-1] = (dt, rows + len(a), off)
-            else:
-                self.segments.append((a.dtype, len(a), self.nbytes))
+        else:  # a file holds one dtype, the packed column's, so that it can be mapped as it is
+            dt = a.dtype if not self.segments or (not self.rows and len(a)) else self.segments[0][0]
+            if len(a) and np.result_type(dt, a.dtype) != dt:  # (empty pieces do not widen it)
+                dt = np.result_type(dt, a.dtype)
+                self._widen(dt)
+            a = a.astype(dt, copy=False)
             _write_all(self.fd, memoryview(a).cast("B") if a.nbytes else b"", self.nbytes)
+            self.segments = [(dt, self.rows + len(a), 0)]
         self.nbytes += a.nbytes
         self.rows += len(a)
+
+    def _widen(self, dt: np.dtype) -> None:
+        """Rewrite the rows in the file in the wider ``dt``: a few times per column at most (8 to 16 to 32 to 64
+        bits), as a rule early (ids grow from the file's start)."""
+        rows = self.read(0, self.rows).astype(dt)
+        _write_all(self.fd, memoryview(rows).cast("B") if rows.nbytes else b"", 0)
+        self.segments, self.nbytes = [(dt, self.rows, 0)], rows.nbytes
+
+    def mapped(self) -> np.ndarray:
+        """The column's file mapped read-only (a column in a file holds the packed dtype)."""
+        if not self.rows:
+            a = np.empty(0, dtype=self.dtype)
+        else:
+            buf, _ = map_file(self.path)
+            a = np.frombuffer(buf, dtype=self.dtype, count=self.rows)
+        a.flags.writeable = False
+        return a
+
+    def join(self) -> np.ndarray:
+        """The parts held in memory as one read-only array in the packed dtype; it becomes the column's only part
+        (so :meth:`Spill.pack` writes it as it is)."""
+        out = np.empty(self.rows, dtype=self.dtype)
+        pos = 0
+        for a in self.parts or ():
+            out[pos : pos + len(a)] = a
+            pos += len(a)
+        out.flags.writeable = False  # (as a mapped column is: the packed file is written from it meanwhile)
+        self.parts, self.segments, self.nbytes = [out], [(out.dtype, len(out), 0)], out.nbytes
+        return out
 
     def to_file(self, path: Path) -> None:
         """Move the parts held in memory into the file ``path`` (appends go there from now on)."""
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+        self.path = path
         parts, self.parts = self.parts or [], None
         self.segments, self.rows, self.nbytes = [], 0, 0
         for a in parts:
@@ -201,6 +236,27 @@ class Spill:
         c = self._cols[table][name]
         return c.read(a, c.rows if b is None else b)
 
+    def join(self, order: dict[str, list[str]]) -> dict[str, dict[str, np.ndarray]]:
+        """Every column held in memory joined into one read-only array, {table: {column: array}} in the order
+        :meth:`pack` writes them (then packing writes these arrays as they are)."""
+        if not self.in_memory:
+            raise ValueError("the spill's columns are in files, not in memory")
+        return {
+            table: {name: cols[name].join() for name in _pack_order(cols, order.get(table, ()))}
+            for table, cols in self._cols.items()
+        }
+
+    def mapped(self, order: dict[str, list[str]]) -> dict[str, dict[str, np.ndarray]]:
+        """Every column's file mapped read-only, {table: {column: array}} in the order :meth:`pack` writes them: the
+        columns of a spill whose columns are in files, to use before they are packed (or instead). A mapping
+        outlives the spill's folder (the file's space is freed with the mapping)."""
+        if self.in_memory:
+            raise ValueError("the spill's columns are in memory, not in files")
+        return {
+            table: {name: cols[name].mapped() for name in _pack_order(cols, order.get(table, ()))}
+            for table, cols in self._cols.items()
+        }
+
     def pack(self, path: Path, order: dict[str, list[str]], token: bytes) -> dict:
         """Write every column into the packed file ``path``; returns its layout (for :func:`open_packed`).
 
@@ -216,11 +272,8 @@ class Spill:
             _write_header(fd, token, crc)
             pos = HEADER
             for table, cols in self._cols.items():
-                names = [k for k in order.get(table, ()) if k in cols] + [
-                    k for k in cols if k not in order.get(table, ())
-                ]
                 out = layout[table] = {}
-                for name in names:
+                for name in _pack_order(cols, order.get(table, ())):
                     c = cols[name]
                     dt = c.dtype
                     out[name] = [pos, c.rows, dt.str]
@@ -290,6 +343,11 @@ class PackedWriter:
             os.close(self._fd)
             self._fd = -1
         return self.layout
+
+
+def _pack_order(cols: dict, order) -> list[str]:
+    """A table's column names as packed: those ``order`` names (the ones present), then the others as appended."""
+    return [k for k in order if k in cols] + [k for k in cols if k not in order]
 
 
 def _copy_column(c: _Column, dt: np.dtype, fd: int, pos: int, crc: Optional[Crc32] = None) -> int:
@@ -369,7 +427,7 @@ def open_packed(path: str | Path, layout: dict, token: Optional[bytes] = None) -
 
     Raises ``ValueError`` when the file does not hold what the layout says (or another token).
     """
-    mm, size = _map_file(Path(path))
+    mm, size = map_file(Path(path))
     if bytes(memoryview(mm)[: len(MAGIC)]) != MAGIC or (
         token is not None and bytes(memoryview(mm)[len(MAGIC) : len(MAGIC) + len(token)]) != token
     ):
@@ -385,68 +443,3 @@ def open_packed(path: str | Path, layout: dict, token: Optional[bytes] = None) -
             a.flags.writeable = False
             t[name] = a
     return out
-
-
-# --------------------------------------------------------------------------- mapping a file
-
-_PROT_READ, _MAP_SHARED, _MADV_DONTNEED = 1, 1, 4
-
-
-def _libc():
-    """The C library's mmap, munmap and madvise, or None where they cannot be called this way."""
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = False
-        if os.name == "posix":
-            try:
-                import ctypes
-
-                lib = ctypes.CDLL(None, use_errno=True)
-                lib.mmap.restype = ctypes.c_void_p
-                lib.mmap.argtypes = [
-                    ctypes.c_void_p,
-                    ctypes.c_size_t,
-                    ctypes.c_int,
-                    ctypes.c_int,
-                    ctypes.c_int,
-                    ctypes.c_int64,
-                ]
-                lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-                lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-                _LIBC = lib
-            except (OSError, AttributeError):
-                pass
-    return _LIBC or None
-
-
-_LIBC = None
-
-
-def _map_file(path: Path):
-    """(a read-only mapping of the whole file exporting the buffer protocol, its size).
-
-    On POSIX systems the C library maps it directly, so that a mapping holds no file descriptor (a job of
-    thousands of ranks must not run out of them, as one descriptor per ``mmap.mmap`` would); the mapping
-    goes when the last array using it does. Elsewhere Python's ``mmap`` is used.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return b"", 0
-        lib = _libc()
-        if lib is None:
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ), size
-        import ctypes
-        import weakref
-
-        addr = lib.mmap(None, size, _PROT_READ, _MAP_SHARED, fd, 0)
-        if addr is None or addr == ctypes.c_void_p(-1).value:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), str(path))
-    finally:
-        os.close(fd)
-    buf = (ctypes.c_char * size).from_address(addr)
-    weakref.finalize(buf, lib.munmap, addr, size)
-    buf.release_pages = lambda: lib.madvise(addr, size, _MADV_DONTNEED)  # noqa: B023  (this mapping's own)
-    return buf, size

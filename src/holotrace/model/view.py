@@ -169,17 +169,16 @@ class RankView(Mapping):
         return out
 
     def at(self, column: str, rows: np.ndarray) -> np.ndarray:
-        """``self[column][rows]`` as int64, for ``pid`` and ``tid``: read from the model's column at those rows when
-        the view has not made its own int64 copy of the whole column and holds the model's rows in order (``row``
-        not made, as :meth:`arg` reads it): the same values, without that copy."""
+        """``self[column][rows]``: for ``pid`` and ``tid`` (as int64) read from the model's column at those rows, and
+        ``index_correlation`` made at those rows only, when the view has not made the whole column and holds the
+        model's rows in order (``row`` not made, as :meth:`arg` reads it): the same values, without the whole
+        column."""
         cols = self.cols
-        if (
-            column in ("pid", "tid")
-            and isinstance(cols, Columns)
-            and not cols.is_made(column)
-            and not cols.is_made("row")
-        ):
-            return np.asarray(self.model[column])[rows].astype(np.int64)
+        if isinstance(cols, Columns) and not cols.is_made(column) and not cols.is_made("row"):
+            if column in ("pid", "tid"):
+                return np.asarray(self.model[column])[rows].astype(np.int64)
+            if column == "index_correlation" and "partner" in cols:
+                return index_correlation(cols["index"], cols["partner"], self.model["correlation"], rows)
         return cols[column][rows]
 
     def derived(self, key: tuple, make: Callable[[], object]):
@@ -392,13 +391,6 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
     )
     cols["comm_op"] = cols["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
 
-    def index_correlation() -> np.ndarray:
-        if not n:
-            return index.copy()
-        has_corr = np.asarray(c["correlation"]) >= 0
-        icorr = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.where(has_corr, 0, -1))
-        return icorr.astype(np.int64, copy=False)
-
     makers = {
         "row": lambda: np.arange(n, dtype=np.int64),
         "cat": lambda: i64(c["cat"]),
@@ -406,10 +398,21 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "tid": lambda: i64(c["tid"]),
         "stream": lambda: _held_narrow(c["stream"]),
         "correlation": lambda: _held_narrow(c["correlation"]),
-        "index_correlation": index_correlation,
+        "index_correlation": lambda: index_correlation(index, partner, c["correlation"]),
         "iteration": lambda: _held_narrow(c["iteration"]),
     }
     return RankView(int(rank), Columns(cols, makers, COLUMNS), c, int(t.clock_offset_ns))
+
+
+def index_correlation(index: np.ndarray, partner: np.ndarray, correlation, rows: Optional[np.ndarray] = None):
+    """HTA's ``index_correlation`` under holotrace's rules (at ``rows``, default every row): the partner's ``index``
+    (a launch's kernel, a kernel's launch), else 0 for a row with a correlation id, else -1."""
+    if rows is not None:
+        partner, correlation = partner[rows], np.asarray(correlation)[rows]
+    if not len(partner):
+        return np.zeros(0, dtype=np.int64) if rows is not None else index.copy()
+    icorr = np.where(partner >= 0, index[np.clip(partner, 0, None)], np.where(np.asarray(correlation) >= 0, 0, -1))
+    return icorr.astype(np.int64, copy=False)
 
 
 def _held(a, dtype) -> np.ndarray:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
 import shutil
@@ -15,90 +14,47 @@ from typing import Optional, Union
 
 import numpy as np
 
-from holotrace.atomic import kill_point
-from holotrace.errors import (
-    HolotraceError,
-    JobConsistencyError,
-    TraceEventError,
-    TraceFormatError,
-    TraceReadError,
-    WorkerLostError,
-)
+from holotrace.errors import JobConsistencyError, TraceEventError, TraceFormatError, WorkerLostError
 from holotrace.exec.pool import plan, thread_map
 from holotrace.exec.progress import DecodeBar
 from holotrace.exec.retry import run_map_retrying
 from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
-from holotrace.ingest import _scan, store
 from holotrace.ingest import cache as cache_mod
-from holotrace.ingest.decoded import DecodedFile, set_tables
+from holotrace.ingest.decoded import DecodedFile
 from holotrace.ingest.discover import discover
 from holotrace.ingest.renumber import holding_moved as _holding_moved
 from holotrace.ingest.renumber import renumber as _renumber
-from holotrace.ingest.store import Spill, SpillError, open_packed, spill_memory, temp_folder
-from holotrace.model.classify import RULES_VERSION
-from holotrace.model.derive import DERIVED, derive
+from holotrace.ingest.store import Spill as Spill  # (the spill a decode packs, for the load benchmark's timings)
+from holotrace.ingest.store import SpillError
+from holotrace.loader.one_file import (
+    CACHE_TAG,
+    CacheSession,
+    Decoded,
+    LoadTask,
+    _Failed,
+    _load_file,
+    _load_file_or_raise,
+    _map,
+    _no_room,
+)
 from holotrace.model.job import Job, RankTrace
 from holotrace.model.rule_table import resolve_table
 from holotrace.model.strings import StringTable
-from holotrace.model.validate import findings_from_problems, rank_checks, validate_job
-from holotrace.schema import ID_COLUMNS, event_columns
+from holotrace.model.validate import findings_from_problems, validate_job
+from holotrace.schema import ID_COLUMNS
+
+__all__ = ["load", "load_with", "LoadOptions", "CACHE_TAG", "CacheSession", "LoadTask", "_load_file_or_raise"]
 
 log = logging.getLogger("holotrace")
 
 
 PathLike = Union[str, Path]
-CACHE_TAG = f"rules{RULES_VERSION}"  # cached entries hold derived columns: the rule table's version keys them
 _EVENT_CODES = frozenset(
     {FindingCode.MISSING_TIME, FindingCode.NEGATIVE_DURATION, FindingCode.BAD_TIME, FindingCode.BAD_NUMBER}
 )  # strict: TraceEventError
 #: codes of findings that count events left out of the tables
 _DROP_CODES = _EVENT_CODES
-_ORDER = {"events": [c for c, _ in event_columns()] + list(DERIVED)}  # the events' columns: schema, then derived
-
-
-class _Failed:
-    """A file that could not be decoded at all (sent back by a worker instead of raising, so that the
-    other files of a folder still load)."""
-
-    def __init__(self, error: HolotraceError):
-        self.kind = type(error).__name__
-        self.problem, self.path, self.fix = error.problem, error.path, error.fix
-
-    def error(self) -> HolotraceError:
-        import holotrace.errors as errors_mod
-
-        cls = getattr(errors_mod, self.kind, HolotraceError)
-        return cls(self.problem, path=self.path, fix=self.fix)
-
-
-@dataclass(frozen=True)
-class CacheSession:
-    """The cache as one load uses it: its folder (None: no cache), whether raw ``args`` are kept, the rules'
-    tag. It travels with each :class:`LoadTask` to the worker."""
-
-    folder: Optional[Path]
-    all_args: bool = False
-    tag: str = CACHE_TAG
-
-    @property
-    def on(self) -> bool:
-        return self.folder is not None
-
-    def hit(self, path: str) -> Optional[DecodedFile]:
-        """The file's cached decode (its tables to be mapped), or None."""
-        return cache_mod.load(path, self.folder, self.all_args, self.tag) if self.on else None
-
-    def fingerprint(self, path: str):
-        return cache_mod.fingerprint(path) if self.on else None
-
-    def work_folder(self) -> Optional[Path]:
-        """A folder in the cache where a decode writes what becomes the file's entry (None: no cache, or no room)."""
-        return cache_mod.work_dir(self.folder) if self.on else None
-
-    def keep(self, d: DecodedFile, work: WorkFolder) -> None:
-        """Make ``work`` the file's cache entry (on a thread)."""
-        cache_mod.commit_in_background(d, Path(work.path), self.folder, self.all_args, self.tag, work.fingerprint)
 
 
 @dataclass(frozen=True)
@@ -114,117 +70,6 @@ class LoadOptions:
     progress: Optional[Callable[[int, int, str], None]] = None
     progress_bar: Optional[bool] = None
     rules: object = None  # users' rules files (or a RuleTable) for holotrace's rule set; None: $HOLOTRACE_RULES
-
-
-@dataclass(frozen=True)
-class LoadTask:
-    """One file for a worker to decode: the file, the cache session and how many threads scan it."""
-
-    path: str
-    session: CacheSession
-    threads: int = 1
-
-
-@dataclass(frozen=True)
-class WorkFolder:
-    """Where a worker wrote a file's packed columns: a cache work folder (``cached``: it becomes the file's entry
-    once mapped) or a private temporary folder (removed once mapped); ``fingerprint``: the file as decoded."""
-
-    path: str
-    cached: bool
-    fingerprint: object = None
-
-
-@dataclass
-class Decoded:
-    """A worker's result: the decoded file, to be mapped from ``work``."""
-
-    file: DecodedFile
-    work: WorkFolder
-
-
-def _load_file(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None):
-    """Worker: one file to derived columns, through the cache; a :class:`_Failed` when it cannot be decoded."""
-    kill_point(f"load-{Path(task.path).name}")
-    try:
-        return _load_file_or_raise(task, on_bytes)
-    except HolotraceError as e:
-        return _Failed(e)
-
-
-def _load_file_or_raise(task: LoadTask, on_bytes: Optional[Callable[[int], None]] = None) -> Decoded:
-    """One file: its columns decoded and derived into a packed file (in a cache work folder, else a private
-    temporary folder) that the parent maps (cache hits were taken by :func:`load` already)."""
-    fp = task.session.fingerprint(task.path)  # the file as it is decoded: its entry describes it
-    gc_was = gc.isenabled()
-    gc.disable()  # no cycles are created while decoding; the collector only costs time
-    try:
-        return _decode_and_pack(task, fp, on_bytes)
-    except SpillError as e:
-        raise _no_room(e, task.path) from None
-    finally:
-        if gc_was:
-            gc.enable()
-
-
-def _decode_and_pack(task: LoadTask, fp, on_bytes) -> Decoded:
-    """Decode into a spill, derive, and pack into a cache work folder (else a private temporary one)."""
-    s = task.session  # with a cache, the file's CRC-32 is taken while decoding (for its entry)
-    from holotrace.ingest.decode import decode_into  # (a cache hit never imports the decoder)
-
-    with Spill(memory=spill_memory(task.path)) as spill:
-        d = decode_into(task.path, spill, all_args=s.all_args, workers=task.threads, on_bytes=on_bytes, checksum=s.on)
-        derive(spill, d.strings)
-        _scan.trim()  # derivation's chunks are gone: give their memory back
-        token = os.urandom(16)
-        work = task.session.work_folder()
-        cached = work is not None
-        if work is not None:
-            try:
-                layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
-                d.checks = _read_back_checks(work, layout, token, d)
-            except (OSError, ValueError):  # the work folder went (a concurrent clear) or the cache's disk is full
-                shutil.rmtree(work, ignore_errors=True)
-                work, cached = None, False
-            except BaseException:
-                shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
-                raise
-        if work is None:
-            work = temp_folder()
-            try:
-                layout = spill.pack(work / cache_mod.COLUMNS, _ORDER, token)
-            except OSError as e:
-                shutil.rmtree(work, ignore_errors=True)
-                raise SpillError(e.errno, e.strerror or str(e), str(work.parent)) from None
-            try:
-                d.checks = _read_back_checks(work, layout, token, d)
-            except BaseException:
-                shutil.rmtree(work, ignore_errors=True)  # nothing decoded outlives a failed load
-                raise
-        d.columns_crc32 = spill.packed_crc32  # taken while packing: the cache entry need not read the file
-    d.packed, d.boot = (str(work / cache_mod.COLUMNS), layout, token), cache_mod.boot()
-    return Decoded(d, WorkFolder(str(work), cached, fp))
-
-
-def _read_back_checks(work: Path, layout, token: bytes, d: DecodedFile):
-    """The event checks, on the packed columns read back while their pages are warm."""
-    return rank_checks(store.open_packed(str(work / cache_mod.COLUMNS), layout, token)["events"], d.strings)
-
-
-def _map(r, session: CacheSession) -> DecodedFile:
-    """Map a file's packed columns (a cache hit, or a worker's :class:`Decoded`); then the worker's folder
-    becomes the file's cache entry (on a thread), or goes."""
-    if not isinstance(r, Decoded):
-        set_tables(r, open_packed(*r.packed))
-        return r
-    try:
-        set_tables(r.file, open_packed(*r.file.packed))
-    finally:
-        if r.work.cached:
-            session.keep(r.file, r.work)
-        else:
-            shutil.rmtree(r.work.path, ignore_errors=True)  # the mapping keeps the file's data while it is used
-    return r.file
 
 
 def load(
@@ -301,7 +146,8 @@ def _decode_all(files: list, session: CacheSession, opts: LoadOptions) -> list:
     decoded: list = [hits.get(i) for i in range(len(files))]
     misses = [i for i, d in enumerate(decoded) if d is None]
     procs, threads = plan(opts.workers, [sizes[i] for i in misses])
-    tasks = [LoadTask(files[i].path, session, t) for i, t in zip(misses, threads)]
+    at_once = len(misses) == 1  # (one file to decode: this process decodes it)
+    tasks = [LoadTask(files[i].path, session, t, at_once) for i, t in zip(misses, threads)]
     bar = DecodeBar([sizes[i] for i in misses], len(files), opts.progress_bar)
     miss_set = set(misses)
 
@@ -418,16 +264,6 @@ def _check_some_events(path, traces: dict, findings: list) -> None:
         f"no events with a duration in {names} (metadata only?)",
         path=where,
         fix="pass a trace recorded while the profiler was active",
-    )
-
-
-def _no_room(e: SpillError, path) -> TraceReadError:
-    from holotrace.errors import NoRoomError
-
-    return NoRoomError(
-        f"cannot write the decoded columns to {e.filename} ({e.strerror})",
-        path=path,
-        fix="free disk space there, or point TMPDIR at a writable folder with room",
     )
 
 
