@@ -132,18 +132,21 @@ class JobGraph:
         return self.memo["ranks"]
 
     def rank_nodes(self, r: int) -> np.ndarray:
-        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: kept on the
-        graph as ranges)."""
+        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: their ranges
+        kept on the graph, each rank's array made when asked for, not kept)."""
         if "rank_nodes" not in self.memo:
             rk = self.node_rank
             cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
             runs = rk[cut].tolist()
             if len(set(runs)) == len(runs):  # one run per rank
                 ends = np.r_[cut[1:], len(rk)].tolist()
-                self.memo["rank_nodes"] = {v: np.arange(a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
+                self.memo["rank_nodes"] = {v: (a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
             else:
                 self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
-        return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
+        got = self.memo["rank_nodes"].get(r)
+        if got is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(*got) if isinstance(got, tuple) else got
 
     def rank_positions(self) -> dict:
         """Per rank: the slice of ``chain_order`` positions on its chains (a rank's chains are numbered, so ordered,
