@@ -159,7 +159,9 @@ def job_advice(
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    facts = JobFacts(list(g.ranks()), g.node_coll[m], g.node_rank[m], g.point_time[2 * m], lambda: _Names(g, m))
+    facts = JobFacts(
+        list(g.ranks()), g.node_coll[m], g.node_rank[m].astype(np.int64), g.point_time[2 * m], lambda: _Names(g, m)
+    )
     return _finish(facts, ref.step_tab, ref.rank_tab, per, ranks, steps, list(g.issues), g, ref)
 
 

@@ -73,11 +73,11 @@ class JobGraph:
     point (point ``2 * n`` is node n's start, ``2 * n + 1`` its end), edge arrays one per cross-chain edge."""
 
     view: object = field(repr=False)
-    node_rank: np.ndarray  # rank (-1 for arrival points)
-    node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points)
+    node_rank: np.ndarray  # rank (-1 for arrival points); int32 below 2**31 (tables read it as int64)
+    node_row: np.ndarray  # row in the rank's view (a step's ProfilerStep row; -1 for arrival points); int32 below 2**31
     node_type: np.ndarray  # NodeType
-    node_step: np.ndarray  # ProfilerStep number (-1 none)
-    node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none)
+    node_step: np.ndarray  # ProfilerStep number (-1 none); int32 where every step fits (tables read it as int64)
+    node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none); int32 below 2**31
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
     chain_order: np.ndarray  # points sorted by chain, then time
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
@@ -132,18 +132,21 @@ class JobGraph:
         return self.memo["ranks"]
 
     def rank_nodes(self, r: int) -> np.ndarray:
-        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: kept on the
-        graph as ranges)."""
+        """The nodes of rank ``r``, ascending (the ranks' nodes are laid out one rank after another: their ranges
+        kept on the graph, each rank's array made when asked for, not kept)."""
         if "rank_nodes" not in self.memo:
             rk = self.node_rank
             cut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]) if len(rk) else np.zeros(0, dtype=np.int64)
             runs = rk[cut].tolist()
             if len(set(runs)) == len(runs):  # one run per rank
                 ends = np.r_[cut[1:], len(rk)].tolist()
-                self.memo["rank_nodes"] = {v: np.arange(a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
+                self.memo["rank_nodes"] = {v: (a, b) for v, a, b in zip(runs, cut.tolist(), ends)}
             else:
                 self.memo["rank_nodes"] = {v: np.flatnonzero(rk == v) for v in set(runs)}
-        return self.memo["rank_nodes"].get(r, np.zeros(0, dtype=np.int64))
+        got = self.memo["rank_nodes"].get(r)
+        if got is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(*got) if isinstance(got, tuple) else got
 
     def rank_positions(self) -> dict:
         """Per rank: the slice of ``chain_order`` positions on its chains (a rank's chains are numbered, so ordered,
@@ -199,13 +202,19 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         ]
     )
     return {
-        "rows": rows,
+        "rows": rows.astype(_index_dtype(rv.n)),  # (rows of one rank's view: int32 below 2**31)
         "type": ntype,
         "start": start.astype(np.int64, copy=False),
         "dur": np.maximum(length, 0).astype(np.int64, copy=False),
         "step": step,
         "chain": factorize(thread)[0].astype(np.int32),
     }
+
+
+def _index_dtype(n: int) -> type:
+    """The narrowest of int32 and int64 that holds the indices 0..n and -1 (the graph's rows and collective
+    instances: half the memory of int64; they only index arrays and compare, never enter a product)."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 @dataclass
@@ -263,20 +272,23 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     parts = [(r, per[r], common[r] - origin + offsets.get(r, 0)) for r in chosen]
     n_per = [len(p["rows"]) for _, p, _ in parts]
     span = dict(zip(chosen, zip(np.cumsum([0] + n_per[:-1]).tolist(), np.cumsum(n_per).tolist())))  # a rank's nodes
+    rank_t = _index_dtype(max([abs(r) for r in chosen], default=0))
     node_rank = (
-        np.concatenate([np.full(n, r, dtype=np.int64) for (r, _, _), n in zip(parts, n_per)])
+        np.concatenate([np.full(n, r, dtype=rank_t) for (r, _, _), n in zip(parts, n_per)])
         if parts
-        else np.zeros(0, np.int64)
+        else np.zeros(0, rank_t)
     )
     cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
     node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
+    if len(node_step) and -(2**31) < int(node_step.min()) and int(node_step.max()) < 2**31 - 1:
+        node_step = node_step.astype(np.int32)  # (step numbers: int32 when they fit)
     ck = chain_ids([p for _, p, _ in parts])
     start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
     dur = cat("dur").astype(np.float64)
     # the ranks' node arrays, concatenated now: freed before the bigger arrays below
     per.clear()
     parts.clear()
-    node_coll = np.full(len(node_rank), -1, dtype=np.int64)
+    node_coll = np.full(len(node_rank), -1, dtype=_index_dtype(match.n_instances))  # (int32 below 2**31)
     # collective instances -> GPU nodes
     k = match.table
     n_inst = match.n_instances
@@ -296,13 +308,13 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     if frame is not None:
         arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
     arr_node = len(node_rank) + np.arange(n_inst)
-    node_rank = np.concatenate([node_rank, np.full(n_inst, -1)])
-    node_row = np.concatenate([node_row, np.full(n_inst, -1)])
+    node_rank = np.concatenate([node_rank, np.full(n_inst, -1, dtype=node_rank.dtype)])
+    node_row = np.concatenate([node_row, np.full(n_inst, -1, dtype=node_row.dtype)])
     node_type = np.concatenate([node_type, np.full(n_inst, NodeType.ARRIVAL, dtype=np.int8)])
-    inst_step = np.full(n_inst, -1, dtype=np.int64)
+    inst_step = np.full(n_inst, -1, dtype=node_step.dtype)
     inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
     node_step = np.concatenate([node_step, inst_step])
-    node_coll = np.concatenate([node_coll, np.arange(n_inst)])
+    node_coll = np.concatenate([node_coll, np.arange(n_inst, dtype=node_coll.dtype)])
     start = np.concatenate([start, arr_time])
     dur = np.concatenate([dur, np.zeros(n_inst)])
     n = len(node_rank)

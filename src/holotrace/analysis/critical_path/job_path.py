@@ -93,7 +93,7 @@ def job_critical_path(rep: Replay) -> pd.DataFrame:
     df = pd.DataFrame(
         {
             "step": st,
-            "rank": g.node_rank[dst // 2],
+            "rank": g.node_rank[dst // 2].astype(np.int64),
             "kind": kind,
             "node": dst // 2,
             "start": start,

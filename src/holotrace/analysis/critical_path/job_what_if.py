@@ -133,7 +133,8 @@ class NodeInfo:
 
 def node_info(g: JobGraph) -> NodeInfo:
     n = g.n_nodes
-    name = np.full(n, -1, dtype=np.int64)
+    # (the views' string ids: int32 when every rank's are, half the memory of int64)
+    name = np.full(n, -1, dtype=np.result_type(np.int32, *(g.view[r]["name"].dtype for r in g.ranks())))
     comm = np.zeros(n, dtype=bool)
     for r in g.ranks():
         sel = g.rank_nodes(r)
@@ -307,7 +308,8 @@ def compute_table(g: JobGraph, base: Delays, info: NodeInfo) -> Table:
     """GPU compute (communication kernels aside) under ``base``: one row per kernel, ``rank, step, name, t`` (ns)."""
     comp = info.compute if info.graph is g else compute_positions(g, info.comm)
     cn = g.chain_order[comp] >> 1
-    return Table({"rank": g.node_rank[cn], "step": g.node_step[cn], "name": info.name[cn], "t": base.chain[comp]})
+    rank, step = g.node_rank[cn].astype(np.int64), g.node_step[cn].astype(np.int64)  # (the graph's may be int32)
+    return Table({"rank": rank, "step": step, "name": info.name[cn], "t": base.chain[comp]})
 
 
 def heaviest(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -63,7 +63,8 @@ def _ends_table(g: JobGraph, idx: tuple, start: np.ndarray, end: np.ndarray, gpu
         last = np.full(len(marks), np.nan)
         last[row] = np.maximum.reduceat(gpu_end, cut)
         end = np.fmax(end, last)
-    return Table({"rank": g.node_rank[marks], "step": g.node_step[marks], "start": start, "end": end})
+    rank, step = g.node_rank[marks].astype(np.int64), g.node_step[marks].astype(np.int64)  # (the graph's: int32)
+    return Table({"rank": rank, "step": step, "start": start, "end": end})
 
 
 def step_ends(g: JobGraph, t: np.ndarray) -> pd.DataFrame:
@@ -83,7 +84,9 @@ def _step_index(g: JobGraph):
     nt, rk, st = g.node_type, g.node_rank, g.node_step
     marks = np.flatnonzero(nt == NodeType.STEP_START)
     ends = np.flatnonzero(nt == NodeType.STEP_END)
-    key = rk[marks] * (int(st.max()) + 2 if len(st) else 1) + st[marks] if len(marks) else np.zeros(0, np.int64)
+    # (keys in int64: the graph's ranks and steps may be int32, their products not)
+    span = int(st.max()) + 2 if len(st) else 1
+    key = rk[marks].astype(np.int64) * span + st[marks] if len(marks) else np.zeros(0, np.int64)
     paired = (
         len(marks)
         and len(marks) == len(ends)
@@ -95,7 +98,7 @@ def _step_index(g: JobGraph):
     out = None
     if paired:
         gpu = np.flatnonzero((nt == NodeType.GPU) & (st >= 0))
-        gkey = rk[gpu] * (int(st.max()) + 2) + st[gpu]
+        gkey = rk[gpu].astype(np.int64) * span + st[gpu]
         srt = np.argsort(key, kind="stable")
         at = np.minimum(np.searchsorted(key[srt], gkey), len(key) - 1)
         hit = key[srt][at] == gkey
@@ -109,7 +112,7 @@ def _step_index(g: JobGraph):
 
 
 def _step_ends_grouped(g: JobGraph, t: np.ndarray) -> Table:
-    nt, rk, st = g.node_type, g.node_rank, g.node_step
+    nt, rk, st = g.node_type, g.node_rank.astype(np.int64), g.node_step.astype(np.int64)  # (the graph's: int32)
     marks = np.flatnonzero(nt == NodeType.STEP_START)
     ends = np.flatnonzero(nt == NodeType.STEP_END)
     if not len(marks):

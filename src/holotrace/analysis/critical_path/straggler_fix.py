@@ -38,7 +38,7 @@ def straggler_candidates(g: JobGraph, kdf: Table, n: int = 2) -> list[int]:
     over the median rank's (``kdf``: :func:`~.job_what_if.compute_table`)."""
     ranks, at = unique_ids(kdf["rank"])
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    waited = rank_waits(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
+    waited = rank_waits(g.node_coll[m], g.node_rank[m].astype(np.int64), g.point_time[2 * m])
     return pick_stragglers(waited, (ranks, group_sum(at, kdf["t"], len(ranks))), n)
 
 
@@ -83,7 +83,7 @@ def pick_stragglers(waited: tuple, per: tuple, n: int = 2) -> list[int]:
 def waits_caused(g: JobGraph) -> pd.Series:
     """Per rank: the time the other members of its collectives waited for it (it arrived last), in ns."""
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
-    return waits_of(g.node_coll[m], g.node_rank[m], g.point_time[2 * m])
+    return waits_of(g.node_coll[m], g.node_rank[m].astype(np.int64), g.point_time[2 * m])
 
 
 def waits_of(inst: np.ndarray, rank: np.ndarray, start: np.ndarray) -> pd.Series:
@@ -192,13 +192,13 @@ class StragglerTables:
             kk = ck[span]
             h = np.flatnonzero(((kk == EdgeKind.CPU_GAP) | (kk == EdgeKind.DURATION)) & call[order[span]])
             h += span.start
-            hpos[r], hstep[r] = h, g.node_step[order[h] >> 1]
+            hpos[r], hstep[r] = h, g.node_step[order[h] >> 1].astype(np.int64)
             if len(h):
                 keys, code = unique_ids(hstep[r])
                 host.append((r, keys, group_sum(code, base.chain[h], len(keys))))
             a, b = np.searchsorted(compute, [span.start, span.stop])
             kpos[r] = compute[a:b]
-            kstep[r] = g.node_step[order[kpos[r]] >> 1]
+            kstep[r] = g.node_step[order[kpos[r]] >> 1].astype(np.int64)
         kr, ks, kname, kt = (kdf[c] for c in ("rank", "step", "name", "t"))
         names = _unstack(kr, kname, kt)
         return cls(kdf, _unstack(kr, ks, kt), _grid(host), names.median(), names, kpos, kstep, hpos, hstep)
