@@ -125,7 +125,11 @@ def compact_ints(a: np.ndarray) -> np.ndarray:
     """The smallest signed integer dtype that holds ``a`` (storage only; views widen again)."""
     if a.dtype.kind != "i" or a.dtype.itemsize == 1 or len(a) == 0:
         return a
-    lo, hi = int(a.min()), int(a.max())
+    return compact_in_range(a, int(a.min()), int(a.max()))
+
+
+def compact_in_range(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """:func:`compact_ints` of a signed integer array whose least and greatest values are known (``lo``, ``hi``)."""
     for dt in (np.int8, np.int16, np.int32):
         info = np.iinfo(dt)
         if info.min <= lo and hi <= info.max:

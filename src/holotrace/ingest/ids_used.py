@@ -13,7 +13,7 @@ import base64
 import numpy as np
 
 from holotrace.ingest import _scan
-from holotrace.schema import compact_ints
+from holotrace.schema import compact_in_range, compact_ints
 
 
 class IdsUsed:
@@ -39,11 +39,7 @@ class IdsUsed:
             return compact_ints(ids)
         out = np.empty(len(local), dtype=np.int32)
         lo, hi = _scan.renumber(np.ascontiguousarray(local), np.ascontiguousarray(rmx), out, m.view(np.uint8))
-        for dt in (np.int8, np.int16):
-            info = np.iinfo(dt)
-            if info.min <= lo and hi <= info.max:
-                return out.astype(dt)
-        return out
+        return compact_in_range(out, lo, hi)
 
     def _mask(self, table: str, column: str, n: int) -> np.ndarray:
         """The column's mask, grown to hold ids below ``n`` (and its last slot, the one -1 writes)."""
