@@ -3,6 +3,7 @@ spill, derive, pack into a cache work folder or use the columns from memory), an
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -214,11 +215,8 @@ def _pack_and_keep(d: DecodedFile, spill: Spill, work: Path, session: CacheSessi
         return
     finally:
         spill.close()
-    packed = DecodedFile(**{**d.__dict__})  # (the entry's description; the loaded file's fields stay as they are)
-    packed.packed, packed.boot, packed.columns_crc32 = (
-        (str(work / cache_mod.COLUMNS), layout, token),
-        cache_mod.boot(),
-        crc,
+    packed = dataclasses.replace(  # (the entry's description; the loaded file's fields stay as they are)
+        d, packed=(str(work / cache_mod.COLUMNS), layout, token), boot=cache_mod.boot(), columns_crc32=crc
     )
     cache_mod.commit(packed, work, session.folder, session.all_args, session.tag, fp)
 
