@@ -132,6 +132,7 @@ def run_scenario(name, args, hta_python, holo_reason):
         try:
             for phase in ("cold", "cached"):
                 print(f"holotrace ({'cold cache' if phase == 'cold' else 'cached'}) ...", flush=True)
+                h.warm(folder)
                 runs[f"holotrace_{phase}"] = h.run_child(
                     sys.executable,
                     SCRIPT,
@@ -145,6 +146,7 @@ def run_scenario(name, args, hta_python, holo_reason):
         skipped["hta"] = args.hta_reason
     else:
         print("HTA ...", flush=True)
+        h.warm(folder)
         runs["hta"] = h.run_child(
             hta_python, SCRIPT, ["hta", "--trace-dir", folder], os.path.join(logs, f"load-{name}-hta.log"), args.timeout
         )
