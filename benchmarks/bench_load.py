@@ -9,6 +9,8 @@ Every measurement runs in a fresh subprocess:
   (``--hta-python`` or the ``HOLOTRACE_HTA_PYTHON`` environment variable; skipped with a
   reason when unset or unusable)
 
+The job's files are read once before each run (``_harness.warm``): every tool finds them in the page cache.
+
 Scenarios: ``single`` (one rank of an 8-GPU job, ``--size-mb`` MB of JSON), ``job8`` (8 ranks of
 ``--job8-size-mb`` MB each), ``all``.  Generated jobs are cached under ``--work``.
 
