@@ -151,6 +151,7 @@ def summarize_job(
         )
 
     per_rank = thread_map(one, view.ranks)
+    view.release_pages()  # (the ranks' tables are made: the columns' pages go back to the cache)
     for r in view.ranks:
         reducer.add(per_rank.pop(r))
     return JobSummary(

@@ -156,22 +156,7 @@ class RankTrace:
         """Give back the memory pages of columns mapped from a file (see :mod:`holotrace.ingest.store`): the
         operating system keeps them cached and pages them in again when they are read. Columns in the heap
         are left alone."""
-        seen = set()
-        for side in (self._columns, *self._side.values()):
-            for a in side.values():
-                base = getattr(a, "base", None)
-                if base is None or id(base) in seen:
-                    continue
-                seen.add(id(base))
-                release = getattr(base, "release_pages", None)  # a mapping made by the store
-                mm = getattr(base, "obj", None)  # or Python's mmap, where the C library's is not used
-                try:
-                    if release is not None:
-                        release()
-                    elif isinstance(mm, mmap.mmap):
-                        mm.madvise(mmap.MADV_DONTNEED)
-                except (AttributeError, OSError, ValueError):  # no madvise here, or the mapping is closed
-                    pass
+        release_mapped(a for side in (self._columns, *self._side.values()) for a in side.values())
 
     @property
     def n_events(self) -> int:
@@ -209,6 +194,27 @@ class RankTrace:
 
     def __repr__(self) -> str:
         return f"RankTrace(rank={self.rank}, file={self.file!r}, events={self.n_events})"
+
+
+def release_mapped(arrays) -> None:
+    """Give back the memory pages of the file mappings under ``arrays`` (each mapping once; arrays in the heap are
+    left alone): the operating system keeps the pages cached and maps them in again when they are read, so the
+    arrays stay valid and their values the same."""
+    seen = set()
+    for a in arrays:
+        base = getattr(a, "base", None)
+        if base is None or id(base) in seen:
+            continue
+        seen.add(id(base))
+        release = getattr(base, "release_pages", None)  # a mapping made by the store
+        mm = getattr(base, "obj", None)  # or Python's mmap, where the C library's is not used
+        try:
+            if release is not None:
+                release()
+            elif isinstance(mm, mmap.mmap):
+                mm.madvise(mmap.MADV_DONTNEED)
+        except (AttributeError, OSError, ValueError):  # no madvise here, or the mapping is closed
+            pass
 
 
 @dataclass

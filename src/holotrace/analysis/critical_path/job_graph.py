@@ -247,6 +247,7 @@ def build_job_graph(source, *, ranks: Sequence[int] | None = None, frame: GraphF
     kept = view.derived(("job_graph", tuple(chosen)), _Kept)
     if kept.graph is None:
         kept.graph = _build(view, chosen)
+        view.release_pages()  # (the graph holds what its replays read: the columns' pages go back to the cache)
     return kept.graph
 
 
