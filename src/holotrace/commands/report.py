@@ -313,6 +313,7 @@ def _independent(ahead: _Ahead, *frame_args) -> dict:
     with one_thread():
         data = _frames(*frame_args, ahead=ahead)
     ahead.make()
+    frame_args[1].release_pages()  # (the view's columns read here: their pages go back to the cache)
     return data
 
 
