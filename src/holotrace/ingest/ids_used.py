@@ -32,11 +32,11 @@ class IdsUsed:
         """A piece's column of string ids ``local`` as the file's ids (``rmx[local]``, -1 reading ``rmx``'s last
         entry), marked (as :meth:`mark`), in the smallest signed type that holds them (``schema.compact_ints``);
         one compiled pass (``_scan.renumber``) where ``local`` is a column of signed ints and ``rmx`` int32."""
-        m = self._mask(table, column, n)
         if rmx.dtype != np.int32 or local.dtype.kind != "i" or not len(local):
             ids = rmx[local]
-            m[ids] = True
+            self.mark(table, column, ids, n)
             return compact_ints(ids)
+        m = self._mask(table, column, n)
         out = np.empty(len(local), dtype=np.int32)
         lo, hi = _scan.renumber(np.ascontiguousarray(local), np.ascontiguousarray(rmx), out, m.view(np.uint8))
         return compact_in_range(out, lo, hi)
