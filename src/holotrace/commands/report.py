@@ -308,12 +308,13 @@ class _Ahead:
         return out
 
 
-def _independent(ahead: _Ahead, *frame_args) -> dict:
-    """:func:`_frames` on one thread (beside the advice), then the critical path made ahead."""
+def _independent(ahead: _Ahead, job, view, *frame_args) -> dict:
+    """:func:`_frames` on one thread (beside the advice), then the critical path made ahead; then the pages of the
+    view's columns read here go back to the cache."""
     with one_thread():
-        data = _frames(*frame_args, ahead=ahead)
+        data = _frames(job, view, *frame_args, ahead=ahead)
     ahead.make()
-    frame_args[1].release_pages()  # (the view's columns read here: their pages go back to the cache)
+    view.release_pages()
     return data
 
 
