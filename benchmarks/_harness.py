@@ -68,9 +68,6 @@ def ensure_job(work, ranks, size_mb, steps, seed=0, world_size=None, gzip_output
     return folder, summary
 
 
-# ---- interpreters ---------------------------------------------------------------------------
-
-
 def warm(path):
     """Read every file under ``path`` (or the file itself) once, discarding the bytes: the timed run that follows
     finds the traces in the page cache, as a second look at a job does, whatever the machine's reclaim dropped
@@ -83,6 +80,9 @@ def warm(path):
                     pass
         except OSError:
             pass
+
+
+# ---- interpreters ---------------------------------------------------------------------------
 
 
 def resolve_hta_python(cli_value, skip=False):
