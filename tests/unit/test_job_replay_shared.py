@@ -87,16 +87,21 @@ def test_narrow_and_wide_indices_agree(folder, monkeypatch):
     if replay_mod._sweep is None:
         pytest.skip("the compiled replay is not built")
     times = {}
+    narrow_built, graph_built = replay_mod._NARROW, replay_mod._GRAPH_NARROW
     for narrow in (True, False):
-        monkeypatch.setattr(replay_mod, "_NARROW", narrow and replay_mod._NARROW)
-        g = build_job_graph(holotrace.load(str(folder), cache=False))
-        first, _ = solve(g, shared_base(g))  # the sweep's own times
-        again, _ = solve(g, shared_base(g).copy())  # the relax over the kept topology
-        top = replay_mod._topology(g)
-        assert top.topo.dtype == (np.int32 if narrow and replay_mod._NARROW else np.int64)
-        assert np.array_equal(first, again)
-        times[narrow] = again
-    assert np.array_equal(times[True], times[False])
+        for graph_arrays in (True, False):  # the sweep reads the graph's int32 arrays as they are, or int64 copies
+            monkeypatch.setattr(replay_mod, "_NARROW", narrow and narrow_built)
+            monkeypatch.setattr(replay_mod, "_GRAPH_NARROW", graph_arrays and graph_built)
+            g = build_job_graph(holotrace.load(str(folder), cache=False))
+            first, _ = solve(g, shared_base(g))  # the sweep's own times
+            again, _ = solve(g, shared_base(g).copy())  # the relax over the kept topology
+            top = replay_mod._topology(g)
+            assert top.topo.dtype == (np.int32 if narrow and narrow_built else np.int64)
+            assert top.order.dtype == (g.chain_order.dtype if graph_arrays and graph_built else np.int64)
+            assert np.array_equal(first, again)
+            times[narrow, graph_arrays] = again
+    for t in times.values():
+        assert np.array_equal(t, times[True, True])
 
 
 def test_cpu_parents_are_the_call_graphs():

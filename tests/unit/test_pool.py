@@ -148,3 +148,20 @@ def test_one_thread_maps_on_the_calling_thread():
             pass
         assert set(pool.thread_map(where, range(8)).values()) == {threading.get_ident()}  # (still, after a nested one)
     assert list(pool.thread_map(lambda x: x * 2, [1, 2, 3]).values()) == [2, 4, 6]
+
+
+def test_last_out_runs_once_on_the_thread_that_arrives_last():
+    import threading
+
+    ran = []
+    last = pool.LastOut(3, lambda: ran.append(threading.current_thread().name))
+    last.arrive()
+    assert ran == []
+    t = threading.Thread(target=last.arrive, name="second")
+    t.start()
+    t.join()
+    assert ran == []
+    t = threading.Thread(target=last.arrive, name="third")
+    t.start()
+    t.join()
+    assert ran == ["third"]

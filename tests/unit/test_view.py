@@ -118,3 +118,30 @@ def test_kind_in_is_numpys_isin():
         want = np.isin(kind, [int(c) for c in codes])
         assert np.array_equal(classify.kind_in(kind, codes), want) and classify.kind_in(kind, codes).dtype == bool
     assert np.array_equal(classify.is_gpu_activity(kind), np.isin(kind, [int(c) for c in classify.GPU_ACTIVITY]))
+
+
+def test_a_shed_view_makes_its_columns_again_to_the_same_values():
+    """``JobView.shed`` lets go of every column made but the kept ones and of the ranks' derived values; a column
+    read again is made again, equal to the one let go; a view under HTA's rules is left as it is."""
+    from corpus import DATA
+
+    job = holotrace.load(str(DATA / "traces" / "hta_trace_filter_2rank"), cache=False)
+    view = job_view(job)
+    before = {r: {k: np.array(view[r][k]) for k in COLUMNS if k in view[r].cols} for r in view.ranks}
+    kept = {r: view[r]["name"] for r in view.ranks}
+    rows = view[view.ranks[0]].rows_where("gpu", True)
+    assert len(rows) and view[view.ranks[0]]._rows
+    view.shed(keep=("name",))
+    for r in view.ranks:
+        v = view[r]
+        assert not v._rows  # derived values let go
+        assert [k for k in COLUMNS if v.cols.is_made(k)] == ["name"] and v["name"] is kept[r]
+        for k, want in before[r].items():
+            got = v[k]
+            assert got.dtype == want.dtype and np.array_equal(got, want), k
+    assert np.array_equal(view[view.ranks[0]].rows_where("gpu", True), rows)
+
+    hta = job_view(job, classify.HTA)
+    made = {r: dict(hta[r].cols) for r in hta.ranks}
+    hta.shed()
+    assert all(hta[r][k] is a for r, m in made.items() for k, a in m.items())

@@ -231,3 +231,18 @@ def thread_map(fn: Callable[[T], R], items: Sequence[T]) -> dict:
         with ThreadPoolExecutor(workers) as ex:
             return dict(zip(items, ex.map(fn, items)))
     return {x: fn(x) for x in items}
+
+
+class LastOut:
+    """Calls ``then()`` once ``arrive()`` has been called ``n`` times, on the thread that arrives last: for work
+    that may start only when every one of ``n`` tasks on different threads is done with something."""
+
+    def __init__(self, n: int, then: Callable[[], object]):
+        self._left, self._then, self._lock = n, then, threading.Lock()
+
+    def arrive(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._then()

@@ -45,8 +45,9 @@ rules the columns an analysis may not read (``row``, ``cat``, ``pid``, ``tid``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Optional
 
 import numpy as np
@@ -120,6 +121,14 @@ class Columns(Mapping):
 
     def is_made(self, key: str) -> bool:
         return key in self._made
+
+    def forget(self, keep: Collection[str], remake: Callable[[str], np.ndarray]) -> None:
+        """Let go of every array made but ``keep``'s; each is made again when read (by its maker, or by
+        ``remake(key)``: the same values)."""
+        for key in list(self._made):
+            if key not in keep:
+                self._makers.setdefault(key, partial(remake, key))
+                self._made.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
@@ -226,6 +235,20 @@ class JobView:
             return self.views[int(rank)]
         except (KeyError, ValueError, TypeError):
             raise RankNotFoundError(f"rank {rank} is not in this job (ranks: {self.ranks})") from None
+
+    def shed(self, keep: Collection[str] = ()) -> None:
+        """Let go of what was made of the ranks' columns under holotrace's rules: every view column but ``keep``'s
+        and every value derived per rank (:meth:`RankView.derived`, :meth:`RankView.rows_where`). Whatever is read
+        again is made again, to the same values. For a command whose analyses have read the view and that goes on
+        with what they made (a job graph's replays) while the view waits; the view's own derived values (the job
+        graph among them) are kept. A view under HTA's rules is left as it is."""
+        if self.rules.hta_table or self.table is None:
+            return
+        for r in self.ranks:
+            v = self[r]
+            if isinstance(v.cols, Columns):
+                v.cols.forget(keep, partial(_remade, v.model, self.strings, self.table))
+            v._rows.clear()
 
     def release_pages(self) -> None:
         """Give back the memory pages of the ranks' columns mapped from a file (:func:`release_mapped`): for a
@@ -375,8 +398,13 @@ def rule_table_of(job) -> RuleTable:
 
 def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
-    c = t.columns
-    n = t.n_events
+    cols, makers = _native_columns(t.columns, t.n_events, job.strings, table)
+    return RankView(int(rank), Columns(cols, makers, COLUMNS), t.columns, int(t.clock_offset_ns))
+
+
+def _native_columns(c: Mapping[str, np.ndarray], n: int, strings: StringTable, table: RuleTable) -> tuple[dict, dict]:
+    """A rank's view columns under holotrace's rules from its model columns ``c`` (``n`` events): those made now,
+    and the makers of the others."""
     i64 = lambda a: _held(a, np.int64)  # noqa: E731
     kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
@@ -393,9 +421,7 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "partner": partner,
     }
     threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
-    cols.update(
-        classify_rank({**cols, **threads}, job.strings, table, gpu=gpu, collective_name=c.get("collective_name"))
-    )
+    cols.update(classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name")))
     cols["comm_op"] = cols["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
 
     makers = {
@@ -408,7 +434,13 @@ def _native(job, rank: int, table: RuleTable) -> RankView:
         "index_correlation": lambda: index_correlation(index, partner, c["correlation"]),
         "iteration": lambda: _held_narrow(c["iteration"]),
     }
-    return RankView(int(rank), Columns(cols, makers, COLUMNS), c, int(t.clock_offset_ns))
+    return cols, makers
+
+
+def _remade(model: Mapping[str, np.ndarray], strings: StringTable, table: RuleTable, key: str) -> np.ndarray:
+    """One view column of a rank (holotrace's rules) made again from its model columns, after :meth:`JobView.shed`."""
+    cols, makers = _native_columns(model, len(model["ts_ns"]), strings, table)
+    return cols[key] if key in cols else makers[key]()
 
 
 def index_correlation(index: np.ndarray, partner: np.ndarray, correlation, rows: Optional[np.ndarray] = None):

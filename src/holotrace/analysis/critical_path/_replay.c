@@ -8,12 +8,12 @@
  *
  * sweep(order, first, dd, fixed, measured, src, dst, w, out, topo) -> int
  *
- *   order     int64[n]   points sorted by chain, then time (JobGraph.chain_order)
+ *   order     int64[n]   points sorted by chain, then time (JobGraph.chain_order); int32 too
  *   first     bool[n]    per position: the first point of its chain
  *   dd        float64[n] per position: the chain edge's delay (ignored for a first point)
  *   fixed     bool[n]    per position: a first point with no incoming edge (kept at its measured time)
  *   measured  float64[n] per point: its measured time
- *   src, dst  int64[e]   the cross edges that hold; w float64[e] their delays
+ *   src, dst  int64[e]   the cross edges that hold (int32 too); w float64[e] their delays
  *   out       float64[n] per point, written: the replayed time, the latest of its incoming edges
  *   topo      int64[n]   written: the points in the order they were settled (a topological order); int32 too
  *
@@ -24,7 +24,8 @@
  * whatever the order they arrive in.
  *
  * In relax, topo, pos, in_head and in_edge are all int64 or all int32 (INDEX_BYTES: the sizes this build takes);
- * in relax_topo, its six index arrays likewise.
+ * in relax_topo, its six index arrays likewise. sweep's and topo_layout's order, src and dst are each int64 or
+ * int32 (GRAPH_BYTES): the graph's own arrays, read without a wider copy.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -32,6 +33,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* item k of an index array of 4 (narrow) or 8 bytes */
+static inline int64_t ix(const void *a, int narrow, Py_ssize_t k) {
+    return narrow ? (int64_t)((const int32_t *)a)[k] : ((const int64_t *)a)[k];
+}
 
 /* itemsize 0: 4 or 8 bytes (an index array) */
 static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, int writable, const char *what) {
@@ -49,7 +55,7 @@ static int get(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, int writable, con
 static PyObject *sweep(PyObject *self, PyObject *args) {
     PyObject *o[10];
     const char *names[10] = {"order", "first", "dd", "fixed", "measured", "src", "dst", "w", "out", "topo"};
-    const Py_ssize_t sizes[10] = {8, 1, 8, 1, 8, 8, 8, 8, 8, 0};
+    const Py_ssize_t sizes[10] = {0, 1, 8, 1, 8, 0, 0, 8, 8, 0};
     Py_buffer b[10];
     int got = 0;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
@@ -57,13 +63,17 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
         return NULL;
     for (; got < 10; got++)
         if (get(o[got], &b[got], sizes[got], got >= 8, names[got]) < 0) goto fail;
-    Py_ssize_t n = b[0].len / 8, e = b[5].len / 8;
-    if (b[1].len != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[6].len / 8 != e ||
+    Py_ssize_t n = b[0].len / b[0].itemsize, e = b[5].len / b[5].itemsize;
+    if (b[1].len != n || b[2].len / 8 != n || b[3].len != n || b[4].len / 8 != n || b[6].len / b[6].itemsize != e ||
         b[7].len / 8 != e || b[8].len / 8 != n || b[9].len / b[9].itemsize != n) {
         PyErr_SetString(PyExc_ValueError, "sweep: array lengths disagree");
         goto fail;
     }
-    const int64_t *order = b[0].buf, *src = b[5].buf, *dst = b[6].buf;
+    const void *order_ = b[0].buf, *src_ = b[5].buf, *dst_ = b[6].buf;
+    const int n4 = b[0].itemsize == 4, s4 = b[5].itemsize == 4, d4 = b[6].itemsize == 4;
+#define ORDER(i) ix(order_, n4, (i))
+#define SRC(k) ix(src_, s4, (k))
+#define DST(k) ix(dst_, d4, (k))
     const uint8_t *first = b[1].buf, *fixed = b[3].buf;
     const double *dd = b[2].buf, *measured = b[4].buf, *w = b[7].buf;
     double *v = b[8].buf;
@@ -75,12 +85,12 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
         return PyLong_FromSsize_t(0);
     }
     for (Py_ssize_t k = 0; k < e; k++)
-        if (src[k] < 0 || src[k] >= n || dst[k] < 0 || dst[k] >= n) {
+        if (SRC(k) < 0 || SRC(k) >= n || DST(k) < 0 || DST(k) >= n) {
             PyErr_SetString(PyExc_ValueError, "sweep: an edge names a point out of range");
             goto fail;
         }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (order[i] < 0 || order[i] >= n) {
+        if (ORDER(i) < 0 || ORDER(i) >= n) {
             PyErr_SetString(PyExc_ValueError, "sweep: the chain order names a point out of range");
             goto fail;
         }
@@ -89,39 +99,39 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
     int32_t *indeg = calloc(n ? n : 1, sizeof(int32_t));
     int32_t *head = calloc(n + 1, sizeof(int32_t));
     int32_t *adj = malloc(sizeof(int32_t) * (e ? e : 1));
-    int32_t *queue = malloc(sizeof(int32_t) * (n ? n : 1)); /* the points ready, read front to back */
+    int32_t *queue = NULL; /* the points ready, read front to back (made once the edges are laid out) */
 #define QSET(k, p) (queue[k] = (int32_t)(p))
 #define QGET(k) ((int64_t)queue[k])
 #define SETTLED(k, p) (narrow ? (void)(topo4[k] = (int32_t)(p)) : (void)(topo8[k] = (p)))
-    if (!pos || !indeg || !head || !adj || !queue) {
+    if (!pos || !indeg || !head || !adj) {
         free(pos), free(indeg), free(head), free(adj), free(queue);
         PyErr_NoMemory();
         goto fail;
     }
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t p = order[i];
+        int64_t p = ORDER(i);
         pos[p] = i;
         v[p] = fixed[i] ? measured[p] : -INFINITY;
         if (!first[i]) indeg[p]++;
     }
     /* the cross edges by source (counting sort, stable) */
-    for (Py_ssize_t k = 0; k < e; k++) head[src[k] + 1]++, indeg[dst[k]]++;
+    for (Py_ssize_t k = 0; k < e; k++) head[SRC(k) + 1]++, indeg[DST(k)]++;
     for (Py_ssize_t p = 0; p < n; p++) head[p + 1] += head[p];
     {
         int32_t *fill = malloc(sizeof(int32_t) * (n ? n : 1));
         if (fill) {
             memcpy(fill, head, sizeof(int32_t) * n);
-            for (Py_ssize_t k = 0; k < e; k++) adj[fill[src[k]]++] = (int32_t)k;
+            for (Py_ssize_t k = 0; k < e; k++) adj[fill[SRC(k)]++] = (int32_t)k;
             free(fill);
-        } else {
-            n = -1; /* out of memory: reported below */
+            queue = malloc(sizeof(int32_t) * (n ? n : 1));
         }
+        if (!queue) n = -1; /* out of memory: reported below */
     }
     if (n >= 0) {
         Py_ssize_t qh = 0, qt = 0;
         for (Py_ssize_t i = 0; i < n; i++)
-            if (indeg[order[i]] == 0) QSET(qt, order[i]), qt++;
+            if (indeg[ORDER(i)] == 0) QSET(qt, ORDER(i)), qt++;
         while (qh < qt) {
             int64_t p = QGET(qh);
             qh++;
@@ -130,7 +140,7 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
                 SETTLED(done, p);
                 done++;
                 for (int32_t a = head[p]; a < head[p + 1]; a++) {
-                    int64_t k = adj[a], q = dst[k];
+                    int64_t k = adj[a], q = DST(k);
                     double x = t + w[k];
                     if (x > v[q]) v[q] = x;
                     if (--indeg[q] == 0) QSET(qt, q), qt++;
@@ -138,7 +148,7 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
                 Py_ssize_t i = pos[p];
                 p = -1;
                 if (i + 1 < n && !first[i + 1]) {
-                    int64_t q = order[i + 1];
+                    int64_t q = ORDER(i + 1);
                     double x = t + dd[i + 1];
                     if (x > v[q]) v[q] = x;
                     if (--indeg[q] == 0) p = q;
@@ -150,6 +160,9 @@ static PyObject *sweep(PyObject *self, PyObject *args) {
 #undef QSET
 #undef QGET
 #undef SETTLED
+#undef ORDER
+#undef SRC
+#undef DST
     free(pos), free(indeg), free(head), free(adj), free(queue);
     if (n < 0) {
         PyErr_NoMemory();
@@ -341,7 +354,7 @@ fail:
 /* topo_layout(topo, order, first, fixed, src, dst, prev, cpos, fixed_k, head, esrc, eidx) -> None
  *
  *   What relax_topo reads of a graph, from a topological order ``topo`` (a permutation of the points) of the
- *   chains ``order``/``first`` (``fixed`` per chain position) and the cross edges ``src``/``dst`` (int64): written
+ *   chains ``order``/``first`` (``fixed`` per chain position) and the cross edges ``src``/``dst`` (int64 or int32): written
  *   into prev, cpos, fixed_k (per position k in topo), head (n + 1) and esrc, eidx (per edge; the edges into a
  *   point in ascending edge order). topo and the six outputs' index arrays: all int32 or all int64; fewer than
  *   2**31 - 1 points and edges. */
@@ -349,7 +362,7 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
     PyObject *o[12];
     const char *names[12] = {"topo", "order", "first", "fixed", "src", "dst",
                              "prev", "cpos", "fixed_k", "head", "esrc", "eidx"};
-    const Py_ssize_t sizes[12] = {0, 8, 1, 1, 8, 8, 0, 0, 1, 0, 0, 0};
+    const Py_ssize_t sizes[12] = {0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0};
     Py_buffer b[12];
     int got = 0;
     if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
@@ -363,14 +376,19 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "topo_layout: the index arrays differ in item size");
         goto fail;
     }
-    Py_ssize_t n = b[0].len / isz, e = b[4].len / 8;
-    if (b[1].len / 8 != n || b[2].len != n || b[3].len != n || b[5].len / 8 != e || b[6].len / isz != n ||
+    Py_ssize_t n = b[0].len / isz, e = b[4].len / b[4].itemsize;
+    if (b[1].len / b[1].itemsize != n || b[2].len != n || b[3].len != n || b[5].len / b[5].itemsize != e ||
+        b[6].len / isz != n ||
         b[7].len / isz != n || b[8].len != n || b[9].len / isz != n + 1 || b[10].len / isz != e ||
         b[11].len / isz != e) {
         PyErr_SetString(PyExc_ValueError, "topo_layout: array lengths disagree");
         goto fail;
     }
-    const int64_t *order = b[1].buf, *src = b[4].buf, *dst = b[5].buf;
+    const void *order_ = b[1].buf, *src_ = b[4].buf, *dst_ = b[5].buf;
+    const int n4 = b[1].itemsize == 4, s4 = b[4].itemsize == 4, d4 = b[5].itemsize == 4;
+#define ORDER(i) ix(order_, n4, (i))
+#define SRC(k) ix(src_, s4, (k))
+#define DST(k) ix(dst_, d4, (k))
     const uint8_t *first = b[2].buf, *fixed = b[3].buf;
     uint8_t *fixed_k = b[8].buf;
     if (n >= INT32_MAX || e >= INT32_MAX) {
@@ -388,8 +406,9 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t i = 0; i < n; i++) at[i] = -1, pos[i] = -1;
     for (Py_ssize_t i = 0; i < n && ok; i++) {
-        if (order[i] < 0 || order[i] >= n || pos[order[i]] >= 0) ok = 0; /* not a permutation */
-        else pos[order[i]] = (int32_t)i;
+        int64_t p = ORDER(i);
+        if (p < 0 || p >= n || pos[p] >= 0) ok = 0; /* not a permutation */
+        else pos[p] = (int32_t)i;
     }
     for (Py_ssize_t k = 0; k < n && ok; k++) {
         int64_t p = isz == 4 ? (int64_t)((const int32_t *)b[0].buf)[k] : ((const int64_t *)b[0].buf)[k];
@@ -397,7 +416,7 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
         else at[p] = (int32_t)k;
     }
     for (Py_ssize_t q = 0; q < e && ok; q++)
-        if (src[q] < 0 || src[q] >= n || dst[q] < 0 || dst[q] >= n) ok = 0;
+        if (SRC(q) < 0 || SRC(q) >= n || DST(q) < 0 || DST(q) >= n) ok = 0;
     if (ok) {
 #define LAYOUT(IT)                                                                              \
     do {                                                                                        \
@@ -406,17 +425,17 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
         for (Py_ssize_t k = 0; k < n; k++) {                                                    \
             int64_t i = pos[topo[k]];                                                           \
             cpos[k] = (IT)i;                                                                    \
-            prev[k] = (IT)(first[i] || i == 0 ? -1 : at[order[i - 1]]);                         \
+            prev[k] = (IT)(first[i] || i == 0 ? -1 : at[ORDER(i - 1)]);                         \
             fixed_k[k] = fixed[i];                                                              \
         }                                                                                       \
         for (Py_ssize_t k = 0; k <= n; k++) fill[k] = 0;                                        \
-        for (Py_ssize_t q = 0; q < e; q++) fill[at[dst[q]] + 1]++;                              \
+        for (Py_ssize_t q = 0; q < e; q++) fill[at[DST(q)] + 1]++;                              \
         for (Py_ssize_t k = 0; k < n; k++) fill[k + 1] += fill[k];                              \
         for (Py_ssize_t k = 0; k <= n; k++) head[k] = (IT)fill[k];                              \
         for (Py_ssize_t q = 0; q < e; q++) {                                                    \
-            int32_t a = fill[at[dst[q]]]++;                                                     \
+            int32_t a = fill[at[DST(q)]]++;                                                     \
             eidx[a] = (IT)q;                                                                    \
-            esrc[a] = (IT)at[src[q]];                                                           \
+            esrc[a] = (IT)at[SRC(q)];                                                           \
         }                                                                                       \
     } while (0)
         if (isz == 4)
@@ -425,6 +444,9 @@ static PyObject *topo_layout(PyObject *self, PyObject *args) {
             LAYOUT(int64_t);
 #undef LAYOUT
     }
+#undef ORDER
+#undef SRC
+#undef DST
     Py_END_ALLOW_THREADS;
     free(at), free(pos);
     if (!ok) {
@@ -452,6 +474,11 @@ PyMODINIT_FUNC PyInit__replay(void) {
     PyObject *m = PyModule_Create(&module);
     /* the item sizes the index arrays may have (a build before int32 indices took 8 only) */
     if (m && PyModule_AddObject(m, "INDEX_BYTES", Py_BuildValue("(ii)", 4, 8)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* the item sizes sweep's and topo_layout's order, src and dst may have (a build before took 8 only) */
+    if (m && PyModule_AddObject(m, "GRAPH_BYTES", Py_BuildValue("(ii)", 4, 8)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

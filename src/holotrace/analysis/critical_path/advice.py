@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "GRAPH_WHAT_IFS_READ",
     "LONGEST_VS_LAST",
     "REPLAYS",
     "Advice",
@@ -43,6 +44,9 @@ __all__ = [
 
 SPEEDUPS = ("kernel", "cpu_op")  # fixes that assume work can be made faster, not waste removed
 WASTE_FIRST_PCT = 5.0  # a waste fix saving at least this % of the step ranks before every speed-up
+#: the view columns the what-ifs and the sentences read once the job graph is built (a command that sheds the
+#: view's other columns meanwhile, :meth:`~holotrace.model.view.JobView.shed`, keeps these; any other is made again)
+GRAPH_WHAT_IFS_READ = ("name", "kernel_type")
 
 
 @dataclass

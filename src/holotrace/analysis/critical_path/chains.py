@@ -20,20 +20,21 @@ def chain_ids(parts: list) -> np.ndarray:
 
 def chain_order(pt: np.ndarray, ck: np.ndarray, n_work: int) -> tuple[np.ndarray, np.ndarray]:
     """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))`` with ``p_chain`` each
-    point's node's chain ``ck``; one sort per chain), and the chain of every position. The first ``n_work`` nodes
+    point's node's chain ``ck``; one sort per chain; int32 below 2**31 points), and the chain of every position. The first ``n_work`` nodes
     lie on the threads' and streams' chains; the others are arrival points, one chain each (numbered after them),
     their two points already in order."""
     by_node = np.argsort(ck[:n_work], kind="stable")  # a chain's points ascending: its nodes ascending, start first
     c = ck[by_node]
     cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)
     bounds = np.r_[cut, n_work]
-    out = np.empty(len(pt), dtype=np.int64)
+    it = np.int32 if len(pt) < 2**31 - 1 else np.int64  # (points: int32 below 2**31, half the memory)
+    out = np.empty(len(pt), dtype=it)
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        seg = np.empty(2 * (b - a), dtype=np.int64)
+        seg = np.empty(2 * (b - a), dtype=it)
         seg[0::2] = 2 * by_node[a:b]
         seg[1::2] = seg[0::2] + 1
         out[2 * a : 2 * b] = seg[np.argsort(pt[seg], kind="stable")]
-    out[2 * n_work :] = np.arange(2 * n_work, len(pt))
+    out[2 * n_work :] = np.arange(2 * n_work, len(pt), dtype=it)
     n_chains = int(c[-1]) + 1 if n_work else 0
     chain = np.empty(len(pt), dtype=np.int32)
     chain[: 2 * n_work] = np.repeat(c[cut], 2 * np.diff(bounds))

@@ -79,7 +79,7 @@ class JobGraph:
     node_step: np.ndarray  # ProfilerStep number (-1 none); int32 where every step fits (tables read it as int64)
     node_coll: np.ndarray  # collective instance of a GPU node / arrival point (-1 none); int32 below 2**31
     point_time: np.ndarray  # measured time of every point (ns from ``origin_ns``, float64)
-    chain_order: np.ndarray  # points sorted by chain, then time
+    chain_order: np.ndarray  # points sorted by chain, then time (int32 below 2**31 points, as ``src`` and ``dst``)
     chain_first: np.ndarray  # per position of chain_order: first point of its chain
     chain_kind: np.ndarray  # per position of chain_order: EdgeKind of the edge from the previous point (-1: first)
     floor_pos: np.ndarray  # the chain positions whose edge has a floor other than 0 (``chain_floor``), ascending
@@ -164,8 +164,9 @@ class JobGraph:
 
     def point_of_position(self) -> np.ndarray:
         """Position in ``chain_order`` of every point."""
-        pos = np.empty(len(self.chain_order), dtype=np.int64)
-        pos[self.chain_order] = np.arange(len(self.chain_order))
+        it = self.chain_order.dtype
+        pos = np.empty(len(self.chain_order), dtype=it)
+        pos[self.chain_order] = np.arange(len(self.chain_order), dtype=it)
         return pos
 
 
@@ -334,11 +335,12 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
     del own, is_gpu_chain
     ckind[first] = -1
-    pos = np.empty(len(order), dtype=np.int64)
-    pos[order] = np.arange(len(order))
+    pos = np.empty(len(order), dtype=order.dtype)
+    pos[order] = np.arange(len(order), dtype=order.dtype)
     src, dst, kind, floor = cross_edges(
         view, chosen, span, node_row, node_type, node_coll, arr_node, pt, order, first, pos, arrive=frame is None
     )
+    src, dst = src.astype(order.dtype, copy=False), dst.astype(order.dtype, copy=False)  # (points, as ``order``)
     elag = pt[dst] - pt[src]
     # a blocking call that waited could shrink to the time it took after the GPU finished (its floor: kept for
     # the few positions where it is not 0)

@@ -47,9 +47,10 @@ try:
     _NARROW = 4 in getattr(_compiled, "INDEX_BYTES", ())  # the topology's indices may be int32 (a build before: no)
     _relax_topo = getattr(_compiled, "relax_topo", None)  # (a build before it: relax, the same times)
     _topo_layout = getattr(_compiled, "topo_layout", None)
+    _GRAPH_NARROW = 4 in getattr(_compiled, "GRAPH_BYTES", ())  # the sweep reads the graph's int32 arrays as they are
 except ImportError:  # not built (a source checkout without build_ext): the passes solve it
     _sweep = _relax = _relax_topo = _topo_layout = None
-    _NARROW = False
+    _NARROW = _GRAPH_NARROW = False
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -275,11 +276,12 @@ def _relax_by_point(g: JobGraph, top: _Topology, fixed: np.ndarray, dd: np.ndarr
         in_head = np.zeros(n + 1, dtype=it)
         in_head[1:] = np.cumsum(np.bincount(dst, minlength=n))
         src = np.ascontiguousarray(g.src, dtype=np.int64)
-        g.memo["topology_by_point"] = (pos, in_head, np.argsort(dst, kind="stable").astype(it, copy=False), src)
-    pos, in_head, in_edge, src = g.memo["topology_by_point"]
+        order = np.ascontiguousarray(top.order, dtype=np.int64)  # (relax reads int64 chains)
+        g.memo["topology_by_point"] = (pos, in_head, np.argsort(dst, kind="stable").astype(it, copy=False), src, order)
+    pos, in_head, in_edge, src, order = g.memo["topology_by_point"]
     by_pos = np.empty(len(fixed), dtype=bool)
     by_pos[top.cpos] = fixed
-    _relax(top.topo, pos, top.order, top.first, dd, by_pos, top.measured, in_head, in_edge, src, w, v)
+    _relax(top.topo, pos, order, top.first, dd, by_pos, top.measured, in_head, in_edge, src, w, v)
 
 
 @dataclass
@@ -306,6 +308,8 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
         return g.memo["topology"]
     n = len(g.point_time)
     i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    if _GRAPH_NARROW and _relax_topo is not None:  # the graph's own index arrays (int32 or int64), no wider copy
+        i64 = lambda a: np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.int32, np.int64) else np.int64)  # noqa: E731
     order, src, dst = i64(g.chain_order), i64(g.src), i64(g.dst)
     first = np.ascontiguousarray(g.chain_first, dtype=bool)
     measured = np.ascontiguousarray(g.point_time, dtype=np.float64)
