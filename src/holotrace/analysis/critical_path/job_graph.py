@@ -275,25 +275,36 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     n_per = [len(p["rows"]) for _, p, _ in parts]
     span = dict(zip(chosen, zip(np.cumsum([0] + n_per[:-1]).tolist(), np.cumsum(n_per).tolist())))  # a rank's nodes
     rank_t = _index_dtype(max([abs(r) for r in chosen], default=0))
-    node_rank = (
-        np.concatenate([np.full(n, r, dtype=rank_t) for (r, _, _), n in zip(parts, n_per)])
-        if parts
-        else np.zeros(0, rank_t)
-    )
-    cat = lambda key: np.concatenate([p[key] for _, p, _ in parts]) if parts else np.zeros(0, np.int64)
-    node_row, node_type, node_step = cat("rows"), cat("type"), cat("step")
-    if len(node_step) and -(2**31) < int(node_step.min()) and int(node_step.max()) < 2**31 - 1:
-        node_step = node_step.astype(np.int32)  # (step numbers: int32 when they fit)
+    # the job's node arrays: the ranks' nodes, then one arrival point per collective instance (made once, filled)
+    n_inst = match.n_instances
+    n_work = sum(n_per)
+    n = n_work + n_inst
+
+    def joined(key: str, tail, dtype=None) -> np.ndarray:
+        arrs = [p[key] for _, p, _ in parts]
+        out = np.empty(n, dtype=dtype or (np.result_type(*arrs) if arrs else np.int64))
+        if arrs:
+            np.concatenate(arrs, out=out[:n_work])
+        out[n_work:] = tail
+        return out
+
+    node_rank = np.full(n, -1, dtype=rank_t)
+    for (r, _, _), (a, b) in zip(parts, span.values()):
+        node_rank[a:b] = r
+    node_row, node_type, node_step = joined("rows", -1), joined("type", NodeType.ARRIVAL, np.int8), joined("step", -1)
     ck = chain_ids([p for _, p, _ in parts])
-    start = np.concatenate([(p["start"] + s).astype(np.float64) for _, p, s in parts]) if parts else np.zeros(0)
-    dur = cat("dur").astype(np.float64)
-    # the ranks' node arrays, concatenated now: freed before the bigger arrays below
+    # the points' times (float64 ns on the common clock): a node's start at 2 * node, its end at 2 * node + 1
+    pt = np.empty(2 * n)
+    for (_, p, s), (a, b) in zip(parts, span.values()):
+        st = pt[2 * a : 2 * b : 2]
+        np.add(p["start"], s, out=st)
+        np.add(st, p["dur"], out=pt[2 * a + 1 : 2 * b : 2])
+    # the ranks' node arrays are in the job's now: freed before the bigger arrays below
     per.clear()
     parts.clear()
-    node_coll = np.full(len(node_rank), -1, dtype=_index_dtype(match.n_instances))  # (int32 below 2**31)
+    node_coll = np.full(n, -1, dtype=_index_dtype(n_inst))  # (int32 below 2**31)
     # collective instances -> GPU nodes
     k = match.table
-    n_inst = match.n_instances
     for r in chosen:
         sel = span[r][0] + np.flatnonzero(node_type[slice(*span[r])] == NodeType.GPU)
         if len(k):
@@ -304,25 +315,19 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
                 at = srt[np.searchsorted(rows_r[srt], kk["row"])]
                 node_coll[nodes_r[at]] = kk["instance"]
     # arrival points: one node per instance, its own chain
-    coll_nodes = np.flatnonzero(node_coll >= 0)
+    coll_nodes = np.flatnonzero(node_coll[:n_work] >= 0)
     arr_time = np.full(n_inst, -np.inf)
-    np.maximum.at(arr_time, node_coll[coll_nodes], start[coll_nodes])
+    np.maximum.at(arr_time, node_coll[coll_nodes], pt[2 * coll_nodes])
     if frame is not None:
         arr_time = np.asarray(frame.arrival, dtype=np.float64)[:n_inst]
-    arr_node = len(node_rank) + np.arange(n_inst)
-    node_rank = np.concatenate([node_rank, np.full(n_inst, -1, dtype=node_rank.dtype)])
-    node_row = np.concatenate([node_row, np.full(n_inst, -1, dtype=node_row.dtype)])
-    node_type = np.concatenate([node_type, np.full(n_inst, NodeType.ARRIVAL, dtype=np.int8)])
-    inst_step = np.full(n_inst, -1, dtype=node_step.dtype)
-    inst_step[node_coll[coll_nodes]] = node_step[coll_nodes]
-    node_step = np.concatenate([node_step, inst_step])
-    node_coll = np.concatenate([node_coll, np.arange(n_inst, dtype=node_coll.dtype)])
-    start = np.concatenate([start, arr_time])
-    dur = np.concatenate([dur, np.zeros(n_inst)])
-    n = len(node_rank)
-    pt = np.empty(2 * n)
-    pt[0::2], pt[1::2] = start, start + dur
-    del start, dur
+    arr_node = n_work + np.arange(n_inst)
+    node_step[arr_node[node_coll[coll_nodes]]] = node_step[coll_nodes]
+    if len(node_step) and -(2**31) < int(node_step.min()) and int(node_step.max()) < 2**31 - 1:
+        node_step = node_step.astype(np.int32)  # (step numbers: int32 when they fit)
+    node_coll[n_work:] = np.arange(n_inst)
+    pt[2 * n_work :: 2] = arr_time
+    np.add(arr_time, 0.0, out=pt[2 * n_work + 1 :: 2])  # (an arrival point lasts nothing)
+    del arr_time
     # chains: (rank, thread) for calls/steps/GPU; each arrival point alone
     order, c = chain_order(pt, ck, n - n_inst)
     del ck
@@ -354,12 +359,14 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     on_dur = ckind[x_at] == EdgeKind.DURATION
     x_at, f_coll = x_at[on_dur], np.clip(np.nan_to_num(elag[xf][on_dur]), 0, None)
     del pos
-    cfloor = np.zeros(len(order))
-    cfloor[at] = f_sync
-    cfloor[x_at] = f_coll
-    fpos = np.flatnonzero((cfloor != 0) | np.signbit(cfloor))
-    fval = cfloor[fpos]
-    del cfloor
+    # the floors other than 0, by chain position (a transfer's over a sync's at the same position)
+    fpos = np.concatenate([at, x_at]).astype(np.int64, copy=False)
+    fval = np.concatenate([f_sync, f_coll]).astype(np.float64, copy=False)
+    last = np.argsort(fpos, kind="stable")
+    fpos, fval = fpos[last], fval[last]
+    last = np.r_[fpos[1:] != fpos[:-1], True] if len(fpos) else np.zeros(0, dtype=bool)  # (the later one holds)
+    last &= (fval != 0) | np.signbit(fval)
+    fpos, fval = fpos[last], fval[last]
     return JobGraph(
         view,
         node_rank,
