@@ -102,3 +102,28 @@ def test_the_job_summary_gives_back_the_pages_it_read(tmp_path):
         assert a is not None and b is not None and list(a.columns) == list(b.columns)
         for c in a.columns:
             np.testing.assert_array_equal(a[c], b[c])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resident pages read from /proc/self/smaps")
+def test_a_rank_gives_back_its_own_pages_and_the_view_its_build(tmp_path):
+    """The view gives back each rank's pages once it has classified the rank; a rank view gives back its own
+    rank's pages alone."""
+    job, files = _cached(tmp_path)
+    view = job_view(job, NATIVE)
+    assert [_mapped_kb(f) for f in files] == [0, 0]
+    sums = {r: int(view[r]["ts"].sum()) + int(view[r]["end"].sum()) for r in view.ranks}
+    assert all(_mapped_kb(f) > 0 for f in files)
+    first, second = view.ranks
+    view[first].release_pages()
+    left = {str(f): _mapped_kb(f) for f in files}
+    assert sorted(left.values())[0] == 0 and sorted(left.values())[1] > 0  # one rank's file given back, not both
+    assert {r: int(view[r]["ts"].sum()) + int(view[r]["end"].sum()) for r in view.ranks} == sums
+
+
+def test_trim_heap_runs_where_there_is_a_c_library_and_is_harmless():
+    from holotrace.model.job import trim_heap
+
+    kept = np.arange(1_000_000)
+    trim_heap()
+    trim_heap()  # (found once, called again)
+    np.testing.assert_array_equal(kept, np.arange(1_000_000))

@@ -141,7 +141,7 @@ def summarize_job(
     stats = launch_stats() if launch_stats is not None else {}
 
     def one(r: int):
-        return rank_summary(
+        out = rank_summary(
             view,
             r,
             launch_delay_cutoff=launch_delay_cutoff,
@@ -149,9 +149,10 @@ def summarize_job(
             launch_stats=stats.get(r),
             leave_out=leave_out,
         )
+        view[r].release_pages()  # (the rank's tables are made: its columns' pages go back to the cache)
+        return out
 
     per_rank = thread_map(one, view.ranks)
-    view.release_pages()  # (the ranks' tables are made: the columns' pages go back to the cache)
     for r in view.ranks:
         reducer.add(per_rank.pop(r))
     return JobSummary(

@@ -217,6 +217,27 @@ def release_mapped(arrays) -> None:
             pass
 
 
+def trim_heap() -> None:
+    """Give the free pages of the process's heap back to the operating system (the C library's ``malloc_trim``,
+    where it has one: glibc). Freed arrays stay in the heap for reuse; a command that has let go of much (its view's
+    columns once its analyses are made) and goes on with less calls this, so what it no longer holds stops counting
+    in its memory."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        try:
+            import ctypes
+
+            _malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", False)
+        except (OSError, AttributeError, TypeError):  # no C library to ask (or not this one)
+            pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+_malloc_trim = None  # the C library's malloc_trim, False where there is none (found at first use)
+
+
 @dataclass
 class Job:
     """All ranks of one profiled run, with what validation found."""

@@ -57,7 +57,8 @@ from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
 from holotrace.model.comm_evidence import classify_rank
-from holotrace.model.job import release_mapped
+from holotrace.model.job import release_mapped, trim_heap
+from holotrace.model.lazy_columns import Columns
 from holotrace.model.rule_table import RuleTable, hta_table, resolve_table
 from holotrace.model.strings import StringTable
 
@@ -96,51 +97,6 @@ COLUMNS = (
     "index_correlation",
     "iteration",
 )
-
-
-class Columns(Mapping):
-    """Column name → numpy array, some made on first use: ``made`` holds the arrays, ``makers`` the functions
-    that make the others (each called at most once; the array it returns is kept)."""
-
-    __slots__ = ("_made", "_makers", "_keys")
-
-    def __init__(self, made: dict, makers: dict, order: Sequence[str] = ()):
-        self._made = dict(made)
-        self._makers = dict(makers)
-        keys = self._made.keys() | self._makers.keys()
-        self._keys = [k for k in order if k in keys] + sorted(keys - set(order))
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        out = self._made.get(key)
-        if out is None:
-            make = self._makers.get(key)
-            if make is None:
-                raise KeyError(key)
-            out = self._made.setdefault(key, make())  # two threads may race: the first array kept wins
-        return out
-
-    def is_made(self, key: str) -> bool:
-        return key in self._made
-
-    def forget(self, keep: Collection[str], remake: Callable[[str], np.ndarray]) -> None:
-        """Let go of every array made but ``keep``'s; each is made again when read (by its maker, or by
-        ``remake(key)``: the same values)."""
-        for key in list(self._made):
-            if key not in keep:
-                self._makers.setdefault(key, partial(remake, key))
-                self._made.pop(key, None)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, key) -> bool:
-        return key in self._made or key in self._makers
-
-    def __reduce__(self):  # sent to another process: every column made, as a plain dict
-        return dict, ([(k, self[k]) for k in self._keys],)
 
 
 @dataclass(frozen=True)
@@ -206,6 +162,12 @@ class RankView(Mapping):
         end = self.cols["end"][sel]
         return self.cols["ts"][sel].astype(end.dtype, copy=False), end
 
+    def release_pages(self) -> None:
+        """Give back the memory pages of the rank's columns mapped from a file (:func:`release_mapped`): for an
+        analysis that has made what it needs of this rank (the other ranks' pages are left as they are). They are
+        paged in again, from the operating system's cache, when read."""
+        release_mapped(self.model.values())
+
     def arg(self, column: str) -> np.ndarray:
         """Any other model column (e.g. ``bytes``, ``external_id``, ``input_dims``) for this view's rows."""
         if isinstance(self.cols, Columns) and not self.cols.is_made("row"):  # every model row, in order
@@ -249,12 +211,14 @@ class JobView:
             if isinstance(v.cols, Columns):
                 v.cols.forget(keep, partial(_remade, v.model, self.strings, self.table))
             v._rows.clear()
+        trim_heap()  # (what was let go, and what the analyses freed before, leaves the heap)
 
     def release_pages(self) -> None:
         """Give back the memory pages of the ranks' columns mapped from a file (:func:`release_mapped`): for a
         command that has made what it goes on with (a job graph) from columns it read once. They are paged in
         again, from the operating system's cache, when read."""
-        release_mapped(a for r in self.ranks for a in self[r].model.values())
+        for r in self.ranks:
+            self[r].release_pages()
 
     def select(self, ranks: Optional[Sequence[int]] = None) -> list[int]:
         """``ranks`` checked against the job (every rank, ascending, when None)."""
@@ -399,6 +363,7 @@ def rule_table_of(job) -> RuleTable:
 def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
     cols, makers = _native_columns(t.columns, t.n_events, job.strings, table)
+    release_mapped(t.columns.values())  # (classified: the columns' pages go back until an analysis reads them)
     return RankView(int(rank), Columns(cols, makers, COLUMNS), t.columns, int(t.clock_offset_ns))
 
 

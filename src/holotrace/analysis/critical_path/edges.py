@@ -171,4 +171,5 @@ def _rank_edges(r, view, span, node_row, node_type, pt, order, first, pos, sync_
     ok = target >= 0
     ok[ok] = (pt[2 * target[ok] + 1] > c_start[ok]) & (pt[2 * target[ok] + 1] <= c_end[ok] + SYNC_TOLERANCE_NS)
     add(2 * target[ok] + 1, 2 * call[ok] + 1, EdgeKind.SYNC, 0.0)
+    rv.release_pages()  # (the rank's edges are made: its columns' pages go back until read again)
     return out

@@ -202,7 +202,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
             -(rv.at("pid", gpu) * np.int64(1_000_003) + rv["stream"][gpu]) - 1,
         ]
     )
-    return {
+    out = {
         "rows": rows.astype(_index_dtype(rv.n)),  # (rows of one rank's view: int32 below 2**31)
         "type": ntype,
         "start": start.astype(np.int64, copy=False),
@@ -210,6 +210,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
         "step": step,
         "chain": factorize(thread)[0].astype(np.int32),
     }
+    rv.release_pages()  # (the rank's nodes are made: its columns' pages go back until read again)
+    return out
 
 
 def _index_dtype(n: int) -> type:
