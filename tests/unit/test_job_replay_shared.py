@@ -242,3 +242,24 @@ def test_advice_whatever_the_threads(folder, monkeypatch, cores):
     assert len(one_fixes) > 2 and len(one_steps) > 0
     assert fixes.to_pandas().equals(one_fixes.to_pandas())
     assert steps.to_pandas().equals(one_steps.to_pandas())
+
+
+def test_a_replay_lets_go_of_its_times_and_makes_them_again(folder):
+    """``Replay.release_times`` keeps the step tables; the times read afterwards are made again, the same; an edit
+    of a what-if's copy of the delays writes its own cross delays and held edges, never the shared base's."""
+    from holotrace.analysis.critical_path import job_what_if as jw
+
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    rep = replay(g)
+    times, steps = rep.times.copy(), rep.step_tab
+    rep.release_times()
+    assert rep._times is None and rep.step_tab is steps
+    assert np.array_equal(rep.times, times)
+    base = shared_base(g)
+    cross, keep = base.cross.copy(), base.keep.copy()
+    d = base.edited()
+    assert not d.cross.flags.writeable and not d.keep.flags.writeable
+    d.own("cross")[:] = 0.0
+    d.own("keep")[:] = False
+    assert np.array_equal(base.cross, cross) and np.array_equal(base.keep, keep)
+    assert jw.apply(base, []).chain is not base.chain

@@ -102,6 +102,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
             if replay == "graph":
                 build_job_graph(view)  # (kept on the view: the replay below reads it)
                 shed.arrive()
+                shed.wait()  # (the replays start once the view is shed: job8's peak 255 -> 2xx MB)
             try:
                 return costliest_rank(view, replay=replay)
             finally:
@@ -110,9 +111,11 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
 
         with ThreadPoolExecutor(1) as pool:
             told = pool.submit(story)
-            with one_thread():  # the ranks' summaries one after another beside it (job8: 0.58 -> 0.535 s median)
-                js = summarize_job(job, view=view, top=top)
-            shed.arrive()
+            try:
+                with one_thread():  # the ranks' summaries one after another beside it (job8: 0.58 -> 0.535 s median)
+                    js = summarize_job(job, view=view, top=top)
+            finally:
+                shed.arrive()  # (also when the summaries failed: the story waits for it)
             js.costliest_rank = told.result()
         return js
     from holotrace.exec.executor import get_executor

@@ -235,14 +235,22 @@ def thread_map(fn: Callable[[T], R], items: Sequence[T]) -> dict:
 
 class LastOut:
     """Calls ``then()`` once ``arrive()`` has been called ``n`` times, on the thread that arrives last: for work
-    that may start only when every one of ``n`` tasks on different threads is done with something."""
+    that may start only when every one of ``n`` tasks on different threads is done with something (:meth:`wait`
+    returns once it has run)."""
 
     def __init__(self, n: int, then: Callable[[], object]):
-        self._left, self._then, self._lock = n, then, threading.Lock()
+        self._left, self._then, self._lock, self._done = n, then, threading.Lock(), threading.Event()
 
     def arrive(self) -> None:
         with self._lock:
             self._left -= 1
             last = self._left == 0
         if last:
-            self._then()
+            try:
+                self._then()
+            finally:
+                self._done.set()
+
+    def wait(self) -> None:
+        """Return once ``then()`` has run (or failed)."""
+        self._done.wait()

@@ -125,13 +125,16 @@ def job_advice(
     combine: Sequence[Sequence[str]] = (),
     only: Sequence[str] | None = None,
     replay: str = "graph",
+    keep_times: bool = True,
 ) -> Advice:
     """Every fix (or ``only`` these) tried on the replay of the whole job, ranked by the mean job step time it
     saves (``ranks``: fixes job-wide or on those ranks; ``steps``: savings over those steps only).
 
     ``replay``: ``"graph"`` replays the job graph of every rank; ``"segments"`` replays the job at collective
     granularity from each rank's segments (:mod:`holotrace.analysis.critical_path.segment_replay`: what a map over
-    ranks does, here in this process).
+    ranks does, here in this process). ``keep_times`` False: the graph's unmodified replay lets go of its point
+    times once its step tables are made (made again if read, e.g. by the job's critical path): for a caller that
+    reads the steps alone.
 
     Ranking: fixes that remove measured waste (a straggler, exposed communication, launch overhead, host
     synchronisation, data loading, kernel gaps) by their saving; a speed-up that assumes a kernel or CPU operator
@@ -161,7 +164,7 @@ def job_advice(
     needed = set(only or jw.FIXES) | {x for c in combine for x in c}
     cands = jw.iter_candidates(g, base, info, opts, only=sorted(needed))  # (each replayed while the next is made)
     combos = [list(c) for c in combine]
-    ref, per = jw.evaluate(g, base, cands, combine=combos)
+    ref, per = jw.evaluate(g, base, cands, combine=combos, keep_times=keep_times)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))
     facts = JobFacts(
         list(g.ranks()), g.node_coll[m], g.node_rank[m].astype(np.int64), g.point_time[2 * m], lambda: _Names(g, m)
@@ -428,4 +431,4 @@ def costliest_rank(source, *, replay: str = "graph") -> CostliestRank:
         answer = one_rank(source)
         if answer is not None:
             return answer
-    return job_advice(source, only=("straggler",), replay=replay).costliest
+    return job_advice(source, only=("straggler",), replay=replay, keep_times=False).costliest  # (steps alone)

@@ -15,8 +15,9 @@ __all__ = ["FixReplays", "apply", "replay_times", "replays"]
 
 
 def apply(base: Delays, cands: Sequence) -> Delays:
-    """A copy of ``base`` with the edits of ``cands`` (the what-ifs' candidates) applied; ``base`` is not changed."""
-    d = base.copy()
+    """A copy of ``base`` with the edits of ``cands`` (the what-ifs' candidates) applied; ``base`` is not changed
+    (an edit writes the cross delays or the held edges through :meth:`~.replay.Delays.own`)."""
+    d = base.edited()
     for c in cands:
         c.edit(d)
     return d
@@ -41,17 +42,18 @@ class FixReplays:
     MAX_THREADS = 2  # this thread and the workers (each replay in flight holds a copy of the delays and its times)
     MIN_TRIES = 4  # fewer wait for :meth:`results` (a worker's memory while candidates are made is not worth it)
 
-    def __init__(self, g: JobGraph, base: Delays):
+    def __init__(self, g: JobGraph, base: Delays, *, keep_times: bool = True):
         from holotrace.exec.pool import cpu_count
 
         self.g, self.base, self.tries, self.pool, self.ref_run = g, base, [], None, None
+        self.keep_times = keep_times
         threads = min(self.MAX_THREADS, cpu_count()) if sweep_built() else 1
         self.workers = min(threads - 1, _spare_cores())  # workers for tries as they are added
         if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(threads - 1)
-            self.ref_run = self.pool.submit(replay, g, base)  # the unmodified replay, on the worker
+            self.ref_run = self.pool.submit(self._ref)  # the unmodified replay, on the worker
 
     def __enter__(self) -> FixReplays:
         return self
@@ -59,6 +61,13 @@ class FixReplays:
     def __exit__(self, *exc) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _ref(self):
+        """The unmodified replay (``keep_times`` False: its point times let go once its step tables are made)."""
+        ref = replay(self.g, self.base)
+        if not self.keep_times:
+            ref.release_times()
+        return ref
 
     def _one(self, parts):
         return replay_times(self.g, apply(self.base, parts))
@@ -84,7 +93,7 @@ class FixReplays:
 
     def results(self) -> tuple:
         """The unmodified replay and each try's times (as :func:`replay_times`), in the order added."""
-        ref = self.ref_run.result() if self.ref_run is not None else replay(self.g, self.base)
+        ref = self.ref_run.result() if self.ref_run is not None else self._ref()
         waiting = [t for t in self.tries if t[1] is None and t[2] is None]
         if len(waiting) >= self.MIN_TRIES and self._threaded():  # every other try on the worker, the rest here
             for t in waiting[1::2]:

@@ -160,7 +160,8 @@ def _scale(pos: np.ndarray, factor, *, cross: np.ndarray | None = None) -> Calla
     def edit(d: Delays) -> None:
         d.chain[pos] = d.chain[pos] * factor
         if cross is not None:
-            d.cross[cross] = d.cross[cross] * factor
+            w = d.own("cross")
+            w[cross] = w[cross] * factor
 
     return edit
 
@@ -169,7 +170,7 @@ def _drop(edges: np.ndarray) -> Callable[[Delays], None]:
     """An edit: the cross edges ``edges`` no longer hold."""
 
     def edit(d: Delays) -> None:
-        d.keep[edges] = False
+        d.own("keep")[edges] = False
 
     return edit
 
@@ -232,7 +233,8 @@ def iter_candidates(
 
         def launch(d, lpos=lpos, le=le, floor=floor):
             d.chain[lpos] = np.minimum(d.chain[lpos], floor)
-            d.cross[le] = np.minimum(d.cross[le], g.floor[le])
+            w = d.own("cross")
+            w[le] = np.minimum(w[le], g.floor[le])
 
         yield (
             Candidate(
@@ -334,16 +336,24 @@ def _top_names(view, g, info, pos, weight, n) -> list:
     return [view.strings[int(i)] for i, w in zip(ids[:n].tolist(), sums[:n].tolist()) if i >= 0 and w > 0]
 
 
-def evaluate(g: JobGraph, base: Delays, cands: Iterable[Candidate], *, combine: Sequence[Sequence[str]] = ()):
+def evaluate(
+    g: JobGraph,
+    base: Delays,
+    cands: Iterable[Candidate],
+    *,
+    combine: Sequence[Sequence[str]] = (),
+    keep_times: bool = True,
+):
     """One row per fix and step: ``fix, rank, target, step, saving_ms, saving_pct, predicted_step_ms, measured_ms,
     evidence``; combined fixes (lists of fix names) are added as ``a+b``.
 
     With the compiled sweep, the replays run on threads (it runs without the GIL), the unmodified one first, each
     fix's as soon as ``cands`` (an iterator too: :func:`iter_candidates`) gives it, while the next is made. Each
     replay is a function of its own delays, so the times are the same whichever thread replays them, whenever, and
-    the rows come in the fixes' order."""
+    the rows come in the fixes' order. ``keep_times`` False: the unmodified replay lets go of its point times once
+    its step tables are made (:meth:`~.replay.Replay.release_times`), for a caller that reads only the steps."""
     shared = base is g.memo.get("base")  # the replays of the shared base and of its stragglers are kept
-    with FixReplays(g, base) as runs:
+    with FixReplays(g, base, keep_times=keep_times) as runs:
         kept, tried = [], []
         for c in cands:
             kept.append(c)

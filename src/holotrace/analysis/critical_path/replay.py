@@ -20,12 +20,13 @@ Steps (when each rank's and the job's steps end under given times, the tables a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from holotrace.analysis.critical_path.delays import Delays, base_delays, shared_base
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
 from holotrace.analysis.critical_path.step_times import (
     job_step_table,
@@ -79,39 +80,6 @@ WINDOW_POINTS = 8_192  # points per time window of the solver
 
 
 @dataclass
-class Delays:
-    """What a replay re-times with: one delay per chain position and per cross edge, and which cross edges hold."""
-
-    chain: np.ndarray
-    cross: np.ndarray
-    keep: np.ndarray
-
-    def copy(self) -> Delays:
-        return Delays(self.chain.copy(), self.cross.copy(), self.keep.copy())
-
-
-def base_delays(g: JobGraph) -> Delays:
-    """Delays of the unmodified replay: the binding edge keeps its lag, the others ``min(lag, floor)``."""
-    first = g.chain_first
-    lag = g.chain_lag
-    at = g.point_of_position()[g.dst]  # (by chain position: the cross edges' destinations)
-    best = lag.copy()  # per position: the smallest lag into its point
-    best[first] = np.inf
-    np.minimum.at(best, at, g.lag)
-    chain_bind = lag <= best
-    chain_bind &= ~first
-    # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
-    chain = np.minimum(lag, 0.0)
-    chain[g.floor_pos] = np.minimum(lag[g.floor_pos], g.floor_val)
-    np.copyto(chain, lag, where=chain_bind)
-    del lag
-    chain[first] = 0.0
-    cross_bind = (g.lag <= best[at]) & ~chain_bind[at]
-    cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
-    return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
-
-
-@dataclass
 class _Plan:
     """What solving needs of the graph and the edges that hold, whatever the delays: the chain positions of each
     time window (ascending), the edges into each window (sorted by destination), and the edges that run backwards
@@ -143,14 +111,6 @@ def _plan(g: JobGraph, src: np.ndarray, dst: np.ndarray, window_points: int) -> 
     p_cut = np.searchsorted(win_of_pos[p_order], np.arange(n_win + 1))
     back = np.flatnonzero(win_of_pos[pos_of[src]] > win_of_dst)
     return _Plan(p_order, p_cut, e_order, e_cut, back, first & ~has_in[order])
-
-
-def shared_base(g: JobGraph) -> Delays:
-    """:func:`base_delays` of ``g``, computed once and kept on the graph: the what-ifs of one command start from
-    it and never change it (they edit copies), so their replays can be kept on the graph too."""
-    if "base" not in g.memo:
-        g.memo["base"] = base_delays(g)
-    return g.memo["base"]
 
 
 def solve(
@@ -412,14 +372,26 @@ def _segment_cummax(y: np.ndarray, seg_id: np.ndarray) -> np.ndarray:
 class Replay:
     """A replay of the job graph: the point times and the job's steps (measured and replayed, ms): ``step_tab``
     (``step, measured_ms, replayed_ms, error_pct, slowest_rank``) and ``rank_tab`` (``rank, step, measured_ms,
-    replayed_ms``), also as pandas frames (``steps``, ``rank_steps``)."""
+    replayed_ms``), also as pandas frames (``steps``, ``rank_steps``). ``times``: the replayed time of every point
+    (made again, to the same values, when read after :meth:`release_times`)."""
 
     graph: JobGraph
     delays: Delays
-    times: np.ndarray
+    _times: np.ndarray | None = field(repr=False)
     passes: int
     step_tab: Table
     rank_tab: Table
+
+    @property
+    def times(self) -> np.ndarray:
+        t = self._times
+        if t is None:
+            t = self._times = solve(self.graph, self.delays)[0]
+        return t
+
+    def release_times(self) -> None:
+        """Let go of the point times (the step tables are kept): for a caller that reads only the steps."""
+        self._times = None
 
     @property
     def steps(self) -> pd.DataFrame:
