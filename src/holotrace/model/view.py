@@ -363,7 +363,6 @@ def rule_table_of(job) -> RuleTable:
 def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
     cols, makers = _native_columns(t.columns, t.n_events, job.strings, table)
-    release_mapped(t.columns.values())  # (classified: the columns' pages go back until an analysis reads them)
     return RankView(int(rank), Columns(cols, makers, COLUMNS), t.columns, int(t.clock_offset_ns))
 
 
