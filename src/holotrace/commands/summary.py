@@ -102,7 +102,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
             if replay == "graph":
                 build_job_graph(view)  # (kept on the view: the replay below reads it)
                 shed.arrive()
-                shed.wait()  # (the replays start once the view is shed: job8's peak 255 -> 2xx MB)
+                shed.wait()  # (the replays start once the view is shed, whichever thread finished last)
             try:
                 return costliest_rank(view, replay=replay)
             finally:

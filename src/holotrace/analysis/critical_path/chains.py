@@ -20,9 +20,9 @@ def chain_ids(parts: list) -> np.ndarray:
 
 def chain_order(pt: np.ndarray, ck: np.ndarray, n_work: int) -> tuple[np.ndarray, np.ndarray]:
     """The points sorted by chain, then time, then point (``np.lexsort((pt, p_chain))`` with ``p_chain`` each
-    point's node's chain ``ck``; one sort per chain; int32 below 2**31 points), and the chain of every position. The first ``n_work`` nodes
-    lie on the threads' and streams' chains; the others are arrival points, one chain each (numbered after them),
-    their two points already in order."""
+    point's node's chain ``ck``; one sort per chain; int32 below 2**31 points), and the chain of every position.
+    The first ``n_work`` nodes lie on the threads' and streams' chains; the others are arrival points, one chain
+    each (numbered after them), their two points already in order."""
     by_node = np.argsort(ck[:n_work], kind="stable")  # a chain's points ascending: its nodes ascending, start first
     c = ck[by_node]
     cut = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if n_work else np.zeros(0, dtype=np.int64)

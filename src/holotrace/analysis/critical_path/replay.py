@@ -267,10 +267,12 @@ def _topology(g: JobGraph, d: Delays | None = None, v: np.ndarray | None = None)
     if "topology" in g.memo:
         return g.memo["topology"]
     n = len(g.point_time)
-    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
-    if _GRAPH_NARROW and _relax_topo is not None:  # the graph's own index arrays (int32 or int64), no wider copy
-        i64 = lambda a: np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.int32, np.int64) else np.int64)  # noqa: E731
-    order, src, dst = i64(g.chain_order), i64(g.src), i64(g.dst)
+    as_is = _GRAPH_NARROW and _relax_topo is not None  # the graph's own index arrays (int32 or int64), no wider copy
+
+    def index(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=a.dtype if as_is and a.dtype in (np.int32, np.int64) else np.int64)
+
+    order, src, dst = index(g.chain_order), index(g.src), index(g.dst)
     first = np.ascontiguousarray(g.chain_first, dtype=bool)
     measured = np.ascontiguousarray(g.point_time, dtype=np.float64)
     has_in = np.zeros(n, dtype=bool)
