@@ -125,3 +125,39 @@ def test_read_ahead_stops_its_thread_when_the_reader_stops():
     it.close()
     assert closed.wait(5)
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("inflate", INFLATERS, ids=lambda m: m.__name__)
+def test_zero_padding_after_the_stream_is_not_damage(tmp_path, monkeypatch, inflate):
+    """Zero bytes after the last member are gzip's padding (gzip and Python's gzip skip them): nothing is lost, no
+    problem is reported, and the whole file's CRC is taken; bytes that are not all zero are still trailing data."""
+    text = _trace_text(tmp_path, n=800)
+    plain = tmp_path / "t.json"
+    whole = gzip.compress(text, mtime=0)
+    padded = tmp_path / "padded.json.gz"
+    padded.write_bytes(whole + bytes(3 * 1024 * 1024 + 5))
+    junk = tmp_path / "junk.json.gz"
+    junk.write_bytes(whole + bytes(4096) + b"junk")
+    want = _decode_with(monkeypatch, zlib, plain, chunk_bytes=1 << 14)
+    got = _decode_with(monkeypatch, inflate, padded, chunk_bytes=1 << 14)
+    assert got == want and want[1] == []
+    assert decode_file(padded).content_crc32 == zlib.crc32(padded.read_bytes())
+    cols, problems, n = _decode_with(monkeypatch, inflate, junk, chunk_bytes=1 << 14)
+    assert (cols, n) == want[::2] and [c for c, _ in problems] == ["trailing_data"]
+    assert decode_file(junk).content_crc32 is None  # the reading stopped before the file's end
+
+
+@pytest.mark.skipif(isal_zlib is None, reason="ISA-L's file reader comes with the optional isal package")
+def test_damage_after_the_fast_reader_gave_bytes_is_read_again_with_care(tmp_path, monkeypatch):
+    """The fast reader meets a cut stream after many chunks: the careful reader takes over where it stopped, so the
+    events before the cut are kept once each and the cut is reported as with zlib."""
+    text = _trace_text(tmp_path, n=3000)
+    whole = gzip.compress(text, mtime=0)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) * 9 // 10])
+    calls = []
+    fast = _read._fast_gzip
+    monkeypatch.setattr(_read, "_fast_gzip", lambda *a: calls.append(1) or fast(*a))
+    got = _decode_with(monkeypatch, isal_zlib, cut, chunk_bytes=1 << 14)
+    assert calls and got == _decode_with(monkeypatch, zlib, cut, chunk_bytes=1 << 14)
+    assert "truncated_gzip" in {c for c, _ in got[1]} and got[2] > 5000

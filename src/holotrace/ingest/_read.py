@@ -15,9 +15,10 @@ from typing import Optional
 from holotrace.errors import TraceFormatError, TraceNotFoundError, TraceReadError
 
 try:  # ISA-L's inflater (the optional ``isal`` package, extra ``fast``): zlib's interface at 2-4x its speed
+    from isal import igzip as _igzip
     from isal import isal_zlib as _isal_zlib
 except ImportError:  # pragma: no cover - depends on what is installed
-    _isal_zlib = None
+    _igzip = _isal_zlib = None
 
 # the module whose ``decompressobj``/``error`` inflate gzip files: ISA-L's where installed, else zlib
 INFLATE = _isal_zlib if _isal_zlib is not None else zlib
@@ -144,9 +145,29 @@ def raw_bytes(
                 if not b:
                     return
                 yield out(b)
+        skip = 0  # bytes the fast reader gave already (the careful reader below starts again after damage)
+        if INFLATE is _isal_zlib and _igzip is not None:
+            try:
+                for b in _fast_gzip(fh, chunk, crc):
+                    yield out(b)
+                return
+            except (EOFError, OSError, _isal_zlib.error):  # damage, a cut stream or trailing bytes: read with care
+                skip = given[0]
+                fh.seek(0)
+                if crc is not None:
+                    crc.__init__()
         inflate = INFLATE
         d = inflate.decompressobj(wbits=47)
         members = 0
+
+        def fresh(o: bytes) -> bytes:  # what the careful reader adds to what the fast one gave
+            nonlocal skip
+            if skip:
+                k = min(skip, len(o))
+                skip -= k
+                return o[k:]
+            return o
+
         while True:
             try:
                 b = fh.read(GZ_READ)
@@ -170,12 +191,15 @@ def raw_bytes(
                         ) from None
                     on_problem("trailing" if members else "damaged", str(e))
                     return
+                o = fresh(o)
                 if o:
                     yield out(o)
                 if d.eof:  # a further gzip member may follow
                     members += 1
                     b = d.unused_data
                     if b and not b.startswith(b"\x1f\x8b"[: len(b)]):
+                        if _zeros_to_the_end(fh, b, crc):  # padding, as gzip allows: nothing lost
+                            return
                         if on_problem is None:
                             raise TraceReadError(
                                 "bytes after the gzip stream are not gzip data", path=path, fix="re-copy the file"
@@ -186,7 +210,7 @@ def raw_bytes(
                         d = inflate.decompressobj(wbits=47)
                 else:
                     b = d.unconsumed_tail
-        tail = d.flush()
+        tail = fresh(d.flush())
         if tail:
             yield out(tail)
         if not d.eof:
@@ -195,6 +219,58 @@ def raw_bytes(
                     "gzip stream ends early (truncated file)", path=path, fix="re-copy or re-export the file"
                 )
             on_problem("truncated", "")
+
+
+class _Counted:
+    """A binary file whose bytes go through ``crc`` (when given) as the gzip reader takes them."""
+
+    __slots__ = ("fh", "crc")
+
+    def __init__(self, fh, crc: Optional[Crc32]):
+        self.fh, self.crc = fh, crc
+
+    def readinto(self, b) -> int:
+        k = self.fh.readinto(b)
+        if self.crc is not None and k:
+            self.crc.add(memoryview(b)[:k])
+        return k
+
+    def read(self, n: int = -1) -> bytes:
+        b = self.fh.read(n)
+        if self.crc is not None:
+            self.crc.add(b)
+        return b
+
+
+def _fast_gzip(fh, chunk: int, crc: Optional[Crc32]) -> Iterator[bytes]:
+    """The inflated bytes of a whole, undamaged gzip file (any number of members, zero padding allowed), in
+    chunks of ``chunk`` bytes, by ISA-L's file reader (about twice the pace of ``decompressobj`` here, and no
+    output buffers grown and thrown away). Damage, a cut stream or trailing bytes raise ``EOFError``,
+    ``OSError`` or ``isal_zlib.error``, after the bytes read before it."""
+    g = _igzip.IGzipFile(fileobj=_Counted(fh, crc), mode="rb")
+    while True:
+        b = g.read(chunk)
+        if not b:
+            break
+        yield b
+    if crc is not None:
+        crc.finish(os.fstat(fh.fileno()).st_size)
+
+
+def _zeros_to_the_end(fh, b: bytes, crc: Optional[Crc32]) -> bool:
+    """Whether ``b`` and the rest of ``fh`` are zero bytes (gzip's padding); reads the rest when ``b`` is."""
+    if b.count(0) != len(b):
+        return False
+    while True:
+        r = fh.read(GZ_READ)
+        if not r:
+            if crc is not None:
+                crc.finish(os.fstat(fh.fileno()).st_size)
+            return True
+        if crc is not None:
+            crc.add(r)
+        if r.count(0) != len(r):
+            return False
 
 
 def read_ahead(items: Iterable, depth: int = 2) -> Iterator:
