@@ -222,3 +222,24 @@ def test_wide_ids_in_runs_as_numpy_and_pandas():
         codes, uniques = grouped.factorize(ids)
         want_codes, want_uniques = pd.factorize(ids)
         assert codes.tolist() == want_codes.tolist() and uniques.tolist() == want_uniques.tolist()
+
+
+def test_the_straggler_fix_median_is_numpys_nanmedian():
+    """The median rank's per-step sums (rows of a keys x ranks grid, NaN where a rank has no entry) are numpy's
+    ``nanmedian``, bit for bit: odd and even counts, rows without a value, scales far apart."""
+    import warnings
+
+    from holotrace.analysis.critical_path.straggler_fix import _nanmedian
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        r, c = (int(k) for k in rng.integers(1, 10, size=2))
+        x = rng.normal(size=(r, c)) * rng.choice([1.0, 1e6, 1e12])
+        x[rng.random((r, c)) < rng.random()] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rows, whole = np.nanmedian(x, axis=1), np.nanmedian(x)
+        assert np.array_equal(_nanmedian(x, axis=1), rows, equal_nan=True)
+        got = _nanmedian(x)
+        assert got == whole or (np.isnan(got) and np.isnan(whole))
+    assert np.isnan(_nanmedian(np.full((3, 0), 1.0), axis=1)).all() and np.isnan(_nanmedian(np.zeros(0)))
