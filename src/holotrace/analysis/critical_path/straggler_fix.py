@@ -52,8 +52,8 @@ def compute_positions(g: JobGraph, comm: np.ndarray) -> np.ndarray:
 
 def _nanmedian(x: np.ndarray, axis=None):
     """pandas' median (NaN skipped; NaN where nothing is left) of all of ``x`` or (``axis=1``) of each row, as
-    :func:`~holotrace.analysis.grouped.group_median` (numpy's ``nanmedian`` of rows imports numpy.ma, ~7 ms of a
-    command, on its first call)."""
+    :func:`~holotrace.analysis.grouped.group_median` computes it (one sort for every row; numpy's ``nanmedian`` of
+    short rows goes through masked arrays)."""
     x = np.asarray(x, dtype=np.float64)
     if axis == 1:
         return group_median(np.repeat(np.arange(x.shape[0]), x.shape[1]), x.reshape(-1), x.shape[0])
