@@ -190,17 +190,18 @@ class StragglerTables:
         call = np.repeat(g.node_type == NodeType.CALL, 2)  # per point
         compute = compute_positions(g, comm) if compute is None else compute
         kpos, kstep, hpos, hstep, host = {}, {}, {}, {}, []
+        it = order.dtype  # (positions kept as the chain order's: int32 below 2**31, half the memory)
         for r, span in g.rank_positions().items():  # (rank by rank: the temporaries are one rank's)
             kk = ck[span]
             h = np.flatnonzero(((kk == EdgeKind.CPU_GAP) | (kk == EdgeKind.DURATION)) & call[order[span]])
             h += span.start
-            hpos[r], hstep[r] = h, g.node_step[order[h] >> 1].astype(np.int64)
+            hpos[r], hstep[r] = h.astype(it), g.node_step[order[h] >> 1]  # (steps as the graph keeps them)
             if len(h):
                 keys, code = unique_ids(hstep[r])
-                host.append((r, keys, group_sum(code, base.chain[h], len(keys))))
+                host.append((r, keys.astype(np.int64), group_sum(code, base.chain[h], len(keys))))
             a, b = np.searchsorted(compute, [span.start, span.stop])
             kpos[r] = compute[a:b]
-            kstep[r] = g.node_step[order[kpos[r]] >> 1].astype(np.int64)
+            kstep[r] = g.node_step[order[kpos[r]] >> 1]
         kr, ks, kname, kt = (kdf[c] for c in ("rank", "step", "name", "t"))
         names = _unstack(kr, kname, kt)
         return cls(kdf, _unstack(kr, ks, kt), _grid(host), names.median(), names, kpos, kstep, hpos, hstep)
