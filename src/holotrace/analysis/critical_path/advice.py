@@ -160,9 +160,9 @@ def job_advice(
         raise AnalysisError(f"unknown replay {replay!r}", fix=f"use one of {', '.join(REPLAYS)}")
     g = build_job_graph(source)
     base = shared_base(g)
-    info = jw.node_info(g)
     needed = set(only or jw.FIXES) | {x for c in combine for x in c}
-    cands = jw.iter_candidates(g, base, info, opts, only=sorted(needed))  # (each replayed while the next is made)
+    # (each replayed while the next is made; the nodes' names and kinds read as the unmodified replay starts)
+    cands = jw.iter_candidates(g, base, None, opts, only=sorted(needed))
     combos = [list(c) for c in combine]
     ref, per = jw.evaluate(g, base, cands, combine=combos, keep_times=keep_times)
     m = np.flatnonzero((g.node_coll >= 0) & (g.node_type == NodeType.GPU))

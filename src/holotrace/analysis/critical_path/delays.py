@@ -54,13 +54,15 @@ def base_delays(g: JobGraph) -> Delays:
     np.minimum.at(best, at, g.lag)
     chain_bind = lag <= best
     chain_bind &= ~first
-    # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos``
-    chain = np.minimum(lag, 0.0)
+    cross_bind = g.lag <= best[at]
+    cross_bind &= ~chain_bind[at]
+    # min(lag, floor) where the chain edge does not bind: the floor is 0 but at ``floor_pos`` (in ``best``'s memory:
+    # read no more)
+    chain = np.minimum(lag, 0.0, out=best)
     chain[g.floor_pos] = np.minimum(lag[g.floor_pos], g.floor_val)
     np.copyto(chain, lag, where=chain_bind)
     del lag
     chain[first] = 0.0
-    cross_bind = (g.lag <= best[at]) & ~chain_bind[at]
     cross = np.where(cross_bind, g.lag, np.minimum(g.lag, g.floor))
     return Delays(chain, cross, np.ones(len(g.src), dtype=bool))
 

@@ -66,6 +66,8 @@ __all__ = [
     "skew_issue",
 ]
 
+_LAG_BLOCK = 1 << 16  # positions a chain lag is differenced at a time (in place)
+
 
 @dataclass
 class JobGraph:
@@ -105,9 +107,14 @@ class JobGraph:
     def chain_lag(self) -> np.ndarray:
         """Per position of chain_order: the measured lag of the edge from the previous point (0 for a first point);
         made when asked for, not kept."""
-        pt_o = self.point_time[self.chain_order]
-        lag = np.empty(len(pt_o))
-        lag[1:] = pt_o[1:] - pt_o[:-1]
+        lag = self.point_time[self.chain_order]
+        # each position less the one before, in place: from the end a block at a time (a block's inputs are copied,
+        # not the array), so the array is the only one of its length
+        for hi in range(len(lag), 1, -_LAG_BLOCK):
+            lo = max(hi - _LAG_BLOCK, 1)
+            lag[lo:hi] -= lag[lo - 1 : hi - 1]
+        if len(lag):
+            lag[0] = 0.0
         lag[self.chain_first] = 0.0
         return lag
 

@@ -197,9 +197,11 @@ def candidates(
 
 
 def iter_candidates(
-    g: JobGraph, base: Delays, info: NodeInfo, opts: WhatIfOptions, *, only: Sequence[str] | None = None
+    g: JobGraph, base: Delays, info: NodeInfo | None, opts: WhatIfOptions, *, only: Sequence[str] | None = None
 ) -> Iterator[Candidate]:
-    """:func:`candidates`, each as soon as it is made (its replay can start while the next is made)."""
+    """:func:`candidates`, each as soon as it is made (its replay can start while the next is made); ``info`` None:
+    :func:`node_info` is made when the first candidate is asked for."""
+    info = node_info(g) if info is None else info
     want = set(only or FIXES)
     view = g.view
     gpu = g.node_type == NodeType.GPU
