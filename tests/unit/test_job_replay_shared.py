@@ -263,3 +263,19 @@ def test_a_replay_lets_go_of_its_times_and_makes_them_again(folder):
     d.own("keep")[:] = False
     assert np.array_equal(base.cross, cross) and np.array_equal(base.keep, keep)
     assert jw.apply(base, []).chain is not base.chain
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 1 << 16])
+def test_chain_lags_differenced_in_place_at_any_block(folder, monkeypatch, block):
+    """The chain lags (made in place, a block at a time from the end) are each position's time less the one before,
+    0 at a chain's first point, whatever the block; the base delays read them."""
+    from holotrace.analysis.critical_path import job_graph
+
+    g = build_job_graph(holotrace.load(str(folder), cache=False))
+    monkeypatch.setattr(job_graph, "_LAG_BLOCK", block)
+    pt = g.point_time[g.chain_order]
+    want = np.r_[0.0, pt[1:] - pt[:-1]]
+    want[g.chain_first] = 0.0
+    assert len(want) > 20 and np.array_equal(g.chain_lag, want)
+    d = base_delays(g)
+    assert np.array_equal(d.chain[g.chain_first], np.zeros(int(g.chain_first.sum())))
