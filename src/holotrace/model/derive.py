@@ -16,10 +16,13 @@ and ``append(table, {name: chunk})``: the decoder's file-backed :class:`holotrac
 
 from __future__ import annotations
 
+import queue
+import threading
 from typing import Optional, Protocol
 
 import numpy as np
 
+from holotrace.exec.pool import cpu_count
 from holotrace.model import classify, link
 from holotrace.schema import compact_ints
 
@@ -77,6 +80,58 @@ class _Lookup:
         self.kinds = classify.KindLookup(table)
 
 
+class _Appends:
+    """``src.append`` in order: on a thread of its own where it writes files (a spill whose columns are in files: one
+    chunk's derived columns are written while the next is derived), else at once. :meth:`close` waits for the
+    writes and raises the first one's error."""
+
+    def __init__(self, src: Columns):
+        self.src, self.err, self.q = src, None, None
+        if getattr(src, "in_memory", True) is False and cpu_count() > 1:
+            self.q = queue.Queue(maxsize=2)
+            self.t = threading.Thread(target=self._write, name="holotrace-derive-write", daemon=True)
+            self.t.start()
+
+    def __call__(self, table: str, columns: dict) -> None:
+        if self.q is None:
+            self.src.append(table, columns)
+            return
+        if self.err is not None:
+            raise self.err
+        self.q.put((table, columns))
+
+    def _write(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.err is None:
+                try:
+                    self.src.append(*item)
+                except BaseException as e:  # handed to the deriving thread
+                    self.err = e
+
+    def close(self) -> None:
+        if self.q is not None:
+            self.q.put(None)
+            self.t.join()
+            self.q = None
+        if self.err is not None:
+            raise self.err
+
+    def __enter__(self) -> _Appends:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is None:
+            self.close()
+        else:  # (the deriving failed: its error is the one raised)
+            try:
+                self.close()
+            except BaseException:
+                pass
+
+
 def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
     """Append the derived columns (:data:`DERIVED`) of ``src``'s events table to ``src``."""
     look = _Lookup(table)
@@ -90,53 +145,55 @@ def derive(src: Columns, table: list[str], chunk: Optional[int] = None) -> None:
     it_type = compact_ints(np.append(step_no, -1)).dtype
     cpu: list = []  # (row, correlation, step) of CPU-side rows with a correlation id
     gpu: list = []  # (row, correlation) of GPU-side rows with one
-    for a in range(0, max(n, 1), chunk):
-        b = min(n, a + chunk)
-        cat, name = src.read("events", "cat", a, b), src.read("events", "name", a, b)
-        ts, dur = src.read("events", "ts_ns", a, b).astype(np.int64, copy=False), src.read("events", "dur_ns", a, b)
-        corr = src.read("events", "correlation", a, b)
-        kind = look.kinds(cat, name)
-        safe = np.where(name >= 0, name, look.n)
-        cpu_side, gpu_side = _sides(kind)
-        step_num = look.step[safe]
-        is_step = _is_step(kind, step_num)
-        src.append(
-            "events",
-            {
-                "end_ns": ts + dur,
-                "kind": kind,
-                "is_launch": look.is_launch[safe] & cpu_side,
-                "is_step": is_step,
-                "step_number": compact_ints(np.where(is_step, step_num, -1)),
-            },
-        )
-        c = np.flatnonzero(cpu_side & (corr >= 0))
-        c_it = link.containing_step(ts[c], step_ts, step_end, step_no).astype(it_type) if len(step_ts) else None
-        cpu.append(((c + a).astype(row_type), corr[c], c_it))
-        g = np.flatnonzero(gpu_side & (corr >= 0))
-        gpu.append(((g + a).astype(row_type), corr[g]))
+    with _Appends(src) as append:
+        for a in range(0, max(n, 1), chunk):
+            b = min(n, a + chunk)
+            cat, name = src.read("events", "cat", a, b), src.read("events", "name", a, b)
+            ts = src.read("events", "ts_ns", a, b).astype(np.int64, copy=False)
+            dur, corr = src.read("events", "dur_ns", a, b), src.read("events", "correlation", a, b)
+            kind = look.kinds(cat, name)
+            safe = np.where(name >= 0, name, look.n)
+            cpu_side, gpu_side = _sides(kind)
+            step_num = look.step[safe]
+            is_step = _is_step(kind, step_num)
+            append(
+                "events",
+                {
+                    "end_ns": ts + dur,
+                    "kind": kind,
+                    "is_launch": look.is_launch[safe] & cpu_side,
+                    "is_step": is_step,
+                    "step_number": compact_ints(np.where(is_step, step_num, -1)),
+                },
+            )
+            c = np.flatnonzero(cpu_side & (corr >= 0))
+            c_it = link.containing_step(ts[c], step_ts, step_end, step_no).astype(it_type) if len(step_ts) else None
+            cpu.append(((c + a).astype(row_type), corr[c], c_it))
+            g = np.flatnonzero(gpu_side & (corr >= 0))
+            gpu.append(((g + a).astype(row_type), corr[g]))
     cpu_rows, cpu_keys, cpu_it = _sorted_side(cpu)
     gpu_rows, gpu_keys, _ = _sorted_side(gpu)
-    for a in range(0, max(n, 1), chunk):
-        b = min(n, a + chunk)
-        kind = src.read("events", "kind", a, b)
-        corr = src.read("events", "correlation", a, b)
-        cpu_side, gpu_side = _sides(kind)
-        partner = np.full(b - a, -1, dtype=np.int64)
-        it = np.full(b - a, -1, dtype=np.int64)
-        g = np.flatnonzero(gpu_side & (corr >= 0))
-        pos = link.last_equal(cpu_keys, corr[g])
-        found = pos >= 0
-        partner[g[found]] = cpu_rows[pos[found]]
-        c = np.flatnonzero(cpu_side & (corr >= 0))
-        pos_c = link.last_equal(gpu_keys, corr[c])
-        partner[c[pos_c >= 0]] = gpu_rows[pos_c[pos_c >= 0]]
-        if len(step_ts):
-            on_gpu = (kind >= 10) & (kind < 20)
-            ts = src.read("events", "ts_ns", a, b)
-            it = np.where(on_gpu, -1, link.containing_step(ts, step_ts, step_end, step_no))
-            it[g[found]] = cpu_it[pos[found]]
-        src.append("events", {"partner": compact_ints(partner), "iteration": compact_ints(it)})
+    with _Appends(src) as append:
+        for a in range(0, max(n, 1), chunk):
+            b = min(n, a + chunk)
+            kind = src.read("events", "kind", a, b)
+            corr = src.read("events", "correlation", a, b)
+            cpu_side, gpu_side = _sides(kind)
+            partner = np.full(b - a, -1, dtype=np.int64)
+            it = np.full(b - a, -1, dtype=np.int64)
+            g = np.flatnonzero(gpu_side & (corr >= 0))
+            pos = link.last_equal(cpu_keys, corr[g])
+            found = pos >= 0
+            partner[g[found]] = cpu_rows[pos[found]]
+            c = np.flatnonzero(cpu_side & (corr >= 0))
+            pos_c = link.last_equal(gpu_keys, corr[c])
+            partner[c[pos_c >= 0]] = gpu_rows[pos_c[pos_c >= 0]]
+            if len(step_ts):
+                on_gpu = (kind >= 10) & (kind < 20)
+                ts = src.read("events", "ts_ns", a, b)
+                it = np.where(on_gpu, -1, link.containing_step(ts, step_ts, step_end, step_no))
+                it[g[found]] = cpu_it[pos[found]]
+            append("events", {"partner": compact_ints(partner), "iteration": compact_ints(it)})
 
 
 def _steps(src: Columns, look: _Lookup, a: int, b: int):
