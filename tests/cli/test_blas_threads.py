@@ -12,39 +12,28 @@ import textwrap
 import pytest
 
 
-@pytest.mark.parametrize("given,expected", [(None, "1"), ("3", "3")])
-def test_openblas_threads_set_before_numpy(given, expected):
-    script = textwrap.dedent("""
+@pytest.mark.parametrize(
+    "var,given,expected",
+    [
+        ("OPENBLAS_NUM_THREADS", None, "1"),
+        ("OPENBLAS_NUM_THREADS", "3", "3"),
+        ("NUMPY_MADVISE_HUGEPAGE", None, "0"),
+        ("NUMPY_MADVISE_HUGEPAGE", "1", "1"),
+    ],
+)
+def test_set_before_numpy_unless_chosen(var, given, expected):
+    script = textwrap.dedent(f"""
         import os, sys
         from holotrace.cli import main
         try:
             main(["--version"])
         except SystemExit:
             pass
-        print(os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)
+        print(os.environ.get({var!r}), "numpy" in sys.modules)
     """)
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k != var}
     if given is not None:
-        env["OPENBLAS_NUM_THREADS"] = given
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1].split() == [expected, "False"]
-
-
-@pytest.mark.parametrize("given,expected", [(None, "0"), ("1", "1")])
-def test_numpy_huge_pages_off_before_numpy_unless_chosen(given, expected):
-    script = textwrap.dedent("""
-        import os, sys
-        from holotrace.cli import main
-        try:
-            main(["--version"])
-        except SystemExit:
-            pass
-        print(os.environ.get("NUMPY_MADVISE_HUGEPAGE"), "numpy" in sys.modules)
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
-    if given is not None:
-        env["NUMPY_MADVISE_HUGEPAGE"] = given
+        env[var] = given
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1].split() == [expected, "False"]
