@@ -33,6 +33,10 @@ class Crc32:
     __slots__ = ("crc", "at", "value")
 
     def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Start again from the file's first byte."""
         self.crc, self.at, self.value = 0, 0, None
 
     def add(self, b) -> None:
@@ -155,7 +159,7 @@ def raw_bytes(
                 skip = given[0]
                 fh.seek(0)
                 if crc is not None:
-                    crc.__init__()
+                    crc.reset()
         inflate = INFLATE
         d = inflate.decompressobj(wbits=47)
         members = 0
