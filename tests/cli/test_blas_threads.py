@@ -37,3 +37,18 @@ def test_set_before_numpy_unless_chosen(var, given, expected):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1].split() == [expected, "False"]
+
+
+def test_the_collector_is_back_and_nothing_frozen_after_main():
+    """The command imports its modules with the collector off and freezes what they made; an in-process caller
+    gets the collector back, enabled, with nothing left frozen, however the command ends."""
+    import gc
+
+    from holotrace.cli import main
+
+    assert gc.isenabled()
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert main(["summary", "/no/such/folder"]) == 2
+    assert gc.isenabled() and gc.get_freeze_count() == 0
