@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -372,4 +374,53 @@ def test_built_in_rules_are_read_as_a_users_file_would_be():
 
     checked = parse_rules(DEFAULT_RULES_FILE.read_text(encoding="utf-8"), str(DEFAULT_RULES_FILE))
     assert len(checked) > 20 and list(default_table().rules) == checked
-    assert all(r.pattern.pattern == r.regex for r in checked)
+    from holotrace.model.rule_table import anchored_once
+
+    assert all(r.pattern.pattern == anchored_once(r.regex) for r in checked)
+
+
+@pytest.mark.parametrize(
+    "regex,once",
+    [
+        ("(^nccl)|(^.*Memcpy)", "^(?:(nccl)|(.*Memcpy))"),
+        ("(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)", "^(?:((hip)?Memcpy)|((hip)?Memset)|(dma))"),
+        ("(^a[)|]b)|(^c\\|)", "^(?:(a[)|]b)|(c\\|))"),
+        ("(^a|b)|(^c)", None),  # an alternative inside a group that is not anchored
+        ("(^a)|b", None),
+        ("(^a)(x)|(^b)", None),  # an alternative of more than one group
+        ("(^a)?|(^b)", None),
+        ("(?i)(^a)|(^b)", None),
+        ("^abc", None),
+        ("(^a)", None),
+        ("nccl(Dev)?Kernel_AllReduce", None),
+    ],
+)
+def test_anchored_once_rewrites_only_alternatives_that_are_each_one_anchored_group(regex, once):
+    from holotrace.model.rule_table import anchored_once
+
+    assert anchored_once(regex) == (regex if once is None else once)
+
+
+def test_anchored_once_matches_the_same_names():
+    """HTA's rules written as one anchor before all alternatives find the same names as written: long kernel names,
+    the start and the middle of a name, and names that match nowhere."""
+    from holotrace.model.rule_table import anchored_once, default_table
+
+    names = [
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>> " * 3,
+        "Memcpy HtoD (Pinned -> Device)",
+        "hipMemsetAsync",
+        "xx cudaStreamSynchronize",
+        "cudaLaunchKernel",
+        "dma_copy",
+        "Stream Wait Event",
+        "my_dma_kernel",
+        "",
+    ]
+    changed = [r.regex for r in default_table().rules if anchored_once(r.regex) != r.regex]
+    assert len(changed) >= 3
+    for regex in changed:
+        a, b = re.compile(regex), re.compile(anchored_once(regex))
+        assert [bool(a.search(n)) for n in names] == [bool(b.search(n)) for n in names], regex
+        assert a.groups == b.groups
