@@ -161,3 +161,26 @@ def test_damage_after_the_fast_reader_gave_bytes_is_read_again_with_care(tmp_pat
     got = _decode_with(monkeypatch, isal_zlib, cut, chunk_bytes=1 << 14)
     assert calls and got == _decode_with(monkeypatch, zlib, cut, chunk_bytes=1 << 14)
     assert "truncated_gzip" in {c for c, _ in got[1]} and got[2] > 5000
+
+
+def test_a_read_failing_in_the_padding_is_a_one_line_error(tmp_path, monkeypatch):
+    """The zero padding after the stream is read to its end; a read that fails there is the same typed error, naming
+    the file, as a read failing anywhere else."""
+    import io
+
+    from holotrace.errors import TraceReadError
+
+    whole = gzip.compress(b'{"traceEvents": []}', mtime=0)
+
+    class Failing(io.BytesIO):
+        def read(self, n=-1):
+            if self.tell() >= len(whole):
+                raise OSError(5, "Input/output error")
+            return super().read(n)
+
+    path = tmp_path / "padded.json.gz"
+    monkeypatch.setattr(_read, "INFLATE", zlib)  # (the careful reader: the one that reads the padding itself)
+    monkeypatch.setattr(_read, "open_stream", lambda p: (Failing(whole + bytes(64)), True))
+    with pytest.raises(TraceReadError, match="read failed: Input/output error") as e:
+        list(_read.raw_bytes(path, 1 << 14, lambda code, detail: None))
+    assert str(path) in str(e.value)

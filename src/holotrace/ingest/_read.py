@@ -140,12 +140,7 @@ def raw_bytes(
     with fh:
         if not gz:
             while True:
-                try:
-                    b = fh.read(chunk)
-                except OSError as e:
-                    raise TraceReadError(
-                        f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk"
-                    ) from None
+                b = _read(fh, chunk, path)
                 if not b:
                     return
                 yield out(b)
@@ -173,12 +168,7 @@ def raw_bytes(
             return o
 
         while True:
-            try:
-                b = fh.read(GZ_READ)
-            except OSError as e:
-                raise TraceReadError(
-                    f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk"
-                ) from None
+            b = _read(fh, GZ_READ, path)
             if not b:
                 if crc is not None:
                     crc.finish(os.fstat(fh.fileno()).st_size)
@@ -202,7 +192,7 @@ def raw_bytes(
                     members += 1
                     b = d.unused_data
                     if b and not b.startswith(b"\x1f\x8b"[: len(b)]):
-                        if _zeros_to_the_end(fh, b, crc):  # padding, as gzip allows: nothing lost
+                        if _zeros_to_the_end(fh, b, crc, path):  # padding, as gzip allows: nothing lost
                             return
                         if on_problem is None:
                             raise TraceReadError(
@@ -223,6 +213,14 @@ def raw_bytes(
                     "gzip stream ends early (truncated file)", path=path, fix="re-copy or re-export the file"
                 )
             on_problem("truncated", "")
+
+
+def _read(fh, n: int, path: Path) -> bytes:
+    """Up to ``n`` bytes of ``fh``; a failed read is a :class:`TraceReadError` naming the file."""
+    try:
+        return fh.read(n)
+    except OSError as e:
+        raise TraceReadError(f"read failed: {e.strerror or e}", path=path, fix="check the file and the disk") from None
 
 
 class _Counted:
@@ -261,12 +259,12 @@ def _fast_gzip(fh, chunk: int, crc: Optional[Crc32]) -> Iterator[bytes]:
         crc.finish(os.fstat(fh.fileno()).st_size)
 
 
-def _zeros_to_the_end(fh, b: bytes, crc: Optional[Crc32]) -> bool:
+def _zeros_to_the_end(fh, b: bytes, crc: Optional[Crc32], path: Path) -> bool:
     """Whether ``b`` and the rest of ``fh`` are zero bytes (gzip's padding); reads the rest when ``b`` is."""
     if b.count(0) != len(b):
         return False
     while True:
-        r = fh.read(GZ_READ)
+        r = _read(fh, GZ_READ, path)
         if not r:
             if crc is not None:
                 crc.finish(os.fstat(fh.fileno()).st_size)
