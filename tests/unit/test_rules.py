@@ -424,3 +424,15 @@ def test_anchored_once_matches_the_same_names():
         a, b = re.compile(regex), re.compile(anchored_once(regex))
         assert [bool(a.search(n)) for n in names] == [bool(b.search(n)) for n in names], regex
         assert a.groups == b.groups
+
+
+def test_the_facades_kernel_patterns_are_written_as_hta_writes_them():
+    """The facade's grouping patterns show HTA's expressions as written (the anchored form is the table's own way of
+    matching, not what the facade hands out)."""
+    from holotrace.compat.types import ComputeKernelGroupingPattern, MemoryKernelGroupingPattern
+
+    assert MemoryKernelGroupingPattern.pattern.pattern == r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)"
+    assert ComputeKernelGroupingPattern.pattern.pattern.startswith(r"(^nccl)|(^.*Memcpy)|(^.*Memset)|")
+    assert MemoryKernelGroupingPattern.pattern.match(
+        "hipMemcpyAsync"
+    ) and not MemoryKernelGroupingPattern.pattern.match("xMemcpy")

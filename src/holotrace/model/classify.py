@@ -178,7 +178,7 @@ def hta_kernel_pattern(kernel_type: KernelType) -> re.Pattern:
     """The expression of HTA's rule for one kernel type (the table's ``hta`` rule; for COMPUTATION, the rule of
     what is *not* computation, OTHER's), matched at the start of a name as HTA's ``re.match``."""
     want = KernelType.OTHER if kernel_type is KernelType.COMPUTATION else kernel_type
-    return next(r.pattern for r in hta_table().rules if r.type is want)
+    return re.compile(next(r.regex for r in hta_table().rules if r.type is want))  # (as HTA writes it)
 
 
 def kernel_type_of_name(name: str, *, hta_compat: bool = False) -> KernelType:

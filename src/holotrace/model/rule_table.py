@@ -178,13 +178,13 @@ class RuleTable:
     files: tuple = ()  # the users' rules files read into this table, first to last
     _kernel: dict = field(default_factory=dict, repr=False, compare=False)  # name -> (type, kind, rule id)
     _op: dict = field(default_factory=dict, repr=False, compare=False)  # name -> (kind, rule id)
+    _compiled: dict = field(default_factory=dict, repr=False, compare=False)  # "kernel"/"op" -> [(rule id, pattern)]
 
     def __post_init__(self):
         k = [i for i, r in enumerate(self.rules) if r.on == "kernel"]
         o = [i for i, r in enumerate(self.rules) if r.on == "op"]
         object.__setattr__(self, "_kernel_ids", k)
         object.__setattr__(self, "_op_ids", o)
-        object.__setattr__(self, "_kernel_patterns", None)  # (rule id, compiled) of the kernel rules, made on first use
         object.__setattr__(self, "_op_any", _any_of(self.rules[i] for i in o))
 
     def extended(self, user: Sequence[Rule], files: Sequence[str] = ()) -> RuleTable:
@@ -199,7 +199,7 @@ class RuleTable:
             hit = (int(KernelType.COMPUTATION), -1, -1)
             # each rule on its own, in order: kernel names are long and most match no rule, and one expression of
             # every rule searches them at each position for every rule (job8's 270 names: 50 ms, here 21 ms)
-            for i, pattern in self._kernel_patterns or self._compile_kernel_rules():
+            for i, pattern in self._patterns("kernel"):
                 if pattern.search(name):
                     r = self.rules[i]
                     hit = (int(r.type), r.kind if r.type is KernelType.COMMUNICATION else -1, i)
@@ -207,9 +207,12 @@ class RuleTable:
             self._kernel[name] = hit
         return hit
 
-    def _compile_kernel_rules(self) -> list:
-        pats = [(i, self.rules[i].pattern) for i in self._kernel_ids]
-        object.__setattr__(self, "_kernel_patterns", pats)
+    def _patterns(self, on: str) -> list:
+        """(rule id, compiled pattern) of the ``on`` rules (``"kernel"`` or ``"op"``) in order, compiled once."""
+        pats = self._compiled.get(on)
+        if pats is None:
+            ids = self._kernel_ids if on == "kernel" else self._op_ids
+            pats = self._compiled[on] = [(i, self.rules[i].pattern) for i in ids]
         return pats
 
     def op_rule(self, name: str) -> tuple[int, int]:
@@ -218,8 +221,8 @@ class RuleTable:
         if hit is None:
             hit = (-1, -1)
             if self._op_any is not None and self._op_any.search(name):
-                for i in self._op_ids:
-                    if self.rules[i].pattern.search(name):
+                for i, pattern in self._patterns("op"):
+                    if pattern.search(name):
                         hit = (self.rules[i].kind, i)
                         break
             self._op[name] = hit
