@@ -167,14 +167,8 @@ def raw_bytes(
                 return o[k:]
             return o
 
-        while True:
-            b = _read(fh, GZ_READ, path)
-            if not b:
-                if crc is not None:
-                    crc.finish(os.fstat(fh.fileno()).st_size)
-                break
-            if crc is not None:
-                crc.add(b)
+        blocks = _compressed(fh, path, crc)
+        for b in blocks:
             while b:
                 try:
                     o = d.decompress(b, chunk)
@@ -192,7 +186,7 @@ def raw_bytes(
                     members += 1
                     b = d.unused_data
                     if b and not b.startswith(b"\x1f\x8b"[: len(b)]):
-                        if _zeros_to_the_end(fh, b, crc, path):  # padding, as gzip allows: nothing lost
+                        if _zeros_to_the_end(b, blocks):  # padding, as gzip allows: nothing lost
                             return
                         if on_problem is None:
                             raise TraceReadError(
@@ -259,20 +253,23 @@ def _fast_gzip(fh, chunk: int, crc: Optional[Crc32]) -> Iterator[bytes]:
         crc.finish(os.fstat(fh.fileno()).st_size)
 
 
-def _zeros_to_the_end(fh, b: bytes, crc: Optional[Crc32], path: Path) -> bool:
-    """Whether ``b`` and the rest of ``fh`` are zero bytes (gzip's padding); reads the rest when ``b`` is."""
-    if b.count(0) != len(b):
-        return False
+def _compressed(fh, path: Path, crc: Optional[Crc32]) -> Iterator[bytes]:
+    """The file's (compressed) bytes from where ``fh`` stands, ``GZ_READ`` at a time, through ``crc`` when given
+    (finished at the file's end)."""
     while True:
-        r = _read(fh, GZ_READ, path)
-        if not r:
+        b = _read(fh, GZ_READ, path)
+        if not b:
             if crc is not None:
                 crc.finish(os.fstat(fh.fileno()).st_size)
-            return True
+            return
         if crc is not None:
-            crc.add(r)
-        if r.count(0) != len(r):
-            return False
+            crc.add(b)
+        yield b
+
+
+def _zeros_to_the_end(b: bytes, rest: Iterator[bytes]) -> bool:
+    """Whether ``b`` and the ``rest`` of the file are zero bytes (gzip's padding); reads the rest when ``b`` is."""
+    return b.count(0) == len(b) and all(r.count(0) == len(r) for r in rest)
 
 
 def read_ahead(items: Iterable, depth: int = 2) -> Iterator:
