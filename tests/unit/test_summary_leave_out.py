@@ -39,3 +39,36 @@ def test_only_the_detail_frames_can_be_left_out():
     job = holotrace.load(JOB, cache=False)
     with pytest.raises(ValueError, match="temporal"):
         rank_summary(job, job.ranks[0], leave_out=("temporal",))
+
+
+def _printed(argv: list[str], *, full: bool) -> str:
+    """``holotrace summary`` printed; ``full``: every frame computed, whatever the output shows."""
+    import contextlib
+    import io
+
+    from holotrace.cli import build_parser
+    from holotrace.commands import summary
+    from holotrace.commands._output import emit
+
+    args = build_parser(["summary"]).parse_args(["summary", *argv])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if full:
+            emit(summary.build_report(summary.job_summary_of_args(args)), args)
+        else:
+            summary.run(args)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_printed_summary_is_the_same_without_the_detail_frames(fmt):
+    argv = [str(JOB), "--no-cache", "--format", fmt, "--width", "120"]
+    assert _printed(argv, full=False) == _printed(argv, full=True)
+
+
+def test_the_full_frames_are_made_when_written():
+    import json
+
+    doc = json.loads(_printed([str(JOB), "--no-cache", "--format", "json"], full=False))
+    for k in LEAVE_OUT_ABLE:
+        assert len(doc[k]) > 0, k

@@ -32,6 +32,7 @@ import numpy as np
 from holotrace.analysis.grouped import group_sum
 from holotrace.model.classify import HTA_KERNEL_CATEGORIES, RuleSet
 from holotrace.model.view import JobView, RankView, resolve
+from holotrace.order_stats import percentile
 from holotrace.table import Table
 
 __all__ = [
@@ -277,33 +278,8 @@ def _describe(x: np.ndarray) -> tuple[float, ...]:
         return (np.nan,) * 8
     mean = x.sum() / n
     std = float(np.sqrt(((mean - x) ** 2).sum() / (n - 1))) if n > 1 else np.nan
-    q = _percentiles(x)
+    q = percentile(x, _QUANTILES)  # (numpy's values, without numpy.ma's import)
     return (mean, std, x.min(), *q.tolist(), x.max())
-
-
-_Q = np.true_divide(_QUANTILES, 100)
-
-
-def _percentiles(x: np.ndarray) -> np.ndarray:
-    """``np.percentile(x, _QUANTILES)`` (linear interpolation) computed as numpy computes it, for float64 values
-    without NaN: from the sorted values, the same interpolation in the same order of operations (the same bits);
-    numpy's own function imports numpy.ma, ~10 ms of a command's start, on its first call."""
-    if x.dtype != np.float64 or np.isnan(x).any():
-        return np.percentile(x, _QUANTILES)
-    n = len(x)
-    at = (n - 1) * _Q
-    lo = np.floor(at)
-    hi = lo + 1
-    top = at >= n - 1  # at or past the last value: the last value
-    lo[top], hi[top] = -1, -1
-    lo, hi = lo.astype(np.intp), hi.astype(np.intp)
-    s = np.sort(x)
-    a, b = s[lo], s[hi]
-    t = at - lo
-    diff = b - a
-    out = a + diff * t
-    np.subtract(b, diff * (1 - t), out=out, where=t >= 0.5)
-    return out
 
 
 def idle_by_rank(breakdown):

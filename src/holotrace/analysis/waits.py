@@ -17,6 +17,7 @@ import numpy as np
 from holotrace.analysis.grouped import group_max, group_min, group_sum
 from holotrace.model.classify import RuleSet
 from holotrace.model.view import resolve
+from holotrace.order_stats import distinct
 from holotrace.table import Table
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def collective_waits_table(source, *, rules: RuleSet | None = None, ranks: Seque
     by = np.argsort(np.asarray(m["rank"]), kind="stable")  # the ranks in order, each rank's rows in their order
     m_rank, m_row = np.asarray(m["rank"])[by], np.asarray(m["row"])[by]
     parts: dict[str, list] = {c: [] for c in ("name", "start_us", "dur_us")}
-    for r in np.unique(m_rank).tolist():
+    for r in distinct(m_rank).tolist():
         v, rows = view[int(r)], m_row[m_rank == r]
         parts["name"].append(v["name"][rows])
         parts["start_us"].append(view.us(v["ts"][rows] + v.clock_offset - origin))

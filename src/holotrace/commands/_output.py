@@ -43,7 +43,7 @@ from holotrace.render.tables import FORMATS, format_markdown, format_table, to_r
 from holotrace.table import Table
 from holotrace.text import sanitize
 
-__all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width"]
+__all__ = ["Section", "Report", "add_output_options", "emit", "terminal_width", "writes_frames"]
 
 DISPLAY_FORMATS = ("table", "json", "csv", "markdown")
 
@@ -168,6 +168,12 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "") -> str:
         break_long_words=False,
         break_on_hyphens=False,
     )
+
+
+def writes_frames(args: argparse.Namespace) -> bool:
+    """Whether :func:`emit` writes a report's full frames (``--output``, ``--format json|csv``), not its sections
+    alone: a command may leave out what only the full frames hold when it does not."""
+    return bool(getattr(args, "output", None)) or getattr(args, "format", "table") in ("json", "csv")
 
 
 def emit(report: Report, args: argparse.Namespace, out: Optional[TextIO] = None) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Collection
 
 import numpy as np
 
@@ -19,11 +20,13 @@ from holotrace import findings as findings_mod
 from holotrace.analysis import idle
 from holotrace.analysis.critical_path.costliest import LONGEST_VS_LAST
 from holotrace.analysis.job_summary import JobSummary, summarize_job
+from holotrace.analysis.rank_summary import LEAVE_OUT_ABLE
 from holotrace.commands._load import add_load_options, add_replay_option, load_job, replay_of
-from holotrace.commands._output import Report, Section, add_output_options, emit
+from holotrace.commands._output import Report, Section, add_output_options, emit, writes_frames
 from holotrace.commands.base import Command
 from holotrace.errors import AnalysisError
 from holotrace.exec.executor import ENV_EXECUTOR
+from holotrace.order_stats import distinct, median
 from holotrace.render.summary_lines import launch_lines, straggler_lines
 from holotrace.table import Table
 from holotrace.text import fmt_significant, fmt_steps
@@ -47,7 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return emit(build_report(job_summary_of_args(args), top=getattr(args, "top", 10)), args)
+    # the per-step, per-kernel and idle-interval tables are only in the full frames: made when they are written
+    leave_out = () if writes_frames(args) else LEAVE_OUT_ABLE
+    return emit(build_report(job_summary_of_args(args, leave_out=leave_out), top=getattr(args, "top", 10)), args)
 
 
 COMMAND = Command(
@@ -73,9 +78,10 @@ def _wants_map(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "executor", None) or os.environ.get(ENV_EXECUTOR)) or is_ingest_folder(args.path)
 
 
-def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
+def job_summary_of_args(args: argparse.Namespace, *, leave_out: Collection[str] = ()) -> JobSummary:
     """The :class:`JobSummary` the command line asks for: from the job loaded here, by a map over its files on
-    an executor, or from an ingest folder; the same object in every case."""
+    an executor, or from an ingest folder; the same object in every case. ``leave_out``: frames of
+    :data:`~holotrace.analysis.rank_summary.LEAVE_OUT_ABLE` not computed (left empty) for a job loaded here."""
     top = getattr(args, "top", 10)
     if not _wants_map(args):
         from concurrent.futures import ThreadPoolExecutor
@@ -89,7 +95,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
         replay = replay_of(args, len(job.ranks))
         answer = one_rank(view) if replay == "graph" else None  # (one rank: no replay, not even its import)
         if answer is not None:
-            js = summarize_job(job, view=view, top=top)
+            js = summarize_job(job, view=view, top=top, leave_out=leave_out)
             js.costliest_rank = answer
             return js
         from holotrace.analysis.critical_path.advice import GRAPH_WHAT_IFS_READ, build_job_graph, costliest_rank
@@ -113,7 +119,7 @@ def job_summary_of_args(args: argparse.Namespace) -> JobSummary:
             told = pool.submit(story)
             try:
                 with one_thread():  # the ranks' summaries one after another beside it (job8: 0.58 -> 0.535 s median)
-                    js = summarize_job(job, view=view, top=top)
+                    js = summarize_job(job, view=view, top=top, leave_out=leave_out)
             finally:
                 shed.arrive()  # (also when the summaries failed: the story waits for it)
             js.costliest_rank = told.result()
@@ -366,7 +372,7 @@ def _mean_by_rank(st: Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(ranks ascending, mean of ``column`` per rank: an exactly rounded sum over the count, NaN values skipped)."""
     ranks = np.asarray(st["rank"])
     values = np.asarray(st[column], dtype=np.float64)
-    uniq = np.unique(ranks)
+    uniq = distinct(ranks)
     means = np.empty(len(uniq))
     for i, r in enumerate(uniq.tolist()):
         x = values[ranks == r]
@@ -390,7 +396,7 @@ def _slowest_section(tb: Table, st: Table, dist: Table, costliest=None) -> Secti
             return
         r, x = np.asarray(ranks)[ok], values[ok]
         i = int(np.argmax(x))  # the first of equal maxima
-        rows.append((what + f" ({unit})", int(r[i]), float(x[i]) * unit_scale, float(np.median(x)) * unit_scale))
+        rows.append((what + f" ({unit})", int(r[i]), float(x[i]) * unit_scale, median(x) * unit_scale))
 
     if not st.empty:
         add("mean step time", *_mean_by_rank(st, "dur_us"), 1e-3, "ms")

@@ -16,6 +16,7 @@ import numpy as np
 from holotrace.findings import FindingCode, Severity
 from holotrace.ingest import _scan
 from holotrace.ingest.ids_used import IdsUsed
+from holotrace.order_stats import distinct
 from holotrace.schema import ARG_SPECS, ID_COLUMNS, META_ARG_SPECS, compact_ints  # noqa: F401  (part of this module's interface)
 
 _MAX_DUR_NS = 7 * 24 * 3600 * 10**9  # a week
@@ -407,7 +408,7 @@ def _events(
 def _side(out, r, side, ph, cat, name, pid, tid, ts, ids, arg, strings, base) -> None:
     rows_all = np.flatnonzero(side)
     group = np.full(len(ph), 3, dtype=np.int8)  # 0 names, 1 flows, 2 counters, 3 instants
-    for k in np.unique(ph[rows_all]).tolist():
+    for k in distinct(ph[rows_all]).tolist():
         text = strings[k] if k >= 0 else None
         g = 0 if text == "M" else 1 if text in ("s", "t", "f") else 2 if text == "C" else 3
         if g != 3:

@@ -15,6 +15,7 @@ import numpy as np
 from holotrace.findings import Finding, FindingCode
 from holotrace.model import classify
 from holotrace.model.job import Job, RankTrace
+from holotrace.order_stats import distinct
 
 SKEW_WARN_NS = 1_000_000_000  # first events of ranks more than 1 s apart
 
@@ -166,9 +167,9 @@ class _StreamOverlaps:
         self.unsorted: set = set()
 
     def add(self, rows, pid, stream, ts, end) -> None:
-        for p in np.unique(pid).tolist():  # few processes and streams: a loop over them
+        for p in distinct(pid).tolist():  # few processes and streams: a loop over them
             in_p = pid == p
-            for s in np.unique(stream[in_p]).tolist():
+            for s in distinct(stream[in_p]).tolist():
                 sel = np.flatnonzero(in_p & (stream == s))
                 self._add((p, s), rows[sel], ts[sel], end[sel])
 

@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 
 from holotrace.analysis.job_summary import JobSummary
+from holotrace.order_stats import distinct
 from holotrace.table import Table
 from holotrace.text import fit_name, fit_names, sanitize
 
@@ -45,7 +46,7 @@ def straggler_lines(js: JobSummary) -> list[str]:
             f"; worst: {fit_name(str(st['worst_collective'][i]), 50)} in step {int(st['step'][i])}, "
             f"{st['worst_collective_wait_us'][i] / 1e3:.3f} ms"
         )
-    steps = len(np.unique(np.asarray(rep["step"])))
+    steps = len(distinct(np.asarray(rep["step"])))
     return [
         f"straggler: rank {rank} (the others waited {waited / 1e3:.3f} ms for it; "
         f"straggler in {int(summ['steps_as_straggler'][0])}/{steps} steps{ev})"

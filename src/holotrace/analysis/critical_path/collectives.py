@@ -23,6 +23,7 @@ import numpy as np
 from holotrace.analysis.grouped import group_max, group_mean, group_median, group_min
 from holotrace.model.classify import NATIVE, KernelType, Kind, RuleSet
 from holotrace.model.view import job_view
+from holotrace.order_stats import median
 from holotrace.table import Table
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def clock_offsets(end: np.ndarray, inst: np.ndarray, rk: np.ndarray, all_ranks) 
 def _median(x: np.ndarray) -> float:
     """A series' median: NaN skipped."""
     x = x[~np.isnan(x)]
-    return float(np.median(x)) if len(x) else float("nan")
+    return median(x) if len(x) else float("nan")
 
 
 def view_clock_offsets(view, match, placed) -> tuple[dict, float]:

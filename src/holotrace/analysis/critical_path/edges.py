@@ -9,6 +9,7 @@ from enum import IntEnum
 import numpy as np
 
 from holotrace.exec.pool import thread_map
+from holotrace.order_stats import distinct, percentile
 
 __all__ = [
     "BLOCKING_COPIES",
@@ -130,7 +131,7 @@ def _rank_edges(r, view, span, node_row, node_type, pt, order, first, pos, sync_
     hit[hit] = ck[at[hit]] == gc[hit]
     l_src, l_dst = 2 * cn[at[hit]], 2 * gpu[hit]
     lags = pt[l_dst] - pt[l_src]
-    fl = np.percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
+    fl = percentile(lags, LAUNCH_FLOOR_QUANTILE) if len(lags) else 0.0
     add(l_src, l_dst, EdgeKind.LAUNCH, np.minimum(lags, max(fl, 0.0)))
     # inferred stream waits: a GPU op that starts later than its stream and launch explain, right after an
     # operation of another stream of the same rank ends
@@ -141,7 +142,7 @@ def _rank_edges(r, view, span, node_row, node_type, pt, order, first, pos, sync_
     stream = rv["stream"][node_row[gpu]]
     ends, end_nodes = pt[2 * gpu + 1], gpu
     eo = np.argsort(ends, kind="stable")
-    for s in np.unique(stream):
+    for s in distinct(stream):
         cand = np.flatnonzero((stream == s) & (slack > STREAM_WAIT_SLACK_NS))
         other = eo[stream[eo] != s]
         if not len(cand) or not len(other):

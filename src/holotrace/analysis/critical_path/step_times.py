@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from holotrace.analysis.critical_path.job_graph import JobGraph, NodeType
+from holotrace.order_stats import distinct
 from holotrace.table import Table
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _step_index(g: JobGraph):
         and len(marks) == len(ends)
         and np.array_equal(rk[marks], rk[ends])
         and np.array_equal(st[marks], st[ends])
-        and len(np.unique(key)) == len(key)
+        and len(distinct(key)) == len(key)
         and (st[marks] >= 0).all()
     )
     out = None

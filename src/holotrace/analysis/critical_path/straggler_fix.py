@@ -13,6 +13,7 @@ import numpy as np
 from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeType
 from holotrace.analysis.critical_path.replay import Delays
 from holotrace.analysis.grouped import group_median, group_sum, unique_ids
+from holotrace.order_stats import distinct
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,7 +158,7 @@ def _unstack(rank: np.ndarray, key: np.ndarray, t: np.ndarray) -> RankGrid:
 def _grid(parts: list) -> RankGrid:
     """A :class:`RankGrid` from each rank's sums: ``(rank, keys ascending, sums)`` per rank with an entry."""
     parts = sorted(parts, key=lambda x: x[0])
-    keys = np.unique(np.concatenate([k for _, k, _ in parts])) if parts else np.zeros(0, dtype=np.int64)
+    keys = distinct(np.concatenate([k for _, k, _ in parts])) if parts else np.zeros(0, dtype=np.int64)
     out = np.full((len(keys), len(parts)), np.nan)
     for j, (_, k, v) in enumerate(parts):
         out[np.searchsorted(keys, k), j] = v
