@@ -18,6 +18,11 @@ def distinct(values) -> np.ndarray:
     x = np.asarray(values).ravel()
     if x.dtype.kind not in "iub":
         return np.unique(x)
+    if len(x) > 1 and x.dtype.kind in "iu":
+        lo, hi = int(x.min()), int(x.max())
+        if hi - lo <= 4 * len(x) + 1024 and -(2**62) < lo and hi < 2**62:  # a compact range (ids, ranks, streams):
+            seen = np.bincount(x.astype(np.intp, copy=False) - lo)  # counted, not sorted
+            return (np.flatnonzero(seen) + lo).astype(x.dtype, copy=False)
     s = np.sort(x)
     if len(s) < 2:
         return s

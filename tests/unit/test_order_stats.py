@@ -56,6 +56,10 @@ def test_percentile_leaves_other_inputs_to_numpy():
         RNG.integers(0, 2**40, size=300),
         np.array([True, False, True]),
         np.array([2, 1, 2, 1], dtype=np.int8),
+        np.array([-100, 100, 5, -100], dtype=np.int8),  # (a range wider than the dtype)
+        np.array([2**63 + 5, 3, 2**63 + 5], dtype=np.uint64),
+        np.array([-(2**62), 7, 2**62, 7]),  # (a range too wide to count)
+        RNG.integers(0, 2**16, size=100).astype(np.uint16),
     ],
 )
 def test_distinct_is_numpys(x):

@@ -28,6 +28,7 @@ from holotrace.model import classify
 from holotrace.model.classify import RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import JobView, resolve, wide
+from holotrace.order_stats import median, percentile
 from holotrace.table import Table
 
 __all__ = [
@@ -360,8 +361,8 @@ def launch_summary_table(stats: dict) -> Table:
                 "cpu_mean_us": stat(np.mean, cpu),
                 "cpu_max_us": stat(np.max, cpu),
                 "gpu_mean_us": stat(np.mean, gpu),
-                "delay_median_us": stat(np.median, dl),
-                "delay_p95_us": stat(lambda x: np.percentile(x, 95), dl),
+                "delay_median_us": stat(median, dl),
+                "delay_p95_us": stat(lambda x: percentile(x, 95), dl),
                 "delay_max_us": stat(np.max, dl),
                 "short_kernels": int(np.count_nonzero(np.asarray(df["short_kernel"]))),
                 "runtime_outliers": int(np.count_nonzero(np.asarray(df["runtime_outlier"]))),
@@ -425,7 +426,7 @@ def delay_overview(launches) -> dict:
         return {"launches": 0, "median_us": float("nan"), "p95_us": float("nan"), "outliers": 0}
     return {
         "launches": int(len(d)),
-        "median_us": float(np.median(d)),
-        "p95_us": float(np.percentile(d, 95)),
+        "median_us": median(d),
+        "p95_us": float(percentile(d, 95)),
         "outliers": int(np.count_nonzero(np.asarray(launches["launch_delay_outlier"]))),
     }

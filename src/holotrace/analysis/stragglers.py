@@ -41,6 +41,7 @@ from holotrace.analysis.waits import (
 from holotrace.model.classify import KernelType, RuleSet
 from holotrace.model.link import isin_ids
 from holotrace.model.view import resolve, wide
+from holotrace.order_stats import distinct
 from holotrace.table import Table
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def straggler_score_arrays(
             present.update(_values_present(it[keep], steps))
         else:  # HTA's iterations with NaN
             keep = np.isin(it, steps)
-            present.update(np.unique(it[keep]).tolist())
+            present.update(distinct(it[keep]).tolist())
         ts, ends, dur = v["ts"], v["end"], v["dur"]
         if v.clock_offset:  # onto the job's common clock
             ts, ends = ts + v.clock_offset, ends + v.clock_offset
@@ -274,7 +275,7 @@ def _scores_of_long_kernels(long, t_min, mean_iter, k: int) -> tuple[np.ndarray,
     nst = last_cols["normalized_start_time"][chosen]
     m_rank, m_iter = last_cols["rank"][chosen], last_cols["iteration"][chosen]
     flags = np.zeros(len(metric), dtype=np.int64)
-    steps = np.unique(m_iter)
+    steps = distinct(m_iter)
     if len(steps) <= 1:
         vals = np.sort(nst)[::-1]
         threshold = vals[min(k, vals.size) - 1]

@@ -12,6 +12,7 @@ from holotrace.errors import RankNotFoundError
 from holotrace.findings import Finding  # noqa: F401  (re-exported: part of the model's API)
 from holotrace.model.derive import derive_columns
 from holotrace.model.strings import StringTable
+from holotrace.order_stats import distinct
 from holotrace.schema import STR_ARGS as _STR_ID_COLUMNS
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class RankTrace:
         if isinstance(backend, str) and "mtia:hccl" in backend:
             return "MTIA"
         s = self._strings
-        names = set(np.unique(self._columns["name"]).tolist())
+        names = set(distinct(self._columns["name"]).tolist())
         for sym, label in (
             ("cudaLaunchKernel", "NVIDIA GPU"),
             ("hipLaunchKernel", "AMD GPU"),

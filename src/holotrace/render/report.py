@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from holotrace.analysis import grouped
+from holotrace.order_stats import distinct
 from holotrace.render import plots
 from holotrace.render import report_svg as svg
 from holotrace.render.groups import pivot_sum, texts
@@ -278,7 +279,7 @@ def _kernels_section(d: Mapping[str, Any]) -> str:
             ("mean us", "mean_us", 1),
         ],
     )
-    if len(dist) and len(np.unique(dist["rank"])) > 1:
+    if len(dist) and len(distinct(np.asarray(dist["rank"]))) > 1:
         html += "<h3>Per-rank time of each top kernel</h3>"
         html += svg.render(plots.kernel_rank_spread(top, dist))
         html += _note("one dot per rank; the rank with the most time is named: a straggler or an imbalance stands out.")

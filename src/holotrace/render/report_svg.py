@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from holotrace.order_stats import median
 from holotrace.render import charts as ch
 from holotrace.text import fit_names
 from holotrace.text import html_escape as escape
@@ -327,7 +328,7 @@ def _strip(c: ch.Strip) -> str:
                 f"</title></circle>"
             )
         if len(v):
-            med = float(np.median(v))
+            med = median(v)
             body.append(
                 f'<line x1="{sx(med):.1f}" x2="{sx(med):.1f}" y1="{y - 8:.0f}" y2="{y + 8:.0f}" stroke="#000" '
                 f'stroke-width="2"><title>median {fmt(med, digits)} {unit}</title></line>'

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from holotrace.model import classify
+from holotrace.order_stats import distinct
 
 log = logging.getLogger("holotrace.critical_path")
 
@@ -263,7 +264,7 @@ def _threads(jv, view, strings, rows: np.ndarray) -> np.ndarray:
 
     def single_tid(word):
         ids = jv.name_ids(lambda s: word in s)
-        t = np.unique(tid[in_cat & np.isin(name, ids)])
+        t = distinct(tid[in_cat & np.isin(name, ids)])
         return int(t[0]) if len(t) == 1 else None
 
     fwd, bwd = single_tid("forward"), single_tid("autograd")

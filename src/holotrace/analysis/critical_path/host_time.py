@@ -13,6 +13,7 @@ from holotrace.analysis.critical_path.job_graph import EdgeKind, JobGraph, NodeT
 from holotrace.analysis.critical_path.replay import Delays, _cover_of, _covered, _union
 from holotrace.analysis.grouped import group_sum, unique_ids
 from holotrace.model import classify
+from holotrace.order_stats import distinct
 
 __all__ = [
     "cpu_op_covers",
@@ -87,7 +88,7 @@ def _gaps(g: JobGraph, info) -> tuple:
     # a CPU chain is one (rank, thread), its positions consecutive: the gaps of a (rank, thread) are one run of
     # chains, in ascending positions. A run starts at a gap with a chain's first point at or before it and after the
     # previous gap (a search per chain, not per gap); its rank and thread are read there
-    cut = np.unique(np.r_[0, np.searchsorted(pos, np.flatnonzero(g.chain_first))]) if len(pos) else pos[:0]
+    cut = distinct(np.r_[0, np.searchsorted(pos, np.flatnonzero(g.chain_first))]) if len(pos) else pos[:0]
     cut = cut[cut < len(pos)]
     bounds = list(zip(cut.tolist(), np.r_[cut[1:], len(pos)].tolist()))
     node = g.chain_order[pos[cut]] // 2
@@ -254,7 +255,7 @@ def cpu_op_covers(g, info, opts, gap_pos, base):
     """The ``opts.top`` CPU operators holding the most host time between calls (or ``opts.cpu_ops``), and each
     one's gap covers (:func:`gap_covers`: chain positions and covers)."""
     view = g.view
-    ranks = np.unique(g.node_rank[g.chain_order[gap_pos] // 2]).tolist()
+    ranks = distinct(g.node_rank[g.chain_order[gap_pos] // 2]).tolist()
     if opts.cpu_ops is not None:
         named = [(n, view.name_ids({n})) for n in opts.cpu_ops]
     else:
@@ -271,7 +272,7 @@ def _rows_named(view, ranks: list, named: list) -> list:
     code = np.full(len(view.strings) + 1, -1, dtype=np.int16)  # per string id (the last entry: id -1)
     for j, i in enumerate(ids):
         code[i] = j
-    if len(ids) >= 2**15 or sum(len(np.unique(i)) for i in ids) != int((code >= 0).sum()):
+    if len(ids) >= 2**15 or sum(len(distinct(i)) for i in ids) != int((code >= 0).sum()):
         out = []
         for i in ids:  # (a name in two lists: each its own pass)
             mine = np.zeros(len(view.strings) + 1, dtype=bool)
