@@ -40,7 +40,9 @@ rounded, job-aligned microseconds (see :mod:`holotrace.model.view_hta`). ``JobVi
 A view never shares writable memory with the model: a model column that is already int64 and read-only (mapped
 from the cache) is held as it is, the others are copied; treat every array of a view as read-only. Under holotrace's
 rules the columns an analysis may not read (``row``, ``cat``, ``pid``, ``tid``, ``stream``, ``correlation``,
-``iteration``, ``index_correlation``) are made on first use (:class:`Columns`), once per view.
+``iteration``, ``index_correlation``) are made on first use (:class:`Columns`), once per view, and the rules' columns
+(``kernel_type``, ``comm_kind``, ``rule``, ``comm_op``) together at the first read of one of them: a view is built at
+once, and a command's threads classify the ranks they reach first.
 """
 
 from __future__ import annotations
@@ -362,13 +364,15 @@ def rule_table_of(job) -> RuleTable:
 
 def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
-    cols, makers = _native_columns(t.columns, t.n_events, job.strings, table)
-    return RankView(int(rank), Columns(cols, makers, COLUMNS), t.columns, int(t.clock_offset_ns))
+    cols, makers, together = _native_columns(t.columns, t.n_events, job.strings, table)
+    return RankView(int(rank), Columns(cols, makers, COLUMNS, together), t.columns, int(t.clock_offset_ns))
 
 
-def _native_columns(c: Mapping[str, np.ndarray], n: int, strings: StringTable, table: RuleTable) -> tuple[dict, dict]:
+def _native_columns(
+    c: Mapping[str, np.ndarray], n: int, strings: StringTable, table: RuleTable
+) -> tuple[dict, dict, dict]:
     """A rank's view columns under holotrace's rules from its model columns ``c`` (``n`` events): those made now,
-    and the makers of the others."""
+    the makers of others, and the function that makes the rules' columns together (keyed by each of them)."""
     i64 = lambda a: _held(a, np.int64)  # noqa: E731
     kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
@@ -385,8 +389,11 @@ def _native_columns(c: Mapping[str, np.ndarray], n: int, strings: StringTable, t
         "partner": partner,
     }
     threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
-    cols.update(classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name")))
-    cols["comm_op"] = cols["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
+
+    def classified() -> dict:  # the rules' columns, made together on first use (a command's threads then start at once)
+        out = classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name"))
+        out["comm_op"] = out["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
+        return out
 
     makers = {
         "row": lambda: np.arange(n, dtype=np.int64),
@@ -398,13 +405,16 @@ def _native_columns(c: Mapping[str, np.ndarray], n: int, strings: StringTable, t
         "index_correlation": lambda: index_correlation(index, partner, c["correlation"]),
         "iteration": lambda: _held_narrow(c["iteration"]),
     }
-    return cols, makers
+    return cols, makers, dict.fromkeys(_CLASSIFIED, classified)
+
+
+_CLASSIFIED = ("kernel_type", "comm_kind", "rule", "comm_op")  # (classify_rank's columns)
 
 
 def _remade(model: Mapping[str, np.ndarray], strings: StringTable, table: RuleTable, key: str) -> np.ndarray:
     """One view column of a rank (holotrace's rules) made again from its model columns, after :meth:`JobView.shed`."""
-    cols, makers = _native_columns(model, len(model["ts_ns"]), strings, table)
-    return cols[key] if key in cols else makers[key]()
+    cols, makers, together = _native_columns(model, len(model["ts_ns"]), strings, table)
+    return cols[key] if key in cols else makers[key]() if key in makers else together[key]()[key]
 
 
 def index_correlation(index: np.ndarray, partner: np.ndarray, correlation, rows: Optional[np.ndarray] = None):
