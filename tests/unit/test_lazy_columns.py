@@ -61,6 +61,7 @@ def test_forgotten_columns_are_made_again_alone():
     c.forget(keep=("b",), remake=remake)
     assert not c.is_made("a") and c.is_made("b")
     assert c["a"].tolist() == [7, 7, 7] and remade == ["a"] and len(calls) == 1
-    d = Columns({}, {}, (), _together([]))  # nothing made yet: each forgotten column alone when read
-    d.forget(keep=(), remake=remake)
+    d = Columns({}, {}, (), _together([]))  # nothing made yet: each column alone when read, kept or not
+    d.forget(keep=("a",), remake=remake)
     assert d["b"].tolist() == [7, 7, 7] and not d.is_made("a")
+    assert d["a"].tolist() == [7, 7, 7] and remade == ["a", "b", "a"]

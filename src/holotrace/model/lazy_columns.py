@@ -59,10 +59,9 @@ class Columns(Mapping):
             if key not in keep:
                 self._makers.setdefault(key, partial(remake, key))  # (a column made with others: made alone)
                 self._made.pop(key, None)
-        for key in list(self._together):  # (not made yet: made alone too, not with the others forgotten)
-            if key not in keep:
-                self._makers.setdefault(key, partial(remake, key))
-                del self._together[key]
+        for key in list(self._together):  # (not made yet: made alone too, and what the shared maker reads let go)
+            self._makers.setdefault(key, partial(remake, key))
+            del self._together[key]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
