@@ -51,7 +51,7 @@ def classify_rank(
     ktype = np.full(n, -1, dtype=np.int8)
     kind = np.full(n, -1, dtype=np.int8)
     rule = np.full(n, -1, dtype=np.int32)
-    comm_op = np.full(n, -1, dtype=np.int64)
+    comm_op = np.full(n, -1, dtype=np.int32 if n < 2**31 else np.int64)  # (positions of the rank's events)
     g = np.flatnonzero(gpu)
     if len(g):
         t, k, r = _per_name(name[g], strings, table.classify_kernels)

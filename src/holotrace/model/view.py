@@ -392,7 +392,6 @@ def _native_columns(
 
     def classified() -> dict:  # the rules' columns, made together on first use (a command's threads then start at once)
         out = classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name"))
-        out["comm_op"] = out["comm_op"].astype(np.int32 if n < 2**31 else np.int64)  # positions of the rank's events
         return out
 
     makers = {

@@ -346,7 +346,8 @@ def _build(view, chosen: list[int], frame: GraphFrame | None = None) -> JobGraph
     own[1:] = order[1:] - order[:-1] == 1
     own &= (order & 1).astype(bool)
     is_gpu_chain = np.repeat(node_type == NodeType.GPU, 2)[order]
-    ckind = np.where(own, EdgeKind.DURATION, np.where(is_gpu_chain, EdgeKind.GPU_GAP, EdgeKind.CPU_GAP)).astype(np.int8)
+    i8 = np.int8  # (int8 kinds chosen from int8 scalars: no int64 array of every point made and cast)
+    ckind = np.where(own, i8(EdgeKind.DURATION), np.where(is_gpu_chain, i8(EdgeKind.GPU_GAP), i8(EdgeKind.CPU_GAP)))
     del own, is_gpu_chain
     ckind[first] = -1
     pos = np.empty(len(order), dtype=order.dtype)
