@@ -5,7 +5,8 @@ holotrace``, else ``~/.cache/holotrace``), named by the file's absolute path, th
 tag. Nothing is ever written next to the traces unless the caller passes that folder as ``cache_dir``.
 
 An entry holds ``columns.bin`` (every table's columns, uncompressed, at aligned offsets: see
-:mod:`holotrace.ingest.store`) and ``info.json`` (the layout, the file's metadata and string table).
+:mod:`holotrace.ingest.store`), ``info.json`` (the layout, the file's metadata and string table) and the columns
+later loads derived from it (``derived-*.bin``: :mod:`holotrace.ingest.derived`).
 A load maps ``columns.bin`` read-only: a cached rank comes back without reading its columns into
 memory, and a first load writes its columns straight into the folder that becomes the entry. The price
 is disk: about 130 bytes per event (a third to a quarter of the JSON's size), several times what a
@@ -58,6 +59,7 @@ _WORK = (".tmp-", ".old-")  # entries being written or replaced
 _LEGACY = {f"{t}.arrow" for t in TABLES}  # files of entries of earlier versions (cleared like the others)
 RAW_ARGS = "raw_args.json.gz"  # every event's raw args, kept once a load asked for them (gzip)
 _ENTRY_FILES = frozenset({"info.json", "raw_args.json", RAW_ARGS, COLUMNS} | _LEGACY)
+DERIVED_FILE = re.compile(r"^derived-[0-9a-z_]{1,32}-[0-9a-f]{16,40}\.bin$")  # (holotrace.ingest.derived)
 _EDGE = 64 * 1024  # bytes of a trace's head and tail hashed into its fingerprint
 
 
@@ -492,6 +494,5 @@ def _entry_files(child: Path) -> Optional[list]:
         files = list(child.iterdir())
     except OSError:
         return []
-    if any(f.name not in _ENTRY_FILES or f.is_symlink() or not f.is_file() for f in files):
-        return None
-    return files
+    ok = lambda f: (f.name in _ENTRY_FILES or DERIVED_FILE.match(f.name)) and not f.is_symlink() and f.is_file()  # noqa: E731
+    return files if all(ok(f) for f in files) else None

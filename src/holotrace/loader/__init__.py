@@ -22,6 +22,7 @@ from holotrace.exec.tasks import TaskFailed
 from holotrace.findings import Finding, FindingCode
 from holotrace.ingest import cache as cache_mod
 from holotrace.ingest.decoded import DecodedFile
+from holotrace.ingest.derived import EntryStore
 from holotrace.ingest.discover import discover
 from holotrace.ingest.renumber import holding_moved as _holding_moved
 from holotrace.ingest.renumber import renumber as _renumber
@@ -242,6 +243,7 @@ def _rank_trace(f, d: DecodedFile, strings: StringTable) -> RankTrace:
         raw_args=d.raw_args,
         format=d.format,
     )
+    t.derived_store = EntryStore.of(d.packed, t.n_events)  # (columns mapped from a cache entry: kept beside it)
     t.release_pages()  # what renumbering and deriving read is paged in again when used
     return t
 

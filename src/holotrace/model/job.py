@@ -70,6 +70,9 @@ class RankTrace:
         self._step_table: Optional[pd.DataFrame] = None
         self._first_ts: Optional[int] = None
         self.raw_args = raw_args
+        #: where columns derived from these (the rules' columns) are kept between loads: the rank's cache entry
+        #: (set by the loader for columns mapped from one), else None
+        self.derived_store = None
         self._derive()
 
     def _derive(self) -> None:

@@ -14,6 +14,7 @@ ones. Names are classified once per distinct string (:meth:`RuleTable.classify_k
 from __future__ import annotations
 
 import enum
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -186,6 +187,18 @@ class RuleTable:
         object.__setattr__(self, "_kernel_ids", k)
         object.__setattr__(self, "_op_ids", o)
         object.__setattr__(self, "_op_any", _any_of(self.rules[i] for i in o))
+
+    def fingerprint(self) -> str:
+        """A digest of the rules, in order (each one's target, family, type, kind and expression): two tables with
+        the same digest classify every name alike. Computed once per table."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            import hashlib
+
+            text = json.dumps([[r.on, r.family, int(r.type), int(r.kind), r.regex] for r in self.rules])
+            fp = hashlib.sha1(text.encode("utf-8")).hexdigest()[:24]
+            object.__setattr__(self, "_fingerprint", fp)
+        return fp
 
     def extended(self, user: Sequence[Rule], files: Sequence[str] = ()) -> RuleTable:
         """This table with ``user`` rules tried first."""

@@ -58,7 +58,7 @@ from holotrace.errors import RankNotFoundError
 from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
-from holotrace.model.comm_evidence import classify_rank
+from holotrace.model.comm_evidence import CLASSIFIER_VERSION, classify_rank
 from holotrace.model.job import release_mapped, trim_heap
 from holotrace.model.lazy_columns import Columns
 from holotrace.model.rule_table import RuleTable, hta_table, resolve_table
@@ -110,6 +110,8 @@ class RankView(Mapping):
     model: Mapping[str, np.ndarray] = field(repr=False)  # the rank's model columns (other args by ``row``)
     clock_offset: int = 0  # add to ``ts`` to put the rank on the job's common clock (rules' unit)
     _rows: dict = field(default_factory=dict, repr=False, compare=False)
+    #: where the rules' columns of the rank's whole model are kept between commands (its cache entry), or None
+    store: object = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.cols[key]
@@ -211,7 +213,7 @@ class JobView:
         for r in self.ranks:
             v = self[r]
             if isinstance(v.cols, Columns):
-                v.cols.forget(keep, partial(_remade, v.model, self.strings, self.table))
+                v.cols.forget(keep, partial(_remade, v.model, self.strings, self.table, v.store))
             v._rows.clear()
         trim_heap()  # (what was let go, and what the analyses freed before, leaves the heap)
 
@@ -364,15 +366,19 @@ def rule_table_of(job) -> RuleTable:
 
 def _native(job, rank: int, table: RuleTable) -> RankView:
     t = job.rank(rank)
-    cols, makers, together = _native_columns(t.columns, t.n_events, job.strings, table)
-    return RankView(int(rank), Columns(cols, makers, COLUMNS, together), t.columns, int(t.clock_offset_ns))
+    store = getattr(t, "derived_store", None)
+    cols, makers, together = _native_columns(t.columns, t.n_events, job.strings, table, store)
+    view_cols = Columns(cols, makers, COLUMNS, together)
+    return RankView(int(rank), view_cols, t.columns, int(t.clock_offset_ns), store=store)
 
 
 def _native_columns(
-    c: Mapping[str, np.ndarray], n: int, strings: StringTable, table: RuleTable
+    c: Mapping[str, np.ndarray], n: int, strings: StringTable, table: RuleTable, store=None
 ) -> tuple[dict, dict, dict]:
     """A rank's view columns under holotrace's rules from its model columns ``c`` (``n`` events): those made now,
-    the makers of others, and the function that makes the rules' columns together (keyed by each of them)."""
+    the makers of others, and the function that makes the rules' columns together (keyed by each of them).
+    ``store``: where the rules' columns of these model columns are kept between commands (``get(name)`` and
+    ``put(name, columns)``: :class:`holotrace.ingest.derived.EntryStore`), read before they are made."""
     i64 = lambda a: _held(a, np.int64)  # noqa: E731
     kind = _held(c["kind"], np.int8)
     gpu = classify.is_gpu_activity(kind)
@@ -391,7 +397,13 @@ def _native_columns(
     threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
 
     def classified() -> dict:  # the rules' columns, made together on first use (a command's threads then start at once)
+        name = f"rules-{table.fingerprint()}{CLASSIFIER_VERSION:02x}" if store is not None else None
+        kept = store.get(name) if name is not None else None
+        if kept is not None and all(k in kept for k in _CLASSIFIED):
+            return {k: kept[k] for k in _CLASSIFIED}
         out = classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name"))
+        if name is not None:
+            store.put(name, out)
         return out
 
     makers = {
@@ -410,9 +422,9 @@ def _native_columns(
 _CLASSIFIED = ("kernel_type", "comm_kind", "rule", "comm_op")  # (classify_rank's columns)
 
 
-def _remade(model: Mapping[str, np.ndarray], strings: StringTable, table: RuleTable, key: str) -> np.ndarray:
+def _remade(model: Mapping[str, np.ndarray], strings: StringTable, table: RuleTable, store, key: str) -> np.ndarray:
     """One view column of a rank (holotrace's rules) made again from its model columns, after :meth:`JobView.shed`."""
-    cols, makers, together = _native_columns(model, len(model["ts_ns"]), strings, table)
+    cols, makers, together = _native_columns(model, len(model["ts_ns"]), strings, table, store)
     return cols[key] if key in cols else makers[key]() if key in makers else together[key]()[key]
 
 

@@ -1,0 +1,155 @@
+"""Columns derived from a cached rank, kept beside its cache entry: made once, mapped by later loads.
+
+A cached rank's columns come back mapped from ``columns.bin`` at once, but what every command then derives from
+them under a rule table (the rules' columns: each event's kernel type, communication kind, deciding rule and
+launching collective) would be made again by each command. A :class:`EntryStore` keeps such columns in the rank's
+entry folder, one file per name (``derived-<name>.bin``; the name says what made them, e.g. the rule table's
+fingerprint), and maps them back for the next command.
+
+A derived file is written in a work folder of the cache and renamed into the entry (readers never see half of
+one); its header names the entry's token (a file left from an entry since replaced is not read), the number of
+events and a CRC-32 of its data, checked when the file was written before this boot of the machine (as the
+entry's columns are). A file that is missing, damaged or of another entry is a miss, never an error: the columns
+are made again, and written again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from holotrace.ingest import cache
+from holotrace.ingest._read import crc32
+from holotrace.ingest.mapping import map_file
+
+MAGIC = b"HOLOTRACE-DERIVED-1\n"
+_ALIGN = 64
+_NAME = re.compile(r"^[0-9a-z_]{1,32}-[0-9a-f]{16,40}$")  # what a derived file is named after (checked)
+_ENTRY_DIR = re.compile(r"^[0-9a-f]{24}$")  # (the cache's entry folders: see holotrace.ingest.cache)
+_DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8", "|b1", "<f8"})
+
+
+def is_derived_file(name: str) -> bool:
+    """``name`` is a derived file's (a cache entry may hold it)."""
+    return bool(cache.DERIVED_FILE.match(name))
+
+
+class EntryStore:
+    """The derived files of one cache entry (``folder``: its columns' ``token``, ``n`` events).
+
+    :meth:`get` maps a derived file's columns (None when it is absent, damaged or not this entry's); :meth:`put`
+    writes them (on a thread of the cache's, so the command goes on at once)."""
+
+    __slots__ = ("folder", "token", "n", "written")
+
+    def __init__(self, folder: Path, token: bytes, n: int):
+        self.folder, self.token, self.n = Path(folder), bytes(token), int(n)
+        self.written: set = set()  # names put by this process (each written once)
+
+    @classmethod
+    def of(cls, packed, n: int) -> Optional[EntryStore]:
+        """The store of a rank mapped from a cache entry (``packed``: its ``(columns file, layout, token)``), None
+        for columns mapped from anywhere else (a first load's work folder, a private spill)."""
+        if not packed or not packed[2]:
+            return None
+        folder = Path(packed[0]).parent
+        return cls(folder, packed[2], n) if _ENTRY_DIR.match(folder.name) else None
+
+    def _path(self, name: str) -> Path:
+        if not _NAME.match(name):
+            raise ValueError(f"not a derived file name: {name!r}")
+        return self.folder / f"derived-{name}.bin"
+
+    def get(self, name: str) -> Optional[dict[str, np.ndarray]]:
+        """The columns kept under ``name`` (read-only, mapped), or None."""
+        try:
+            return _read(self._path(name), self.token, self.n)
+        except Exception:  # a missing or damaged file is a miss, never an error
+            return None
+
+    def put(self, name: str, columns: Mapping[str, np.ndarray]) -> None:
+        """Keep ``columns`` (each of ``n`` values) under ``name``, written in the background; nothing when they
+        cannot be (a read-only cache, a full disk: the cache is an optimisation)."""
+        if name in self.written or any(
+            len(a) != self.n or np.asarray(a).dtype.str not in _DTYPES for a in columns.values()
+        ):
+            return
+        self.written.add(name)
+        held = {k: np.asarray(a) for k, a in columns.items()}  # (the arrays are not changed once made)
+        path = self._path(name)
+        cache.in_background(lambda: _write(path, self.token, self.n, held))
+
+
+def _read(path: Path, token: bytes, n: int) -> Optional[dict[str, np.ndarray]]:
+    buf, size = map_file(path)
+    mv = memoryview(buf)
+    if size < len(MAGIC) + 4 or bytes(mv[: len(MAGIC)]) != MAGIC:
+        return None
+    (k,) = struct.unpack_from("<I", mv, len(MAGIC))
+    head = json.loads(bytes(mv[len(MAGIC) + 4 : len(MAGIC) + 4 + k]).decode("utf-8"))
+    if head.get("token") != token.hex() or head.get("n") != n:
+        return None
+    start, end = head["data"]
+    if end != size or start > end:
+        return None
+    if (head.get("boot") is None or head["boot"] != cache.boot()) and crc32(mv[start:end]) != head["crc32"]:
+        return None
+    out = {}
+    for key, dtype, at in head["columns"]:
+        if dtype not in _DTYPES or at < start or at + n * np.dtype(dtype).itemsize > end:
+            return None
+        a = np.frombuffer(buf, dtype=np.dtype(dtype), count=n, offset=at)
+        a.flags.writeable = False
+        out[key] = a
+    return out
+
+
+def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) -> None:
+    """Write the derived file in a work folder of the cache, then rename it into the entry."""
+    work = cache.work_dir(path.parent.parent)
+    if work is None:
+        return
+    try:
+        place, offsets = 0, []
+        for a in columns.values():
+            place = -(-place // _ALIGN) * _ALIGN
+            offsets.append(place)
+            place += a.nbytes
+        data = bytearray(place)
+        for a, at in zip(columns.values(), offsets):
+            data[at : at + a.nbytes] = np.ascontiguousarray(a).tobytes()
+
+        def header(start: int) -> bytes:
+            head = {
+                "token": token.hex(),
+                "n": n,
+                "boot": cache.boot(),
+                "crc32": crc32(data),
+                "data": [start, start + len(data)],
+                "columns": [[k, a.dtype.str, start + at] for (k, a), at in zip(columns.items(), offsets)],
+            }
+            text = json.dumps(head).encode("utf-8")
+            return MAGIC + struct.pack("<I", len(text)) + text
+
+        start = -(-len(header(0)) // _ALIGN) * _ALIGN + _ALIGN  # (room for the offsets' digits growing)
+        head = header(start)
+        if len(head) > start:  # (cannot happen: the slack holds far more digits than the offsets gain)
+            return
+        tmp = work / path.name
+        with open(tmp, "wb") as fh:
+            fh.write(head.ljust(start, b"\0"))
+            fh.write(data)
+        if path.parent.is_dir() and (path.parent / cache.COLUMNS).is_file():
+            os.replace(tmp, path)  # (an entry replaced meanwhile: its token differs, the file is never read)
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
