@@ -1,4 +1,5 @@
-"""The rules' columns of a cached rank, kept beside its cache entry and mapped by later loads."""
+"""What commands derive from a cached rank (the rules' columns, the job graph's nodes), kept beside its cache entry
+and mapped by later loads."""
 
 from __future__ import annotations
 
@@ -71,14 +72,15 @@ def test_a_cached_rank_keeps_its_rules_columns_and_later_loads_map_them(tmp_path
     assert (got[0]["kernel_type"] == int(KernelType.COMMUNICATION)).any()  # (the example has collectives)
 
 
-def test_the_summary_is_the_same_from_kept_rules_columns(tmp_path, capsys):
+def test_the_summary_is_the_same_from_kept_columns(tmp_path, capsys):
     args = ["summary", str(EXAMPLE), "--cache-dir", str(tmp_path / "cache")]
     outs = []
-    for _ in range(3):  # decoded, mapped (the rules' columns kept), mapped with them
+    for _ in range(3):  # decoded, mapped (the rules' columns and the graph's nodes kept), mapped with them
         assert main(args) == 0
         cache_mod.flush()
         outs.append(capsys.readouterr().out)
-    assert len(list((tmp_path / "cache").glob("*/derived-*.bin"))) == 2
+    assert len(list((tmp_path / "cache").glob("*/derived-rules-*.bin"))) == 2
+    assert len(list((tmp_path / "cache").glob("*/derived-graph_nodes-*.bin"))) == 2  # (the summary's job replay)
     assert outs[0] == outs[1] == outs[2]
 
 
@@ -180,3 +182,29 @@ def test_a_store_is_only_made_for_columns_mapped_from_an_entry(tmp_path):
     assert store.get("../escape") is None  # (a name that is not a derived file's is never opened)
     with pytest.raises(ValueError):
         store.put("../escape", {"a": np.zeros(5, dtype=np.int8)})
+
+
+def _graph_arrays(job) -> dict:
+    from holotrace.analysis.critical_path.job_graph import build_job_graph
+
+    g = build_job_graph(job_view(job, NATIVE))
+    cache_mod.flush()
+    return {k: np.array(a) for k, a in vars(g).items() if isinstance(a, np.ndarray)}
+
+
+def test_the_job_graph_from_kept_nodes_is_the_graph_made_anew(tmp_path, monkeypatch):
+    from holotrace.analysis.critical_path import job_graph
+
+    cache = tmp_path / "cache"
+    made = _graph_arrays(_load(cache))  # (a first load: nothing kept)
+    _graph_arrays(_load(cache))  # mapped from the entries: the nodes made, and kept
+    assert len(list(cache.glob("*/derived-graph_nodes-*.bin"))) == 2
+
+    def refuse(*a, **k):
+        raise AssertionError("nodes made again")
+
+    monkeypatch.setattr(job_graph, "_made_rank_nodes", refuse)
+    got = _graph_arrays(_load(cache))
+    assert got.keys() == made.keys() and len(made["point_time"])
+    for k in made:
+        assert got[k].dtype == made[k].dtype and np.array_equal(got[k], made[k]), k

@@ -30,7 +30,7 @@ from holotrace.ingest import cache
 from holotrace.ingest._read import crc32
 from holotrace.ingest.mapping import map_file
 
-MAGIC = b"HOLOTRACE-DERIVED-1\n"
+MAGIC = b"HOLOTRACE-DERIVED-2\n"
 _ALIGN = 64
 _NAME = re.compile(r"^[0-9a-z_]{1,32}-[0-9a-f]{16,40}$")  # what a derived file is named after (checked)
 _ENTRY_DIR = re.compile(r"^[0-9a-f]{24}$")  # (the cache's entry folders: see holotrace.ingest.cache)
@@ -76,10 +76,10 @@ class EntryStore:
             return None
 
     def put(self, name: str, columns: Mapping[str, np.ndarray]) -> None:
-        """Keep ``columns`` (each of ``n`` values) under ``name``, written in the background; nothing when they
-        cannot be (a read-only cache, a full disk: the cache is an optimisation)."""
+        """Keep ``columns`` (one-dimensional arrays of any length) under ``name``, written in the background;
+        nothing when they cannot be (a read-only cache, a full disk: the cache is an optimisation)."""
         if name in self.written or any(
-            len(a) != self.n or np.asarray(a).dtype.str not in _DTYPES for a in columns.values()
+            np.ndim(a) != 1 or np.asarray(a).dtype.str not in _DTYPES for a in columns.values()
         ):
             return
         self.written.add(name)
@@ -103,10 +103,10 @@ def _read(path: Path, token: bytes, n: int) -> Optional[dict[str, np.ndarray]]:
     if (head.get("boot") is None or head["boot"] != cache.boot()) and crc32(mv[start:end]) != head["crc32"]:
         return None
     out = {}
-    for key, dtype, at in head["columns"]:
-        if dtype not in _DTYPES or at < start or at + n * np.dtype(dtype).itemsize > end:
+    for key, dtype, at, count in head["columns"]:
+        if dtype not in _DTYPES or at < start or count < 0 or at + count * np.dtype(dtype).itemsize > end:
             return None
-        a = np.frombuffer(buf, dtype=np.dtype(dtype), count=n, offset=at)
+        a = np.frombuffer(buf, dtype=np.dtype(dtype), count=count, offset=at)
         a.flags.writeable = False
         out[key] = a
     return out
@@ -134,7 +134,7 @@ def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) 
                 "boot": cache.boot(),
                 "crc32": crc32(data),
                 "data": [start, start + len(data)],
-                "columns": [[k, a.dtype.str, start + at] for (k, a), at in zip(columns.items(), offsets)],
+                "columns": [[k, a.dtype.str, start + at, len(a)] for (k, a), at in zip(columns.items(), offsets)],
             }
             text = json.dumps(head).encode("utf-8")
             return MAGIC + struct.pack("<I", len(text)) + text

@@ -177,9 +177,32 @@ class JobGraph:
         return pos
 
 
+#: bump when :func:`_rank_nodes` gives other nodes for the same events and rules: the nodes kept beside a cached
+#: rank (:mod:`holotrace.ingest.derived`) are then made again
+NODES_VERSION = 1
+_NODE_KEYS = ("rows", "type", "start", "dur", "step", "chain")
+
+
 def _rank_nodes(view, r: int, base: int) -> dict:
-    """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock)."""
+    """Nodes of one rank: calls, step boundaries, GPU operations (times relative to ``base`` on the rank's clock).
+    A rank whose view keeps what is derived from its cache entry (``RankView.store``) maps the nodes an earlier
+    command made of it (its starts kept on the rank's own clock), else makes them and keeps them there."""
     rv = view[r]
+    store, table = getattr(rv, "store", None), getattr(view, "table", None)
+    name = f"graph_nodes-{table.fingerprint()}{NODES_VERSION:02x}" if store is not None and table is not None else None
+    kept = store.get(name) if name is not None else None
+    if kept is not None and all(k in kept for k in _NODE_KEYS):
+        out = {k: kept[k] for k in _NODE_KEYS}
+        out["start"] = out["start"] - base  # (a new array: the kept one is the file's)
+        return out
+    out = _made_rank_nodes(rv, view, base)
+    if name is not None:
+        store.put(name, {**out, "start": out["start"] + base})
+    return out
+
+
+def _made_rank_nodes(rv, view, base: int) -> dict:
+    """:func:`_rank_nodes` made from the rank's view ``rv``."""
     calls = outer_calls(rv)
     steps = step_rows(rv, view.strings, NATIVE, view.per_string(NATIVE.step_number))  # (kept on the view)
     srows = np.array([row for _, row in steps], dtype=np.int64)
