@@ -113,28 +113,30 @@ def _read(path: Path, token: bytes, n: int) -> Optional[dict[str, np.ndarray]]:
 
 
 def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) -> None:
-    """Write the derived file in a work folder of the cache, then rename it into the entry."""
+    """Write the derived file in a work folder of the cache, then rename it into the entry (the arrays written as
+    they are: no copy of them is made)."""
     work = cache.work_dir(path.parent.parent)
     if work is None:
         return
     try:
-        place, offsets = 0, []
-        for a in columns.values():
-            place = -(-place // _ALIGN) * _ALIGN
+        arrays = [np.ascontiguousarray(a) for a in columns.values()]
+        place, offsets, crc = 0, [], 0
+        for a in arrays:
+            pad = -place % _ALIGN
+            crc = crc32(bytes(pad), crc)
+            place += pad
             offsets.append(place)
+            crc = crc32(memoryview(a).cast("B"), crc)
             place += a.nbytes
-        data = bytearray(place)
-        for a, at in zip(columns.values(), offsets):
-            data[at : at + a.nbytes] = np.ascontiguousarray(a).tobytes()
 
         def header(start: int) -> bytes:
             head = {
                 "token": token.hex(),
                 "n": n,
                 "boot": cache.boot(),
-                "crc32": crc32(data),
-                "data": [start, start + len(data)],
-                "columns": [[k, a.dtype.str, start + at, len(a)] for (k, a), at in zip(columns.items(), offsets)],
+                "crc32": crc,
+                "data": [start, start + place],
+                "columns": [[k, a.dtype.str, start + at, len(a)] for k, a, at in zip(columns, arrays, offsets)],
             }
             text = json.dumps(head).encode("utf-8")
             return MAGIC + struct.pack("<I", len(text)) + text
@@ -146,7 +148,11 @@ def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) 
         tmp = work / path.name
         with open(tmp, "wb") as fh:
             fh.write(head.ljust(start, b"\0"))
-            fh.write(data)
+            at = 0
+            for a, off in zip(arrays, offsets):
+                fh.write(bytes(off - at))
+                fh.write(memoryview(a).cast("B"))
+                at = off + a.nbytes
         if path.parent.is_dir() and (path.parent / cache.COLUMNS).is_file():
             os.replace(tmp, path)  # (an entry replaced meanwhile: its token differs, the file is never read)
     except OSError:
