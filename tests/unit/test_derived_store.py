@@ -208,3 +208,20 @@ def test_the_job_graph_from_kept_nodes_is_the_graph_made_anew(tmp_path, monkeypa
     assert got.keys() == made.keys() and len(made["point_time"])
     for k in made:
         assert got[k].dtype == made[k].dtype and np.array_equal(got[k], made[k]), k
+
+
+def test_doctor_verify_removes_a_damaged_derived_file(tmp_path, capsys):
+    cache = tmp_path / "cache"
+    _load(cache)
+    made = _rules_columns(_load(cache))
+    path = sorted(cache.glob("*/derived-rules-*.bin"))[0]
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF  # (damage this boot's load would serve: only a whole read finds it)
+    path.write_bytes(bytes(raw))
+    assert main(["doctor", str(EXAMPLE), "--cache-dir", str(cache), "--verify"]) == 1  # (the example's missing ranks)
+    assert "1 damaged derived file(s) removed" in capsys.readouterr().out
+    assert not path.exists() and len(list(cache.glob("*/derived-*.bin"))) >= 1  # (the others kept)
+    got = _rules_columns(_load(cache))
+    for r in made:
+        for k in RULES:
+            assert np.array_equal(got[r][k], made[r][k])

@@ -23,12 +23,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _verify(args: argparse.Namespace) -> dict:
-    """``{"ok": n, "stale": [files], "absent": n}`` of the job's cache entries checked against the files' content."""
+    """``{"ok": n, "stale": [files], "absent": n, "derived_removed": n}`` of the job's cache entries checked against
+    the files' content (and their derived files against their own CRC-32s)."""
     from holotrace.ingest import cache
+    from holotrace.ingest.derived import verify_entry
     from holotrace.ingest.discover import discover
     from holotrace.loader import CACHE_TAG
 
-    out = {"ok": 0, "stale": [], "absent": 0}
+    out = {"ok": 0, "stale": [], "absent": 0, "derived_removed": 0}
     from holotrace.scale.store import is_ingest_folder
 
     if args.no_cache or is_ingest_folder(args.path):
@@ -36,6 +38,8 @@ def _verify(args: argparse.Namespace) -> dict:
     cdir = cache.resolve_dir(args.cache_dir)
     for f in discover(args.path).files:
         status = cache.verify(f.path, cdir, False, CACHE_TAG)
+        if status == "ok":  # (the columns derived from it too: a damaged one is removed, made again when needed)
+            out["derived_removed"] += verify_entry(cdir / cache.key_for(f.path, False, CACHE_TAG))
         if status == "stale":
             out["stale"].append(f.path)
         else:
@@ -68,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"cache checked against each file's whole content: {verified['ok']} ok, "
             f"{len(verified['stale'])} stale (removed; decoded again), {verified['absent']} not cached"
+            + (
+                f"; {verified['derived_removed']} damaged derived file(s) removed (made again when needed)"
+                if verified["derived_removed"]
+                else ""
+            )
         )
         for f in verified["stale"]:
             print(sanitize(f"        stale: {f}"))

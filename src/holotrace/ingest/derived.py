@@ -159,3 +159,29 @@ def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) 
         pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def verify_entry(folder: Path) -> int:
+    """Check every derived file of the entry ``folder`` against its data's CRC-32 (whatever boot wrote it) and
+    remove those that fail or cannot be read (they are made again when next needed): how many were removed."""
+    removed = 0
+    try:
+        names = sorted(p for p in Path(folder).iterdir() if is_derived_file(p.name))
+    except OSError:
+        return 0
+    for p in names:
+        try:
+            raw = p.read_bytes()
+            (k,) = struct.unpack_from("<I", raw, len(MAGIC))
+            head = json.loads(raw[len(MAGIC) + 4 : len(MAGIC) + 4 + k].decode("utf-8"))
+            start, end = head["data"]
+            ok = raw[: len(MAGIC)] == MAGIC and end == len(raw) and crc32(memoryview(raw)[start:end]) == head["crc32"]
+        except Exception:  # unreadable: as damaged
+            ok = False
+        if not ok:
+            try:
+                p.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
