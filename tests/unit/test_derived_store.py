@@ -225,3 +225,24 @@ def test_doctor_verify_removes_a_damaged_derived_file(tmp_path, capsys):
     for r in made:
         for k in RULES:
             assert np.array_equal(got[r][k], made[r][k])
+
+
+def test_an_entry_keeps_the_newest_few_files_of_a_kind(tmp_path):
+    import os
+
+    from holotrace.ingest import derived
+
+    cache = tmp_path / "cache"
+    _load(cache)
+    job = _load(cache)
+    store = job.traces[0].derived_store
+    cols = {"a": np.arange(5, dtype=np.int32)}
+    names = [f"rules-{i:024x}" for i in range(derived.KEEP_PER_KIND + 2)]
+    for k, name in enumerate(names):
+        store.put(name, cols)
+        cache_mod.flush()
+        path = store.folder / f"derived-{name}.bin"
+        os.utime(path, ns=(10**18 + k, 10**18 + k))  # (ordered whatever the file system's clock resolution)
+    kept = sorted(p.name for p in store.folder.glob("derived-rules-*.bin"))
+    assert kept == sorted(f"derived-{n}.bin" for n in names[-derived.KEEP_PER_KIND :])
+    assert np.array_equal(store.get(names[-1])["a"], cols["a"]) and store.get(names[0]) is None

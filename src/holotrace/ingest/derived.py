@@ -155,10 +155,30 @@ def _write(path: Path, token: bytes, n: int, columns: Mapping[str, np.ndarray]) 
                 at = off + a.nbytes
         if path.parent.is_dir() and (path.parent / cache.COLUMNS).is_file():
             os.replace(tmp, path)  # (an entry replaced meanwhile: its token differs, the file is never read)
+            _keep_newest(path)
     except OSError:
         pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+KEEP_PER_KIND = 4  # derived files of one kind (e.g. the rules' columns under as many rule tables) kept per entry
+
+
+def _keep_newest(path: Path) -> None:
+    """Remove the oldest derived files of ``path``'s kind in its entry beyond :data:`KEEP_PER_KIND` (rules files
+    edited again and again would otherwise leave one file per version). A command that maps one keeps its data."""
+    kind = path.name[: path.name.rindex("-") + 1]  # ("derived-rules-")
+    try:
+        same = [p for p in path.parent.iterdir() if p.name.startswith(kind) and is_derived_file(p.name)]
+        same.sort(key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+    except OSError:
+        return
+    for p in same[KEEP_PER_KIND:]:
+        try:
+            p.unlink()
+        except OSError:
+            pass
 
 
 def verify_entry(folder: Path) -> int:
