@@ -246,3 +246,18 @@ def test_an_entry_keeps_the_newest_few_files_of_a_kind(tmp_path):
     kept = sorted(p.name for p in store.folder.glob("derived-rules-*.bin"))
     assert kept == sorted(f"derived-{n}.bin" for n in names[-derived.KEEP_PER_KIND :])
     assert np.array_equal(store.get(names[-1])["a"], cols["a"]) and store.get(names[0]) is None
+
+
+def test_changed_maker_code_makes_its_own_file(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    _load(cache)
+    made = _rules_columns(_load(cache))
+    before = sorted(p.name for p in cache.glob("*/derived-rules-*.bin"))
+    monkeypatch.setattr(view_mod, "_rules_code", lambda: "0123456789ab")  # (as if the classifier's code changed)
+    got = _rules_columns(_load(cache))  # (made again, not mapped from what the other code made)
+    after = sorted(p.name for p in cache.glob("*/derived-rules-*.bin"))
+    assert len(after) == 2 * len(before) and all(n in after for n in before)
+    assert sum("0123456789ab" in n for n in after) == len(before)
+    for r in made:
+        for k in RULES:
+            assert np.array_equal(got[r][k], made[r][k])

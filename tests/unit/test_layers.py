@@ -28,7 +28,7 @@ ALLOWED = {
     "cli": {"base", "commands", "package"},
     "package": {"base", "loader", "model", "compat"},
 }
-BASE_MODULES = {"errors", "schema", "findings", "text", "atomic", "table", "order_stats"}
+BASE_MODULES = {"errors", "schema", "findings", "text", "atomic", "table", "order_stats", "code_digest"}
 
 
 def _layer(module: str) -> str:

@@ -27,9 +27,6 @@ import numpy as np
 
 from holotrace.model.rule_table import KIND_FROM_ARGS, CommKind, KernelType, RuleTable, kind_of_collective_name
 
-#: bump when :func:`classify_rank` gives other columns for the same events and rules: the columns kept beside a
-#: cached rank (:mod:`holotrace.ingest.derived`) are then made again
-CLASSIFIER_VERSION = 1
 _COMM, _MEMORY = int(KernelType.COMMUNICATION), int(KernelType.MEMORY)
 _OPS = (1, 2)  # Kind.CPU_OP, Kind.USER_ANNOTATION (classify's codes)
 

@@ -58,7 +58,7 @@ from holotrace.errors import RankNotFoundError
 from holotrace.exec.pool import thread_map
 from holotrace.model import classify
 from holotrace.model.classify import NATIVE, RuleSet
-from holotrace.model.comm_evidence import CLASSIFIER_VERSION, classify_rank
+from holotrace.model.comm_evidence import classify_rank
 from holotrace.model.job import release_mapped, trim_heap
 from holotrace.model.lazy_columns import Columns
 from holotrace.model.rule_table import RuleTable, hta_table, resolve_table
@@ -397,7 +397,7 @@ def _native_columns(
     threads = {"pid": c["pid"], "tid": c["tid"]}  # read as the model holds them (compared, never packed)
 
     def classified() -> dict:  # the rules' columns, made together on first use (a command's threads then start at once)
-        name = f"rules-{table.fingerprint()}{CLASSIFIER_VERSION:02x}" if store is not None else None
+        name = f"rules-{table.fingerprint()}{_rules_code()}" if store is not None else None
         kept = store.get(name) if name is not None else None
         if kept is not None and all(k in kept for k in _CLASSIFIED):
             return {k: kept[k] for k in _CLASSIFIED}
@@ -420,6 +420,16 @@ def _native_columns(
 
 
 _CLASSIFIED = ("kernel_type", "comm_kind", "rule", "comm_op")  # (classify_rank's columns)
+
+
+def _rules_code() -> str:
+    """The digest of the code that makes the rules' columns (what names those kept beside a cache entry)."""
+    import sys
+
+    from holotrace.code_digest import code_digest
+    from holotrace.model import comm_evidence, rule_table
+
+    return code_digest(comm_evidence, rule_table, classify, sys.modules[__name__])
 
 
 def _remade(model: Mapping[str, np.ndarray], strings: StringTable, table: RuleTable, store, key: str) -> np.ndarray:

@@ -177,9 +177,6 @@ class JobGraph:
         return pos
 
 
-#: bump when :func:`_rank_nodes` gives other nodes for the same events and rules: the nodes kept beside a cached
-#: rank (:mod:`holotrace.ingest.derived`) are then made again
-NODES_VERSION = 1
 _NODE_KEYS = ("rows", "type", "start", "dur", "step", "chain")
 
 
@@ -189,7 +186,7 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     command made of it (its starts kept on the rank's own clock), else makes them and keeps them there."""
     rv = view[r]
     store, table = getattr(rv, "store", None), getattr(view, "table", None)
-    name = f"graph_nodes-{table.fingerprint()}{NODES_VERSION:02x}" if store is not None and table is not None else None
+    name = f"graph_nodes-{table.fingerprint()}{_nodes_code()}" if store is not None and table is not None else None
     kept = store.get(name) if name is not None else None
     if kept is not None and all(k in kept for k in _NODE_KEYS):
         out = {k: kept[k] for k in _NODE_KEYS}
@@ -199,6 +196,18 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     if name is not None:
         store.put(name, {**out, "start": out["start"] + base})
     return out
+
+
+def _nodes_code() -> str:
+    """The digest of the code that makes a rank's nodes (what names those kept beside a cache entry)."""
+    import sys
+
+    from holotrace.analysis import grouped
+    from holotrace.analysis.critical_path import calls, edges, steps
+    from holotrace.code_digest import code_digest
+    from holotrace.model import view as view_mod
+
+    return code_digest(sys.modules[__name__], calls, edges, steps, grouped, classify, view_mod)
 
 
 def _made_rank_nodes(rv, view, base: int) -> dict:
