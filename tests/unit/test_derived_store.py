@@ -121,7 +121,7 @@ def test_a_damaged_or_foreign_derived_file_is_a_miss(tmp_path, damage):
         path.write_bytes(b"something else entirely")
     job = _load(cache)
     store = next(t.derived_store for t in job.traces.values() if t.derived_store.folder == path.parent)
-    assert store.get(path.name[len("derived-") : -len(".bin")]) is None
+    assert store.get(path.name[len("derived-") : -len(".bin")], RULES) is None
     got = _rules_columns(job)  # made again: the same values
     for r in made:
         for k in RULES:
@@ -179,7 +179,7 @@ def test_a_store_is_only_made_for_columns_mapped_from_an_entry(tmp_path):
     assert EntryStore.of((str(tmp_path / ".tmp-host-1-x" / "columns.bin"), {}, token), 5) is None
     assert EntryStore.of(None, 5) is None
     store = EntryStore(tmp_path, token, 5)
-    assert store.get("../escape") is None  # (a name that is not a derived file's is never opened)
+    assert store.get("../escape", ()) is None  # (a name that is not a derived file's is never opened)
     with pytest.raises(ValueError):
         store.put("../escape", {"a": np.zeros(5, dtype=np.int8)})
 
@@ -245,7 +245,7 @@ def test_an_entry_keeps_the_newest_few_files_of_a_kind(tmp_path):
         os.utime(path, ns=(10**18 + k, 10**18 + k))  # (ordered whatever the file system's clock resolution)
     kept = sorted(p.name for p in store.folder.glob("derived-rules-*.bin"))
     assert kept == sorted(f"derived-{n}.bin" for n in names[-derived.KEEP_PER_KIND :])
-    assert np.array_equal(store.get(names[-1])["a"], cols["a"]) and store.get(names[0]) is None
+    assert np.array_equal(store.get(names[-1], ("a",))["a"], cols["a"]) and store.get(names[0], ("a",)) is None
 
 
 def test_changed_maker_code_makes_its_own_file(tmp_path, monkeypatch):

@@ -54,7 +54,7 @@ from holotrace.schema import FORMAT_VERSION
 TABLES = ("events", "instants", "counters", "flows", "names")
 CACHE_VERSION = 8  # layout of an entry: bump when it changes
 COLUMNS = "columns.bin"
-_ENTRY = re.compile(r"^[0-9a-f]{24}$")
+ENTRY_NAME = re.compile(r"^[0-9a-f]{24}$")
 _WORK = (".tmp-", ".old-")  # entries being written or replaced
 _LEGACY = {f"{t}.arrow" for t in TABLES}  # files of entries of earlier versions (cleared like the others)
 RAW_ARGS = "raw_args.json.gz"  # every event's raw args, kept once a load asked for them (gzip)
@@ -130,7 +130,7 @@ def _dir_or_gone(c: Path) -> bool:
 
 
 def _is_entry_name(name: str) -> bool:
-    return bool(_ENTRY.match(name)) or name.startswith(_WORK)
+    return bool(ENTRY_NAME.match(name)) or name.startswith(_WORK)
 
 
 def _claim(d: Path) -> bool:

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -32,8 +31,6 @@ from holotrace.ingest.mapping import map_file
 
 MAGIC = b"HOLOTRACE-DERIVED-2\n"
 _ALIGN = 64
-_NAME = re.compile(r"^[0-9a-z_]{1,32}-[0-9a-f]{16,40}$")  # what a derived file is named after (checked)
-_ENTRY_DIR = re.compile(r"^[0-9a-f]{24}$")  # (the cache's entry folders: see holotrace.ingest.cache)
 _DTYPES = frozenset({"|i1", "<i2", "<i4", "<i8", "|b1", "<f8"})
 
 
@@ -61,19 +58,21 @@ class EntryStore:
         if not packed or not packed[2]:
             return None
         folder = Path(packed[0]).parent
-        return cls(folder, packed[2], n) if _ENTRY_DIR.match(folder.name) else None
+        return cls(folder, packed[2], n) if cache.ENTRY_NAME.match(folder.name) else None
 
     def _path(self, name: str) -> Path:
-        if not _NAME.match(name):
+        path = self.folder / f"derived-{name}.bin"
+        if not is_derived_file(path.name):
             raise ValueError(f"not a derived file name: {name!r}")
-        return self.folder / f"derived-{name}.bin"
+        return path
 
-    def get(self, name: str) -> Optional[dict[str, np.ndarray]]:
-        """The columns kept under ``name`` (read-only, mapped), or None."""
+    def get(self, name: str, keys: Sequence[str]) -> Optional[dict[str, np.ndarray]]:
+        """The columns ``keys`` kept under ``name`` (read-only, mapped), or None (one of them missing too)."""
         try:
-            return _read(self._path(name), self.token, self.n)
+            kept = _read(self._path(name), self.token, self.n)
         except Exception:  # a missing or damaged file is a miss, never an error
             return None
+        return {k: kept[k] for k in keys} if kept is not None and all(k in kept for k in keys) else None
 
     def put(self, name: str, columns: Mapping[str, np.ndarray]) -> None:
         """Keep ``columns`` (one-dimensional arrays of any length) under ``name``, written in the background;
@@ -88,20 +87,30 @@ class EntryStore:
         cache.in_background(lambda: _write(path, self.token, self.n, held))
 
 
-def _read(path: Path, token: bytes, n: int) -> Optional[dict[str, np.ndarray]]:
-    buf, size = map_file(path)
+def _header(buf, size: int, token: Optional[bytes], n: Optional[int]) -> Optional[dict]:
+    """The header of a derived file's bytes ``buf`` (``size`` of them) when it is one, of ``token``'s entry and
+    ``n`` events (None: any), with its data where its CRC-32 says (always checked without ``token``: a whole read;
+    with it, for a file written before this boot only). None otherwise."""
     mv = memoryview(buf)
     if size < len(MAGIC) + 4 or bytes(mv[: len(MAGIC)]) != MAGIC:
         return None
     (k,) = struct.unpack_from("<I", mv, len(MAGIC))
     head = json.loads(bytes(mv[len(MAGIC) + 4 : len(MAGIC) + 4 + k]).decode("utf-8"))
-    if head.get("token") != token.hex() or head.get("n") != n:
+    if token is not None and (head.get("token") != token.hex() or head.get("n") != n):
         return None
     start, end = head["data"]
-    if end != size or start > end:
+    if end != size or not 0 <= start <= end:
         return None
-    if (head.get("boot") is None or head["boot"] != cache.boot()) and crc32(mv[start:end]) != head["crc32"]:
+    trusted = token is not None and head.get("boot") is not None and head["boot"] == cache.boot()
+    return head if trusted or crc32(mv[start:end]) == head["crc32"] else None
+
+
+def _read(path: Path, token: bytes, n: int) -> Optional[dict[str, np.ndarray]]:
+    buf, size = map_file(path)
+    head = _header(buf, size, token, n)
+    if head is None:
         return None
+    start, end = head["data"]
     out = {}
     for key, dtype, at, count in head["columns"]:
         if dtype not in _DTYPES or at < start or count < 0 or at + count * np.dtype(dtype).itemsize > end:
@@ -191,11 +200,9 @@ def verify_entry(folder: Path) -> int:
         return 0
     for p in names:
         try:
-            raw = p.read_bytes()
-            (k,) = struct.unpack_from("<I", raw, len(MAGIC))
-            head = json.loads(raw[len(MAGIC) + 4 : len(MAGIC) + 4 + k].decode("utf-8"))
-            start, end = head["data"]
-            ok = raw[: len(MAGIC)] == MAGIC and end == len(raw) and crc32(memoryview(raw)[start:end]) == head["crc32"]
+            buf, size = map_file(p)
+            ok = _header(buf, size, None, None) is not None
+            del buf
         except Exception:  # unreadable: as damaged
             ok = False
         if not ok:

@@ -398,9 +398,9 @@ def _native_columns(
 
     def classified() -> dict:  # the rules' columns, made together on first use (a command's threads then start at once)
         name = f"rules-{table.fingerprint()}{_rules_code()}" if store is not None else None
-        kept = store.get(name) if name is not None else None
-        if kept is not None and all(k in kept for k in _CLASSIFIED):
-            return {k: kept[k] for k in _CLASSIFIED}
+        kept = store.get(name, _CLASSIFIED) if name is not None else None
+        if kept is not None:
+            return kept
         out = classify_rank({**cols, **threads}, strings, table, gpu=gpu, collective_name=c.get("collective_name"))
         if name is not None:
             store.put(name, out)

@@ -187,9 +187,8 @@ def _rank_nodes(view, r: int, base: int) -> dict:
     rv = view[r]
     store, table = getattr(rv, "store", None), getattr(view, "table", None)
     name = f"graph_nodes-{table.fingerprint()}{_nodes_code()}" if store is not None and table is not None else None
-    kept = store.get(name) if name is not None else None
-    if kept is not None and all(k in kept for k in _NODE_KEYS):
-        out = {k: kept[k] for k in _NODE_KEYS}
+    out = store.get(name, _NODE_KEYS) if name is not None else None
+    if out is not None:
         out["start"] = out["start"] - base  # (a new array: the kept one is the file's)
         return out
     out = _made_rank_nodes(rv, view, base)
